@@ -1,0 +1,470 @@
+//! `/v1/jobs`: create or replace, read, list, delete, pause, resume, runs.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+
+use super::ApiState;
+use super::error::{ApiError, ErrorBody};
+use super::extract::{ApiQuery, RawJson, decode, limit_param};
+use super::model::{
+    DeadCount, DeadLetterView, DeadList, DeadQuery, JobList, JobSpecSchema, JobView, ListQuery,
+    RunList, RunView, RunsQuery, Triggered,
+};
+use crate::error::Error;
+use crate::job::JobSpec;
+use crate::store::{JobRecord, JobStatus};
+
+/// Jobs per page by default, and at most.
+const PAGE: usize = 100;
+const MAX_PAGE: usize = 1000;
+/// Most job ids one list request reads while filtering, so a rare filter cannot make one
+/// request scan everything; the cursor then points past what was scanned.
+const SCAN_BUDGET: usize = 10_000;
+
+/// A job answer with its version as the `ETag`.
+fn job_response(status: StatusCode, record: &JobRecord) -> Response {
+    let mut resp = (status, Json(JobView::from_record(record))).into_response();
+    if let Ok(v) = header::HeaderValue::from_str(&format!("\"{}\"", record.version)) {
+        resp.headers_mut().insert(header::ETAG, v);
+    }
+    resp
+}
+
+/// The version an `If-Match` header asks for: `"3"`, `3` or `W/"3"`.
+fn if_match(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+    let Some(v) = headers.get(header::IF_MATCH) else {
+        return Ok(None);
+    };
+    let text = v.to_str().unwrap_or_default().trim();
+    if text == "*" {
+        return Ok(None);
+    }
+    text.trim_start_matches("W/")
+        .trim_matches('"')
+        .parse()
+        .map(Some)
+        .map_err(|_| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                format!("If-Match must be a job version such as \"3\", not '{text}'"),
+            )
+            .field("If-Match")
+        })
+}
+
+/// Upsert `spec`; with `expected`, only if the stored version is still that one (0: must not
+/// exist). 201 when created, 200 when replaced.
+async fn upsert(
+    state: &ApiState,
+    spec: JobSpec,
+    expected: Option<u64>,
+) -> Result<Response, ApiError> {
+    let record = match expected {
+        None => state.client().upsert(spec).await?,
+        Some(version) => state.client().upsert_if_version(spec, version).await?,
+    };
+    let status = if record.version == 1 {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok(job_response(status, &record))
+}
+
+/// Create or replace the job with this id (idempotent).
+///
+/// The body is a job spec; its `id` may be left out, and must match the path when given.
+/// With `If-Match: "<version>"` the job is replaced only if it is still at that version
+/// (`"0"`: only if it does not exist yet), else 409.
+#[utoipa::path(
+    put,
+    path = "/v1/jobs/{id}",
+    tag = "jobs",
+    params(
+        ("id" = String, Path, description = "The job's id"),
+        ("If-Match" = Option<String>, Header, description = "Only if the job is at this version, such as \"3\" (\"0\": only create)"),
+    ),
+    request_body = JobSpecSchema,
+    responses(
+        (status = 200, description = "Replaced", body = JobView),
+        (status = 201, description = "Created", body = JobView),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 409, description = "Changed concurrently, or not at the If-Match version", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 422, description = "Invalid field", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn put_job(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    RawJson(mut body): RawJson,
+) -> Result<Response, ApiError> {
+    let expected = if_match(&headers)?;
+    let Value::Object(map) = &mut body else {
+        return Err(ApiError::invalid(
+            "",
+            "the body must be a JSON object (a job spec)",
+        ));
+    };
+    match map.get("id") {
+        None => {
+            map.insert("id".into(), Value::String(id.clone()));
+        }
+        Some(Value::String(given)) if *given == id => {}
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "id",
+                format!("the body's id does not match the path's '{id}'"),
+            ));
+        }
+    }
+    let spec: JobSpec = decode(body, "")?;
+    upsert(&state, spec, expected).await
+}
+
+/// Create or replace a job, the id given in the body (idempotent, like `PUT /v1/jobs/{id}`).
+#[utoipa::path(
+    post,
+    path = "/v1/jobs",
+    tag = "jobs",
+    params(
+        ("If-Match" = Option<String>, Header, description = "Only if the job is at this version (\"0\": only create)"),
+    ),
+    request_body = JobSpecSchema,
+    responses(
+        (status = 200, description = "Replaced", body = JobView),
+        (status = 201, description = "Created", body = JobView),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 409, description = "Changed concurrently, or not at the If-Match version", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 422, description = "Invalid field", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn post_job(
+    State(state): State<ApiState>,
+    headers: HeaderMap,
+    RawJson(body): RawJson,
+) -> Result<Response, ApiError> {
+    let expected = if_match(&headers)?;
+    if !body.is_object() {
+        return Err(ApiError::invalid(
+            "",
+            "the body must be a JSON object (a job spec)",
+        ));
+    }
+    let spec: JobSpec = decode(body, "")?;
+    upsert(&state, spec, expected).await
+}
+
+/// Read a job, with its next five firings.
+#[utoipa::path(
+    get,
+    path = "/v1/jobs/{id}",
+    tag = "jobs",
+    params(("id" = String, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "The job", body = JobView),
+        (status = 404, description = "No such job", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get_job(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let record = state.client().get(&id).await?;
+    Ok(job_response(StatusCode::OK, &record))
+}
+
+/// List jobs in id order, filtered by status and handler, a page at a time.
+#[utoipa::path(
+    get,
+    path = "/v1/jobs",
+    tag = "jobs",
+    params(ListQuery),
+    responses(
+        (status = 200, description = "A page of jobs", body = JobList),
+        (status = 400, description = "Bad query parameter", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list_jobs(
+    State(state): State<ApiState>,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> Result<Json<JobList>, ApiError> {
+    let limit = limit_param("limit", q.limit.as_deref(), PAGE, MAX_PAGE)?;
+    let status = match q.status.as_deref() {
+        None => None,
+        Some("active") => Some(JobStatus::Active),
+        Some("paused") => Some(JobStatus::Paused),
+        Some("finished") => Some(JobStatus::Finished),
+        Some(other) => {
+            return Err(ApiError::bad_query(
+                "status",
+                format!("status must be active, paused or finished, not '{other}'"),
+            ));
+        }
+    };
+    let client = state.client();
+    let filtered = status.is_some() || q.handler.is_some();
+    let keep = |r: &JobRecord| {
+        status.is_none_or(|s| r.status == s)
+            && q.handler.as_ref().is_none_or(|h| &r.spec.handler == h)
+    };
+    let mut cursor = q.after.clone();
+    let mut jobs: Vec<JobView> = Vec::new();
+    let mut scanned = 0;
+    loop {
+        // Unfiltered, one more than the page tells whether a next page exists.
+        let want = if filtered {
+            500
+        } else {
+            limit + 1 - jobs.len()
+        };
+        let ids = client.store().list_ids(cursor.as_deref(), want).await?;
+        // `Store::get_jobs` fails on an empty id list (an empty pipeline), so skip the call.
+        let records = if ids.is_empty() {
+            Vec::new()
+        } else {
+            client.store().get_jobs(&ids).await?
+        };
+        for record in records.iter().filter(|r| keep(r)) {
+            if jobs.len() == limit {
+                let next_cursor = jobs.last().map(|j| j.id.clone());
+                return Ok(Json(JobList { jobs, next_cursor }));
+            }
+            jobs.push(JobView::from_record(record));
+        }
+        if ids.len() < want {
+            return Ok(Json(JobList {
+                jobs,
+                next_cursor: None,
+            }));
+        }
+        cursor = ids.last().cloned();
+        scanned += ids.len();
+        if scanned >= SCAN_BUDGET {
+            // A rare filter must not make one request read every job: continue from here.
+            return Ok(Json(JobList {
+                jobs,
+                next_cursor: cursor,
+            }));
+        }
+    }
+}
+
+/// Delete a job, its pending firing and its history.
+#[utoipa::path(
+    delete,
+    path = "/v1/jobs/{id}",
+    tag = "jobs",
+    params(("id" = String, Path, description = "The job's id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "No such job", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn delete_job(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    state.client().delete(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Pause a job: it keeps its definition and fires nothing until resumed.
+#[utoipa::path(
+    post,
+    path = "/v1/jobs/{id}/pause",
+    tag = "jobs",
+    params(("id" = String, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "Paused", body = JobView),
+        (status = 404, description = "No such job", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn pause_job(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let record = state.client().pause(&id).await?;
+    Ok(job_response(StatusCode::OK, &record))
+}
+
+/// Resume a paused job: its next firing is computed from now.
+#[utoipa::path(
+    post,
+    path = "/v1/jobs/{id}/resume",
+    tag = "jobs",
+    params(("id" = String, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "Resumed", body = JobView),
+        (status = 404, description = "No such job", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn resume_job(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let record = state.client().resume(&id).await?;
+    Ok(job_response(StatusCode::OK, &record))
+}
+
+/// A job's most recent runs, newest first.
+#[utoipa::path(
+    get,
+    path = "/v1/jobs/{id}/runs",
+    tag = "jobs",
+    params(("id" = String, Path, description = "The job's id"), RunsQuery),
+    responses(
+        (status = 200, description = "Runs, newest first", body = RunList),
+        (status = 400, description = "Bad query parameter", body = ErrorBody),
+        (status = 404, description = "No such job", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn job_runs(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+    ApiQuery(q): ApiQuery<RunsQuery>,
+) -> Result<Json<RunList>, ApiError> {
+    let limit = limit_param("limit", q.limit.as_deref(), 20, MAX_PAGE)?;
+    let client = state.client();
+    if client.store().get_job(&id).await?.is_none() {
+        return Err(Error::NotFound(id).into());
+    }
+    let runs = client.runs(&id, limit).await?;
+    Ok(Json(RunList {
+        runs: runs.iter().map(RunView::from).collect(),
+    }))
+}
+
+/// Run a job once now, without moving its schedule (its overlap policy applies).
+#[utoipa::path(
+    post,
+    path = "/v1/jobs/{id}/trigger",
+    tag = "jobs",
+    params(("id" = String, Path, description = "The job's id")),
+    responses(
+        (status = 202, description = "A run is queued", body = Triggered),
+        (status = 404, description = "No such job", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn trigger_job(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<Triggered>), ApiError> {
+    let firing_id = state.client().trigger(&id).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(Triggered {
+            job_id: id,
+            firing_id,
+        }),
+    ))
+}
+
+async fn require_job(state: &ApiState, id: &str) -> Result<(), ApiError> {
+    match state.client().store().get_job(id).await? {
+        Some(_) => Ok(()),
+        None => Err(Error::NotFound(id.to_string()).into()),
+    }
+}
+
+/// A job's dead letters (firings that used up their attempts), newest first.
+#[utoipa::path(
+    get,
+    path = "/v1/jobs/{id}/dead",
+    tag = "dead letters",
+    params(("id" = String, Path, description = "The job's id"), DeadQuery),
+    responses(
+        (status = 200, description = "Dead letters, newest first", body = DeadList),
+        (status = 400, description = "Bad query parameter", body = ErrorBody),
+        (status = 404, description = "No such job", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list_dead(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+    ApiQuery(q): ApiQuery<DeadQuery>,
+) -> Result<Json<DeadList>, ApiError> {
+    let limit = limit_param("limit", q.limit.as_deref(), PAGE, MAX_PAGE)?;
+    require_job(&state, &id).await?;
+    let dead = state.client().dead_letters(&id, limit).await?;
+    let dead = dead
+        .iter()
+        .filter(|d| q.firing.as_ref().is_none_or(|f| &d.firing_id == f))
+        .map(DeadLetterView::from)
+        .collect();
+    Ok(Json(DeadList { dead }))
+}
+
+/// Queue dead letters again, as attempt 1 with their firing ids: one (`firing`) or all.
+#[utoipa::path(
+    post,
+    path = "/v1/jobs/{id}/dead/replay",
+    tag = "dead letters",
+    params(("id" = String, Path, description = "The job's id"), DeadQuery),
+    responses(
+        (status = 200, description = "How many were queued", body = DeadCount),
+        (status = 400, description = "Bad query parameter", body = ErrorBody),
+        (status = 404, description = "No such job", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn replay_dead(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+    ApiQuery(q): ApiQuery<DeadQuery>,
+) -> Result<Json<DeadCount>, ApiError> {
+    if q.limit.is_some() {
+        return Err(ApiError::bad_query(
+            "limit",
+            "replay takes `firing`, not `limit`",
+        ));
+    }
+    require_job(&state, &id).await?;
+    let count = state.client().replay_dead(&id, q.firing.as_deref()).await?;
+    Ok(Json(DeadCount { count }))
+}
+
+/// Drop dead letters: one (`firing`) or all.
+#[utoipa::path(
+    delete,
+    path = "/v1/jobs/{id}/dead",
+    tag = "dead letters",
+    params(("id" = String, Path, description = "The job's id"), DeadQuery),
+    responses(
+        (status = 200, description = "How many were dropped", body = DeadCount),
+        (status = 400, description = "Bad query parameter", body = ErrorBody),
+        (status = 404, description = "No such job", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn purge_dead(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+    ApiQuery(q): ApiQuery<DeadQuery>,
+) -> Result<Json<DeadCount>, ApiError> {
+    if q.limit.is_some() {
+        return Err(ApiError::bad_query(
+            "limit",
+            "purge takes `firing`, not `limit`",
+        ));
+    }
+    require_job(&state, &id).await?;
+    let count = state.client().purge_dead(&id, q.firing.as_deref()).await?;
+    Ok(Json(DeadCount { count }))
+}

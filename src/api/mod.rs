@@ -1,0 +1,255 @@
+//! The REST API (axum, JSON): [`router`] builds it over an [`ApiState`], [`serve`] runs it.
+//!
+//! - `/v1/jobs`, `/v1/jobs/{id}` (+ `/pause`, `/resume`, `/trigger`, `/runs`): jobs CRUD
+//!   through the [`Client`]; every job answer carries its next five firings in UTC and in its
+//!   zone. `/v1/jobs/{id}/dead` (+ `/replay`): dead letters.
+//! - `/v1/tasks`, `/v1/tasks/batch`: one-shot tasks.
+//! - `/v1/topics` (+ `/{topic}/tasks`, `/{topic}/pop`), `/v1/tasks/{id}` (+ `/finish`,
+//!   `/touch`): the delay queue ([`crate::queue::Queue`]).
+//! - `/v1/nodes`: live nodes, their load and version.
+//! - `/v1/overview`: the cluster at a glance (nodes, job counts, counters, dead letters).
+//! - `/healthz` (the process is up), `/readyz` (Redis answers, expired events are on).
+//! - `/v1/openapi.json`: the OpenAPI document, generated from the handlers' annotations by
+//!   `utoipa`; routes are registered through `utoipa-axum`, so a route cannot exist without
+//!   its documentation.
+//! - `/` (and `/ui/…`): the dashboard, static files that call the API; see [`app`].
+//!
+//! Errors have one shape, [`ApiError`]: `{"error": {"code", "message", "field"}}`. Bodies are
+//! limited to `api.max_body_bytes` and decoded with unknown fields refused; validation happens
+//! before any write. With `api.token` set, every other route needs `Authorization: Bearer`.
+
+mod auth;
+mod dashboard;
+mod error;
+mod extract;
+mod jobs;
+mod metrics;
+pub mod model;
+pub mod overview;
+mod system;
+mod tasks;
+pub mod topics;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::{Arc, LazyLock};
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use tokio::net::TcpListener;
+use utoipa::openapi::OpenApi as OpenApiDoc;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub use auth::{OPEN_PATHS, token_matches};
+pub use error::{ApiError, ErrorBody, ErrorDetail};
+pub use system::live_nodes;
+
+use crate::client::Client;
+use crate::config::{ApiSettings, Settings};
+use crate::error::{Error, Result};
+use crate::queue::Queue;
+
+/// What the handlers share.
+#[derive(Clone)]
+pub struct ApiState {
+    inner: Arc<StateInner>,
+}
+
+struct StateInner {
+    client: Client,
+    /// One queue for every request, so pops share its hints of the next ready ids.
+    queue: Queue,
+    token: Option<String>,
+    max_body_bytes: usize,
+    node_ttl_ms: i64,
+}
+
+impl std::fmt::Debug for ApiState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiState")
+            .field("auth", &self.inner.token.is_some())
+            .field("max_body_bytes", &self.inner.max_body_bytes)
+            .finish()
+    }
+}
+
+impl ApiState {
+    /// The API over `client`, with the `[api]` and node settings of `settings`.
+    pub fn new(client: Client, settings: &Settings) -> Self {
+        let token = Some(settings.api.token.clone()).filter(|t| !t.is_empty());
+        Self {
+            inner: Arc::new(StateInner {
+                queue: client.queue(),
+                client,
+                token,
+                max_body_bytes: settings.api.max_body_bytes,
+                node_ttl_ms: settings.node.node_ttl.as_millis() as i64,
+            }),
+        }
+    }
+
+    /// The client the handlers act through.
+    pub fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
+    /// The delay queue the topic handlers act through.
+    pub fn queue(&self) -> &Queue {
+        &self.inner.queue
+    }
+
+    fn token(&self) -> Option<&str> {
+        self.inner.token.as_deref()
+    }
+
+    fn max_body_bytes(&self) -> usize {
+        self.inner.max_body_bytes
+    }
+
+    fn node_ttl_ms(&self) -> i64 {
+        self.inner.node_ttl_ms
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "keyfire",
+        description = "A distributed job scheduler on Redis. Errors share one shape: \
+            `{\"error\": {\"code\", \"message\", \"field\"}}`. When the node has `api.token` set, \
+            every route but /healthz, /readyz and this document needs `Authorization: Bearer <token>`."
+    ),
+    modifiers(&BearerAuth),
+    components(schemas(ErrorBody, ErrorDetail)),
+    tags(
+        (name = "jobs", description = "Recurring and one-shot jobs"),
+        (name = "dead letters", description = "Firings that used up their attempts"),
+        (name = "tasks", description = "One-shot tasks"),
+        (name = "topics", description = "The delay queue: topics, their tasks, reservations"),
+        (name = "nodes", description = "The cluster's live nodes"),
+        (name = "health", description = "Probes"),
+        (name = "meta", description = "This document"),
+    )
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut OpenApiDoc) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// Every route, each registered with its documentation.
+fn api_routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(jobs::put_job, jobs::get_job, jobs::delete_job))
+        .routes(routes!(jobs::post_job, jobs::list_jobs))
+        .routes(routes!(jobs::pause_job))
+        .routes(routes!(jobs::resume_job))
+        .routes(routes!(jobs::job_runs))
+        .routes(routes!(jobs::trigger_job))
+        .routes(routes!(jobs::list_dead, jobs::purge_dead))
+        .routes(routes!(jobs::replay_dead))
+        .routes(routes!(tasks::post_task))
+        .routes(routes!(tasks::post_tasks_batch))
+        .routes(routes!(topics::add_task))
+        .routes(routes!(topics::pop))
+        .routes(routes!(topics::finish))
+        .routes(routes!(topics::touch))
+        .routes(routes!(topics::get_task, topics::delete_task))
+        .routes(routes!(topics::list_topics))
+        .routes(routes!(system::list_nodes))
+        .routes(routes!(overview::overview))
+        .routes(routes!(system::healthz))
+        .routes(routes!(system::readyz))
+        .routes(routes!(system::openapi_json))
+        .routes(routes!(metrics::metrics))
+}
+
+/// The OpenAPI document of [`router`].
+pub fn openapi() -> &'static OpenApiDoc {
+    static DOC: LazyLock<OpenApiDoc> = LazyLock::new(|| api_routes().into_openapi());
+    &DOC
+}
+
+async fn route_not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this route does not take that method",
+    )
+}
+
+/// The API's router.
+pub fn router(state: ApiState) -> Router {
+    let (routes, _) = api_routes().split_for_parts();
+    routes
+        .fallback(route_not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(state.max_body_bytes()))
+        // Outermost: a request without the token is refused before its body is read.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_token,
+        ))
+        .with_state(state)
+}
+
+/// What a node serves: the API's [`router`] plus the dashboard at `/`. The dashboard's static
+/// files are not API operations (they are neither documented nor behind the token), so they
+/// are merged here rather than registered in [`router`].
+pub fn app(state: ApiState) -> Router {
+    let auth = state.token().is_some();
+    router(state).merge(dashboard::routes(auth))
+}
+
+/// Bind `api.listen`, refusing a non-loopback address when no token is set.
+pub async fn bind(api: &ApiSettings) -> Result<TcpListener> {
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host(&api.listen)
+        .await
+        .map_err(|e| Error::Config(format!("api.listen '{}': {e}", api.listen)))?
+        .collect();
+    if addrs.is_empty() {
+        return Err(Error::Config(format!(
+            "api.listen '{}' resolves to no address",
+            api.listen
+        )));
+    }
+    if api.token.is_empty()
+        && let Some(open) = addrs.iter().find(|a| !a.ip().is_loopback())
+    {
+        return Err(Error::Config(format!(
+            "api.listen '{}' ({open}) is not a loopback address: set api.token (bearer auth) or listen on 127.0.0.1",
+            api.listen
+        )));
+    }
+    TcpListener::bind(&addrs[..])
+        .await
+        .map_err(|e| Error::Config(format!("api.listen '{}': cannot listen: {e}", api.listen)))
+}
+
+/// Serve the API and the dashboard ([`app`]) on `listener` until `shutdown` resolves
+/// (requests in flight finish).
+pub async fn serve(
+    listener: TcpListener,
+    state: ApiState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, app(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}

@@ -1,0 +1,446 @@
+//! What the API sends and accepts, and their OpenAPI schemas.
+//!
+//! Jobs are accepted as [`JobSpec`] (the library's type, decoded with unknown fields refused).
+//! `JobSpec` lives in the job model, which does not depend on the API, so its OpenAPI schema is
+//! the mirror [`JobSpecSchema`]; a test checks that the mirror names exactly `JobSpec`'s fields.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::job::{Job, JobSpec, Validation};
+use crate::store::{DeadLetter, JobRecord, JobStatus, RunRecord};
+
+/// How many next firings a job view shows.
+pub const NEXT_FIRINGS: usize = 5;
+
+fn at_ms(ms: i64) -> Option<DateTime<Utc>> {
+    DateTime::<Utc>::from_timestamp_millis(ms)
+}
+
+/// One coming firing, in UTC and in the job's zone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct FiringTime {
+    /// The instant in UTC (RFC 3339).
+    #[schema(example = "2026-03-09T08:00:00Z")]
+    pub utc: String,
+    /// The same instant in the job's zone (RFC 3339 with its offset).
+    #[schema(example = "2026-03-09T09:00:00+01:00")]
+    pub local: String,
+}
+
+/// A job as the API shows it: its spec, its state, and its next firings.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct JobView {
+    /// The job's id.
+    pub id: String,
+    /// `active`, `paused` or `finished`.
+    #[schema(example = "active")]
+    pub status: String,
+    /// Bumped by every change of the spec; send it back in `If-Match` to update only that version.
+    pub version: u64,
+    /// The job as declared (`after` is shown resolved to `at`).
+    #[schema(value_type = JobSpecSchema)]
+    pub spec: Value,
+    /// The zone `next_firings[].local` is shown in (the cron `tz`, else `UTC`).
+    pub tz: String,
+    /// The next pending firing.
+    pub next_at: Option<DateTime<Utc>>,
+    /// The last claimed firing.
+    pub last_at: Option<DateTime<Utc>>,
+    /// When the job was created.
+    pub created_at: Option<DateTime<Utc>>,
+    /// When it last changed.
+    pub updated_at: Option<DateTime<Utc>>,
+    /// Runs completed.
+    pub runs: u64,
+    /// Runs that failed.
+    pub failures: u64,
+    /// Firings skipped under the misfire policy.
+    pub missed: u64,
+    /// The next five firings (fewer when the schedule ends; none while paused or finished).
+    pub next_firings: Vec<FiringTime>,
+}
+
+fn format_local(ms: i64, tz: chrono_tz::Tz) -> Option<FiringTime> {
+    let at = at_ms(ms)?;
+    Some(FiringTime {
+        utc: at.to_rfc3339_opts(SecondsFormat::AutoSi, true),
+        local: at
+            .with_timezone(&tz)
+            .to_rfc3339_opts(SecondsFormat::AutoSi, true),
+    })
+}
+
+/// The validated form of a stored job (for previews; never refused for a handler name).
+pub fn validated(record: &JobRecord) -> Option<Job> {
+    record
+        .spec
+        .clone()
+        .validate(&Validation {
+            now_ms: record.updated_ms,
+            created_ms: record.created_ms,
+            known_handler: None,
+            max_params_bytes: usize::MAX,
+        })
+        .ok()
+}
+
+impl JobView {
+    /// The view of a stored job.
+    pub fn from_record(record: &JobRecord) -> Self {
+        let tz_name = record
+            .spec
+            .cron
+            .as_ref()
+            .and(record.spec.tz.clone())
+            .unwrap_or_else(|| "UTC".into());
+        let tz: chrono_tz::Tz = tz_name.parse().unwrap_or(chrono_tz::UTC);
+        let mut next_firings = Vec::new();
+        if record.status == JobStatus::Active
+            && let Some(first) = record.next_ms
+        {
+            let job = validated(record);
+            let mut t = first;
+            while next_firings.len() < NEXT_FIRINGS {
+                let Some(f) = format_local(t, tz) else { break };
+                next_firings.push(f);
+                match job.as_ref().and_then(|j| j.next_after(t)) {
+                    Some(n) if n > t => t = n,
+                    _ => break,
+                }
+            }
+        }
+        Self {
+            id: record.spec.id.clone(),
+            status: record.status.as_str().to_string(),
+            version: record.version,
+            spec: serde_json::to_value(&record.spec).unwrap_or(Value::Null),
+            tz: tz_name,
+            next_at: record.next_ms.and_then(at_ms),
+            last_at: record.last_ms.and_then(at_ms),
+            created_at: at_ms(record.created_ms),
+            updated_at: at_ms(record.updated_ms),
+            runs: record.runs,
+            failures: record.failures,
+            missed: record.missed,
+            next_firings,
+        }
+    }
+}
+
+/// A page of jobs.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct JobList {
+    /// Jobs in id order.
+    pub jobs: Vec<JobView>,
+    /// Pass as `after` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// Filters and paging of `GET /v1/jobs`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// Only jobs in this state: `active`, `paused` or `finished`.
+    pub status: Option<String>,
+    /// Only jobs run by this handler.
+    pub handler: Option<String>,
+    /// Cursor: the `next_cursor` of the previous page (jobs with a greater id).
+    pub after: Option<String>,
+    /// Jobs per page, 1 to 1000 (default 100).
+    #[param(value_type = Option<u32>)]
+    pub limit: Option<String>,
+}
+
+/// Paging of `GET /v1/jobs/{id}/runs`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct RunsQuery {
+    /// Most recent runs to return, 1 to 1000 (default 20).
+    #[param(value_type = Option<u32>)]
+    pub limit: Option<String>,
+}
+
+/// One run of a firing.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct RunView {
+    /// `<job id>:<instant ms>`, the same for every attempt of a firing.
+    pub firing_id: String,
+    /// The instant the firing was scheduled for.
+    pub scheduled_at: Option<DateTime<Utc>>,
+    /// 1 for the first attempt.
+    pub attempt: u32,
+    /// The node that ran it.
+    pub node: String,
+    /// When it was claimed (Redis time).
+    pub claimed_at: Option<DateTime<Utc>>,
+    /// When the handler started.
+    pub started_at: Option<DateTime<Utc>>,
+    /// When it ended (Redis time).
+    pub finished_at: Option<DateTime<Utc>>,
+    /// `ok`, `failed`, `timeout`, `cancelled` or `lost`.
+    pub outcome: String,
+    /// The handler's error, if any.
+    pub error: Option<String>,
+    /// What became of the firing: `done`, `retry` or `dead`.
+    pub fate: Option<String>,
+    /// When the next attempt is due, if one was scheduled.
+    pub retry_at: Option<DateTime<Utc>>,
+}
+
+impl From<&RunRecord> for RunView {
+    fn from(r: &RunRecord) -> Self {
+        Self {
+            firing_id: r.firing_id.clone(),
+            scheduled_at: at_ms(r.scheduled_ms),
+            attempt: r.attempt,
+            node: r.node.clone(),
+            claimed_at: at_ms(r.claimed_ms),
+            started_at: Some(r.started_ms).filter(|&ms| ms > 0).and_then(at_ms),
+            finished_at: r.finished_ms.and_then(at_ms),
+            outcome: r.outcome.clone(),
+            error: r.error.clone(),
+            fate: r.fate.clone(),
+            retry_at: r.retry_at_ms.and_then(at_ms),
+        }
+    }
+}
+
+/// A job's runs, newest first.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct RunList {
+    /// The runs.
+    pub runs: Vec<RunView>,
+}
+
+/// A firing that used up its attempts.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct DeadLetterView {
+    /// `<job id>:<instant ms>`.
+    pub firing_id: String,
+    /// The job.
+    pub job_id: String,
+    /// The instant the firing was scheduled for.
+    pub scheduled_at: Option<DateTime<Utc>>,
+    /// Attempts made.
+    pub attempts: u32,
+    /// The last error.
+    pub error: Option<String>,
+    /// When it became a dead letter.
+    pub failed_at: Option<DateTime<Utc>>,
+}
+
+impl From<&DeadLetter> for DeadLetterView {
+    fn from(d: &DeadLetter) -> Self {
+        Self {
+            firing_id: d.firing_id.clone(),
+            job_id: d.job_id.clone(),
+            scheduled_at: at_ms(d.scheduled_ms),
+            attempts: d.attempts,
+            error: d.error.clone(),
+            failed_at: Some(d.failed_ms).filter(|&ms| ms > 0).and_then(at_ms),
+        }
+    }
+}
+
+/// A job's dead letters, newest first.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct DeadList {
+    /// The dead letters.
+    pub dead: Vec<DeadLetterView>,
+}
+
+/// Which dead letters a replay or purge acts on.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct DeadQuery {
+    /// Only this firing (its `firing_id`); default: all of the job's dead letters.
+    pub firing: Option<String>,
+    /// With `GET`: most recent dead letters to return, 1 to 1000 (default 100).
+    #[param(value_type = Option<u32>)]
+    pub limit: Option<String>,
+}
+
+/// How many dead letters a replay or purge acted on.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct DeadCount {
+    /// Dead letters queued again (replay) or dropped (purge).
+    pub count: u64,
+}
+
+/// A run queued by a trigger.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Triggered {
+    /// The job.
+    pub job_id: String,
+    /// The firing id of the queued run (see its runs).
+    pub firing_id: String,
+}
+
+/// A live node.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct NodeView {
+    /// The node's id.
+    pub id: String,
+    /// Its keyfire version.
+    pub version: Option<String>,
+    /// Runs in progress at its last heartbeat.
+    pub running: Option<u64>,
+    /// Its limit of concurrent runs.
+    pub max_concurrent_runs: Option<u64>,
+    /// `running / max_concurrent_runs`, from 0 to 1.
+    pub load: Option<f64>,
+    /// Attempts it started since it started (at its last heartbeat).
+    #[serde(default)]
+    pub runs_started: Option<u64>,
+    /// Its share of the attempts the live nodes started, from 0 to 1: the owner hash spreads
+    /// runs evenly, so each of N nodes that started together is near 1/N.
+    #[serde(default)]
+    pub share: Option<f64>,
+    /// Handlers it has registered.
+    pub handlers: Vec<String>,
+    /// Its last heartbeat (Redis time).
+    pub last_seen_at: Option<DateTime<Utc>>,
+}
+
+/// The live nodes.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct NodeList {
+    /// Nodes heard from within `node.node_ttl`, by id.
+    pub nodes: Vec<NodeView>,
+}
+
+/// Tasks to enqueue together.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskBatch {
+    /// One-shot tasks (see `TaskSpec`), at most 1000.
+    #[schema(value_type = Vec<TaskSpecSchema>)]
+    pub tasks: Vec<Value>,
+}
+
+/// Enqueued tasks, in the order given.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct TaskList {
+    /// The tasks as stored.
+    pub tasks: Vec<JobView>,
+}
+
+/// Status of `/healthz` and `/readyz`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Health {
+    /// `ok`, `ready` or `not_ready`.
+    pub status: String,
+    /// Each check and its result (`ok` or what is wrong); empty for `/healthz`.
+    #[schema(value_type = Object)]
+    pub checks: serde_json::Map<String, Value>,
+}
+
+/// Retry settings of a job (OpenAPI schema of the library's `RetrySpec`).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[schema(as = RetrySpec)]
+#[allow(dead_code)]
+pub struct RetrySpecSchema {
+    /// Attempts in all, the first included (default 3). 1 disables retries.
+    max_attempts: Option<u32>,
+    /// `fixed` or `exponential` (default).
+    backoff: Option<String>,
+    /// The fixed interval, or the first delay of an exponential backoff (default `1s`).
+    interval: Option<String>,
+    /// Cap of an exponential backoff (default `5m`).
+    max_interval: Option<String>,
+    /// Randomise exponential delays (default true).
+    jitter: Option<bool>,
+}
+
+/// A job as declared (OpenAPI schema of the library's `JobSpec`). Exactly one of `cron`,
+/// `every`, `at`, `after` gives the schedule. Unknown fields are refused.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[schema(as = JobSpec)]
+#[allow(dead_code)]
+pub struct JobSpecSchema {
+    /// Unique id: `[A-Za-z0-9][A-Za-z0-9_.-]*`, at most 128 bytes. In `PUT /v1/jobs/{id}` it
+    /// may be left out (the path gives it).
+    #[schema(example = "nightly-report")]
+    id: String,
+    /// Cron expression: 5 fields, 6 with seconds, or a macro such as `@hourly`.
+    #[schema(example = "0 9 * * MON-FRI")]
+    cron: Option<String>,
+    /// IANA zone the cron expression is read in (default `UTC`).
+    #[schema(example = "Europe/Berlin")]
+    tz: Option<String>,
+    /// Fixed rate, such as `30s` or `1h 30m`.
+    every: Option<String>,
+    /// One-shot at this instant (RFC 3339).
+    at: Option<DateTime<Utc>>,
+    /// One-shot after this delay from creation, such as `10m`.
+    after: Option<String>,
+    /// Nothing fires before this instant.
+    start_at: Option<DateTime<Utc>>,
+    /// Nothing fires after this instant.
+    end_at: Option<DateTime<Utc>>,
+    /// Name of the handler that runs the job.
+    #[schema(example = "http")]
+    handler: String,
+    /// JSON given to the handler.
+    #[schema(value_type = Object)]
+    params: Option<Value>,
+    /// How late a firing may be found and still count as on time (default `10s`).
+    misfire_tolerance: Option<String>,
+    /// `fire_once` (default), `skip` or `catch_up`: firings found later than the tolerance.
+    misfire: Option<String>,
+    /// Most late firings `catch_up` runs (default 100).
+    catch_up_limit: Option<u32>,
+    /// `allow` (default), `forbid` or `replace`: a firing that comes while the previous run runs.
+    overlap: Option<String>,
+    /// Longest a run may take (default `1h`).
+    timeout: Option<String>,
+    /// Retries of a failed run.
+    retry: Option<RetrySpecSchema>,
+}
+
+/// A one-shot task: a job with `at` or `after` (neither: at once) and an optional id (a UUID is
+/// chosen when it is left out).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[schema(as = TaskSpec)]
+#[allow(dead_code)]
+pub struct TaskSpecSchema {
+    /// Optional id; enqueueing again with the same id replaces the pending task.
+    id: Option<String>,
+    /// Run at this instant (RFC 3339).
+    at: Option<DateTime<Utc>>,
+    /// Run after this delay, such as `30m`.
+    #[schema(example = "30m")]
+    after: Option<String>,
+    /// Name of the handler that runs the task.
+    #[schema(example = "http")]
+    handler: String,
+    /// JSON given to the handler.
+    #[schema(value_type = Object)]
+    params: Option<Value>,
+    /// How late it may be found and still count as on time (default `10s`).
+    misfire_tolerance: Option<String>,
+    /// Longest a run may take (default `1h`).
+    timeout: Option<String>,
+    /// Retries of a failed run (default: 3 attempts, exponential backoff from `1s`).
+    retry: Option<RetrySpecSchema>,
+}
+
+/// The field names of the library's `JobSpec`, read from its own "unknown field" error, so a
+/// test notices when the OpenAPI mirror falls behind.
+pub fn job_spec_fields() -> Vec<String> {
+    let err = serde_json::from_value::<JobSpec>(serde_json::json!({"\u{1}probe": 0}))
+        .expect_err("the probe field is unknown")
+        .to_string();
+    let list = err.split("expected one of").nth(1).unwrap_or_default();
+    list.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}

@@ -1,0 +1,145 @@
+//! `/v1/tasks`: one-shot tasks, one or a batch.
+
+use std::collections::HashSet;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde_json::Value;
+
+use super::ApiState;
+use super::error::{ApiError, ErrorBody};
+use super::extract::{ApiJson, RawJson, decode};
+use super::model::{JobView, TaskBatch, TaskList, TaskSpecSchema};
+use crate::error::Error;
+use crate::job::JobSpec;
+
+/// Most tasks in one batch.
+pub const MAX_BATCH: usize = 1000;
+
+/// Turn a task body into a job spec: one-shot only, `after = "0s"` when no instant is given, a
+/// fresh UUID when no id is. Errors name fields under `prefix`.
+fn task_spec(body: Value, prefix: &str) -> Result<JobSpec, ApiError> {
+    let at = |f: &str| {
+        if prefix.is_empty() {
+            f.to_string()
+        } else {
+            format!("{prefix}.{f}")
+        }
+    };
+    let Value::Object(mut map) = body else {
+        return Err(ApiError::invalid(prefix, "a task must be a JSON object"));
+    };
+    for recurring in ["cron", "every", "tz"] {
+        if map.contains_key(recurring) {
+            return Err(ApiError::invalid(
+                &at(recurring),
+                format!(
+                    "a task is one-shot: give `at` or `after`, not `{recurring}` (use /v1/jobs for recurring jobs)"
+                ),
+            ));
+        }
+    }
+    if !map.contains_key("at") && !map.contains_key("after") {
+        map.insert("after".into(), Value::String("0s".into()));
+    }
+    match map.get("id") {
+        None | Some(Value::Null) => {
+            map.insert("id".into(), Value::String(uuid::Uuid::new_v4().to_string()));
+        }
+        Some(_) => {}
+    }
+    decode(Value::Object(map), prefix)
+}
+
+fn prefixed(e: Error, prefix: &str) -> ApiError {
+    match e {
+        Error::Invalid(v) => {
+            let field = format!("{prefix}.{}", v.field);
+            ApiError::invalid(&field, format!("invalid {field}: {}", v.message))
+        }
+        other => other.into(),
+    }
+}
+
+/// Enqueue a one-shot task.
+///
+/// Runs at `at`, or `after` a delay, or at once when neither is given. Without an `id`, a UUID
+/// is chosen; with one, enqueueing again replaces the pending task (idempotent).
+#[utoipa::path(
+    post,
+    path = "/v1/tasks",
+    tag = "tasks",
+    request_body = TaskSpecSchema,
+    responses(
+        (status = 201, description = "Enqueued", body = JobView),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 409, description = "Changed concurrently", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 422, description = "Invalid field", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn post_task(
+    State(state): State<ApiState>,
+    RawJson(body): RawJson,
+) -> Result<(StatusCode, Json<JobView>), ApiError> {
+    let spec = task_spec(body, "")?;
+    let record = state.client().enqueue(spec).await?;
+    Ok((StatusCode::CREATED, Json(JobView::from_record(&record))))
+}
+
+/// Enqueue many one-shot tasks. Every task is checked before any is written: one bad task
+/// refuses the whole batch (422 naming `tasks[i].field`) and nothing is enqueued.
+#[utoipa::path(
+    post,
+    path = "/v1/tasks/batch",
+    tag = "tasks",
+    request_body = TaskBatch,
+    responses(
+        (status = 201, description = "Enqueued, in the order given", body = TaskList),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 409, description = "Changed concurrently", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 422, description = "Invalid field", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn post_tasks_batch(
+    State(state): State<ApiState>,
+    ApiJson(batch): ApiJson<TaskBatch>,
+) -> Result<(StatusCode, Json<TaskList>), ApiError> {
+    if batch.tasks.len() > MAX_BATCH {
+        return Err(ApiError::invalid(
+            "tasks",
+            format!(
+                "at most {MAX_BATCH} tasks in one batch, got {}",
+                batch.tasks.len()
+            ),
+        ));
+    }
+    let client = state.client();
+    let mut specs = Vec::with_capacity(batch.tasks.len());
+    let mut ids = HashSet::new();
+    for (i, body) in batch.tasks.into_iter().enumerate() {
+        let prefix = format!("tasks[{i}]");
+        let spec = task_spec(body, &prefix)?;
+        client
+            .validate(&spec)
+            .await
+            .map_err(|e| prefixed(e, &prefix))?;
+        if !ids.insert(spec.id.clone()) {
+            return Err(ApiError::invalid(
+                &format!("{prefix}.id"),
+                format!("id '{}' appears twice in the batch", spec.id),
+            ));
+        }
+        specs.push(spec);
+    }
+    let mut tasks = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let record = client.enqueue(spec).await?;
+        tasks.push(JobView::from_record(&record));
+    }
+    Ok((StatusCode::CREATED, Json(TaskList { tasks })))
+}

@@ -1,0 +1,466 @@
+//! `/v1/topics`, `/v1/tasks/{id}`: the delay queue ([`crate::queue::Queue`]) over HTTP.
+//!
+//! Producers add tasks to a topic; consumers long-poll `pop`, then `finish` with the
+//! reservation token the pop gave them (or `touch` to hold it longer). Inputs are checked by
+//! the library, whose errors name the field (422).
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use super::ApiState;
+use super::error::{ApiError, ErrorBody};
+use super::extract::{ApiJson, ApiQuery};
+use crate::error::Error;
+use crate::queue::{
+    DEFAULT_MAX_DELIVERIES, DEFAULT_TTR, NewTask, Reserved, TaskInfo, TopicCounts, When,
+};
+
+/// Longest a pop waits; a longer `wait` is capped to it, so a request never outlives the
+/// timeouts of the proxies between a consumer and the node.
+pub const MAX_WAIT: Duration = Duration::from_secs(60);
+
+/// A task to add to a topic.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AddTask {
+    /// Any JSON, handed to the consumer (at most `limits.max_params_bytes` serialized).
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub payload: Value,
+    /// Its id (idempotent add: an id that exists is left as it is); a fresh one when absent.
+    pub id: Option<String>,
+    /// Ready after this delay (`30s`, `5m`); at once when neither `delay` nor `at` is given.
+    #[schema(example = "30s")]
+    pub delay: Option<String>,
+    /// Ready at this instant (RFC 3339).
+    pub at: Option<DateTime<Utc>>,
+    /// How long a consumer may hold it before it is handed to another (default `60s`).
+    #[schema(example = "60s")]
+    pub ttr: Option<String>,
+    /// Deliveries before it goes to the topic's dead letters (default 5).
+    pub max_deliveries: Option<u32>,
+}
+
+/// An added task.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Added {
+    /// The task's id.
+    pub id: String,
+    /// Its topic.
+    pub topic: String,
+}
+
+/// The query of a pop.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct PopQuery {
+    /// How long to wait for a task (`10s`; default `0s`, at most `60s`: longer is capped).
+    pub wait: Option<String>,
+}
+
+/// A popped task and its reservation. Instants are Redis time.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ReservedView {
+    /// The task's id.
+    pub id: String,
+    /// Its topic.
+    pub topic: String,
+    /// Its payload.
+    #[schema(value_type = Object)]
+    pub payload: Value,
+    /// Deliveries so far, this one included.
+    pub deliveries: u32,
+    /// The reservation token: `finish` and `touch` need it.
+    pub token: String,
+    /// The time-to-run of this reservation.
+    #[schema(example = "60s")]
+    pub ttr: String,
+    /// When the task was due.
+    pub due_at: DateTime<Utc>,
+    /// When it (last) became ready.
+    pub ready_at: DateTime<Utc>,
+    /// When this pop reserved it.
+    pub reserved_at: DateTime<Utc>,
+    /// When the reservation expires unless finished or touched.
+    pub deadline: DateTime<Utc>,
+}
+
+impl From<Reserved> for ReservedView {
+    fn from(r: Reserved) -> Self {
+        Self {
+            ttr: humantime::format_duration(r.ttr).to_string(),
+            id: r.id,
+            topic: r.topic,
+            payload: r.payload,
+            deliveries: r.deliveries,
+            token: r.token,
+            due_at: r.due_at,
+            ready_at: r.ready_at,
+            reserved_at: r.reserved_at,
+            deadline: r.deadline,
+        }
+    }
+}
+
+/// A task as stored. Instants are Redis time.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TaskView {
+    /// The task's id.
+    pub id: String,
+    /// Its topic.
+    pub topic: String,
+    /// `delayed`, `ready`, `reserved`, `done`, `dead` or `deleted`.
+    #[schema(example = "ready")]
+    pub state: String,
+    /// Its payload (null once done or deleted).
+    #[schema(value_type = Option<Object>)]
+    pub payload: Option<Value>,
+    /// Deliveries so far.
+    pub deliveries: u32,
+    /// Deliveries before the dead letters.
+    pub max_deliveries: u32,
+    /// Time-to-run of a reservation.
+    #[schema(example = "60s")]
+    pub ttr: String,
+    /// When it was added.
+    pub created_at: DateTime<Utc>,
+    /// When it is (was) due.
+    pub due_at: DateTime<Utc>,
+    /// When it last became ready.
+    pub ready_at: Option<DateTime<Utc>>,
+    /// When it was last reserved.
+    pub reserved_at: Option<DateTime<Utc>>,
+    /// The deadline of its reservation, while reserved.
+    pub deadline: Option<DateTime<Utc>>,
+    /// When it was finished, went to the dead letters, or was deleted.
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+impl From<TaskInfo> for TaskView {
+    fn from(t: TaskInfo) -> Self {
+        Self {
+            state: t.state.as_str().to_string(),
+            ttr: humantime::format_duration(t.ttr).to_string(),
+            id: t.id,
+            topic: t.topic,
+            payload: t.payload,
+            deliveries: t.deliveries,
+            max_deliveries: t.max_deliveries,
+            created_at: t.created_at,
+            due_at: t.due_at,
+            ready_at: t.ready_at,
+            reserved_at: t.reserved_at,
+            deadline: t.deadline,
+            finished_at: t.finished_at,
+        }
+    }
+}
+
+/// The reservation a finish shows.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FinishBody {
+    /// The token the pop returned.
+    pub token: String,
+}
+
+/// The reservation a touch extends.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TouchBody {
+    /// The token the pop returned.
+    pub token: String,
+    /// The new time-to-run from now (default: the task's own).
+    #[schema(example = "60s")]
+    pub ttr: Option<String>,
+}
+
+/// A reservation's new deadline.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Touched {
+    /// The task's id.
+    pub id: String,
+    /// When the reservation now expires (Redis time).
+    pub deadline: DateTime<Utc>,
+}
+
+/// A topic's tasks by state and its counters.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TopicView {
+    /// The topic.
+    pub topic: String,
+    /// Tasks waiting for their instant.
+    pub delayed: u64,
+    /// Tasks waiting for a consumer.
+    pub ready: u64,
+    /// Tasks held by consumers.
+    pub reserved: u64,
+    /// Dead letters (within the dead-letter retention).
+    pub dead: u64,
+    /// Tasks added, in all.
+    pub added: u64,
+    /// Pops that returned a task, in all.
+    pub delivered: u64,
+    /// Reservations that expired and went back to ready, in all.
+    pub redelivered: u64,
+    /// Tasks finished, in all.
+    pub done: u64,
+    /// Tasks deleted, in all.
+    pub deleted: u64,
+}
+
+impl From<TopicCounts> for TopicView {
+    fn from(c: TopicCounts) -> Self {
+        Self {
+            topic: c.topic,
+            delayed: c.delayed,
+            ready: c.ready,
+            reserved: c.reserved,
+            dead: c.dead,
+            added: c.added,
+            delivered: c.delivered,
+            redelivered: c.redelivered,
+            done: c.done,
+            deleted: c.deleted,
+        }
+    }
+}
+
+/// Every topic.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TopicList {
+    /// By name.
+    pub topics: Vec<TopicView>,
+}
+
+/// A duration field (`30s`, `1m 30s`): 422 naming it when it does not parse.
+fn duration(field: &str, text: &str) -> Result<Duration, ApiError> {
+    humantime::parse_duration(text.trim()).map_err(|e| {
+        ApiError::invalid(
+            field,
+            format!("invalid {field}: '{text}' is not a duration such as 30s or 5m ({e})"),
+        )
+    })
+}
+
+/// The queue's errors, with the one a delayed add meets when no node serves the `topic`
+/// handler (a setup problem, not the caller's input) shown rather than hidden as internal.
+fn queue_error(e: Error) -> ApiError {
+    match e {
+        Error::Setup(message) => ApiError::new(StatusCode::CONFLICT, "conflict", message),
+        other => other.into(),
+    }
+}
+
+/// Add a task to a topic.
+///
+/// Ready after `delay`, at `at`, or at once. A delayed task becomes ready through keyfire's
+/// firing machinery, so a node serving the `topic` handler must be running (409 otherwise).
+#[utoipa::path(
+    post,
+    path = "/v1/topics/{topic}/tasks",
+    tag = "topics",
+    params(("topic" = String, Path, description = "Letters, digits, `_`, `.`, `-`; at most 128 bytes")),
+    request_body = AddTask,
+    responses(
+        (status = 201, description = "Added (or an add with this id was already made)", body = Added),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 409, description = "No node serves the `topic` handler, so a delayed task could not become ready", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 422, description = "Invalid field", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn add_task(
+    State(state): State<ApiState>,
+    Path(topic): Path<String>,
+    ApiJson(body): ApiJson<AddTask>,
+) -> Result<(StatusCode, Json<Added>), ApiError> {
+    let when = match (&body.delay, body.at) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::invalid("at", "give `delay` or `at`, not both"));
+        }
+        (Some(d), None) => When::Delay(duration("delay", d)?),
+        (None, Some(at)) => When::At(at),
+        (None, None) => When::Delay(Duration::ZERO),
+    };
+    let ttr = match &body.ttr {
+        Some(t) => duration("ttr", t)?,
+        None => DEFAULT_TTR,
+    };
+    let task = NewTask {
+        id: body.id,
+        topic: topic.clone(),
+        payload: body.payload,
+        when,
+        ttr,
+        max_deliveries: body.max_deliveries.unwrap_or(DEFAULT_MAX_DELIVERIES),
+    };
+    let id = state.queue().add_task(task).await.map_err(queue_error)?;
+    Ok((StatusCode::CREATED, Json(Added { id, topic })))
+}
+
+/// Pop the oldest ready task of a topic and reserve it for its time-to-run.
+///
+/// Long-polls: waits up to `wait` (at most 60 s) for a task, and answers as soon as one is
+/// ready; 204 when none came. Finish it with the token before its deadline, or it is handed to
+/// another consumer.
+#[utoipa::path(
+    post,
+    path = "/v1/topics/{topic}/pop",
+    tag = "topics",
+    params(("topic" = String, Path, description = "The topic"), PopQuery),
+    responses(
+        (status = 200, description = "A task, reserved", body = ReservedView),
+        (status = 204, description = "No task became ready within `wait`"),
+        (status = 400, description = "Bad query parameter", body = ErrorBody),
+        (status = 422, description = "Invalid topic name", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn pop(
+    State(state): State<ApiState>,
+    Path(topic): Path<String>,
+    ApiQuery(q): ApiQuery<PopQuery>,
+) -> Result<Response, ApiError> {
+    let wait = match q.wait.as_deref() {
+        None => Duration::ZERO,
+        Some(w) => humantime::parse_duration(w.trim())
+            .map_err(|e| {
+                ApiError::bad_query(
+                    "wait",
+                    format!("wait must be a duration such as 10s, not '{w}' ({e})"),
+                )
+            })?
+            .min(MAX_WAIT),
+    };
+    match state.queue().pop(&topic, wait).await? {
+        Some(r) => Ok((StatusCode::OK, Json(ReservedView::from(r))).into_response()),
+        None => Ok(StatusCode::NO_CONTENT.into_response()),
+    }
+}
+
+/// Finish (acknowledge) a reserved task with its reservation token: it is done.
+///
+/// 409 when the reservation is no longer this token's: it expired and the task was handed on
+/// (or went to the dead letters), or the token is wrong. Finishing again with the token that
+/// finished it succeeds.
+#[utoipa::path(
+    post,
+    path = "/v1/tasks/{id}/finish",
+    tag = "topics",
+    params(("id" = String, Path, description = "The task's id")),
+    request_body = FinishBody,
+    responses(
+        (status = 204, description = "Done"),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 404, description = "No such task (or it was deleted)", body = ErrorBody),
+        (status = 409, description = "The reservation is no longer this token's", body = ErrorBody),
+        (status = 422, description = "Invalid field", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn finish(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<FinishBody>,
+) -> Result<StatusCode, ApiError> {
+    state.queue().finish(&id, &body.token).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Extend a reservation: its deadline becomes now plus `ttr` (or the task's own).
+#[utoipa::path(
+    post,
+    path = "/v1/tasks/{id}/touch",
+    tag = "topics",
+    params(("id" = String, Path, description = "The task's id")),
+    request_body = TouchBody,
+    responses(
+        (status = 200, description = "The new deadline", body = Touched),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 404, description = "No such task (or it was deleted)", body = ErrorBody),
+        (status = 409, description = "The reservation is no longer this token's", body = ErrorBody),
+        (status = 422, description = "Invalid field", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn touch(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<TouchBody>,
+) -> Result<Json<Touched>, ApiError> {
+    let ttr = body
+        .ttr
+        .as_deref()
+        .map(|t| duration("ttr", t))
+        .transpose()?;
+    let deadline = state.queue().touch(&id, &body.token, ttr).await?;
+    Ok(Json(Touched { id, deadline }))
+}
+
+/// A task's state, delivery count and instants (done and deleted tasks are shown for a
+/// retention, without their payload).
+#[utoipa::path(
+    get,
+    path = "/v1/tasks/{id}",
+    tag = "topics",
+    params(("id" = String, Path, description = "The task's id")),
+    responses(
+        (status = 200, description = "The task", body = TaskView),
+        (status = 404, description = "No such task", body = ErrorBody),
+        (status = 422, description = "Invalid id", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get_task(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+) -> Result<Json<TaskView>, ApiError> {
+    Ok(Json(state.queue().get(&id).await?.into()))
+}
+
+/// Delete a task in any state, for good: it is never delivered (again).
+#[utoipa::path(
+    delete,
+    path = "/v1/tasks/{id}",
+    tag = "topics",
+    params(("id" = String, Path, description = "The task's id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "No such task (or already deleted)", body = ErrorBody),
+        (status = 422, description = "Invalid id", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn delete_task(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    state.queue().delete(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Every topic that ever had a task, with its tasks by state and its counters.
+#[utoipa::path(
+    get,
+    path = "/v1/topics",
+    tag = "topics",
+    responses((status = 200, description = "Topics by name", body = TopicList)),
+    security(("bearer" = []))
+)]
+pub async fn list_topics(State(state): State<ApiState>) -> Result<Json<TopicList>, ApiError> {
+    let topics = state.queue().topics().await?;
+    Ok(Json(TopicList {
+        topics: topics.into_iter().map(TopicView::from).collect(),
+    }))
+}

@@ -1,0 +1,306 @@
+//! What the bench measures besides lateness: Redis's `INFO` (command counts, memory, CPU)
+//! and this process's CPU time, taken as snapshots at the edges of a measured phase.
+//!
+//! Every Redis figure is read from each of the connections given (one per master: one in
+//! standalone mode, every master of a cluster) and summed; when one master does not answer,
+//! the figure is left out rather than reported for part of the deployment.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use redis::aio::MultiplexedConnection;
+
+/// Commands the harness itself sends while measuring; left out of the per-firing count.
+const HARNESS_COMMANDS: &[&str] = &["info", "client|list", "ping"];
+
+/// Redis commands that run Lua: `INFO commandstats` counts each of them once *and* every
+/// `redis.call` inside it under that command's own name.
+const SCRIPT_COMMANDS: &[&str] = &["evalsha", "eval", "evalsha_ro", "eval_ro", "fcall"];
+
+/// One `INFO` section, as `field → value`.
+fn info_fields(text: &str) -> HashMap<&str, &str> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.trim_end().split_once(':'))
+        .collect()
+}
+
+/// Read one `INFO` section.
+pub async fn info(conn: &mut MultiplexedConnection, section: &str) -> redis::RedisResult<String> {
+    redis::cmd("INFO").arg(section).query_async(conn).await
+}
+
+/// Read one `INFO` section from every master at once, in the order given.
+pub async fn info_all(
+    masters: &[MultiplexedConnection],
+    section: &str,
+) -> redis::RedisResult<Vec<String>> {
+    futures::future::try_join_all(masters.iter().map(|c| {
+        let mut c = c.clone();
+        async move { info(&mut c, section).await }
+    }))
+    .await
+}
+
+/// `f` of each master's text, summed; None when any is None (or there are no masters).
+fn sum_over(texts: &[String], f: impl Fn(&str) -> Option<f64>) -> Option<f64> {
+    if texts.is_empty() {
+        return None;
+    }
+    texts.iter().map(|t| f(t)).sum()
+}
+
+/// `INFO commandstats` of several masters, added up per command.
+pub fn sum_commandstats(texts: &[String]) -> HashMap<String, u64> {
+    let mut total: HashMap<String, u64> = HashMap::new();
+    for t in texts {
+        for (name, calls) in parse_commandstats(t) {
+            *total.entry(name).or_default() += calls;
+        }
+    }
+    total
+}
+
+/// `INFO commandstats` as command name → calls.
+pub fn parse_commandstats(text: &str) -> HashMap<String, u64> {
+    info_fields(text)
+        .into_iter()
+        .filter_map(|(k, v)| {
+            let name = k.strip_prefix("cmdstat_")?;
+            let calls = v
+                .split(',')
+                .find_map(|kv| kv.strip_prefix("calls="))?
+                .parse()
+                .ok()?;
+            Some((name.to_string(), calls))
+        })
+        .collect()
+}
+
+/// A numeric field of an `INFO` section.
+pub fn info_number(text: &str, field: &str) -> Option<f64> {
+    info_fields(text).get(field)?.parse().ok()
+}
+
+/// This process's user + system CPU time, in seconds (every in-process node plus the harness).
+pub fn process_cpu_s() -> f64 {
+    use nix::sys::resource::{UsageWho, getrusage};
+    match getrusage(UsageWho::RUSAGE_SELF) {
+        Ok(u) => {
+            let tv = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+            tv(u.user_time()) + tv(u.system_time())
+        }
+        Err(_) => 0.0,
+    }
+}
+
+/// Redis's state and this process's CPU at one moment.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// When it was taken (local monotonic clock).
+    pub at: Instant,
+    /// This process's CPU seconds.
+    pub cpu_node_s: f64,
+    /// Redis's CPU seconds (`used_cpu_user + used_cpu_sys`: the whole process, every thread;
+    /// summed over the masters).
+    pub cpu_redis_s: Option<f64>,
+    /// Calls per command, summed over the masters; None when `INFO commandstats` is not
+    /// available.
+    pub commands: Option<HashMap<String, u64>>,
+    /// Firings the bench handler had recorded.
+    pub recorded: usize,
+}
+
+impl Snapshot {
+    /// Take a snapshot of every master in `masters` (one connection each); `recorded` is
+    /// the recorder's count at this moment.
+    pub async fn take(masters: &[MultiplexedConnection], recorded: usize) -> Self {
+        let cpu_node_s = process_cpu_s();
+        let cpu = info_all(masters, "cpu").await.ok();
+        let stats = info_all(masters, "commandstats").await.ok();
+        Self {
+            at: Instant::now(),
+            cpu_node_s,
+            cpu_redis_s: cpu.as_deref().and_then(|texts| {
+                sum_over(texts, |t| {
+                    Some(info_number(t, "used_cpu_user")? + info_number(t, "used_cpu_sys")?)
+                })
+            }),
+            commands: stats.as_deref().map(sum_commandstats),
+            recorded,
+        }
+    }
+}
+
+/// What happened between two snapshots.
+#[derive(Debug, Clone)]
+pub struct Delta {
+    /// Wall time between them, s.
+    pub wall_s: f64,
+    /// This process's CPU, s.
+    pub cpu_node_s: f64,
+    /// Redis's CPU, s.
+    pub cpu_redis_s: Option<f64>,
+    /// Calls per command between them, the harness's own left out, most first.
+    pub commands: Option<Vec<(String, u64)>>,
+    /// Firings recorded between them.
+    pub recorded: usize,
+}
+
+impl Delta {
+    /// The change from `a` to `b`.
+    pub fn between(a: &Snapshot, b: &Snapshot) -> Self {
+        let commands = match (&a.commands, &b.commands) {
+            (Some(x), Some(y)) => {
+                let mut v: Vec<(String, u64)> = y
+                    .iter()
+                    .filter(|(name, _)| !HARNESS_COMMANDS.contains(&name.as_str()))
+                    .map(|(name, calls)| {
+                        let before = x.get(name).copied().unwrap_or(0);
+                        (name.clone(), calls.saturating_sub(before))
+                    })
+                    .filter(|(_, n)| *n > 0)
+                    .collect();
+                v.sort_by(|p, q| q.1.cmp(&p.1).then(p.0.cmp(&q.0)));
+                Some(v)
+            }
+            _ => None,
+        };
+        Self {
+            wall_s: b.at.duration_since(a.at).as_secs_f64(),
+            cpu_node_s: b.cpu_node_s - a.cpu_node_s,
+            cpu_redis_s: a.cpu_redis_s.zip(b.cpu_redis_s).map(|(x, y)| y - x),
+            commands,
+            recorded: b.recorded.saturating_sub(a.recorded),
+        }
+    }
+
+    /// Every command Redis executed, those run inside scripts included.
+    pub fn total_calls(&self) -> Option<u64> {
+        Some(self.commands.as_ref()?.iter().map(|(_, n)| n).sum())
+    }
+
+    /// Script invocations (`EVALSHA` and kin), each counted once.
+    pub fn script_calls(&self) -> Option<u64> {
+        Some(
+            self.commands
+                .as_ref()?
+                .iter()
+                .filter(|(name, _)| SCRIPT_COMMANDS.contains(&name.as_str()))
+                .map(|(_, n)| n)
+                .sum(),
+        )
+    }
+
+    /// `calls / per`, rounded to two decimals.
+    pub fn per(&self, calls: Option<u64>, per: usize) -> Option<f64> {
+        (per > 0).then_some(round2(calls? as f64 / per as f64))
+    }
+
+    /// The command mix as `name=calls/firing` for the log, most first.
+    pub fn mix(&self, per: usize) -> String {
+        let Some(cmds) = &self.commands else {
+            return "INFO commandstats unavailable".into();
+        };
+        cmds.iter()
+            .take(16)
+            .map(|(name, n)| format!("{name}={:.2}", *n as f64 / per.max(1) as f64))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// `x` rounded to two decimals (for the JSON line).
+pub fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// Memory Redis holds for data: `used_memory` less client buffers, which swing with the
+/// subscribers' backlog and are not part of what a pending job costs; summed over `masters`.
+pub async fn data_memory(masters: &[MultiplexedConnection]) -> Option<f64> {
+    let texts = info_all(masters, "memory").await.ok()?;
+    sum_over(&texts, |text| {
+        let used = info_number(text, "used_memory")?;
+        let clients = info_number(text, "mem_clients_normal").unwrap_or(0.0);
+        Some(used - clients)
+    })
+}
+
+/// Lateness percentiles (nearest rank) over sorted values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Percentiles {
+    /// Median.
+    pub p50: i64,
+    /// 90th percentile.
+    pub p90: i64,
+    /// 99th percentile.
+    pub p99: i64,
+    /// Largest.
+    pub max: i64,
+}
+
+/// The nearest-rank `p`-th percentile (0 < p ≤ 100) of sorted values.
+pub fn percentile(sorted: &[i64], p: f64) -> i64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+impl Percentiles {
+    /// Percentiles of `sorted`; None when empty.
+    pub fn of(sorted: &[i64]) -> Option<Self> {
+        Some(Self {
+            p50: percentile(sorted, 50.0),
+            p90: percentile(sorted, 90.0),
+            p99: percentile(sorted, 99.0),
+            max: *sorted.last()?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commandstats_parse_with_subcommands() {
+        let text = "# Commandstats\r\ncmdstat_evalsha:calls=12,usec=80,usec_per_call=6.67,rejected_calls=0,failed_calls=0\r\ncmdstat_config|get:calls=3,usec=9,usec_per_call=3.00,rejected_calls=0,failed_calls=0\r\n";
+        let m = parse_commandstats(text);
+        assert_eq!(m["evalsha"], 12);
+        assert_eq!(m["config|get"], 3);
+    }
+
+    #[test]
+    fn commandstats_and_numbers_sum_over_masters() {
+        let a =
+            "cmdstat_evalsha:calls=2,usec=1\r\ncmdstat_get:calls=5,usec=1\r\nused_cpu_sys:1.5\r\n";
+        let b = "cmdstat_evalsha:calls=3,usec=1\r\nused_cpu_sys:0.25\r\n";
+        let texts = [a.to_string(), b.to_string()];
+        let m = sum_commandstats(&texts);
+        assert_eq!((m["evalsha"], m["get"]), (5, 5));
+        assert_eq!(
+            sum_over(&texts, |t| info_number(t, "used_cpu_sys")),
+            Some(1.75)
+        );
+        assert_eq!(sum_over(&texts, |t| info_number(t, "nope")), None);
+        assert_eq!(sum_over(&[], |t| info_number(t, "used_cpu_sys")), None);
+    }
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v: Vec<i64> = (1..=100).collect();
+        assert_eq!(
+            Percentiles::of(&v),
+            Some(Percentiles {
+                p50: 50,
+                p90: 90,
+                p99: 99,
+                max: 100
+            })
+        );
+        assert_eq!(percentile(&[7], 99.0), 7);
+        assert_eq!(Percentiles::of(&[]), None);
+    }
+}

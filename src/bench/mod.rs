@@ -1,0 +1,313 @@
+//! `keyfire bench`: the benchmark harness. It starts its own redis-server, or its own Redis
+//! Cluster with [`RedisMode::Cluster`] (or uses a given one under a unique key prefix,
+//! deleted afterwards), runs N nodes in this process with a handler that only records what
+//! it is handed, runs one named scenario and reports it as one JSON line ([`Report`]).
+//!
+//! Lateness is `claimed_at - scheduled_at` of each firing, both by Redis's clock, as the
+//! [`Firing`](crate::Firing) hands them over. Around the measured phase of each scenario the
+//! harness takes [`metrics::Snapshot`]s: `INFO commandstats` (commands per firing), `INFO cpu`
+//! (Redis CPU), `getrusage` (this process: every node plus the harness). Memory per pending
+//! job is the change of Redis's `used_memory` (client buffers left out) over loading them.
+//! In cluster mode every one of these Redis figures is summed over the masters (`TIME` comes
+//! from one of them).
+//!
+//! - [`harness`]: Redis, nodes, the recording handler, loading, progress;
+//! - [`scenarios`]: `sparse`, `steady`, `burst`, `enqueue`, `cron`, `idle`;
+//! - [`queue`]: `queue`, the delay queue's add → ready → pop → finish;
+//! - [`metrics`]: `INFO` parsing, CPU, percentiles;
+//! - [`plot`]: the lateness distribution as an SVG.
+//!
+//! Like the CLI, this is a tool: its errors are `anyhow`'s. Speed is measured here, never
+//! asserted in tests (`tests/bench_smoke.rs` runs each scenario small and checks only that
+//! nothing was missed or doubled).
+
+pub mod harness;
+pub mod metrics;
+pub mod plot;
+pub mod queue;
+pub mod scenarios;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub use harness::load_tasks;
+
+/// A named scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scenario {
+    /// `n` jobs pending an hour away, then `due` tasks due over `duration` (measured).
+    Sparse,
+    /// `n` one-shot tasks due evenly over `duration` (10,000 a second by default), 3 nodes.
+    Steady,
+    /// `n` tasks due at the same instant, 3 nodes.
+    Burst,
+    /// `n` one-shot tasks enqueued in bulk: tasks per second.
+    Enqueue,
+    /// `n` cron jobs firing every second, measured over `duration`, 3 nodes.
+    Cron,
+    /// `n` jobs pending, none due, for `duration`: CPU of node and Redis.
+    Idle,
+    /// `n` delay-queue tasks due over `duration`, through add → ready → pop → finish with 8
+    /// consumers: throughput, and lateness from due to ready.
+    Queue,
+}
+
+impl Scenario {
+    /// Its name on the command line and in the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Sparse => "sparse",
+            Scenario::Steady => "steady",
+            Scenario::Burst => "burst",
+            Scenario::Enqueue => "enqueue",
+            Scenario::Cron => "cron",
+            Scenario::Idle => "idle",
+            Scenario::Queue => "queue",
+        }
+    }
+
+    /// Default `n` (the issue's scale).
+    pub fn default_n(self) -> usize {
+        match self {
+            Scenario::Sparse | Scenario::Enqueue | Scenario::Idle => 1_000_000,
+            Scenario::Steady | Scenario::Burst | Scenario::Queue => 100_000,
+            Scenario::Cron => 10_000,
+        }
+    }
+
+    /// Default number of nodes: 3 where the firing rate is high enough to share.
+    pub fn default_nodes(self) -> usize {
+        match self {
+            Scenario::Steady | Scenario::Burst | Scenario::Cron => 3,
+            Scenario::Sparse | Scenario::Enqueue | Scenario::Idle | Scenario::Queue => 1,
+        }
+    }
+
+    /// Default length of the measured phase (unused by `burst` and `enqueue`).
+    pub fn default_duration(self) -> Duration {
+        match self {
+            Scenario::Idle => Duration::from_secs(30),
+            _ => Duration::from_secs(10),
+        }
+    }
+}
+
+/// The Redis deployment the bench runs against.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum RedisMode {
+    /// One redis-server.
+    #[default]
+    Standalone,
+    /// A Redis Cluster: keyfire's keys spread over `shards` hash tags, so over the masters.
+    Cluster,
+}
+
+impl RedisMode {
+    /// Its name on the command line and in the report.
+    pub fn name(self) -> &'static str {
+        self.settings().as_str()
+    }
+
+    /// The matching `redis.mode` of the settings.
+    pub fn settings(self) -> crate::config::RedisMode {
+        match self {
+            RedisMode::Standalone => crate::config::RedisMode::Standalone,
+            RedisMode::Cluster => crate::config::RedisMode::Cluster,
+        }
+    }
+}
+
+/// Masters of the bench's own cluster unless `--masters` says otherwise.
+pub const DEFAULT_MASTERS: usize = 3;
+
+/// Shards per master in cluster mode unless `--shards` says otherwise.
+pub const DEFAULT_SHARDS_PER_MASTER: usize = 4;
+
+/// What to run. `None` fields take the scenario's defaults.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// Use this Redis instead of starting one (keys under a unique prefix, deleted after).
+    /// In cluster mode: one seed node of the cluster.
+    pub redis_url: Option<String>,
+    /// Standalone (one server) or cluster.
+    pub redis_mode: RedisMode,
+    /// Cluster mode, own cluster only: masters to start (default [`DEFAULT_MASTERS`];
+    /// at least 3). With `redis_url` the masters are the cluster's.
+    pub masters: Option<usize>,
+    /// `redis.shards` (default: 1 standalone, [`DEFAULT_SHARDS_PER_MASTER`] × masters in
+    /// cluster mode).
+    pub shards: Option<u32>,
+    /// In-process nodes.
+    pub nodes: Option<usize>,
+    /// The scenario's main count (see [`Scenario`]).
+    pub n: Option<usize>,
+    /// `sparse` only: tasks due during the measured phase (default 1,000).
+    pub due: Option<usize>,
+    /// Length of the measured phase.
+    pub duration: Option<Duration>,
+    /// Write the lateness distribution here as an SVG.
+    pub plot: Option<PathBuf>,
+    /// Run our own Redis with the shipped AOF persistence (default: no persistence).
+    pub aof: bool,
+    /// No progress output at all (tests).
+    pub quiet: bool,
+}
+
+impl BenchOptions {
+    /// A scenario with every default.
+    pub fn new(scenario: Scenario) -> Self {
+        Self {
+            scenario,
+            redis_url: None,
+            redis_mode: RedisMode::Standalone,
+            masters: None,
+            shards: None,
+            nodes: None,
+            n: None,
+            due: None,
+            duration: None,
+            plot: None,
+            aof: false,
+            quiet: false,
+        }
+    }
+}
+
+/// One scenario's result: the JSON line `keyfire bench` prints.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Scenario name.
+    pub scenario: String,
+    /// The scenario's main count.
+    pub n: usize,
+    /// In-process nodes.
+    pub nodes: usize,
+    /// `standalone` or `cluster`.
+    pub redis_mode: String,
+    /// Redis masters the Redis figures are summed over (1 standalone).
+    pub masters: usize,
+    /// `redis.shards`: hash tags keyfire's jobs are spread over.
+    pub shards: u32,
+    /// Firings expected in the measured phase.
+    pub firings: usize,
+    /// Lateness (claim minus instant, Redis time), ms: median.
+    pub lateness_p50_ms: Option<i64>,
+    /// 90th percentile, ms.
+    pub lateness_p90_ms: Option<i64>,
+    /// 99th percentile, ms.
+    pub lateness_p99_ms: Option<i64>,
+    /// Largest, ms.
+    pub lateness_max_ms: Option<i64>,
+    /// Firings over the span from the first instant to the last claim.
+    pub firings_per_s: Option<f64>,
+    /// Expected firings that did not run before the deadline.
+    pub missed: usize,
+    /// Firing ids that ran more than once.
+    pub doubled: usize,
+    /// Commands Redis executed per firing in the measured phase, from `INFO commandstats`.
+    /// An `EVALSHA` counts once, and so does each `redis.call` inside it (Redis counts both).
+    pub redis_commands_per_firing: Option<f64>,
+    /// Of which script invocations (`EVALSHA`): round trips that ran Lua.
+    pub redis_scripts_per_firing: Option<f64>,
+    /// Commands per second over the measured phase.
+    pub redis_commands_per_s: Option<f64>,
+    /// Change of `used_memory` (client buffers left out) over loading the pending jobs, per job.
+    pub redis_memory_bytes_per_pending_job: Option<f64>,
+    /// CPU seconds of this process (all nodes and the harness) in the measured phase.
+    pub cpu_s_node: f64,
+    /// CPU seconds of Redis in the measured phase (every master's, summed).
+    pub cpu_s_redis: Option<f64>,
+    /// `cpu_s_node` per node, as % of one core over the measured phase.
+    pub cpu_pct_node: f64,
+    /// `cpu_s_redis` as % of one core (over 100 % when several masters share the cores).
+    pub cpu_pct_redis: Option<f64>,
+    /// Length of the measured phase, s.
+    pub measured_s: f64,
+    /// `burst`: ms from the instant until the last firing's handler started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_started_ms: Option<i64>,
+    /// `enqueue`: tasks enqueued per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks_per_s: Option<f64>,
+    /// `enqueue`: commands Redis executed per task enqueued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redis_commands_per_task: Option<f64>,
+}
+
+/// A report and the lateness values behind it (for the plot).
+#[derive(Debug, Clone)]
+pub struct BenchRun {
+    /// The JSON line.
+    pub report: Report,
+    /// Lateness of each measured firing, ms, sorted.
+    pub lateness_ms: Vec<i64>,
+}
+
+/// Run one scenario: start Redis and the nodes, measure, stop them, write the plot if asked.
+pub async fn run(opts: &BenchOptions) -> anyhow::Result<BenchRun> {
+    let s = opts.scenario;
+    let nodes = opts.nodes.unwrap_or_else(|| s.default_nodes()).max(1);
+    let progress = harness::Progress::new(opts.quiet);
+    let masters = opts.masters.unwrap_or(DEFAULT_MASTERS);
+    let shards = opts.shards.unwrap_or(match opts.redis_mode {
+        RedisMode::Standalone => 1,
+        RedisMode::Cluster => (DEFAULT_SHARDS_PER_MASTER * masters).clamp(1, 1024) as u32,
+    });
+    let mode = opts.redis_mode.name();
+    match (&opts.redis_url, opts.redis_mode) {
+        (Some(url), _) => progress.note(format!(
+            "using Redis ({mode}) at {url}; {shards} shard(s); starting {nodes} node(s)"
+        )),
+        (None, RedisMode::Standalone) => progress.note(format!(
+            "starting redis-server and {nodes} node(s); {shards} shard(s)"
+        )),
+        (None, RedisMode::Cluster) => progress.note(format!(
+            "starting a Redis Cluster of {masters} masters (no replicas) and {nodes} node(s); \
+             {shards} shards"
+        )),
+    }
+    let redis = harness::RedisSetup {
+        url: opts.redis_url.clone(),
+        mode: opts.redis_mode,
+        masters,
+        shards,
+        aof: opts.aof,
+    };
+    let mut h = harness::Harness::start(&redis, nodes, progress).await?;
+    let result = scenarios::run(&mut h, opts, nodes).await;
+    let finished = h.finish().await;
+    let run = result?;
+    finished?;
+    if let Some(path) = &opts.plot {
+        if run.lateness_ms.is_empty() {
+            progress.note(format!(
+                "{}: no firings to plot; {} not written",
+                s.name(),
+                path.display()
+            ));
+        } else {
+            let r = &run.report;
+            let redis = match opts.redis_mode {
+                RedisMode::Standalone => String::new(),
+                RedisMode::Cluster => {
+                    format!(" redis=cluster masters={} shards={}", r.masters, r.shards)
+                }
+            };
+            let title = format!(
+                "keyfire bench {}: n={} nodes={}{redis} firings={}",
+                r.scenario,
+                r.n,
+                r.nodes,
+                run.lateness_ms.len()
+            );
+            std::fs::write(path, plot::cdf_svg(&title, &run.lateness_ms))?;
+            progress.note(format!("lateness plot written to {}", path.display()));
+        }
+    }
+    Ok(run)
+}

@@ -1,0 +1,186 @@
+//! The `queue` scenario (issue 6): `n` delay-queue tasks through add → ready → pop → finish,
+//! with [`CONSUMERS`] consumers popping concurrently.
+//!
+//! The tasks are added in bulk ([`Queue::add_many`]) to one topic, due evenly over `duration`
+//! (`0s`: all at one instant) starting after a lead long enough for the add to end first. The
+//! harness's nodes serve the `topic` handler, so each delayed task becomes ready through its
+//! keyfire job; consumers pop with blocking waits and finish what they pop.
+//!
+//! In the report, the lateness is *ready minus due* (Redis time, as the pop hands both back):
+//! what the firing machinery adds. `firings_per_s` is tasks finished per second from the first
+//! due instant to the last finish; `tasks_per_s` is the add rate; `doubled` counts tasks
+//! delivered more than once (their ttr, 60 s, is far longer than the run, so none should be).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use super::harness::Harness;
+use super::metrics::{Delta, Percentiles, round2};
+use super::{BenchRun, Report};
+use crate::queue::{NewTask, Queue};
+
+/// Concurrent consumers.
+pub const CONSUMERS: usize = 8;
+/// The topic the scenario uses.
+const TOPIC: &str = "bench";
+/// A reservation outlives the run: a redelivery would be a fault, counted as `doubled`.
+const TTR: Duration = Duration::from_secs(60);
+/// How long one pop waits before the consumer checks whether it should stop.
+const POP_WAIT: Duration = Duration::from_millis(500);
+/// Tasks added per `add_many` call (one progress step).
+const CHUNK: usize = 5_000;
+
+/// One delivery as a consumer saw it (Redis ms, local instant of the finish).
+struct Delivery {
+    id: String,
+    deliveries: u32,
+    due_ms: i64,
+    ready_ms: i64,
+    finished_redis_ms: i64,
+}
+
+/// Run the scenario; `report` comes with its scenario, `n` and nodes filled in.
+pub(super) async fn run(
+    h: &mut Harness,
+    mut report: Report,
+    duration_ms: i64,
+    apply_delta: impl Fn(&mut Report, &Delta),
+) -> anyhow::Result<BenchRun> {
+    let n = report.n;
+    let queue = Queue::connect(&h.settings)
+        .await
+        .context("connecting the queue")?;
+
+    // Estimate the add rate on a probe topic (due in a day), so the measured tasks are all
+    // added before the first one is due.
+    let probe = n.clamp(100, 2_000);
+    let started = Instant::now();
+    queue
+        .add_many(
+            (0..probe)
+                .map(|i| {
+                    NewTask::new("bench-probe", serde_json::json!(i))
+                        .delay(Duration::from_secs(86_400))
+                })
+                .collect(),
+        )
+        .await?;
+    let rate = probe as f64 / started.elapsed().as_secs_f64().max(1e-6);
+    h.settle().await?;
+    let lead_ms = 2_000 + (1.5 * n as f64 / rate.max(100.0) * 1000.0) as i64;
+
+    let first_due = h.redis_ms().await? + lead_ms;
+    let at = |i: usize| {
+        let ms = first_due + (i as i128 * duration_ms as i128 / n.max(1) as i128) as i64;
+        chrono::DateTime::<chrono::Utc>::from_timestamp_millis(ms).expect("in range")
+    };
+    let last_due = first_due + duration_ms;
+
+    let snap0 = h.snapshot().await;
+    let pb = h.progress.bar(n as u64, "adding");
+    let started = Instant::now();
+    let mut i = 0;
+    while i < n {
+        let end = (i + CHUNK).min(n);
+        let tasks = (i..end)
+            .map(|k| {
+                NewTask::new(TOPIC, serde_json::json!({ "k": k }))
+                    .id(format!("t{k}"))
+                    .at(at(k))
+                    .ttr(TTR)
+            })
+            .collect();
+        queue.add_many(tasks).await?;
+        pb.set_position(end as u64);
+        i = end;
+    }
+    pb.finish_and_clear();
+    let add_s = started.elapsed().as_secs_f64();
+    h.progress.note(format!(
+        "queue: {n} tasks added in {add_s:.1} s ({:.0}/s)",
+        n as f64 / add_s.max(1e-6)
+    ));
+    if h.redis_ms().await? > first_due {
+        h.progress
+            .note("queue: the add ended after the first task was due; lateness includes it");
+    }
+
+    // Consumers: pop and finish until every task is finished or the deadline passes.
+    let deadline_ms = last_due + 30_000 + n as i64;
+    let offset_us = h.offset_us;
+    let redis_now = move || (chrono::Utc::now().timestamp_micros() + offset_us) / 1000;
+    let finished = Arc::new(AtomicUsize::new(0));
+    let log = Arc::new(Mutex::new(Vec::with_capacity(n)));
+    let mut consumers = Vec::with_capacity(CONSUMERS);
+    for _ in 0..CONSUMERS {
+        let q = Queue::connect(&h.settings).await?;
+        let finished = finished.clone();
+        let log = log.clone();
+        consumers.push(tokio::spawn(async move {
+            while finished.load(Ordering::Relaxed) < n && redis_now() < deadline_ms {
+                let Some(r) = q.pop(TOPIC, POP_WAIT).await? else {
+                    continue;
+                };
+                q.finish(&r.id, &r.token).await?;
+                finished.fetch_add(1, Ordering::Relaxed);
+                log.lock().expect("log lock").push(Delivery {
+                    id: r.id,
+                    deliveries: r.deliveries,
+                    due_ms: r.due_at.timestamp_millis(),
+                    ready_ms: r.ready_at.timestamp_millis(),
+                    finished_redis_ms: redis_now(),
+                });
+            }
+            anyhow::Ok(())
+        }));
+    }
+    let pb = h.progress.bar(n as u64, "popped and finished");
+    while consumers.iter().any(|c| !c.is_finished()) {
+        pb.set_position(finished.load(Ordering::Relaxed) as u64);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    pb.finish_and_clear();
+    for c in consumers {
+        c.await.context("consumer panicked")??;
+    }
+    let snap1 = h.snapshot().await;
+
+    let log = std::mem::take(&mut *log.lock().expect("log lock"));
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for d in &log {
+        *seen.entry(d.id.as_str()).or_default() += 1;
+    }
+    let mut lateness: Vec<i64> = log.iter().map(|d| d.ready_ms - d.due_ms).collect();
+    lateness.sort_unstable();
+    let d = Delta::between(&snap0, &snap1);
+    apply_delta(&mut report, &d);
+    report.firings = n;
+    report.missed = n.saturating_sub(seen.len());
+    report.doubled =
+        seen.values().filter(|&&c| c > 1).count() + log.iter().filter(|d| d.deliveries > 1).count();
+    if let Some(p) = Percentiles::of(&lateness) {
+        report.lateness_p50_ms = Some(p.p50);
+        report.lateness_p90_ms = Some(p.p90);
+        report.lateness_p99_ms = Some(p.p99);
+        report.lateness_max_ms = Some(p.max);
+    }
+    let first = log.iter().map(|d| d.due_ms).min();
+    let last = log.iter().map(|d| d.finished_redis_ms).max();
+    if let Some((first, last)) = first.zip(last) {
+        let span_s = ((last - first).max(1) as f64 / 1000.0).max(duration_ms as f64 / 1000.0);
+        report.firings_per_s = Some(round2(log.len() as f64 / span_s));
+    }
+    report.tasks_per_s = Some(round2(n as f64 / add_s.max(1e-6)));
+    report.redis_commands_per_firing = d.per(d.total_calls(), log.len());
+    report.redis_scripts_per_firing = d.per(d.script_calls(), log.len());
+    h.progress
+        .note(format!("redis commands per task: {}", d.mix(log.len())));
+    Ok(BenchRun {
+        report,
+        lateness_ms: lateness,
+    })
+}

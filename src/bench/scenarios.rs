@@ -1,0 +1,396 @@
+//! The six scenarios of issue 3. Each loads its jobs, takes a snapshot, lets the measured
+//! phase happen, takes another, and turns what the handler recorded into a [`Report`].
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use super::harness::{HANDLER, Harness, load_jobs};
+use super::metrics::{Delta, Percentiles, Snapshot, round2};
+use super::{BenchOptions, BenchRun, Report, Scenario};
+use crate::job::JobSpec;
+
+/// Pending jobs that must not fire are spread over an hour, starting an hour from now.
+const HOUR_MS: i64 = 3_600_000;
+
+/// Parameters after defaults.
+struct Params {
+    scenario: Scenario,
+    n: usize,
+    nodes: usize,
+    duration_ms: i64,
+    due: usize,
+    redis_mode: &'static str,
+    masters: usize,
+    shards: u32,
+}
+
+/// Run the scenario of `opts` on a started harness.
+pub(super) async fn run(
+    h: &mut Harness,
+    opts: &BenchOptions,
+    nodes: usize,
+) -> anyhow::Result<BenchRun> {
+    let s = opts.scenario;
+    let p = Params {
+        scenario: s,
+        n: opts.n.unwrap_or_else(|| s.default_n()),
+        nodes,
+        duration_ms: opts
+            .duration
+            .unwrap_or_else(|| s.default_duration())
+            .as_millis()
+            .max(1) as i64,
+        due: opts.due.unwrap_or(1_000).max(1),
+        redis_mode: h.mode.name(),
+        masters: h.masters(),
+        shards: h.settings.redis.shards,
+    };
+    match s {
+        Scenario::Sparse => sparse(h, &p).await,
+        Scenario::Steady => steady(h, &p).await,
+        Scenario::Burst => burst(h, &p).await,
+        Scenario::Enqueue => enqueue(h, &p).await,
+        Scenario::Cron => cron(h, &p).await,
+        Scenario::Idle => idle(h, &p).await,
+        Scenario::Queue => {
+            let nodes = p.nodes;
+            super::queue::run(h, blank(&p), p.duration_ms, |r, d| apply_delta(r, d, nodes)).await
+        }
+    }
+}
+
+/// `n` tasks with ids `<tag><i>`, spread evenly over `[from, from + span)`.
+fn spread(tag: &str, n: usize, from: i64, span: i64) -> Vec<JobSpec> {
+    (0..n)
+        .map(|i| {
+            let at = from + (i as i128 * span as i128 / n.max(1) as i128) as i64;
+            Harness::task(format!("{tag}{i}"), at)
+        })
+        .collect()
+}
+
+/// The firing id each one-shot task will run under.
+fn firing_ids(specs: &[JobSpec]) -> HashSet<String> {
+    specs
+        .iter()
+        .map(|s| {
+            let at = s.at.expect("one-shot").timestamp_millis();
+            crate::store::firing_id(&s.id, at)
+        })
+        .collect()
+}
+
+/// Load `n` jobs pending an hour away and return Redis's data memory per job they added.
+async fn load_pending(h: &mut Harness, n: usize) -> anyhow::Result<Option<f64>> {
+    let mem0 = h.data_memory().await;
+    let far = h.redis_ms().await? + HOUR_MS;
+    h.load(spread("p", n, far, HOUR_MS), "pending").await?;
+    h.settle().await?;
+    let mem1 = h.data_memory().await;
+    Ok(per_job(mem0, mem1, n))
+}
+
+fn per_job(before: Option<f64>, after: Option<f64>, n: usize) -> Option<f64> {
+    let (b, a) = before.zip(after)?;
+    (n > 0).then(|| ((a - b) / n as f64).round())
+}
+
+/// A report with nothing measured yet.
+fn blank(p: &Params) -> Report {
+    Report {
+        scenario: p.scenario.name().into(),
+        n: p.n,
+        nodes: p.nodes,
+        redis_mode: p.redis_mode.into(),
+        masters: p.masters,
+        shards: p.shards,
+        firings: 0,
+        lateness_p50_ms: None,
+        lateness_p90_ms: None,
+        lateness_p99_ms: None,
+        lateness_max_ms: None,
+        firings_per_s: None,
+        missed: 0,
+        doubled: 0,
+        redis_commands_per_firing: None,
+        redis_scripts_per_firing: None,
+        redis_commands_per_s: None,
+        redis_memory_bytes_per_pending_job: None,
+        cpu_s_node: 0.0,
+        cpu_s_redis: None,
+        cpu_pct_node: 0.0,
+        cpu_pct_redis: None,
+        measured_s: 0.0,
+        last_started_ms: None,
+        tasks_per_s: None,
+        redis_commands_per_task: None,
+    }
+}
+
+/// Fill in the CPU and command figures of a measured phase.
+fn apply_delta(r: &mut Report, d: &Delta, nodes: usize) {
+    let wall = d.wall_s.max(1e-6);
+    r.measured_s = round2(d.wall_s);
+    r.cpu_s_node = round2(d.cpu_node_s);
+    r.cpu_s_redis = d.cpu_redis_s.map(round2);
+    r.cpu_pct_node = round2(d.cpu_node_s / wall / nodes.max(1) as f64 * 100.0);
+    r.cpu_pct_redis = d.cpu_redis_s.map(|c| round2(c / wall * 100.0));
+    r.redis_commands_per_s = d.total_calls().map(|c| round2(c as f64 / wall));
+    if d.recorded > 0 {
+        r.redis_commands_per_firing = d.per(d.total_calls(), d.recorded);
+        r.redis_scripts_per_firing = d.per(d.script_calls(), d.recorded);
+    }
+}
+
+/// The deadline for the last expected firing: generous, and longer for bigger batches (it
+/// allows for 1,000 firings a second), so slowness shows as lateness, not as missed.
+fn deadline(last_ms: i64, expected: usize) -> i64 {
+    last_ms + 30_000 + expected as i64
+}
+
+/// Wait for the expected firings (the window is set already), close the measured phase,
+/// wait for late doubles, and report. `planned_ms` is the span the instants were spread
+/// over (0 for a burst): firings per second are counted over at least that span.
+async fn measure_firings(
+    h: &mut Harness,
+    p: &Params,
+    expected: &HashSet<String>,
+    last_ms: i64,
+    planned_ms: i64,
+    snap0: &Snapshot,
+) -> anyhow::Result<(Report, Vec<i64>)> {
+    let all = h
+        .wait_firings(expected.len(), deadline(last_ms, expected.len()))
+        .await;
+    let snap1 = h.snapshot().await;
+    if !all {
+        h.progress.note(format!(
+            "deadline passed with {} of {} firings run",
+            h.recorder.in_window(),
+            expected.len()
+        ));
+    }
+    tokio::time::sleep(h.doubles_window()).await;
+    let recs = h.recorder.recs();
+
+    let mut runs: HashMap<&str, usize> = HashMap::new();
+    for r in &recs {
+        *runs.entry(r.firing_id.as_str()).or_default() += 1;
+    }
+    let doubled = runs.values().filter(|&&c| c > 1).count();
+    // The first run of each expected firing.
+    let mut first: HashMap<&str, &super::harness::Rec> = HashMap::new();
+    for r in &recs {
+        if expected.contains(&r.firing_id) {
+            first.entry(r.firing_id.as_str()).or_insert(r);
+        }
+    }
+    let mut late: Vec<i64> = first
+        .values()
+        .map(|r| r.claimed_ms - r.scheduled_ms)
+        .collect();
+    late.sort_unstable();
+
+    let mut report = blank(p);
+    report.firings = expected.len();
+    report.missed = expected.len() - first.len();
+    report.doubled = doubled;
+    if let Some(pc) = Percentiles::of(&late) {
+        report.lateness_p50_ms = Some(pc.p50);
+        report.lateness_p90_ms = Some(pc.p90);
+        report.lateness_p99_ms = Some(pc.p99);
+        report.lateness_max_ms = Some(pc.max);
+        let first_at = first.values().map(|r| r.scheduled_ms).min().unwrap_or(0);
+        let last_claim = first.values().map(|r| r.claimed_ms).max().unwrap_or(0);
+        // Instants spread over a planned span cannot fire faster than it allows.
+        let span_s = (last_claim - first_at).max(planned_ms).max(1) as f64 / 1000.0;
+        report.firings_per_s = Some(round2(first.len() as f64 / span_s));
+    }
+    let d = Delta::between(snap0, &snap1);
+    apply_delta(&mut report, &d, p.nodes);
+    h.progress.note(format!(
+        "{} firings in {:.1} s; redis commands per firing: {}",
+        d.recorded,
+        d.wall_s,
+        d.mix(d.recorded)
+    ));
+    if let Some(first_at) = first.values().map(|r| r.scheduled_ms).min()
+        && p.scenario == Scenario::Burst
+    {
+        let last_start = first
+            .values()
+            .map(|r| h.local_us_to_redis_ms(r.started_local_us))
+            .max()
+            .unwrap_or(first_at);
+        report.last_started_ms = Some(last_start - first_at);
+    }
+    Ok((report, late))
+}
+
+/// Load due tasks, warn if loading ate into the lead, and start measuring just before the
+/// first instant.
+async fn load_due(
+    h: &mut Harness,
+    specs: Vec<JobSpec>,
+    first_ms: i64,
+    last_ms: i64,
+    what: &str,
+) -> anyhow::Result<(HashSet<String>, Snapshot)> {
+    let expected = firing_ids(&specs);
+    h.recorder.set_window(first_ms, last_ms);
+    h.load(specs, what).await?;
+    let now = h.redis_ms().await?;
+    if now > first_ms - 200 {
+        h.progress.note(format!(
+            "warning: loading ended {} ms after the first instant minus 200 ms; early lateness includes loading",
+            now - (first_ms - 200)
+        ));
+    }
+    h.sleep_until_redis(first_ms - 100).await;
+    let snap0 = h.snapshot().await;
+    Ok((expected, snap0))
+}
+
+/// 1,000,000 jobs pending an hour away; then 1,000 due over 10 s, measured.
+async fn sparse(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
+    let mem = load_pending(h, p.n).await?;
+    let lead = h.lead_ms(p.due).await?;
+    let t0 = h.redis_ms().await? + lead;
+    let specs = spread("s", p.due, t0, p.duration_ms);
+    let last = specs
+        .last()
+        .and_then(|s| s.at)
+        .map_or(t0, |a| a.timestamp_millis());
+    let (expected, snap0) = load_due(h, specs, t0, last, "due").await?;
+    let (mut report, late) = measure_firings(h, p, &expected, last, p.duration_ms, &snap0).await?;
+    report.redis_memory_bytes_per_pending_job = mem;
+    Ok(BenchRun {
+        report,
+        lateness_ms: late,
+    })
+}
+
+/// n one-shot tasks due evenly over the duration (10,000 a second by default).
+async fn steady(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
+    let lead = h.lead_ms(p.n).await?;
+    let mem0 = h.data_memory().await;
+    let t0 = h.redis_ms().await? + lead;
+    let specs = spread("s", p.n, t0, p.duration_ms);
+    let last = specs
+        .last()
+        .and_then(|s| s.at)
+        .map_or(t0, |a| a.timestamp_millis());
+    let (expected, snap0) = load_due(h, specs, t0, last, "steady").await?;
+    let mem1 = h.data_memory().await;
+    let (mut report, late) = measure_firings(h, p, &expected, last, p.duration_ms, &snap0).await?;
+    report.redis_memory_bytes_per_pending_job = per_job(mem0, mem1, p.n);
+    Ok(BenchRun {
+        report,
+        lateness_ms: late,
+    })
+}
+
+/// n tasks due at the same instant.
+async fn burst(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
+    let lead = h.lead_ms(p.n).await?;
+    let mem0 = h.data_memory().await;
+    let t0 = h.redis_ms().await? + lead;
+    let specs: Vec<JobSpec> = (0..p.n)
+        .map(|i| Harness::task(format!("b{i}"), t0))
+        .collect();
+    let (expected, snap0) = load_due(h, specs, t0, t0, "burst").await?;
+    let mem1 = h.data_memory().await;
+    let (mut report, late) = measure_firings(h, p, &expected, t0, 0, &snap0).await?;
+    report.redis_memory_bytes_per_pending_job = per_job(mem0, mem1, p.n);
+    Ok(BenchRun {
+        report,
+        lateness_ms: late,
+    })
+}
+
+/// n one-shot tasks through the bulk path: tasks per second.
+async fn enqueue(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
+    let mem0 = h.data_memory().await;
+    let far = h.redis_ms().await? + HOUR_MS;
+    let specs = spread("e", p.n, far, HOUR_MS);
+    let snap0 = h.snapshot().await;
+    let secs = h.load(specs, "enqueue").await?;
+    let snap1 = h.snapshot().await;
+    h.settle().await?;
+    let mem1 = h.data_memory().await;
+    let d = Delta::between(&snap0, &snap1);
+    let mut report = blank(p);
+    apply_delta(&mut report, &d, p.nodes);
+    report.tasks_per_s = Some(round2(p.n as f64 / secs.max(1e-6)));
+    report.redis_commands_per_task = d.per(d.total_calls(), p.n);
+    report.redis_memory_bytes_per_pending_job = per_job(mem0, mem1, p.n);
+    h.progress
+        .note(format!("redis commands per task: {}", d.mix(p.n)));
+    Ok(BenchRun {
+        report,
+        lateness_ms: Vec::new(),
+    })
+}
+
+/// n cron jobs firing every second; the firings of `duration` whole seconds are measured.
+async fn cron(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
+    let mem0 = h.data_memory().await;
+    let specs: Vec<JobSpec> = (0..p.n)
+        .map(|i| JobSpec::cron(format!("c{i}"), "* * * * * *", HANDLER))
+        .collect();
+    let ids: Vec<String> = specs.iter().map(|s| s.id.clone()).collect();
+    let pb = h.progress.bar(p.n as u64, "cron jobs");
+    load_jobs(&h.client, specs, &pb).await?;
+    pb.finish_and_clear();
+    h.settle().await?;
+    let mem1 = h.data_memory().await;
+
+    let seconds = (p.duration_ms / 1000).max(1);
+    let t0 = (h.redis_ms().await? + 2_000) / 1000 * 1000 + 1000;
+    let last = t0 + (seconds - 1) * 1000;
+    let expected: HashSet<String> = ids
+        .iter()
+        .flat_map(|id| (0..seconds).map(move |k| crate::store::firing_id(id, t0 + k * 1000)))
+        .collect();
+    h.recorder.set_window(t0, last);
+    h.sleep_until_redis(t0 - 100).await;
+    let snap0 = h.snapshot().await;
+    let (mut report, late) = measure_firings(h, p, &expected, last, p.duration_ms, &snap0).await?;
+    report.redis_memory_bytes_per_pending_job = per_job(mem0, mem1, p.n);
+    Ok(BenchRun {
+        report,
+        lateness_ms: late,
+    })
+}
+
+/// n jobs pending, none due: CPU of node and Redis over the duration.
+async fn idle(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
+    let mem = load_pending(h, p.n).await?;
+    // Let the node finish with the load (change messages, timers) before measuring.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let snap0 = h.snapshot().await;
+    let secs = (p.duration_ms as u64).div_ceil(1000);
+    let pb = h.progress.bar(secs, "idle s");
+    let end = tokio::time::Instant::now() + Duration::from_millis(p.duration_ms as u64);
+    while tokio::time::Instant::now() < end {
+        tokio::time::sleep_until((tokio::time::Instant::now() + Duration::from_secs(1)).min(end))
+            .await;
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    let snap1 = h.snapshot().await;
+    let d = Delta::between(&snap0, &snap1);
+    let mut report = blank(p);
+    apply_delta(&mut report, &d, p.nodes);
+    report.redis_memory_bytes_per_pending_job = mem;
+    h.progress.note(format!(
+        "idle: {:.1} redis commands/s; calls in {:.0} s: {}",
+        d.total_calls().unwrap_or(0) as f64 / d.wall_s.max(1e-6),
+        d.wall_s,
+        d.mix(1)
+    ));
+    Ok(BenchRun {
+        report,
+        lateness_ms: Vec::new(),
+    })
+}

@@ -1,0 +1,1470 @@
+//! The checker: derive every firing the workload asked for from its calls (schedules, windows,
+//! pauses, deletions, misfire policies, outages) and hold the recorded history to keyfire's
+//! guarantees. Pure code: no Redis, no clock.
+//!
+//! # What counts as a violation
+//!
+//! keyfire's execution is at-least-once per attempt with leases (G5): a firing may *start*
+//! more than once (a run taken over after its lease expired, while the old run goes on
+//! somewhere), and a handler's side effect may happen more than once; keyfire then refuses the
+//! stale run's outcome (fencing by attempt in `complete.lua`). So two handler runs that both
+//! return `Ok` are **not** a violation: they are counted as re-runs. The violations are:
+//!
+//! - `doubled`: two successful completions *accepted by keyfire* (two `ok` records in the
+//!   job's run history) for one firing id;
+//! - `double_claim`: one attempt of one firing started twice (each attempt is granted once);
+//! - `missed`: a required firing with no run at all and no record in keyfire;
+//! - `lost`: a required firing that never succeeded (no handler run returned `Ok`), that was
+//!   neither meant to die (its handler fails on every attempt) nor dropped by a later pause
+//!   or delete of its job; or a firing meant to die that is not in the dead letters;
+//! - `unrecorded`: a handler returned `Ok` but keyfire holds neither an `ok` record nor a
+//!   dead letter for the firing once everything settled;
+//! - `early`: claimed before its instant by Redis's clock (`Firing::claimed_at`);
+//! - `late`: first claimed after its deadline: the instant (or the call that made it due)
+//!   plus [`Bounds::late_ms`], pushed past any Redis outage that overlaps it by
+//!   [`Bounds::recovery_ms`];
+//! - `ran_after_delete`: a run of a firing of a deleted job claimed after `delete` returned;
+//! - `ran_while_paused`: a run claimed after `pause` returned and before `resume` was called;
+//! - `stale_version`: a scheduled firing run with params of another version than the one it
+//!   was scheduled under, or any run (retry, takeover, trigger) with params older than the
+//!   version its firing belongs to;
+//! - `unexpected`: a run of a firing the workload never asked for;
+//! - `misfire`: a job with `misfire = "skip"` ran a firing claimed later than its tolerance;
+//! - `stuck`: a firing due before the cutoff still running or queued after the drain.
+//!
+//! # What is required
+//!
+//! A firing is required when its deadline passed before anything could legitimately drop it
+//! (the next update, pause or delete of its job; the end of the observation), and it is not a
+//! misfire candidate (under `fire_once` or `skip`, a firing whose deadline is later than its
+//! misfire tolerance may be skipped and counted as missed). Other firings the schedules
+//! produce are optional: they may run (once), they need not.
+//!
+//! # The one exemption: a Redis SIGKILL
+//!
+//! With the shipped `redis.conf` (`appendfsync everysec`) a Redis crash loses the writes of
+//! up to [`Bounds::aof_loss_ms`] before it. A claim in that window may be undone, so the
+//! firing is claimed again (same attempt) and may complete twice; an outcome may be undone
+//! and the firing re-run. So for a firing with a claim, an end or its instant within
+//! `aof_loss_ms` before a Redis SIGKILL, `doubled`, `double_claim` and `unrecorded` are
+//! reported as exempt (counted, not violations). A call of the workload that returned in
+//! that window may be undone too: the harness makes none there, and if one did, the
+//! call-dependent checks of its job are exempt. Nothing else is exempt: a SIGTERM restart
+//! loses nothing.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::model::{Bounds, FaultEvent, FaultKind, History, OpKind, QueueEv, QueueEvent, Workload};
+use super::record::{Ev, Outcome, RunEvent};
+use crate::job::{Job, MisfirePolicy, Validation};
+use crate::store::{RunRecord, firing_id, parse_firing_id};
+
+/// A kind of violation (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ViolationKind {
+    /// A required firing never ran.
+    Missed,
+    /// A required firing never succeeded.
+    Lost,
+    /// Two successful completions accepted by keyfire.
+    Doubled,
+    /// One attempt started twice.
+    DoubleClaim,
+    /// Claimed before its instant.
+    Early,
+    /// First claimed after its deadline.
+    Late,
+    /// Claimed after its job's delete returned.
+    RanAfterDelete,
+    /// Claimed while its job was paused.
+    RanWhilePaused,
+    /// Ran with params of the wrong version.
+    StaleVersion,
+    /// A firing no schedule produced.
+    Unexpected,
+    /// Ran under `skip` though found later than its tolerance.
+    Misfire,
+    /// Succeeded but keyfire recorded no outcome.
+    Unrecorded,
+    /// Still running or queued after the drain.
+    Stuck,
+    /// A delay-queue task delivered again after a finish was accepted.
+    RedeliveredAfterFinish,
+}
+
+impl ViolationKind {
+    /// Every kind, in report order.
+    pub const ALL: [ViolationKind; 14] = [
+        ViolationKind::Missed,
+        ViolationKind::Lost,
+        ViolationKind::Doubled,
+        ViolationKind::DoubleClaim,
+        ViolationKind::Early,
+        ViolationKind::Late,
+        ViolationKind::RanAfterDelete,
+        ViolationKind::RanWhilePaused,
+        ViolationKind::StaleVersion,
+        ViolationKind::Unexpected,
+        ViolationKind::Misfire,
+        ViolationKind::Unrecorded,
+        ViolationKind::Stuck,
+        ViolationKind::RedeliveredAfterFinish,
+    ];
+
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ViolationKind::Missed => "missed",
+            ViolationKind::Lost => "lost",
+            ViolationKind::Doubled => "doubled",
+            ViolationKind::DoubleClaim => "double_claim",
+            ViolationKind::Early => "early",
+            ViolationKind::Late => "late",
+            ViolationKind::RanAfterDelete => "ran_after_delete",
+            ViolationKind::RanWhilePaused => "ran_while_paused",
+            ViolationKind::StaleVersion => "stale_version",
+            ViolationKind::Unexpected => "unexpected",
+            ViolationKind::Misfire => "misfire",
+            ViolationKind::Unrecorded => "unrecorded",
+            ViolationKind::Stuck => "stuck",
+            ViolationKind::RedeliveredAfterFinish => "redelivered_after_finish",
+        }
+    }
+
+    /// Whether a Redis SIGKILL's lost writes can explain it (see the module docs).
+    fn aof_explainable(self) -> bool {
+        matches!(
+            self,
+            ViolationKind::Doubled
+                | ViolationKind::DoubleClaim
+                | ViolationKind::Unrecorded
+                | ViolationKind::RedeliveredAfterFinish
+        )
+    }
+
+    /// Whether an undone workload call can explain it.
+    fn op_explainable(self) -> bool {
+        matches!(
+            self,
+            ViolationKind::Missed
+                | ViolationKind::Lost
+                | ViolationKind::RanAfterDelete
+                | ViolationKind::RanWhilePaused
+                | ViolationKind::StaleVersion
+                | ViolationKind::Unexpected
+                | ViolationKind::Late
+        )
+    }
+}
+
+impl fmt::Display for ViolationKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Violation {
+    /// What.
+    pub kind: ViolationKind,
+    /// The firing id (or job id for job-level findings).
+    pub firing: String,
+    /// The evidence.
+    pub detail: String,
+}
+
+/// Lateness of first claims under one fault kind (or none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lateness {
+    /// Firings whose first claim was observed.
+    pub firings: usize,
+    /// Worst: first claim minus the instant it became due (ms).
+    pub worst_ms: i64,
+}
+
+/// The checker's verdict.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// The seed of the round.
+    pub seed: u64,
+    /// Firings the schedules produced in the observed span (required and optional).
+    pub firings: usize,
+    /// Of those, the required ones.
+    pub required: usize,
+    /// The optional ones, by why they are not required.
+    pub optional: BTreeMap<String, usize>,
+    /// Handler runs recorded.
+    pub runs: usize,
+    /// Runs of attempt 2 or later (retries and takeovers).
+    pub retries: usize,
+    /// Firings whose handler returned `Ok` more than once (at-least-once, allowed).
+    pub reruns: usize,
+    /// Run-log lines torn by a SIGKILL.
+    pub torn: usize,
+    /// Delay-queue tasks added, and their deliveries to consumers.
+    pub queue_tasks: usize,
+    /// Deliveries (pops) of delay-queue tasks.
+    pub deliveries: usize,
+    /// Faults injected, by kind.
+    pub faults: BTreeMap<FaultKind, usize>,
+    /// Lateness of first claims, by the fault kinds active around each firing (`none`: no
+    /// fault).
+    pub lateness: BTreeMap<String, Lateness>,
+    /// The violations.
+    pub violations: Vec<Violation>,
+    /// Findings explained by a documented exemption (a Redis SIGKILL's lost writes).
+    pub exempt: Vec<Violation>,
+}
+
+impl Report {
+    /// Whether no violation was found.
+    pub fn ok(&self) -> bool {
+        self.violations.is_empty()
+    }
+
+    /// Violations of one kind.
+    pub fn count(&self, kind: ViolationKind) -> usize {
+        self.violations.iter().filter(|v| v.kind == kind).count()
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "firings checked: {} ({} required); handler runs: {} ({} retries or takeovers); \
+             firings re-run after success (at-least-once): {}; torn log lines: {}",
+            self.firings, self.required, self.runs, self.retries, self.reruns, self.torn
+        )?;
+        if self.queue_tasks > 0 {
+            writeln!(
+                f,
+                "delay-queue tasks: {}, delivered {} times",
+                self.queue_tasks, self.deliveries
+            )?;
+        }
+        let optional: Vec<String> = self
+            .optional
+            .iter()
+            .map(|(why, n)| format!("{n} {why}"))
+            .collect();
+        if !optional.is_empty() {
+            writeln!(f, "optional firings: {}", optional.join(", "))?;
+        }
+        writeln!(f)?;
+        writeln!(
+            f,
+            "{:<14} {:>8} {:>16} {:>18}",
+            "fault", "injected", "firings nearby", "worst lateness ms"
+        )?;
+        let none = self.lateness.get("none").copied().unwrap_or_default();
+        writeln!(
+            f,
+            "{:<14} {:>8} {:>16} {:>18}",
+            "(none)", "-", none.firings, none.worst_ms
+        )?;
+        if let Some(q) = self.lateness.get("queue") {
+            writeln!(
+                f,
+                "{:<14} {:>8} {:>16} {:>18}",
+                "(queue ready)", "-", q.firings, q.worst_ms
+            )?;
+        }
+        for (kind, n) in &self.faults {
+            let l = self.lateness.get(kind.name()).copied().unwrap_or_default();
+            let (near, worst) = if matches!(kind, FaultKind::HandlerFail | FaultKind::HandlerHang) {
+                ("-".to_string(), "-".to_string())
+            } else {
+                (l.firings.to_string(), l.worst_ms.to_string())
+            };
+            writeln!(f, "{:<14} {:>8} {:>16} {:>18}", kind.name(), n, near, worst)?;
+        }
+        writeln!(f)?;
+        writeln!(f, "{:<26} {:>6} {:>8}", "violation", "count", "exempt")?;
+        for kind in ViolationKind::ALL {
+            let exempt = self.exempt.iter().filter(|v| v.kind == kind).count();
+            writeln!(
+                f,
+                "{:<18} {:>6} {:>8}",
+                kind.name(),
+                self.count(kind),
+                exempt
+            )?;
+        }
+        for v in self.violations.iter().take(30) {
+            writeln!(f, "  {} {}: {}", v.kind, v.firing, v.detail)?;
+        }
+        if self.violations.len() > 30 {
+            writeln!(f, "  … {} more", self.violations.len() - 30)?;
+        }
+        for v in self.exempt.iter().take(10) {
+            writeln!(
+                f,
+                "  exempt (redis SIGKILL) {} {}: {}",
+                v.kind, v.firing, v.detail
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// A firing the workload asked for.
+#[derive(Debug, Clone)]
+struct Expect {
+    job: String,
+    instant: i64,
+    /// Versions (`v`) of the schedules that produce it.
+    versions: BTreeSet<u64>,
+    required: bool,
+    /// Why it is not required (when it is not).
+    why_optional: &'static str,
+    /// When it became due (the instant, or the call that made it due if later).
+    ready: i64,
+    deadline: i64,
+    trigger: bool,
+    /// Its handler fails on every attempt: it must end in the dead letters.
+    doomed: bool,
+    /// `Some(tolerance)` under `misfire = "skip"`.
+    skip_tolerance: Option<i64>,
+}
+
+/// An active schedule of a job, from the call that made it until the next one.
+struct Segment {
+    job: Job,
+    v: u64,
+    first: Option<i64>,
+    not_before: i64,
+}
+
+struct Checker<'a> {
+    w: &'a Workload,
+    b: Bounds,
+    outages: Vec<(i64, i64)>,
+    aof_windows: Vec<(i64, i64)>,
+    expects: BTreeMap<String, Expect>,
+    /// Per job: paused spans (pause returned, resume called).
+    paused: HashMap<String, Vec<(i64, i64)>>,
+    /// Per job: the times deletes returned.
+    deleted: HashMap<String, Vec<(i64, i64)>>,
+    /// Per job: windows of trigger calls that failed (a firing may exist).
+    uncertain: HashMap<String, Vec<(i64, i64)>>,
+    /// Jobs with a call that may have been undone by a Redis SIGKILL.
+    undone: BTreeSet<String>,
+    /// Per job: call times of pauses and deletes (they drop unfinished firings).
+    drops: HashMap<String, Vec<i64>>,
+}
+
+fn validate(spec: &crate::JobSpec, created_ms: i64) -> Option<Job> {
+    spec.clone()
+        .validate(&Validation {
+            now_ms: created_ms,
+            created_ms,
+            known_handler: None,
+            max_params_bytes: usize::MAX,
+        })
+        .ok()
+}
+
+fn doomed(job: &Job) -> bool {
+    let p = &job.spec.params;
+    let n = |k: &str| p[k].as_u64().unwrap_or(0);
+    let max = u64::from(job.retry.max_attempts);
+    n("fail") >= max || n("hang") >= max
+}
+
+impl<'a> Checker<'a> {
+    fn new(w: &'a Workload, faults: &[FaultEvent]) -> Self {
+        let mut outages: Vec<(i64, i64)> = faults
+            .iter()
+            .filter(|f| f.kind.is_outage())
+            .map(|f| (f.start_ms, f.end_ms))
+            .collect();
+        outages.sort();
+        let aof_windows = faults
+            .iter()
+            .filter(|f| f.kind == FaultKind::RedisKill)
+            .map(|f| (f.start_ms - w.bounds.aof_loss_ms, f.start_ms))
+            .collect();
+        Self {
+            w,
+            b: w.bounds,
+            outages,
+            aof_windows,
+            expects: BTreeMap::new(),
+            paused: HashMap::new(),
+            deleted: HashMap::new(),
+            uncertain: HashMap::new(),
+            undone: BTreeSet::new(),
+            drops: HashMap::new(),
+        }
+    }
+
+    fn in_aof_window(&self, t: i64) -> bool {
+        self.aof_windows.iter().any(|(a, b)| t >= *a && t <= *b)
+    }
+
+    /// The latest a firing that became due at `ready` may be first claimed.
+    fn deadline(&self, ready: i64) -> i64 {
+        let mut d = ready + self.b.late_ms;
+        loop {
+            let mut moved = false;
+            for &(a, e) in &self.outages {
+                let until = e + self.b.recovery_ms;
+                if a <= d && until > d && until > ready {
+                    d = until;
+                    moved = true;
+                }
+            }
+            if !moved {
+                return d;
+            }
+        }
+    }
+
+    fn add(&mut self, e: Expect) {
+        let fid = firing_id(&e.job, e.instant);
+        match self.expects.get_mut(&fid) {
+            Some(old) => {
+                old.versions.extend(e.versions);
+                old.required |= e.required;
+                if old.required {
+                    old.why_optional = "";
+                }
+                old.deadline = old.deadline.max(e.deadline);
+                old.ready = old.ready.max(e.ready);
+                old.trigger |= e.trigger;
+            }
+            None => {
+                self.expects.insert(fid, e);
+            }
+        }
+    }
+
+    /// The firings of `seg` up to `close_ret`; those whose deadline passed before `close_call`
+    /// (and before the observation ended) are required.
+    fn close(&mut self, name: &str, seg: Segment, close_call: i64, close_ret: i64) {
+        let job = &seg.job;
+        let tolerance = job.misfire_tolerance_ms;
+        let doomed = doomed(job);
+        let skip = (job.misfire == MisfirePolicy::Skip).then_some(tolerance);
+        let mut next = seg.first;
+        let mut n = 0;
+        let mut found = Vec::new();
+        while let Some(t) = next {
+            if t > close_ret || n >= 1_000_000 {
+                break;
+            }
+            n += 1;
+            let ready = t.max(seg.not_before);
+            let deadline = self.deadline(ready);
+            let misfire_candidate =
+                job.misfire != MisfirePolicy::CatchUp && deadline - t > tolerance;
+            let why_optional = if t > self.w.cutoff_ms {
+                "after the cutoff"
+            } else if misfire_candidate {
+                "misfire candidate"
+            } else if deadline >= close_call {
+                "deadline after a change of its job"
+            } else if deadline >= self.w.end_ms {
+                "deadline after the end"
+            } else {
+                ""
+            };
+            let required = why_optional.is_empty();
+            found.push(Expect {
+                job: name.to_string(),
+                instant: t,
+                versions: BTreeSet::from([seg.v]),
+                required,
+                why_optional,
+                ready,
+                deadline,
+                trigger: false,
+                doomed,
+                skip_tolerance: skip,
+            });
+            next = job.next_after(t);
+        }
+        for e in found {
+            self.add(e);
+        }
+    }
+
+    fn derive(&mut self) {
+        let mut by_job: BTreeMap<&str, Vec<&super::model::Op>> = BTreeMap::new();
+        for op in &self.w.ops {
+            by_job.entry(op.job.as_str()).or_default().push(op);
+            if self.in_aof_window(op.ret_ms) {
+                self.undone.insert(op.job.clone());
+            }
+        }
+        for (name, mut ops) in by_job {
+            ops.sort_by_key(|o| o.call_ms);
+            let mut cur: Option<Segment> = None;
+            let mut spec: Option<(Job, u64)> = None;
+            let mut paused_at: Option<i64> = None;
+            let mut triggers: Vec<Expect> = Vec::new();
+            for op in ops {
+                match &op.kind {
+                    OpKind::Upsert {
+                        spec: s,
+                        v,
+                        status,
+                        next_ms,
+                        created_ms,
+                    } => {
+                        if let Some(seg) = cur.take() {
+                            self.close(name, seg, op.call_ms, op.ret_ms);
+                        }
+                        let Some(job) = validate(s, *created_ms) else {
+                            continue;
+                        };
+                        spec = Some((job.clone(), *v));
+                        if *status == crate::store::JobStatus::Active {
+                            cur = Some(Segment {
+                                job,
+                                v: *v,
+                                first: *next_ms,
+                                not_before: op.ret_ms,
+                            });
+                        }
+                    }
+                    OpKind::Enqueue { spec: s, v } => {
+                        if let Some(seg) = cur.take() {
+                            self.close(name, seg, op.call_ms, op.ret_ms);
+                        }
+                        let Some(job) = validate(s, op.call_ms) else {
+                            continue;
+                        };
+                        let first = job.first_firing(op.call_ms);
+                        spec = Some((job.clone(), *v));
+                        cur = Some(Segment {
+                            job,
+                            v: *v,
+                            first,
+                            not_before: op.ret_ms,
+                        });
+                    }
+                    OpKind::Pause => {
+                        if let Some(seg) = cur.take() {
+                            self.close(name, seg, op.call_ms, op.ret_ms);
+                        }
+                        self.settle_triggers(&mut triggers, op.call_ms);
+                        self.drops.entry(name.into()).or_default().push(op.call_ms);
+                        if paused_at.is_none() {
+                            paused_at = Some(op.ret_ms);
+                        }
+                    }
+                    OpKind::Resume { status, next_ms } => {
+                        if let Some(p) = paused_at.take() {
+                            self.paused
+                                .entry(name.into())
+                                .or_default()
+                                .push((p, op.call_ms));
+                        }
+                        if *status == crate::store::JobStatus::Active
+                            && let Some((job, v)) = &spec
+                        {
+                            cur = Some(Segment {
+                                job: job.clone(),
+                                v: *v,
+                                first: *next_ms,
+                                not_before: op.ret_ms,
+                            });
+                        }
+                    }
+                    OpKind::Delete { .. } => {
+                        if let Some(seg) = cur.take() {
+                            self.close(name, seg, op.call_ms, op.ret_ms);
+                        }
+                        self.settle_triggers(&mut triggers, op.call_ms);
+                        self.drops.entry(name.into()).or_default().push(op.call_ms);
+                        if let Some(p) = paused_at.take() {
+                            self.paused
+                                .entry(name.into())
+                                .or_default()
+                                .push((p, op.call_ms));
+                        }
+                        self.deleted
+                            .entry(name.into())
+                            .or_default()
+                            .push((op.call_ms, op.ret_ms));
+                        spec = None;
+                    }
+                    OpKind::QueueAdd { .. } => {}
+                    OpKind::Trigger { firing } => match firing.as_deref().and_then(parse_firing_id)
+                    {
+                        Some((_, at)) => {
+                            let (v, doomed_job, skip) = match &spec {
+                                Some((job, v)) => (*v, doomed(job), None),
+                                None => (0, false, None),
+                            };
+                            triggers.push(Expect {
+                                job: name.to_string(),
+                                instant: at,
+                                versions: BTreeSet::from([v]),
+                                required: false,
+                                why_optional: "",
+                                ready: at,
+                                deadline: self.deadline(at),
+                                trigger: true,
+                                doomed: doomed_job,
+                                skip_tolerance: skip,
+                            });
+                        }
+                        None => self
+                            .uncertain
+                            .entry(name.into())
+                            .or_default()
+                            .push((op.call_ms, op.ret_ms)),
+                    },
+                }
+            }
+            if let Some(seg) = cur.take() {
+                self.close(name, seg, self.w.end_ms, self.w.end_ms);
+            }
+            if let Some(p) = paused_at.take() {
+                self.paused
+                    .entry(name.into())
+                    .or_default()
+                    .push((p, i64::MAX));
+            }
+            self.settle_triggers(&mut triggers, self.w.end_ms);
+        }
+    }
+
+    /// Triggered firings are required when their deadline passed before `until` (a pause or
+    /// delete drops a queued trigger).
+    fn settle_triggers(&mut self, triggers: &mut Vec<Expect>, until: i64) {
+        for mut e in triggers.drain(..) {
+            e.why_optional = if e.instant > self.w.cutoff_ms {
+                "after the cutoff"
+            } else if e.deadline >= until {
+                "deadline after a change of its job"
+            } else if e.deadline >= self.w.end_ms {
+                "deadline after the end"
+            } else {
+                ""
+            };
+            e.required = e.why_optional.is_empty();
+            self.add(e);
+        }
+    }
+}
+
+/// A handler run: its start and, if written, its end.
+struct Run<'a> {
+    ev: &'a RunEvent,
+    end: Option<&'a RunEvent>,
+}
+
+impl Run<'_> {
+    fn ok(&self) -> bool {
+        self.end.and_then(|e| e.outcome) == Some(Outcome::Ok)
+    }
+}
+
+/// Check a round's history against its workload and faults.
+pub fn check(workload: &Workload, history: &History, faults: &[FaultEvent]) -> Report {
+    let mut c = Checker::new(workload, faults);
+    c.derive();
+    let b = workload.bounds;
+
+    // Handler runs, grouped.
+    let mut runs: BTreeMap<&str, Run> = BTreeMap::new();
+    for e in &history.runs {
+        match e.ev {
+            Ev::Start => {
+                runs.entry(e.run.as_str())
+                    .and_modify(|r| r.ev = e)
+                    .or_insert(Run { ev: e, end: None });
+            }
+            Ev::End => {
+                runs.entry(e.run.as_str())
+                    .and_modify(|r| r.end = Some(e))
+                    .or_insert(Run {
+                        ev: e,
+                        end: Some(e),
+                    });
+            }
+        }
+    }
+    let mut by_firing: BTreeMap<&str, Vec<&Run>> = BTreeMap::new();
+    for r in runs.values() {
+        by_firing.entry(r.ev.firing.as_str()).or_default().push(r);
+    }
+
+    // keyfire's own records: what is left at the end, plus what deletes dropped.
+    let mut kf: BTreeMap<&str, Vec<&RunRecord>> = BTreeMap::new();
+    let mut dead: BTreeSet<&str> = BTreeSet::new();
+    for records in history.keyfire_runs.values() {
+        for r in records {
+            kf.entry(r.firing_id.as_str()).or_default().push(r);
+        }
+    }
+    for letters in history.dead.values() {
+        for d in letters {
+            dead.insert(d.firing_id.as_str());
+        }
+    }
+    for op in &workload.ops {
+        if let OpKind::Delete {
+            runs,
+            dead: letters,
+        } = &op.kind
+        {
+            for r in runs {
+                kf.entry(r.firing_id.as_str()).or_default().push(r);
+            }
+            for d in letters {
+                dead.insert(d.firing_id.as_str());
+            }
+        }
+    }
+
+    let mut report = Report {
+        seed: workload.seed,
+        torn: history.torn,
+        ..Report::default()
+    };
+    for f in faults {
+        *report.faults.entry(f.kind).or_default() += 1;
+    }
+    let mut found: Vec<Violation> = Vec::new();
+    let mut flag = |kind: ViolationKind, firing: &str, detail: String| {
+        found.push(Violation {
+            kind,
+            firing: firing.to_string(),
+            detail,
+        });
+    };
+
+    // Per run.
+    report.runs = runs.len();
+    let mut per_attempt: BTreeMap<(&str, u32), usize> = BTreeMap::new();
+    for r in runs.values() {
+        let e = r.ev;
+        if e.attempt > 1 {
+            report.retries += 1;
+        }
+        match r.end.and_then(|e| e.outcome) {
+            Some(Outcome::Failed) => *report.faults.entry(FaultKind::HandlerFail).or_default() += 1,
+            Some(Outcome::Dropped) => {
+                *report.faults.entry(FaultKind::HandlerHang).or_default() += 1
+            }
+            _ => {}
+        }
+        *per_attempt
+            .entry((e.firing.as_str(), e.attempt))
+            .or_default() += 1;
+        let Some((_, instant)) = parse_firing_id(&e.firing) else {
+            flag(
+                ViolationKind::Unexpected,
+                &e.firing,
+                "not a firing id".into(),
+            );
+            continue;
+        };
+        let what = format!(
+            "node {} attempt {} v{} claimed {} (instant {instant})",
+            e.node, e.attempt, e.v, e.claimed_ms
+        );
+        if e.claimed_ms < instant {
+            flag(
+                ViolationKind::Early,
+                &e.firing,
+                format!(
+                    "claimed {} ms before its instant: {what}",
+                    instant - e.claimed_ms
+                ),
+            );
+        }
+        match c.expects.get(&e.firing) {
+            None => {
+                let maybe = c
+                    .uncertain
+                    .get(&e.job)
+                    .is_some_and(|w| w.iter().any(|(a, z)| instant >= *a && instant <= *z));
+                if !maybe {
+                    flag(
+                        ViolationKind::Unexpected,
+                        &e.firing,
+                        format!("no schedule of the workload produces it: {what}"),
+                    );
+                }
+            }
+            Some(x) => {
+                let stale = if e.attempt == 1 && !x.trigger {
+                    !x.versions.contains(&e.v)
+                } else {
+                    x.versions.first().is_some_and(|min| e.v < *min)
+                };
+                if stale {
+                    flag(
+                        ViolationKind::StaleVersion,
+                        &e.firing,
+                        format!("scheduled under v{:?}, ran with {what}", x.versions),
+                    );
+                }
+                if let Some(tol) = x.skip_tolerance
+                    && e.attempt == 1
+                    && !x.trigger
+                    && e.claimed_ms - instant > tol
+                {
+                    flag(
+                        ViolationKind::Misfire,
+                        &e.firing,
+                        format!(
+                            "misfire = skip, tolerance {tol} ms, yet claimed {} ms late: {what}",
+                            e.claimed_ms - instant
+                        ),
+                    );
+                }
+            }
+        }
+        if let Some(spans) = c.paused.get(&e.job) {
+            for (p, r) in spans {
+                if e.claimed_ms > *p && e.claimed_ms < *r {
+                    flag(
+                        ViolationKind::RanWhilePaused,
+                        &e.firing,
+                        format!("paused at {p} (returned), resumed at {r}: {what}"),
+                    );
+                }
+            }
+        }
+        if let Some(dels) = c.deleted.get(&e.job) {
+            for (_, ret) in dels {
+                if instant <= *ret && e.claimed_ms > *ret {
+                    flag(
+                        ViolationKind::RanAfterDelete,
+                        &e.firing,
+                        format!("delete returned at {ret}: {what}"),
+                    );
+                }
+            }
+        }
+    }
+    for ((firing, attempt), n) in &per_attempt {
+        if *n > 1 {
+            flag(
+                ViolationKind::DoubleClaim,
+                firing,
+                format!("attempt {attempt} started {n} times"),
+            );
+        }
+    }
+
+    // Per expected firing.
+    report.firings = c.expects.len();
+    for (fid, x) in &c.expects {
+        if x.required {
+            report.required += 1;
+        } else {
+            *report
+                .optional
+                .entry(x.why_optional.to_string())
+                .or_default() += 1;
+        }
+        let rs: &[&Run] = by_firing.get(fid.as_str()).map_or(&[], |v| v.as_slice());
+        let records: &[&RunRecord] = kf.get(fid.as_str()).map_or(&[], |v| v.as_slice());
+        let is_dead = dead.contains(fid.as_str());
+        let oks = rs.iter().filter(|r| r.ok()).count();
+        if oks > 1 {
+            report.reruns += 1;
+        }
+        // Lateness of the first claim.
+        if let Some(first) = rs
+            .iter()
+            .filter(|r| r.ev.attempt == 1)
+            .map(|r| r.ev.claimed_ms)
+            .min()
+        {
+            let late = first - x.ready;
+            let mut kinds: BTreeSet<&str> = faults
+                .iter()
+                .filter(|f| f.start_ms <= first && f.end_ms + b.late_ms >= x.instant - 1_000)
+                .map(|f| f.kind.name())
+                .collect();
+            if kinds.is_empty() {
+                kinds.insert("none");
+            }
+            for k in kinds {
+                let l = report.lateness.entry(k.to_string()).or_default();
+                l.firings += 1;
+                l.worst_ms = l.worst_ms.max(late);
+            }
+            if first > x.deadline {
+                flag(
+                    ViolationKind::Late,
+                    fid,
+                    format!(
+                        "first claimed at {first}, {late} ms after it was due at {}; deadline {}",
+                        x.ready, x.deadline
+                    ),
+                );
+            }
+        }
+        let dropped_later = c
+            .drops
+            .get(&x.job)
+            .is_some_and(|d| d.iter().any(|t| *t > x.instant));
+        if x.required && rs.is_empty() && records.is_empty() && !is_dead {
+            flag(
+                ViolationKind::Missed,
+                fid,
+                format!(
+                    "required (due {}, deadline {}), never ran",
+                    x.ready, x.deadline
+                ),
+            );
+        } else if x.required && !dropped_later {
+            if x.doomed {
+                if !is_dead {
+                    flag(
+                        ViolationKind::Lost,
+                        fid,
+                        format!(
+                            "fails every attempt, yet not in the dead letters ({} runs)",
+                            rs.len()
+                        ),
+                    );
+                }
+            } else if oks == 0 {
+                let why = if is_dead {
+                    "ended in the dead letters"
+                } else {
+                    "no run succeeded"
+                };
+                flag(
+                    ViolationKind::Lost,
+                    fid,
+                    format!("{why} ({} runs, {} records)", rs.len(), records.len()),
+                );
+            }
+        }
+        // keyfire must have recorded the outcome of a firing that succeeded (history of jobs
+        // never deleted: a delete drops the history).
+        let known = history.keyfire_runs.contains_key(&x.job) && !c.deleted.contains_key(&x.job);
+        if known && oks > 0 && x.instant <= workload.cutoff_ms {
+            let accepted = records.iter().any(|r| r.outcome == "ok");
+            if !accepted && !is_dead && !dropped_later {
+                flag(
+                    ViolationKind::Unrecorded,
+                    fid,
+                    format!(
+                        "the handler succeeded {oks} times; keyfire holds {} records, none ok",
+                        records.len()
+                    ),
+                );
+            }
+        }
+    }
+    // Two successful completions accepted by keyfire.
+    for (fid, records) in &kf {
+        let mut seen = BTreeSet::new();
+        let oks: Vec<&&RunRecord> = records
+            .iter()
+            .filter(|r| r.outcome == "ok")
+            // A delete snapshot and the final history may hold the same record.
+            .filter(|r| seen.insert((r.attempt, r.node.clone(), r.claimed_ms)))
+            .collect();
+        if oks.len() > 1 {
+            let who: Vec<String> = oks
+                .iter()
+                .map(|r| format!("{}#{}", r.node, r.attempt))
+                .collect();
+            flag(
+                ViolationKind::Doubled,
+                fid,
+                format!(
+                    "keyfire accepted {} ok outcomes: {}",
+                    oks.len(),
+                    who.join(", ")
+                ),
+            );
+        }
+    }
+    // Delay-queue tasks: delivered once due, never early, finished once, never after.
+    let mut qev: BTreeMap<&str, Vec<&QueueEvent>> = BTreeMap::new();
+    for e in &history.queue {
+        qev.entry(e.task.as_str()).or_default().push(e);
+    }
+    let mut queue_touched: BTreeSet<String> = BTreeSet::new();
+    for op in &workload.ops {
+        let OpKind::QueueAdd { due_ms, .. } = &op.kind else {
+            continue;
+        };
+        let due = *due_ms;
+        let key = format!("queue:{}", op.job);
+        report.queue_tasks += 1;
+        let evs: &[&QueueEvent] = qev.get(op.job.as_str()).map_or(&[], |v| v.as_slice());
+        if evs
+            .iter()
+            .any(|e| c.in_aof_window(e.at_ms) || c.in_aof_window(e.reserved_ms))
+            || c.in_aof_window(due)
+        {
+            queue_touched.insert(key.clone());
+        }
+        let ready = due.max(op.ret_ms);
+        let deadline = c.deadline(ready);
+        let required = due <= workload.cutoff_ms && deadline < workload.end_ms;
+        let pops: Vec<&&QueueEvent> = evs.iter().filter(|e| e.ev == QueueEv::Pop).collect();
+        report.deliveries += pops.len();
+        let state = history.queue_states.get(&op.job).map(String::as_str);
+        for p in &pops {
+            if p.reserved_ms < due || p.ready_ms < due {
+                flag(
+                    ViolationKind::Early,
+                    &key,
+                    format!(
+                        "due {due}, made ready at {} and reserved at {} by {}",
+                        p.ready_ms, p.reserved_ms, p.consumer
+                    ),
+                );
+            }
+        }
+        if let Some(first) = pops.iter().map(|p| p.ready_ms).min() {
+            let late = first - ready;
+            let l = report.lateness.entry("queue".into()).or_default();
+            l.firings += 1;
+            l.worst_ms = l.worst_ms.max(late);
+            if first > deadline {
+                flag(
+                    ViolationKind::Late,
+                    &key,
+                    format!("made ready at {first}, {late} ms after it was due at {ready}"),
+                );
+            }
+        }
+        let mut numbers: BTreeMap<u32, usize> = BTreeMap::new();
+        for p in &pops {
+            *numbers.entry(p.deliveries).or_default() += 1;
+        }
+        for (n, k) in numbers {
+            if k > 1 {
+                flag(
+                    ViolationKind::DoubleClaim,
+                    &key,
+                    format!("delivery {n} given {k} times"),
+                );
+            }
+        }
+        let finishes: Vec<&&QueueEvent> =
+            evs.iter().filter(|e| e.ev == QueueEv::FinishOk).collect();
+        if finishes.len() > 1 {
+            let who: Vec<String> = finishes
+                .iter()
+                .map(|e| format!("{}#{}", e.consumer, e.deliveries))
+                .collect();
+            flag(
+                ViolationKind::Doubled,
+                &key,
+                format!("{} finishes accepted: {}", finishes.len(), who.join(", ")),
+            );
+        }
+        if let Some(done) = finishes.iter().map(|e| e.at_ms).min() {
+            for p in pops.iter().filter(|p| p.reserved_ms > done) {
+                flag(
+                    ViolationKind::RedeliveredAfterFinish,
+                    &key,
+                    format!(
+                        "finished at {done}, delivered again (#{}) at {} to {}",
+                        p.deliveries, p.reserved_ms, p.consumer
+                    ),
+                );
+            }
+        }
+        if required && pops.is_empty() {
+            flag(
+                ViolationKind::Missed,
+                &key,
+                format!("due {due} (deadline {deadline}), never delivered; state {state:?}"),
+            );
+        } else if required && finishes.is_empty() && !matches!(state, Some("done" | "dead")) {
+            flag(
+                ViolationKind::Lost,
+                &key,
+                format!(
+                    "delivered {} times, never finished; state {state:?}",
+                    pops.len()
+                ),
+            );
+        }
+    }
+
+    for l in &history.leftovers {
+        flag(
+            ViolationKind::Stuck,
+            l,
+            "still running or queued after the drain".into(),
+        );
+    }
+
+    // Sort findings into violations and exemptions.
+    for v in found {
+        let job = parse_firing_id(&v.firing).map_or(v.firing.as_str(), |(j, _)| j);
+        let touched = || {
+            let instant = parse_firing_id(&v.firing).map(|(_, t)| t);
+            instant.is_some_and(|t| c.in_aof_window(t))
+                || by_firing.get(v.firing.as_str()).is_some_and(|rs| {
+                    rs.iter().any(|r| {
+                        c.in_aof_window(r.ev.claimed_ms)
+                            || r.end.is_some_and(|e| c.in_aof_window(e.at_ms))
+                    })
+                })
+                || kf.get(v.firing.as_str()).is_some_and(|rs| {
+                    rs.iter().any(|r| {
+                        c.in_aof_window(r.claimed_ms)
+                            || r.finished_ms.is_some_and(|t| c.in_aof_window(t))
+                    })
+                })
+        };
+        let exempt = (v.kind.aof_explainable() && (touched() || queue_touched.contains(&v.firing)))
+            || (v.kind.op_explainable() && c.undone.contains(job));
+        if exempt {
+            report.exempt.push(v);
+        } else {
+            report.violations.push(v);
+        }
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chaos::model::Op;
+    use crate::chaos::record::Outcome;
+    use crate::job::JobSpec;
+    use crate::store::JobStatus;
+
+    const T0: i64 = 1_700_000_000_000;
+
+    fn workload(ops: Vec<Op>) -> Workload {
+        Workload {
+            seed: 7,
+            start_ms: T0,
+            cutoff_ms: T0 + 10_000,
+            end_ms: T0 + 20_000,
+            bounds: Bounds::for_settings(1_000, 1_000, 500),
+            ops,
+        }
+    }
+
+    fn every_second(id: &str) -> Op {
+        let spec = JobSpec::every(id, "1s", "chaos").params(serde_json::json!({"v": 1}));
+        Op {
+            job: id.into(),
+            call_ms: T0,
+            ret_ms: T0 + 2,
+            kind: OpKind::Upsert {
+                spec,
+                v: 1,
+                status: JobStatus::Active,
+                next_ms: Some(T0 + 1_000),
+                created_ms: T0,
+            },
+        }
+    }
+
+    fn ev(
+        firing: &str,
+        attempt: u32,
+        claimed: i64,
+        node: &str,
+        end: Option<Outcome>,
+    ) -> Vec<RunEvent> {
+        let (job, instant) = parse_firing_id(firing).unwrap();
+        let start = RunEvent {
+            ev: Ev::Start,
+            run: format!("{node}/1/{firing}/{attempt}/{claimed}"),
+            node: node.into(),
+            job: job.into(),
+            firing: firing.into(),
+            scheduled_ms: instant,
+            claimed_ms: claimed,
+            attempt,
+            v: 1,
+            at_ms: claimed + 1,
+            outcome: None,
+        };
+        let mut out = vec![start.clone()];
+        if let Some(o) = end {
+            out.push(RunEvent {
+                ev: Ev::End,
+                at_ms: claimed + 5,
+                outcome: Some(o),
+                ..start
+            });
+        }
+        out
+    }
+
+    fn record(firing: &str, attempt: u32, node: &str, outcome: &str, claimed: i64) -> RunRecord {
+        let (_, instant) = parse_firing_id(firing).unwrap();
+        RunRecord {
+            firing_id: firing.into(),
+            scheduled_ms: instant,
+            attempt,
+            node: node.into(),
+            claimed_ms: claimed,
+            started_ms: claimed,
+            outcome: outcome.into(),
+            error: None,
+            finished_ms: Some(claimed + 5),
+            fate: Some("done".into()),
+            retry_at_ms: None,
+        }
+    }
+
+    /// A clean history of job `j` (every second from T0+1 s): every firing up to the end runs
+    /// once, 20 ms late, and keyfire records it.
+    fn clean() -> History {
+        let mut h = History::default();
+        let mut records = Vec::new();
+        for k in 1..=20 {
+            let at = T0 + k * 1_000;
+            let fid = firing_id("j", at);
+            h.runs.extend(ev(&fid, 1, at + 20, "n1", Some(Outcome::Ok)));
+            records.push(record(&fid, 1, "n1", "ok", at + 20));
+        }
+        h.keyfire_runs.insert("j".into(), records);
+        h
+    }
+
+    #[test]
+    fn a_clean_history_passes() {
+        let r = check(&workload(vec![every_second("j")]), &clean(), &[]);
+        assert!(r.ok(), "{r}");
+        assert_eq!(r.required, 10, "{r}");
+        assert_eq!(r.lateness["none"].worst_ms, 20);
+    }
+
+    /// Acceptance 3: a planted double, a planted miss and an early run are reported as such.
+    #[test]
+    fn planted_double_miss_and_early_run_are_reported() {
+        let mut h = clean();
+        let miss = firing_id("j", T0 + 3_000);
+        let double = firing_id("j", T0 + 5_000);
+        let early = firing_id("j", T0 + 7_000);
+        h.runs.retain(|e| e.firing != miss && e.firing != early);
+        let records = h.keyfire_runs.get_mut("j").unwrap();
+        records.retain(|r| r.firing_id != miss && r.firing_id != early);
+        // The double: a second node ran attempt 2 and keyfire accepted both outcomes.
+        h.runs
+            .extend(ev(&double, 2, T0 + 8_000, "n2", Some(Outcome::Ok)));
+        records.push(record(&double, 2, "n2", "ok", T0 + 8_000));
+        // The early run: claimed 300 ms before its instant.
+        h.runs
+            .extend(ev(&early, 1, T0 + 6_700, "n3", Some(Outcome::Ok)));
+        records.push(record(&early, 1, "n3", "ok", T0 + 6_700));
+
+        let r = check(&workload(vec![every_second("j")]), &h, &[]);
+        assert_eq!(r.count(ViolationKind::Missed), 1, "{r}");
+        assert_eq!(r.count(ViolationKind::Doubled), 1, "{r}");
+        assert_eq!(r.count(ViolationKind::Early), 1, "{r}");
+        assert_eq!(r.violations.len(), 3, "{r}");
+        let of = |k| {
+            r.violations
+                .iter()
+                .find(|v| v.kind == k)
+                .unwrap()
+                .firing
+                .clone()
+        };
+        assert_eq!(of(ViolationKind::Missed), miss);
+        assert_eq!(of(ViolationKind::Doubled), double);
+        assert_eq!(of(ViolationKind::Early), early);
+    }
+
+    /// A takeover whose first run also succeeded (its outcome was fenced) is at-least-once,
+    /// not a double; the same attempt started twice is.
+    #[test]
+    fn a_fenced_rerun_is_allowed_but_a_repeated_attempt_is_not() {
+        let mut h = clean();
+        let fid = firing_id("j", T0 + 4_000);
+        h.runs
+            .extend(ev(&fid, 2, T0 + 7_000, "n2", Some(Outcome::Ok)));
+        let r = check(&workload(vec![every_second("j")]), &h, &[]);
+        assert!(r.ok(), "{r}");
+        assert_eq!(r.reruns, 1);
+        h.runs
+            .extend(ev(&fid, 2, T0 + 7_500, "n3", Some(Outcome::Ok)));
+        let r = check(&workload(vec![every_second("j")]), &h, &[]);
+        assert_eq!(r.count(ViolationKind::DoubleClaim), 1, "{r}");
+    }
+
+    /// Runs claimed after a pause or delete returned are reported; a Redis SIGKILL exempts a
+    /// double whose claim fell in the AOF loss window, and nothing else.
+    #[test]
+    fn pauses_deletes_and_the_aof_exemption() {
+        let pause = Op {
+            job: "j".into(),
+            call_ms: T0 + 4_500,
+            ret_ms: T0 + 4_510,
+            kind: OpKind::Pause,
+        };
+        let delete = Op {
+            job: "j".into(),
+            call_ms: T0 + 6_500,
+            ret_ms: T0 + 6_510,
+            kind: OpKind::Delete {
+                runs: vec![],
+                dead: vec![],
+            },
+        };
+        let mut h = clean();
+        h.keyfire_runs.clear();
+        h.runs.retain(|e| e.scheduled_ms <= T0 + 4_000);
+        let paused_run = firing_id("j", T0 + 4_000);
+        h.runs
+            .extend(ev(&paused_run, 2, T0 + 5_000, "n2", Some(Outcome::Ok)));
+        let r = check(&workload(vec![every_second("j"), pause.clone()]), &h, &[]);
+        assert_eq!(r.count(ViolationKind::RanWhilePaused), 1, "{r}");
+        assert_eq!(r.violations.len(), 1, "{r}");
+
+        h.runs
+            .extend(ev(&paused_run, 3, T0 + 7_000, "n3", Some(Outcome::Ok)));
+        let r = check(&workload(vec![every_second("j"), pause, delete]), &h, &[]);
+        assert_eq!(r.count(ViolationKind::RanAfterDelete), 1, "{r}");
+
+        // A double whose first claim fell within the AOF window of a Redis SIGKILL is exempt.
+        let mut h = clean();
+        let fid = firing_id("j", T0 + 2_000);
+        h.keyfire_runs
+            .get_mut("j")
+            .unwrap()
+            .push(record(&fid, 1, "n2", "ok", T0 + 3_000));
+        h.runs
+            .extend(ev(&fid, 1, T0 + 3_000, "n2", Some(Outcome::Ok)));
+        let kill = FaultEvent {
+            kind: FaultKind::RedisKill,
+            node: None,
+            start_ms: T0 + 2_500,
+            end_ms: T0 + 2_900,
+            detail: String::new(),
+        };
+        let r = check(
+            &workload(vec![every_second("j")]),
+            &h,
+            std::slice::from_ref(&kill),
+        );
+        assert!(r.ok(), "{r}");
+        assert_eq!(r.exempt.len(), 2, "double claim and double: {r}");
+        // The same double far from the kill is not.
+        let far = FaultEvent {
+            start_ms: T0 + 9_500,
+            end_ms: T0 + 9_900,
+            ..kill
+        };
+        let r = check(&workload(vec![every_second("j")]), &h, &[far]);
+        assert_eq!(r.count(ViolationKind::Doubled), 1, "{r}");
+    }
+
+    fn qadd(id: &str, due: i64) -> Op {
+        Op {
+            job: id.into(),
+            call_ms: T0,
+            ret_ms: T0 + 2,
+            kind: OpKind::QueueAdd {
+                topic: "chaos".into(),
+                due_ms: due,
+            },
+        }
+    }
+
+    fn qev(ev: QueueEv, task: &str, n: u32, due: i64, reserved: i64, at: i64) -> QueueEvent {
+        QueueEvent {
+            ev,
+            task: task.into(),
+            consumer: "c1".into(),
+            deliveries: n,
+            due_ms: due,
+            ready_ms: due.min(reserved),
+            reserved_ms: reserved,
+            at_ms: at,
+        }
+    }
+
+    /// Delay-queue tasks: a clean one passes; an early delivery, two accepted finishes, a
+    /// task never delivered and one delivered after its finish are each reported.
+    #[test]
+    fn queue_tasks_are_checked() {
+        let due = T0 + 2_000;
+        let ops = vec![
+            qadd("ok", due),
+            qadd("early", due),
+            qadd("twice", due),
+            qadd("never", due),
+            qadd("again", due),
+        ];
+        let mut h = History::default();
+        for t in ["ok", "early", "twice", "again"] {
+            let reserved = if t == "early" { due - 500 } else { due + 10 };
+            h.queue
+                .push(qev(QueueEv::Pop, t, 1, due, reserved, reserved));
+            h.queue
+                .push(qev(QueueEv::FinishOk, t, 1, due, reserved, reserved + 50));
+            h.queue_states.insert(t.into(), "done".into());
+        }
+        h.queue
+            .push(qev(QueueEv::Pop, "twice", 2, due, due + 2_100, due + 2_100));
+        h.queue.push(qev(
+            QueueEv::FinishOk,
+            "twice",
+            2,
+            due,
+            due + 2_100,
+            due + 2_150,
+        ));
+        h.queue
+            .push(qev(QueueEv::Pop, "again", 2, due, due + 3_000, due + 3_000));
+        h.queue_states.insert("never".into(), "ready".into());
+        let r = check(&workload(ops), &h, &[]);
+        let of = |k| -> Vec<String> {
+            r.violations
+                .iter()
+                .filter(|v| v.kind == k)
+                .map(|v| v.firing.clone())
+                .collect()
+        };
+        assert_eq!(of(ViolationKind::Early), ["queue:early"], "{r}");
+        assert_eq!(of(ViolationKind::Doubled), ["queue:twice"], "{r}");
+        assert_eq!(of(ViolationKind::Missed), ["queue:never"], "{r}");
+        assert_eq!(
+            of(ViolationKind::RedeliveredAfterFinish),
+            ["queue:twice", "queue:again"],
+            "{r}"
+        );
+        assert_eq!(r.violations.len(), 5, "{r}");
+        assert_eq!((r.queue_tasks, r.deliveries), (5, 6));
+    }
+
+    /// Lateness is held to the bound, extended past a Redis outage.
+    #[test]
+    fn late_claims_are_bounded_by_outages() {
+        let mut h = clean();
+        let fid = firing_id("j", T0 + 3_000);
+        h.runs.retain(|e| e.firing != fid);
+        h.runs
+            .extend(ev(&fid, 1, T0 + 7_500, "n1", Some(Outcome::Ok)));
+        let r = check(&workload(vec![every_second("j")]), &h, &[]);
+        assert_eq!(r.count(ViolationKind::Late), 1, "{r}");
+        let outage = FaultEvent {
+            kind: FaultKind::RedisTerm,
+            node: None,
+            start_ms: T0 + 2_900,
+            end_ms: T0 + 4_000,
+            detail: String::new(),
+        };
+        let r = check(&workload(vec![every_second("j")]), &h, &[outage]);
+        assert!(r.ok(), "{r}");
+        assert_eq!(r.lateness["redis_term"].worst_ms, 4_500);
+    }
+}

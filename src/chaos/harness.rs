@@ -1,0 +1,1136 @@
+//! Running a round: Redis (shipped `redis.conf`, AOF on), node processes behind proxies, the
+//! workload, the two fault lanes, the drain, and the collection of the history.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use redis::aio::ConnectionManager;
+use serde_json::json;
+use tokio::process::{Child, Command};
+use tokio::sync::Mutex;
+use tokio::time::Instant;
+
+use super::check::{Report, check};
+use super::model::{
+    Bounds, FaultEvent, FaultKind, History, Op, OpKind, QueueEv, QueueEvent, Workload,
+};
+use super::plan::{Plan, PlannedFault};
+use super::proxy::{Mode, Proxy};
+use super::record::{host_ms, read_events};
+use crate::client::Client;
+use crate::config::Settings;
+use crate::dev::{RedisOptions, RedisServer};
+use crate::error::Error;
+use crate::job::{JobSpec, RetrySpec};
+use crate::queue::{NewTask, Queue, When};
+use crate::store::{JobStatus, Keys, parse_firing_id};
+
+/// Key prefix of the round's data.
+const PREFIX: &str = "chaos";
+/// Node settings of a round: short, so a minute sees every fault play out.
+const LEASE_MS: i64 = 2_000;
+const HEARTBEAT_MS: i64 = 200;
+const NODE_TTL_MS: i64 = 1_000;
+const SWEEP_MS: i64 = 500;
+const GRACE_MS: i64 = 1_000;
+/// The delay-queue topic of a round, and its tasks' time-to-run.
+const TOPIC: &str = "chaos";
+const QUEUE_TTR: Duration = Duration::from_secs(2);
+/// How long the drain may take before what is left counts as stuck.
+const DRAIN_LIMIT: Duration = Duration::from_secs(60);
+
+/// How to run a round.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Seed of the fault plan and the workload's decisions.
+    pub seed: u64,
+    /// Length of the fault phase (the drain comes after).
+    pub duration: Duration,
+    /// Node processes (3 to 5).
+    pub nodes: usize,
+    /// The `chaos_node` example binary.
+    pub node_bin: PathBuf,
+    /// Where to keep the logs, run logs and the round's record; a temporary directory
+    /// (kept when the round fails) when `None`.
+    pub dir: Option<PathBuf>,
+    /// Print each fault as it is injected.
+    pub verbose: bool,
+}
+
+/// What a round produced.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The checker's verdict.
+    pub report: Report,
+    /// The workload as run.
+    pub workload: Workload,
+    /// The faults as injected.
+    pub faults: Vec<FaultEvent>,
+    /// Where its files are.
+    pub dir: PathBuf,
+}
+
+/// Where `cargo build --examples` puts the `chaos_node` example for the binary (or test
+/// binary) at `exe`: `target/<profile>/examples/chaos_node`, next to `target/<profile>/keyfire`
+/// or one level above `target/<profile>/deps/<test>`.
+pub fn node_bin_near(exe: &Path) -> Option<PathBuf> {
+    let dir = exe.parent()?;
+    [dir.to_path_buf(), dir.parent()?.to_path_buf()]
+        .into_iter()
+        .map(|d| d.join("examples").join("chaos_node"))
+        .find(|p| p.is_file())
+}
+
+/// A node process and how to start it again.
+struct NodeProc {
+    id: String,
+    child: Option<Child>,
+    skew_ms: i64,
+    url: String,
+    dir: PathBuf,
+    bin: PathBuf,
+}
+
+impl NodeProc {
+    fn spawn(&mut self) -> anyhow::Result<()> {
+        let stderr = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join(format!("{}.log", self.id)))?;
+        let ms = |v: i64| format!("{v}ms");
+        let child = Command::new(&self.bin)
+            .env("KEYFIRE__REDIS__URL", &self.url)
+            .env("KEYFIRE__REDIS__PREFIX", PREFIX)
+            .env("KEYFIRE__NODE__ID", &self.id)
+            .env("KEYFIRE__NODE__LEASE", ms(LEASE_MS))
+            .env("KEYFIRE__NODE__HEARTBEAT_INTERVAL", ms(HEARTBEAT_MS))
+            .env("KEYFIRE__NODE__NODE_TTL", ms(NODE_TTL_MS))
+            .env("KEYFIRE__NODE__SWEEP_INTERVAL", ms(SWEEP_MS))
+            .env("KEYFIRE__NODE__CLAIM_GRACE", ms(GRACE_MS))
+            .env("KEYFIRE__NODE__TIMER_HORIZON", "1500ms")
+            .env("KEYFIRE__NODE__DRAIN_TIMEOUT", "3s")
+            .env("KEYFIRE__NODE__HISTORY_LIMIT", "100000")
+            .env("KEYFIRE__NODE__DEAD_LETTER_LIMIT", "100000")
+            .env(
+                "KEYFIRE_CHAOS_LOG",
+                self.dir.join(format!("{}.jsonl", self.id)),
+            )
+            .env("KEYFIRE_CHAOS_SKEW_MS", self.skew_ms.to_string())
+            .env(
+                "RUST_LOG",
+                std::env::var("KEYFIRE_CHAOS_NODE_LOG").unwrap_or_else(|_| "warn".into()),
+            )
+            .stdin(std::process::Stdio::null())
+            // Logs go to stdout; both into the node's log file.
+            .stdout(stderr.try_clone()?)
+            .stderr(stderr)
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("run {}", self.bin.display()))?;
+        self.child = Some(child);
+        Ok(())
+    }
+
+    fn signal(&self, sig: Signal) {
+        if let Some(pid) = self.child.as_ref().and_then(Child::id) {
+            let _ = kill(Pid::from_raw(pid as i32), sig);
+        }
+    }
+
+    async fn kill(&mut self) {
+        self.signal(Signal::SIGKILL);
+        if let Some(mut c) = self.child.take() {
+            let _ = c.wait().await;
+        }
+    }
+
+    /// SIGTERM (the node drains), SIGKILL if it takes too long.
+    async fn stop(&mut self) {
+        self.signal(Signal::SIGCONT);
+        self.signal(Signal::SIGTERM);
+        if let Some(mut c) = self.child.take()
+            && tokio::time::timeout(Duration::from_secs(10), c.wait())
+                .await
+                .is_err()
+        {
+            let _ = c.kill().await;
+        }
+    }
+}
+
+/// Redis time in ms over `conn`, or the host's clock when Redis does not answer (the same
+/// clock: Redis runs on this host).
+async fn redis_ms(conn: &mut ConnectionManager) -> i64 {
+    let t: redis::RedisResult<(i64, i64)> = redis::cmd("TIME").query_async(conn).await;
+    match t {
+        Ok((s, us)) => s * 1000 + us / 1000,
+        Err(_) => host_ms(),
+    }
+}
+
+/// Retry a call until it succeeds (Redis may be restarting): the change happened between the
+/// first try and the success. A delete that finds nothing succeeded on an earlier try.
+async fn retrying<T, F, Fut>(
+    conn: &mut ConnectionManager,
+    round: &Round,
+    what: &str,
+    mut f: F,
+) -> (i64, i64, Option<T>)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = crate::Result<T>>,
+{
+    let call = redis_ms(conn).await;
+    for _ in 0..100 {
+        match f().await {
+            Ok(v) => return (call, redis_ms(conn).await, Some(v)),
+            Err(Error::NotFound(_)) if what == "delete" => {
+                return (call, redis_ms(conn).await, None);
+            }
+            Err(e) => {
+                round.note(format!("{what} failed, retrying: {e}"));
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+    (call, redis_ms(conn).await, None)
+}
+
+/// Shared state of a running round.
+struct Round {
+    cfg: Config,
+    dir: PathBuf,
+    redis: Arc<std::sync::Mutex<RedisServer>>,
+    admin: ConnectionManager,
+    keys: Keys,
+    nodes: Mutex<Vec<NodeProc>>,
+    proxies: Vec<Proxy>,
+    faults: std::sync::Mutex<Vec<FaultEvent>>,
+    /// Held by every workload call, and by the Redis lane around outages: no call returns in
+    /// the AOF-loss window before a Redis SIGKILL, none fails on a Redis that is down.
+    op_lock: Mutex<()>,
+    /// Asks the workload driver to delete and re-create a job at once: while a node is cut
+    /// off, or its subscriber was just killed, so the node misses the change messages.
+    churn: tokio::sync::Notify,
+    start: Instant,
+}
+
+impl Round {
+    fn note(&self, msg: impl AsRef<str>) {
+        if self.cfg.verbose {
+            eprintln!(
+                "[chaos {:>6.1}s] {}",
+                self.start.elapsed().as_secs_f64(),
+                msg.as_ref()
+            );
+        }
+    }
+
+    fn record(&self, kind: FaultKind, node: Option<&str>, start_ms: i64, detail: String) {
+        let end_ms = host_ms();
+        self.note(format!(
+            "{kind} {} {detail} ({} ms)",
+            node.unwrap_or(""),
+            end_ms - start_ms
+        ));
+        self.faults.lock().expect("faults lock").push(FaultEvent {
+            kind,
+            node: node.map(str::to_string),
+            start_ms,
+            end_ms,
+            detail,
+        });
+    }
+
+    /// Wait until node `id` heartbeats after `since` (Redis time), at most `limit`.
+    async fn wait_heartbeat(&self, id: &str, since: i64, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        let mut conn = self.admin.clone();
+        while Instant::now() < deadline {
+            let score: redis::RedisResult<Option<i64>> = redis::cmd("ZSCORE")
+                .arg(self.keys.nodes())
+                .arg(id)
+                .query_async(&mut conn)
+                .await;
+            if let Ok(Some(s)) = score
+                && s >= since
+            {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    }
+
+    async fn restart_redis(&self, crash: bool) -> anyhow::Result<()> {
+        let redis = self.redis.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut r = redis.lock().expect("redis lock");
+            r.stop(crash)
+        })
+        .await??;
+        Ok(())
+    }
+
+    async fn start_redis(&self) -> anyhow::Result<()> {
+        let redis = self.redis.clone();
+        tokio::task::spawn_blocking(move || redis.lock().expect("redis lock").restart()).await??;
+        Ok(())
+    }
+
+    async fn inject(&self, f: &PlannedFault) -> anyhow::Result<()> {
+        let t0 = host_ms();
+        match f.kind {
+            FaultKind::NodeKill => {
+                let i = f.node.unwrap_or(0);
+                let id = {
+                    let mut nodes = self.nodes.lock().await;
+                    nodes[i].kill().await;
+                    nodes[i].id.clone()
+                };
+                tokio::time::sleep(f.hold).await;
+                let back = host_ms();
+                self.nodes.lock().await[i].spawn()?;
+                self.wait_heartbeat(&id, back, Duration::from_secs(15))
+                    .await;
+                self.record(f.kind, Some(&id), t0, format!("down {:?}", f.hold));
+            }
+            FaultKind::NodeStop => {
+                let i = f.node.unwrap_or(0);
+                let id = {
+                    let nodes = self.nodes.lock().await;
+                    nodes[i].signal(Signal::SIGSTOP);
+                    nodes[i].id.clone()
+                };
+                tokio::time::sleep(f.hold).await;
+                self.nodes.lock().await[i].signal(Signal::SIGCONT);
+                self.record(f.kind, Some(&id), t0, format!("stopped {:?}", f.hold));
+            }
+            FaultKind::ClockSkew => {
+                let i = f.node.unwrap_or(0);
+                let id = {
+                    let mut nodes = self.nodes.lock().await;
+                    nodes[i].stop().await;
+                    nodes[i].skew_ms = f.skew_ms;
+                    let back = host_ms();
+                    nodes[i].spawn()?;
+                    (nodes[i].id.clone(), back)
+                };
+                self.wait_heartbeat(&id.0, id.1, Duration::from_secs(15))
+                    .await;
+                self.record(
+                    f.kind,
+                    Some(&id.0),
+                    t0,
+                    format!("restarted with skew {} s", f.skew_ms / 1000),
+                );
+            }
+            FaultKind::CutDrop | FaultKind::CutStall => {
+                let i = f.node.unwrap_or(0);
+                let mode = if f.kind == FaultKind::CutDrop {
+                    Mode::Drop
+                } else {
+                    Mode::Stall
+                };
+                self.proxies[i].set(mode);
+                // Change jobs while the node cannot hear about it.
+                let early = Duration::from_millis(300).min(f.hold);
+                tokio::time::sleep(early).await;
+                self.churn.notify_one();
+                tokio::time::sleep(f.hold - early).await;
+                self.proxies[i].set(Mode::Pass);
+                let id = self.nodes.lock().await[i].id.clone();
+                self.record(f.kind, Some(&id), t0, format!("cut off {:?}", f.hold));
+            }
+            FaultKind::PubsubKill => {
+                let n: redis::RedisResult<i64> = redis::cmd("CLIENT")
+                    .arg(&["KILL", "TYPE", "pubsub"])
+                    .query_async(&mut self.admin.clone())
+                    .await;
+                // Subscribers reconnect within ~50 ms; changes made meanwhile go unheard.
+                self.churn.notify_one();
+                self.record(f.kind, None, t0, format!("killed {:?}", n.ok()));
+            }
+            FaultKind::ClientPause => {
+                let _quiet = self.op_lock.lock().await;
+                let t0 = host_ms();
+                let ms = f.hold.as_millis() as i64;
+                let _: redis::RedisResult<()> = redis::cmd("CLIENT")
+                    .arg("PAUSE")
+                    .arg(ms)
+                    .arg("ALL")
+                    .query_async(&mut self.admin.clone())
+                    .await;
+                tokio::time::sleep(f.hold).await;
+                self.record(f.kind, None, t0, format!("{ms} ms"));
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            FaultKind::RedisTerm | FaultKind::RedisKill => {
+                let _quiet = self.op_lock.lock().await;
+                let crash = f.kind == FaultKind::RedisKill;
+                if crash {
+                    // No workload call may return in the window whose writes a crash can
+                    // lose: wait it out with the calls held.
+                    tokio::time::sleep(Duration::from_millis(3_000)).await;
+                }
+                let t0 = host_ms();
+                self.restart_redis(crash).await?;
+                tokio::time::sleep(f.hold).await;
+                self.start_redis().await?;
+                self.record(f.kind, None, t0, format!("down {:?} + restart", f.hold));
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            FaultKind::HandlerFail | FaultKind::HandlerHang => {}
+        }
+        Ok(())
+    }
+
+    async fn run_lane(&self, lane: &[PlannedFault], start: Instant) -> anyhow::Result<()> {
+        for f in lane {
+            tokio::time::sleep_until(start + f.at).await;
+            self.inject(f)
+                .await
+                .with_context(|| format!("inject {}", f.kind))?;
+        }
+        Ok(())
+    }
+}
+
+/// The static jobs: every schedule kind and policy, created before the faults begin.
+fn static_jobs(now_ms: i64) -> Vec<JobSpec> {
+    let at = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).expect("instant");
+    let fixed = |attempts: u32, interval: &str| RetrySpec {
+        max_attempts: Some(attempts),
+        backoff: Some("fixed".into()),
+        interval: Some(interval.into()),
+        ..RetrySpec::default()
+    };
+    let mut jobs = vec![
+        JobSpec::cron("cron-1s", "* * * * * *", "chaos").params(json!({"v": 1})),
+        JobSpec::cron("cron-2s-slow", "*/2 * * * * *", "chaos")
+            .params(json!({"v": 1, "sleep_ms": 2_500})),
+        JobSpec::cron("cron-5s-fail", "*/5 * * * * *", "chaos")
+            .params(json!({"v": 1, "fail": 2}))
+            .retry(fixed(6, "300ms")),
+        JobSpec::every("every-1500ms", "1500ms", "chaos").params(json!({"v": 1})),
+        JobSpec::every("every-3s-hang", "3s", "chaos")
+            .params(json!({"v": 1, "hang": 1}))
+            .retry(fixed(6, "300ms")),
+        JobSpec::every("every-2s-skip", "2s", "chaos").params(json!({"v": 1})),
+        JobSpec::every("every-2s-catchup", "2s", "chaos").params(json!({"v": 1})),
+        JobSpec::cron("cron-3s-window", "*/3 * * * * *", "chaos")
+            .params(json!({"v": 1}))
+            .window(Some(at(now_ms + 5_000)), Some(at(now_ms + 40_000))),
+    ];
+    jobs[4].timeout = Some("1s".into());
+    jobs[5].misfire = Some("skip".into());
+    jobs[5].misfire_tolerance = Some("5s".into());
+    jobs[6].misfire = Some("catch_up".into());
+    jobs[6].misfire_tolerance = Some("1s".into());
+    jobs
+}
+
+/// The workload driver: tasks in batches, and dynamic jobs created, updated, paused,
+/// resumed, triggered and deleted while everything runs.
+struct Driver<'a> {
+    round: &'a Round,
+    client: Client,
+    conn: ConnectionManager,
+    rng: StdRng,
+    ops: Vec<Op>,
+    next_task: u64,
+    /// Producer of delay-queue tasks.
+    queue: Queue,
+    next_qtask: u64,
+    /// Dynamic jobs: their version counter (never reset, so a re-created job's params are
+    /// newer than any of its previous life) and state.
+    dyn_jobs: Vec<(String, u64, DynState)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DynState {
+    Absent,
+    Active,
+    Paused,
+}
+
+impl Driver<'_> {
+    async fn now(&mut self) -> i64 {
+        redis_ms(&mut self.conn).await
+    }
+
+    async fn upsert(&mut self, spec: JobSpec, v: u64) -> anyhow::Result<()> {
+        let id = spec.id.clone();
+        let client = &self.client;
+        let call = redis_ms(&mut self.conn).await;
+        let mut tries = 0;
+        let record = loop {
+            match client.upsert(spec.clone()).await {
+                Ok(r) => break r,
+                Err(e) if tries < 100 => {
+                    tries += 1;
+                    self.round
+                        .note(format!("upsert {id} failed, retrying: {e}"));
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(e) => return Err(e).context("upsert"),
+            }
+        };
+        let ret = self.now().await;
+        self.ops.push(Op {
+            job: id,
+            call_ms: call,
+            ret_ms: ret,
+            kind: OpKind::Upsert {
+                spec: record.spec,
+                v,
+                status: record.status,
+                next_ms: record.next_ms,
+                created_ms: record.created_ms,
+            },
+        });
+        Ok(())
+    }
+
+    async fn enqueue_batch(&mut self) -> anyhow::Result<()> {
+        let n = self.rng.random_range(1..=4);
+        let now = self.now().await;
+        let mut specs = Vec::new();
+        for _ in 0..n {
+            self.next_task += 1;
+            let at_ms = now + self.rng.random_range(300..=5_000);
+            let at = chrono::DateTime::from_timestamp_millis(at_ms).expect("instant");
+            let id = format!("task-{}", self.next_task);
+            let roll: f64 = self.rng.random();
+            let fixed = |attempts: u32, interval: &str| RetrySpec {
+                max_attempts: Some(attempts),
+                backoff: Some("fixed".into()),
+                interval: Some(interval.into()),
+                ..RetrySpec::default()
+            };
+            let mut spec = JobSpec::at(id, at, "chaos").retry(fixed(6, "300ms"));
+            spec.params = if roll < 0.6 {
+                json!({"v": 1})
+            } else if roll < 0.75 {
+                json!({"v": 1, "fail": 2})
+            } else if roll < 0.85 {
+                spec.timeout = Some("800ms".into());
+                json!({"v": 1, "hang": 1})
+            } else if roll < 0.95 {
+                json!({"v": 1, "sleep_ms": self.rng.random_range(1_000..=3_000)})
+            } else {
+                // Doomed: fails every attempt, must end in the dead letters.
+                spec.retry = Some(fixed(2, "200ms"));
+                json!({"v": 1, "fail": 99})
+            };
+            specs.push(spec);
+        }
+        let client = &self.client;
+        let (call, ret, ids) = {
+            let call = redis_ms(&mut self.conn).await;
+            let mut ids = None;
+            for _ in 0..100 {
+                match client.enqueue_many(specs.clone()).await {
+                    Ok(v) => {
+                        ids = Some(v);
+                        break;
+                    }
+                    Err(e) => {
+                        self.round.note(format!("enqueue failed, retrying: {e}"));
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                }
+            }
+            (call, redis_ms(&mut self.conn).await, ids)
+        };
+        if ids.is_none() {
+            anyhow::bail!("enqueue_many kept failing");
+        }
+        for spec in specs {
+            self.ops.push(Op {
+                job: spec.id.clone(),
+                call_ms: call,
+                ret_ms: ret,
+                kind: OpKind::Enqueue { spec, v: 1 },
+            });
+        }
+        Ok(())
+    }
+
+    fn dyn_spec(&mut self, id: &str, v: u64) -> JobSpec {
+        let mut spec = match self.rng.random_range(0..5) {
+            0 => JobSpec::every(id, "1s", "chaos"),
+            1 => JobSpec::every(id, "1500ms", "chaos"),
+            2 => JobSpec::every(id, "2s", "chaos"),
+            3 => JobSpec::cron(id, "*/2 * * * * *", "chaos"),
+            _ => JobSpec::cron(id, "*/3 * * * * *", "chaos"),
+        };
+        spec.params = if self.rng.random_bool(0.2) {
+            json!({"v": v, "fail": 1})
+        } else {
+            json!({"v": v})
+        };
+        spec.retry(RetrySpec {
+            max_attempts: Some(6),
+            backoff: Some("fixed".into()),
+            interval: Some("300ms".into()),
+            ..RetrySpec::default()
+        })
+    }
+
+    async fn lifecycle(&mut self) -> anyhow::Result<()> {
+        let i = self.rng.random_range(0..self.dyn_jobs.len());
+        let (id, v, state) = self.dyn_jobs[i].clone();
+        let roll: f64 = self.rng.random();
+        match state {
+            DynState::Absent => {
+                let spec = self.dyn_spec(&id, v + 1);
+                self.upsert(spec, v + 1).await?;
+                self.dyn_jobs[i] = (id, v + 1, DynState::Active);
+            }
+            DynState::Active | DynState::Paused if roll < 0.3 => {
+                // Update (a paused job stays paused).
+                let spec = self.dyn_spec(&id, v + 1);
+                self.upsert(spec, v + 1).await?;
+                self.dyn_jobs[i].1 = v + 1;
+            }
+            DynState::Active if roll < 0.55 => {
+                let (call, ret, _) = retrying(&mut self.conn, self.round, "pause", || {
+                    self.client.pause(&id)
+                })
+                .await;
+                self.ops.push(Op {
+                    job: id,
+                    call_ms: call,
+                    ret_ms: ret,
+                    kind: OpKind::Pause,
+                });
+                self.dyn_jobs[i].2 = DynState::Paused;
+            }
+            DynState::Active if roll < 0.8 => {
+                let call = self.now().await;
+                let firing = self.client.trigger(&id).await.ok();
+                let ret = self.now().await;
+                self.ops.push(Op {
+                    job: id,
+                    call_ms: call,
+                    ret_ms: ret,
+                    kind: OpKind::Trigger { firing },
+                });
+            }
+            DynState::Paused if roll < 0.75 => {
+                let (call, ret, record) = retrying(&mut self.conn, self.round, "resume", || {
+                    self.client.resume(&id)
+                })
+                .await;
+                let (status, next_ms) = record
+                    .map(|r| (r.status, r.next_ms))
+                    .unwrap_or((JobStatus::Paused, None));
+                self.ops.push(Op {
+                    job: id,
+                    call_ms: call,
+                    ret_ms: ret,
+                    kind: OpKind::Resume { status, next_ms },
+                });
+                self.dyn_jobs[i].2 = DynState::Active;
+            }
+            _ => {
+                self.delete(&id).await;
+                self.dyn_jobs[i].2 = DynState::Absent;
+            }
+        }
+        Ok(())
+    }
+
+    /// Add 1 to 3 delay-queue tasks, due 0.3 to 5 s from now.
+    async fn add_queue_tasks(&mut self) -> anyhow::Result<()> {
+        let n = self.rng.random_range(1..=3);
+        let now = self.now().await;
+        let mut tasks = Vec::new();
+        for _ in 0..n {
+            self.next_qtask += 1;
+            let due_ms = now + self.rng.random_range(300..=5_000);
+            tasks.push(NewTask {
+                id: Some(format!("qt-{}", self.next_qtask)),
+                topic: TOPIC.into(),
+                payload: json!({"n": self.next_qtask}),
+                when: When::At(chrono::DateTime::from_timestamp_millis(due_ms).expect("instant")),
+                ttr: QUEUE_TTR,
+                max_deliveries: 20,
+            });
+        }
+        let queue = &self.queue;
+        let (call, ret, ids) = retrying(&mut self.conn, self.round, "queue add", || {
+            queue.add_many(tasks.clone())
+        })
+        .await;
+        anyhow::ensure!(ids.is_some(), "queue add kept failing");
+        for t in tasks {
+            let When::At(at) = t.when else { continue };
+            self.ops.push(Op {
+                job: t.id.unwrap_or_default(),
+                call_ms: call,
+                ret_ms: ret,
+                kind: OpKind::QueueAdd {
+                    topic: t.topic,
+                    due_ms: at.timestamp_millis(),
+                },
+            });
+        }
+        Ok(())
+    }
+
+    /// Delete a dynamic job and create it again at once, with a new schedule and params.
+    async fn churn(&mut self) -> anyhow::Result<()> {
+        let live: Vec<usize> = (0..self.dyn_jobs.len())
+            .filter(|i| self.dyn_jobs[*i].2 != DynState::Absent)
+            .collect();
+        let i = if live.is_empty() {
+            self.rng.random_range(0..self.dyn_jobs.len())
+        } else {
+            live[self.rng.random_range(0..live.len())]
+        };
+        let (id, v, state) = self.dyn_jobs[i].clone();
+        self.round.note(format!("churn: delete and re-create {id}"));
+        if state != DynState::Absent {
+            self.delete(&id).await;
+        }
+        let spec = self.dyn_spec(&id, v + 1);
+        self.upsert(spec, v + 1).await?;
+        self.dyn_jobs[i] = (id, v + 1, DynState::Active);
+        Ok(())
+    }
+
+    /// Delete a job, keeping the history the delete drops.
+    async fn delete(&mut self, id: &str) {
+        let runs = self.client.runs(id, 100_000).await.unwrap_or_default();
+        let dead = self
+            .client
+            .dead_letters(id, 100_000)
+            .await
+            .unwrap_or_default();
+        let (call, ret, _) = retrying(&mut self.conn, self.round, "delete", || {
+            self.client.delete(id)
+        })
+        .await;
+        self.ops.push(Op {
+            job: id.to_string(),
+            call_ms: call,
+            ret_ms: ret,
+            kind: OpKind::Delete { runs, dead },
+        });
+    }
+
+    /// Tasks and lifecycle changes until `until`.
+    async fn run(&mut self, until: Instant) -> anyhow::Result<()> {
+        let mut next_tasks = Instant::now();
+        let mut next_queue = Instant::now();
+        let mut next_change = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < until {
+            let wake = next_tasks.min(next_change).min(next_queue).min(until);
+            let churn = tokio::select! {
+                _ = tokio::time::sleep_until(wake) => false,
+                _ = self.round.churn.notified() => true,
+            };
+            if Instant::now() >= until {
+                break;
+            }
+            let _held = self.round.op_lock.lock().await;
+            if churn {
+                self.churn().await?;
+                continue;
+            }
+            if Instant::now() >= next_tasks {
+                self.enqueue_batch().await?;
+                next_tasks =
+                    Instant::now() + Duration::from_millis(self.rng.random_range(400..=1_000));
+            }
+            if Instant::now() >= next_queue {
+                self.add_queue_tasks().await?;
+                next_queue =
+                    Instant::now() + Duration::from_millis(self.rng.random_range(500..=1_200));
+            }
+            if Instant::now() >= next_change {
+                self.lifecycle().await?;
+                next_change =
+                    Instant::now() + Duration::from_millis(self.rng.random_range(800..=2_500));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A delay-queue consumer: pops, and finishes after a short while; now and then it drops a
+/// task without finishing it (a consumer crash), so the task comes back after its ttr.
+async fn consume(
+    name: String,
+    queue: Queue,
+    seed: u64,
+    events: Arc<std::sync::Mutex<Vec<QueueEvent>>>,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let push = |ev: QueueEv, r: &crate::queue::Reserved| {
+        events.lock().expect("queue events lock").push(QueueEvent {
+            ev,
+            task: r.id.clone(),
+            consumer: name.clone(),
+            deliveries: r.deliveries,
+            due_ms: r.due_at.timestamp_millis(),
+            ready_ms: r.ready_at.timestamp_millis(),
+            reserved_ms: r.reserved_at.timestamp_millis(),
+            at_ms: host_ms(),
+        });
+    };
+    while !stop.is_cancelled() {
+        let popped = tokio::select! {
+            _ = stop.cancelled() => return,
+            p = queue.pop(TOPIC, Duration::from_secs(1)) => p,
+        };
+        let r = match popped {
+            Ok(Some(r)) => r,
+            Ok(None) => continue,
+            Err(_) => {
+                // Redis is restarting or paused.
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+        };
+        push(QueueEv::Pop, &r);
+        if rng.random_bool(0.1) {
+            push(QueueEv::Abandon, &r);
+            continue;
+        }
+        tokio::time::sleep(Duration::from_millis(rng.random_range(0..=200))).await;
+        let mut outcome = QueueEv::FinishErr;
+        for _ in 0..20 {
+            match queue.finish(&r.id, &r.token).await {
+                Ok(()) => {
+                    outcome = QueueEv::FinishOk;
+                    break;
+                }
+                Err(Error::ReservationLost(_)) => {
+                    outcome = QueueEv::FinishLost;
+                    break;
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        }
+        push(outcome, &r);
+    }
+}
+
+/// Start Redis and `n` nodes behind proxies.
+async fn setup(cfg: &Config, dir: &Path, plan: &Plan) -> anyhow::Result<Round> {
+    let redis = RedisServer::start_with(RedisOptions {
+        persistent: true,
+        extra: Vec::new(),
+    })
+    .context("start redis-server")?;
+    let url = redis.url();
+    let upstream = format!("127.0.0.1:{}", redis.port());
+    let admin = redis::Client::open(url.as_str())?
+        .get_connection_manager()
+        .await?;
+    let mut proxies = Vec::new();
+    let mut nodes = Vec::new();
+    for (i, skew) in plan.initial_skews.iter().enumerate() {
+        let proxy = Proxy::start(upstream.clone()).await?;
+        nodes.push(NodeProc {
+            id: format!("n{}", i + 1),
+            child: None,
+            skew_ms: *skew,
+            url: proxy.url(),
+            dir: dir.to_path_buf(),
+            bin: cfg.node_bin.clone(),
+        });
+        proxies.push(proxy);
+    }
+    Ok(Round {
+        cfg: cfg.clone(),
+        dir: dir.to_path_buf(),
+        redis: Arc::new(std::sync::Mutex::new(redis)),
+        admin,
+        keys: Keys::new(PREFIX),
+        nodes: Mutex::new(nodes),
+        proxies,
+        faults: std::sync::Mutex::new(Vec::new()),
+        op_lock: Mutex::new(()),
+        churn: tokio::sync::Notify::new(),
+        start: Instant::now(),
+    })
+}
+
+/// Check a round again from the files it left in `dir` (after a change to the checker).
+pub fn recheck(dir: &Path) -> anyhow::Result<Report> {
+    let read = |name: &str| {
+        std::fs::read(dir.join(name)).with_context(|| format!("read {}", dir.join(name).display()))
+    };
+    let workload: Workload = serde_json::from_slice(&read("workload.json")?)?;
+    let faults: Vec<FaultEvent> = serde_json::from_slice(&read("faults.json")?)?;
+    let history: History = serde_json::from_slice(&read("history.json")?)?;
+    Ok(check(&workload, &history, &faults))
+}
+
+/// Firings due at or before `cutoff` still running, queued for an attempt, or unclaimed.
+async fn pending(round: &Round, cutoff: i64) -> anyhow::Result<Vec<String>> {
+    let mut conn = round.admin.clone();
+    let k = &round.keys;
+    let (running, retry, due): (Vec<String>, Vec<String>, Vec<(String, i64)>) = redis::pipe()
+        .cmd("ZRANGE")
+        .arg(k.running())
+        .arg(0)
+        .arg(-1)
+        .cmd("ZRANGE")
+        .arg(k.retry())
+        .arg(0)
+        .arg(-1)
+        .cmd("ZRANGE")
+        .arg(k.due())
+        .arg("-inf")
+        .arg(cutoff)
+        .arg("BYSCORE")
+        .arg("WITHSCORES")
+        .query_async(&mut conn)
+        .await?;
+    let mut out: Vec<String> = running
+        .into_iter()
+        .chain(retry)
+        .filter(|f| parse_firing_id(f).is_some_and(|(_, at)| at <= cutoff))
+        .collect();
+    out.extend(
+        due.into_iter()
+            .map(|(job, at)| crate::store::firing_id(&job, at)),
+    );
+    Ok(out)
+}
+
+/// Run one round and check it.
+pub async fn run(cfg: Config) -> anyhow::Result<Outcome> {
+    anyhow::ensure!(
+        (3..=5).contains(&cfg.nodes),
+        "a round runs 3 to 5 nodes, not {}",
+        cfg.nodes
+    );
+    anyhow::ensure!(
+        cfg.node_bin.is_file(),
+        "the chaos node binary {} is missing: build it with `cargo build --release --examples`",
+        cfg.node_bin.display()
+    );
+    let (dir, temp) = match &cfg.dir {
+        Some(d) => {
+            std::fs::create_dir_all(d)?;
+            (d.clone(), None)
+        }
+        None => {
+            let t = tempfile::Builder::new()
+                .prefix("keyfire-chaos-")
+                .tempdir()?;
+            (t.path().to_path_buf(), Some(t))
+        }
+    };
+    let plan = Plan::new(cfg.seed, cfg.duration, cfg.nodes);
+    let round = setup(&cfg, &dir, &plan).await?;
+    let result = drive(&round, &plan).await;
+    // Stop every node (after a failed round too); Redis goes with the round.
+    for n in round.nodes.lock().await.iter_mut() {
+        n.stop().await;
+    }
+    let (workload, faults, mut history) = result?;
+    let (runs, torn) = read_events(&dir)?;
+    history.runs = runs;
+    history.torn = torn;
+    let report = check(&workload, &history, &faults);
+    std::fs::write(
+        dir.join("workload.json"),
+        serde_json::to_vec_pretty(&workload)?,
+    )?;
+    std::fs::write(dir.join("faults.json"), serde_json::to_vec_pretty(&faults)?)?;
+    std::fs::write(dir.join("history.json"), serde_json::to_vec(&history)?)?;
+    std::fs::write(dir.join("report.json"), serde_json::to_vec_pretty(&report)?)?;
+    std::fs::write(dir.join("report.txt"), report.to_string())?;
+    // Keep the files of a failed round.
+    if let Some(t) = temp
+        && !report.ok()
+    {
+        let _ = t.keep();
+    }
+    Ok(Outcome {
+        report,
+        workload,
+        faults,
+        dir,
+    })
+}
+
+async fn drive(round: &Round, plan: &Plan) -> anyhow::Result<(Workload, Vec<FaultEvent>, History)> {
+    let mut settings = Settings::default();
+    settings.redis.url = round.redis.lock().expect("redis lock").url();
+    settings.redis.prefix = PREFIX.into();
+    let client = Client::connect(&settings).await?.allow_handlers(["chaos"]);
+    let mut conn = round.admin.clone();
+
+    // Nodes first, all heartbeating, before any job exists.
+    let since = redis_ms(&mut conn).await;
+    for n in round.nodes.lock().await.iter_mut() {
+        n.spawn()?;
+    }
+    let ids: Vec<String> = round
+        .nodes
+        .lock()
+        .await
+        .iter()
+        .map(|n| n.id.clone())
+        .collect();
+    for id in &ids {
+        anyhow::ensure!(
+            round
+                .wait_heartbeat(id, since, Duration::from_secs(30))
+                .await,
+            "node {id} did not start; see {}",
+            round.dir.join(format!("{id}.log")).display()
+        );
+    }
+    round.note(format!("{} nodes up; plan: {:?}", ids.len(), plan));
+
+    let start_ms = redis_ms(&mut conn).await;
+    let mut driver = Driver {
+        round,
+        client,
+        conn: conn.clone(),
+        rng: StdRng::seed_from_u64(plan.seed ^ 0x5eed_c4a0_5000_0001),
+        ops: Vec::new(),
+        next_task: 0,
+        queue: Queue::connect(&settings).await?,
+        next_qtask: 0,
+        dyn_jobs: (0..4)
+            .map(|i| (format!("dyn-{i}"), 0, DynState::Absent))
+            .collect(),
+    };
+    for spec in static_jobs(start_ms) {
+        driver.upsert(spec, 1).await?;
+    }
+
+    // The round proper: the workload and both fault lanes, until the cutoff.
+    let queue_events: Arc<std::sync::Mutex<Vec<QueueEvent>>> = Arc::default();
+    let stop_consumers = tokio_util::sync::CancellationToken::new();
+    let mut consumers = Vec::new();
+    for i in 0..2u64 {
+        // Done records are kept through the round, so the end state of every task is known.
+        let queue = Queue::connect(&settings)
+            .await?
+            .with_retention(Duration::from_secs(24 * 3600));
+        consumers.push(tokio::spawn(consume(
+            format!("c{}", i + 1),
+            queue,
+            plan.seed ^ (0xc0_0000 + i),
+            queue_events.clone(),
+            stop_consumers.clone(),
+        )));
+    }
+    let round_start = Instant::now();
+    let until = round_start + plan.duration;
+    let (w, a, b) = tokio::join!(
+        driver.run(until),
+        round.run_lane(&plan.node_lane, round_start),
+        round.run_lane(&plan.redis_lane, round_start),
+    );
+    w?;
+    a?;
+    b?;
+    let cutoff_ms = redis_ms(&mut conn).await;
+    round.note("cutoff: faults over; draining");
+
+    // Heal everything (lanes end healed; this is a belt).
+    for p in &round.proxies {
+        p.set(Mode::Pass);
+    }
+    for n in round.nodes.lock().await.iter_mut() {
+        n.signal(Signal::SIGCONT);
+        if n.child.is_none() {
+            n.spawn()?;
+        }
+    }
+
+    // Drain: everything due by the cutoff settles (claimed, retried, finished).
+    let deadline = Instant::now() + DRAIN_LIMIT;
+    let mut leftovers;
+    loop {
+        leftovers = pending(round, cutoff_ms).await.unwrap_or_default();
+        let queued = match driver.queue.topics().await {
+            Ok(t) => t
+                .iter()
+                .filter(|c| c.topic == TOPIC)
+                .map(|c| c.delayed + c.ready + c.reserved)
+                .sum(),
+            Err(_) => 1,
+        };
+        if (leftovers.is_empty() && queued == 0) || Instant::now() >= deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    stop_consumers.cancel();
+    for c in consumers {
+        let _ = c.await;
+    }
+    // Stop the nodes (they drain their runs), so every run recorded was claimed before the
+    // end of the observation.
+    for n in round.nodes.lock().await.iter_mut() {
+        n.stop().await;
+    }
+    let end_ms = redis_ms(&mut conn).await;
+
+    // The history: keyfire's records of every job still there, and the run logs.
+    let mut history = History {
+        leftovers,
+        queue: std::mem::take(&mut *queue_events.lock().expect("queue events lock")),
+        ..History::default()
+    };
+    for op in &driver.ops {
+        if let OpKind::QueueAdd { .. } = op.kind {
+            let state = match driver.queue.get(&op.job).await {
+                Ok(info) => format!("{:?}", info.state).to_lowercase(),
+                Err(Error::TaskNotFound(_)) => "gone".into(),
+                Err(e) => return Err(e.into()),
+            };
+            history.queue_states.insert(op.job.clone(), state);
+        }
+    }
+    let mut jobs: Vec<String> = driver
+        .ops
+        .iter()
+        .filter(|o| !matches!(o.kind, OpKind::QueueAdd { .. }))
+        .map(|o| o.job.clone())
+        .collect();
+    jobs.sort();
+    jobs.dedup();
+    for job in jobs {
+        if driver.client.get(&job).await.is_ok() {
+            history
+                .keyfire_runs
+                .insert(job.clone(), driver.client.runs(&job, 100_000).await?);
+            history.dead.insert(
+                job.clone(),
+                driver.client.dead_letters(&job, 100_000).await?,
+            );
+        }
+    }
+    let bounds = Bounds::for_settings(GRACE_MS, NODE_TTL_MS, SWEEP_MS);
+    let workload = Workload {
+        seed: plan.seed,
+        start_ms,
+        cutoff_ms,
+        end_ms,
+        bounds,
+        ops: std::mem::take(&mut driver.ops),
+    };
+    let faults = round.faults.lock().expect("faults lock").clone();
+    Ok((workload, faults, history))
+}

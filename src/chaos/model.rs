@@ -1,0 +1,285 @@
+//! What a chaos round records, as the checker reads it: the workload (every call the
+//! harness made, with Redis time around it), the faults it injected, and the history (what
+//! the handlers saw, plus keyfire's own run records and dead letters).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::record::RunEvent;
+use crate::job::JobSpec;
+use crate::store::{DeadLetter, JobStatus, RunRecord};
+
+/// Bounds the checker holds keyfire to, derived from the node settings of the round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bounds {
+    /// Longest a firing may wait for its first claim when Redis is reachable: when its owner
+    /// is dead or cut off, the others take it `claim_grace` (plus `node_ttl`, as the sweeper
+    /// waits for a live owner that is behind) after its instant, at their next sweep
+    /// (`sweep_interval`); plus slack for a loaded host.
+    pub late_ms: i64,
+    /// After Redis comes back (restart, `CLIENT PAUSE` over), how long nodes may take to
+    /// reconnect and sweep what came due meanwhile.
+    pub recovery_ms: i64,
+    /// How much acknowledged writing a Redis SIGKILL can lose with `appendfsync everysec`:
+    /// the fsync runs every second, and Redis delays writes up to 2 s more when an fsync is
+    /// slow; so up to ~2 s before the kill.
+    pub aof_loss_ms: i64,
+}
+
+impl Bounds {
+    /// The bounds for node settings with this claim grace, node TTL and sweep interval.
+    pub fn for_settings(claim_grace_ms: i64, node_ttl_ms: i64, sweep_ms: i64) -> Self {
+        Self {
+            late_ms: claim_grace_ms + node_ttl_ms + 2 * sweep_ms + 1_000,
+            recovery_ms: 4_000,
+            aof_loss_ms: 2_500,
+        }
+    }
+}
+
+/// One call the harness made through [`crate::Client`], with Redis time read just before the
+/// call and just after it returned: the change took effect somewhere in between.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Op {
+    /// The job it is about.
+    pub job: String,
+    /// Redis time before the call (ms).
+    pub call_ms: i64,
+    /// Redis time after it returned (ms).
+    pub ret_ms: i64,
+    /// What it was and what keyfire answered.
+    pub kind: OpKind,
+}
+
+/// A call and its answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum OpKind {
+    /// `upsert` (create or update); the stored record it returned.
+    Upsert {
+        /// The spec as stored (after validation: `after` resolved).
+        spec: JobSpec,
+        /// The workload's version of the job (its `v` param).
+        v: u64,
+        /// Status after the write.
+        status: JobStatus,
+        /// The next firing keyfire scheduled (exact, from the record).
+        next_ms: Option<i64>,
+        /// Creation instant (the phase of an `every` job without `start_at`).
+        created_ms: i64,
+    },
+    /// `enqueue_many`: a one-shot task with its instant (`at`).
+    Enqueue {
+        /// The task's spec (`at` set).
+        spec: JobSpec,
+        /// Its `v` param.
+        v: u64,
+    },
+    /// `pause`.
+    Pause,
+    /// `resume`; the next firing it scheduled.
+    Resume {
+        /// Status after it.
+        status: JobStatus,
+        /// The next firing (the first one after the pause began).
+        next_ms: Option<i64>,
+    },
+    /// `delete`; the job's run history and dead letters read just before (the delete drops
+    /// them).
+    Delete {
+        /// Run records before the delete.
+        runs: Vec<RunRecord>,
+        /// Dead letters before the delete.
+        dead: Vec<DeadLetter>,
+    },
+    /// `trigger`; the firing id it returned, `None` if the call failed (a firing may exist).
+    Trigger {
+        /// The new firing.
+        firing: Option<String>,
+    },
+    /// `Queue::add_many`: a delay-queue task (the op's `job` is the task id), due at an instant.
+    QueueAdd {
+        /// Its topic.
+        topic: String,
+        /// When it is due (ms, Redis time).
+        due_ms: i64,
+    },
+}
+
+/// What a delay-queue consumer of the harness did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueEv {
+    /// Popped the task (reserved it).
+    Pop,
+    /// Finished it, accepted.
+    FinishOk,
+    /// Finished it, refused: the reservation was lost.
+    FinishLost,
+    /// Finishing failed with an error (outcome unknown).
+    FinishErr,
+    /// Dropped it on purpose without finishing (a consumer crash): it must come back.
+    Abandon,
+}
+
+/// One consumer event of a delay-queue task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueEvent {
+    /// What.
+    pub ev: QueueEv,
+    /// The task id.
+    pub task: String,
+    /// The consumer.
+    pub consumer: String,
+    /// The delivery number the pop returned (1 for the first).
+    pub deliveries: u32,
+    /// The task's due instant, as the pop returned it (ms).
+    pub due_ms: i64,
+    /// When it became ready, as the pop returned it (ms, Redis time).
+    pub ready_ms: i64,
+    /// When this reservation was made (ms, Redis time).
+    pub reserved_ms: i64,
+    /// Host (= Redis) clock at the event (ms).
+    pub at_ms: i64,
+}
+
+/// The kinds of fault the harness injects (and two that handlers inject themselves).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// SIGKILL of a node process, restarted later.
+    NodeKill,
+    /// SIGSTOP of a node process for longer than a lease, then SIGCONT.
+    NodeStop,
+    /// A node restarted with its wall clock skewed by minutes.
+    ClockSkew,
+    /// A node cut off from Redis: its proxy closes and refuses connections.
+    CutDrop,
+    /// A node cut off from Redis: its proxy holds every byte (commands hang in flight).
+    CutStall,
+    /// `CLIENT KILL TYPE pubsub`: every subscriber connection dropped.
+    PubsubKill,
+    /// `CLIENT PAUSE <ms> ALL`.
+    ClientPause,
+    /// Redis stopped with SIGTERM (AOF flushed) and restarted.
+    RedisTerm,
+    /// Redis killed with SIGKILL and restarted from its AOF.
+    RedisKill,
+    /// A handler failing on purpose (counted from the run log).
+    HandlerFail,
+    /// A handler hanging past its timeout (counted from the run log).
+    HandlerHang,
+}
+
+impl FaultKind {
+    /// Every kind the harness schedules.
+    pub const SCHEDULED: [FaultKind; 9] = [
+        FaultKind::NodeKill,
+        FaultKind::NodeStop,
+        FaultKind::ClockSkew,
+        FaultKind::CutDrop,
+        FaultKind::CutStall,
+        FaultKind::PubsubKill,
+        FaultKind::ClientPause,
+        FaultKind::RedisTerm,
+        FaultKind::RedisKill,
+    ];
+
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::NodeKill => "node_kill",
+            FaultKind::NodeStop => "node_stop",
+            FaultKind::ClockSkew => "clock_skew",
+            FaultKind::CutDrop => "cut_drop",
+            FaultKind::CutStall => "cut_stall",
+            FaultKind::PubsubKill => "pubsub_kill",
+            FaultKind::ClientPause => "client_pause",
+            FaultKind::RedisTerm => "redis_term",
+            FaultKind::RedisKill => "redis_kill",
+            FaultKind::HandlerFail => "handler_fail",
+            FaultKind::HandlerHang => "handler_hang",
+        }
+    }
+
+    /// Whether no node can reach Redis while it lasts.
+    pub fn is_outage(self) -> bool {
+        matches!(
+            self,
+            FaultKind::ClientPause | FaultKind::RedisTerm | FaultKind::RedisKill
+        )
+    }
+
+    /// Whether it acts on Redis (one at a time) rather than on one node.
+    pub fn is_redis(self) -> bool {
+        matches!(
+            self,
+            FaultKind::PubsubKill
+                | FaultKind::ClientPause
+                | FaultKind::RedisTerm
+                | FaultKind::RedisKill
+        )
+    }
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One injected fault, by the host (= Redis) clock.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaultEvent {
+    /// What.
+    pub kind: FaultKind,
+    /// The node it hit, if it hit one.
+    pub node: Option<String>,
+    /// When it began (ms).
+    pub start_ms: i64,
+    /// When it was over: the node back and heartbeating, Redis answering again (ms).
+    pub end_ms: i64,
+    /// Free text (skew, pause length).
+    pub detail: String,
+}
+
+/// The workload of a round: its calls in order, and the round's time frame.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Workload {
+    /// The seed the round was planned from.
+    pub seed: u64,
+    /// Redis time when the workload began (ms).
+    pub start_ms: i64,
+    /// Redis time when the faults and calls stopped (ms): firings after it are not required.
+    pub cutoff_ms: i64,
+    /// Redis time when the history was read, after the drain (ms).
+    pub end_ms: i64,
+    /// The bounds held to.
+    pub bounds: Bounds,
+    /// Every call, in the order made.
+    pub ops: Vec<Op>,
+}
+
+/// What happened, as recorded outside keyfire and inside it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct History {
+    /// Every handler event of every node process.
+    pub runs: Vec<RunEvent>,
+    /// Run-log lines that did not parse (torn by a SIGKILL).
+    pub torn: usize,
+    /// keyfire's run records of every job still existing at the end, by job.
+    pub keyfire_runs: BTreeMap<String, Vec<RunRecord>>,
+    /// keyfire's dead letters of every job still existing at the end, by job.
+    pub dead: BTreeMap<String, Vec<DeadLetter>>,
+    /// Firings (due at or before the cutoff) still running or queued for an attempt after
+    /// the drain: stuck.
+    pub leftovers: Vec<String>,
+    /// What the delay-queue consumers did.
+    #[serde(default)]
+    pub queue: Vec<QueueEvent>,
+    /// Delay-queue tasks by their state at the end (`done`, `dead`, `ready`, …).
+    #[serde(default)]
+    pub queue_states: BTreeMap<String, String>,
+}

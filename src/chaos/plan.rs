@@ -1,0 +1,220 @@
+//! The fault schedule of a round, planned from a seed before anything starts, so a seed names
+//! the same faults at the same offsets every time (the processes' timing still varies).
+//!
+//! Two lanes run side by side, each one fault at a time, so faults of the two lanes overlap:
+//! the node lane (kill, stop, skew, cut off; one node at a time, so the others stay up) and
+//! the Redis lane (pub/sub kill, `CLIENT PAUSE`, restarts). Each lane first plays every one
+//! of its kinds once, in a shuffled order, then random kinds until the round ends.
+
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+
+use super::model::FaultKind;
+
+/// One planned fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedFault {
+    /// Offset from the start of the round.
+    pub at: Duration,
+    /// What.
+    pub kind: FaultKind,
+    /// The node it hits (node-lane kinds).
+    pub node: Option<usize>,
+    /// How long it lasts: down time, stop, cut-off or pause length.
+    pub hold: Duration,
+    /// The new clock skew (clock-skew faults), ms.
+    pub skew_ms: i64,
+}
+
+/// A round's plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// The seed.
+    pub seed: u64,
+    /// Length of the fault phase.
+    pub duration: Duration,
+    /// Node processes.
+    pub nodes: usize,
+    /// Each node's clock skew when the round starts, ms.
+    pub initial_skews: Vec<i64>,
+    /// Node-lane faults, in order.
+    pub node_lane: Vec<PlannedFault>,
+    /// Redis-lane faults, in order.
+    pub redis_lane: Vec<PlannedFault>,
+}
+
+const NODE_KINDS: [FaultKind; 5] = [
+    FaultKind::NodeKill,
+    FaultKind::NodeStop,
+    FaultKind::ClockSkew,
+    FaultKind::CutDrop,
+    FaultKind::CutStall,
+];
+const REDIS_KINDS: [FaultKind; 4] = [
+    FaultKind::PubsubKill,
+    FaultKind::ClientPause,
+    FaultKind::RedisTerm,
+    FaultKind::RedisKill,
+];
+
+/// Extra time a fault takes besides its hold (restarts, the quiet time the harness keeps
+/// before a Redis SIGKILL), so the lane leaves room for it.
+fn overhead(kind: FaultKind) -> Duration {
+    match kind {
+        FaultKind::NodeKill | FaultKind::ClockSkew => Duration::from_secs(2),
+        FaultKind::RedisKill => Duration::from_secs(5),
+        FaultKind::RedisTerm => Duration::from_secs(2),
+        _ => Duration::from_millis(500),
+    }
+}
+
+fn ms(rng: &mut StdRng, lo: u64, hi: u64) -> Duration {
+    Duration::from_millis(rng.random_range(lo..=hi))
+}
+
+/// A skew of 1 to 10 minutes either way (whole seconds).
+fn skew(rng: &mut StdRng) -> i64 {
+    let s = rng.random_range(60..=600) * 1_000;
+    if rng.random_bool(0.5) { s } else { -s }
+}
+
+fn fault(rng: &mut StdRng, kind: FaultKind, nodes: usize, at: Duration) -> PlannedFault {
+    // Node faults outlast a lease (2 s) so runs are taken over while the node still lives.
+    let hold = match kind {
+        FaultKind::NodeKill => ms(rng, 500, 4_000),
+        FaultKind::NodeStop | FaultKind::CutDrop | FaultKind::CutStall => ms(rng, 2_500, 5_000),
+        FaultKind::ClockSkew | FaultKind::PubsubKill => Duration::ZERO,
+        FaultKind::ClientPause => ms(rng, 500, 2_500),
+        FaultKind::RedisTerm | FaultKind::RedisKill => ms(rng, 200, 2_000),
+        FaultKind::HandlerFail | FaultKind::HandlerHang => Duration::ZERO,
+    };
+    let node = (!kind.is_redis()).then(|| rng.random_range(0..nodes));
+    let skew_ms = match kind {
+        // Sometimes back to the right time.
+        FaultKind::ClockSkew if rng.random_bool(0.2) => 0,
+        FaultKind::ClockSkew => skew(rng),
+        _ => 0,
+    };
+    PlannedFault {
+        at,
+        kind,
+        node,
+        hold,
+        skew_ms,
+    }
+}
+
+fn lane(
+    rng: &mut StdRng,
+    kinds: &[FaultKind],
+    nodes: usize,
+    first: Duration,
+    gap: (u64, u64),
+    until: Duration,
+) -> Vec<PlannedFault> {
+    let mut order: Vec<FaultKind> = kinds.to_vec();
+    // Fisher–Yates, with our seeded generator.
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.random_range(0..=i));
+    }
+    let mut out = Vec::new();
+    let mut t = first;
+    let mut i = 0;
+    loop {
+        let kind = if i < order.len() {
+            order[i]
+        } else {
+            kinds[rng.random_range(0..kinds.len())]
+        };
+        i += 1;
+        let f = fault(rng, kind, nodes, t);
+        let end = t + f.hold + overhead(kind);
+        if end > until {
+            // Try the next kinds of the first pass; past it, the lane is full.
+            if i < order.len() {
+                continue;
+            }
+            break;
+        }
+        out.push(f);
+        t = end + ms(rng, gap.0, gap.1);
+    }
+    out
+}
+
+impl Plan {
+    /// Plan a round of `duration` with `nodes` node processes from `seed`.
+    pub fn new(seed: u64, duration: Duration, nodes: usize) -> Self {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let initial_skews = (0..nodes)
+            .map(|i| {
+                // One node always starts minutes off; the others sometimes.
+                if i == 1 || rng.random_bool(0.25) {
+                    skew(&mut rng)
+                } else {
+                    0
+                }
+            })
+            .collect();
+        // The last seconds stay quiet so the last fault's effects are over by the cutoff.
+        let until = duration.saturating_sub(Duration::from_secs(4));
+        let node_lane = lane(
+            &mut rng,
+            &NODE_KINDS,
+            nodes,
+            Duration::from_secs(3),
+            (1_000, 4_000),
+            until,
+        );
+        let redis_lane = lane(
+            &mut rng,
+            &REDIS_KINDS,
+            nodes,
+            Duration::from_secs(5),
+            (2_000, 6_000),
+            until,
+        );
+        Self {
+            seed,
+            duration,
+            nodes,
+            initial_skews,
+            node_lane,
+            redis_lane,
+        }
+    }
+
+    /// Whether every scheduled kind appears at least once.
+    pub fn covers_every_kind(&self) -> bool {
+        FaultKind::SCHEDULED.iter().all(|k| {
+            self.node_lane
+                .iter()
+                .chain(&self.redis_lane)
+                .any(|f| f.kind == *k)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_gives_one_plan_and_a_minute_holds_every_kind() {
+        let a = Plan::new(42, Duration::from_secs(60), 4);
+        assert_eq!(a, Plan::new(42, Duration::from_secs(60), 4));
+        assert_ne!(a, Plan::new(43, Duration::from_secs(60), 4));
+        for seed in 0..200 {
+            let p = Plan::new(seed, Duration::from_secs(60), 4);
+            assert!(p.covers_every_kind(), "seed {seed}: {p:#?}");
+            for lane in [&p.node_lane, &p.redis_lane] {
+                for w in lane.windows(2) {
+                    assert!(w[1].at >= w[0].at + w[0].hold, "lane overlaps: {w:?}");
+                }
+                assert!(lane.iter().all(|f| f.at + f.hold <= p.duration));
+            }
+        }
+    }
+}

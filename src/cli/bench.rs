@@ -1,0 +1,71 @@
+//! `keyfire bench <scenario>`: run one benchmark scenario and print its JSON line on stdout
+//! (progress goes to stderr). See [`crate::bench`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::bench::{BenchOptions, RedisMode, Scenario};
+
+/// Arguments of `keyfire bench`.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// The scenario.
+    #[arg(value_enum)]
+    pub scenario: Scenario,
+    /// Use this Redis instead of starting one (keys under a unique prefix, deleted after;
+    /// other clients' traffic then shows in the command and CPU figures). With
+    /// `--redis-mode cluster`: one seed node of the cluster.
+    #[arg(long)]
+    pub redis: Option<String>,
+    /// One redis-server, or a Redis Cluster (without `--redis`: `--masters` masters of our
+    /// own, no replicas; every Redis figure is summed over the masters).
+    #[arg(long, value_enum, default_value_t = RedisMode::Standalone)]
+    pub redis_mode: RedisMode,
+    /// Cluster mode without `--redis`: masters to start (at least 3).
+    #[arg(long, default_value_t = crate::bench::DEFAULT_MASTERS)]
+    pub masters: usize,
+    /// `redis.shards`: hash tags the jobs are spread over (default: 1 standalone, 4 per
+    /// master in cluster mode).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub shards: Option<u32>,
+    /// In-process nodes (default: 3 for steady, burst and cron; 1 otherwise).
+    #[arg(long)]
+    pub nodes: Option<usize>,
+    /// The scenario's main count: pending jobs (sparse, idle), tasks (steady, burst,
+    /// enqueue, queue) or cron jobs (cron). Defaults to the scale.
+    #[arg(long = "n")]
+    pub n: Option<usize>,
+    /// sparse: tasks due during the measured phase (default 1000).
+    #[arg(long)]
+    pub due: Option<usize>,
+    /// Length of the measured phase, such as `10s` (default 10s; idle 30s).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub duration: Option<Duration>,
+    /// Write the lateness distribution (CDF) to this SVG file.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Run the bench's own Redis with the shipped AOF persistence (default: none).
+    #[arg(long)]
+    pub aof: bool,
+}
+
+/// Run the scenario and print its report as one JSON line.
+pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    let opts = BenchOptions {
+        scenario: args.scenario,
+        redis_url: args.redis,
+        redis_mode: args.redis_mode,
+        masters: Some(args.masters),
+        shards: args.shards,
+        nodes: args.nodes,
+        n: args.n,
+        due: args.due,
+        duration: args.duration,
+        plot: args.plot,
+        aof: args.aof,
+        quiet: false,
+    };
+    let run = crate::bench::run(&opts).await?;
+    println!("{}", serde_json::to_string(&run.report)?);
+    Ok(())
+}

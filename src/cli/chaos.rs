@@ -1,0 +1,134 @@
+//! `keyfire chaos --minutes 10 --seed N`: one chaos round (see [`crate::chaos`]). Prints the
+//! summary table and exits non-zero on any violation, naming the seed to replay it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use crate::chaos::{Config, node_bin_near};
+
+/// Arguments of `keyfire chaos`.
+#[derive(Debug, clap::Args)]
+pub struct ChaosArgs {
+    /// Length of the fault phase in minutes (the drain comes after).
+    #[arg(long, default_value_t = 10.0)]
+    pub minutes: f64,
+    /// Seed of the fault plan and the workload (default: from the clock, printed).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Node processes, 3 to 5.
+    #[arg(long, default_value_t = 4)]
+    pub nodes: usize,
+    /// The `chaos_node` example binary (default: next to this binary, where
+    /// `cargo build --release --examples` puts it).
+    #[arg(long)]
+    pub node_bin: Option<PathBuf>,
+    /// Keep the round's files (node logs, run logs, workload, faults, report) here
+    /// (default: a temporary directory, kept when the round fails).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Print each fault as it is injected.
+    #[arg(long, short)]
+    pub verbose: bool,
+    /// Run no round: check again the round whose files are in this directory.
+    #[arg(long, value_name = "DIR")]
+    pub recheck: Option<PathBuf>,
+}
+
+/// Find the node binary, or say how to build it.
+fn node_bin(args: &ChaosArgs) -> anyhow::Result<PathBuf> {
+    if let Some(p) = &args.node_bin {
+        anyhow::ensure!(p.is_file(), "--node-bin {} does not exist", p.display());
+        return Ok(p.clone());
+    }
+    let exe = std::env::current_exe().context("locate the keyfire binary")?;
+    let Some(bin) = node_bin_near(&exe) else {
+        let profile = exe
+            .parent()
+            .and_then(|d| d.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let flag = if profile == "release" {
+            " --release"
+        } else {
+            ""
+        };
+        anyhow::bail!(
+            "the chaos node binary is missing (looked for examples/chaos_node next to {}): \
+             build it with `cargo build{flag} --examples`, or pass --node-bin",
+            exe.display()
+        );
+    };
+    // An example older than this binary may lag behind the code under test.
+    let modified = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    if let (Some(b), Some(e)) = (modified(&bin), modified(&exe))
+        && b + Duration::from_secs(15 * 60) < e
+    {
+        eprintln!(
+            "warning: {} is older than {}; rebuild it with `cargo build --release --examples`",
+            bin.display(),
+            exe.display()
+        );
+    }
+    Ok(bin)
+}
+
+/// Run one round, print its report; an error when a violation was found.
+pub async fn run(args: ChaosArgs) -> anyhow::Result<()> {
+    if let Some(dir) = &args.recheck {
+        let report = crate::chaos::recheck(dir)?;
+        println!("{report}");
+        anyhow::ensure!(
+            report.ok(),
+            "{} violations (seed {})",
+            report.violations.len(),
+            report.seed
+        );
+        return Ok(());
+    }
+    anyhow::ensure!(
+        args.minutes > 0.0 && args.minutes <= 24.0 * 60.0,
+        "--minutes must be between 0 and 1440"
+    );
+    let node_bin = node_bin(&args)?;
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(1)
+    });
+    let duration = Duration::from_secs_f64(args.minutes * 60.0);
+    eprintln!(
+        "keyfire chaos: seed {seed}, {:.1} min, {} nodes ({})",
+        args.minutes,
+        args.nodes,
+        node_bin.display()
+    );
+    let out = crate::chaos::run(Config {
+        seed,
+        duration,
+        nodes: args.nodes,
+        node_bin,
+        dir: args.dir,
+        verbose: args.verbose,
+    })
+    .await?;
+    println!(
+        "keyfire chaos round: seed {seed}, {:.1} min of faults, {} nodes, files in {}",
+        args.minutes,
+        args.nodes,
+        out.dir.display()
+    );
+    println!("{}", out.report);
+    if out.report.ok() {
+        println!("violations: 0");
+        Ok(())
+    } else {
+        anyhow::bail!(
+            "{} violations; replay with `keyfire chaos --minutes {} --seed {seed}`",
+            out.report.violations.len(),
+            args.minutes
+        )
+    }
+}

@@ -1,0 +1,240 @@
+//! `keyfire serve`: run a node and its REST API.
+
+use std::collections::{BTreeSet, HashSet};
+use std::net::SocketAddr;
+use std::path::Path;
+
+use anyhow::Context;
+use serde_json::Value;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::api::{self, ApiState};
+use crate::client::Client;
+use crate::config::Settings;
+use crate::engine::{Node, NodeHandle};
+use crate::error::{Error, Result};
+use crate::handler::Registry;
+use crate::job::JobSpec;
+
+/// The fields in which two specs differ, by name.
+fn differing_fields(a: &JobSpec, b: &JobSpec) -> Vec<String> {
+    let (Ok(Value::Object(a)), Ok(Value::Object(b))) =
+        (serde_json::to_value(a), serde_json::to_value(b))
+    else {
+        return vec!["spec".into()];
+    };
+    let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    keys.into_iter()
+        .filter(|k| a.get(*k) != b.get(*k))
+        .cloned()
+        .collect()
+}
+
+/// Whether the stored job is what the file declares. A declared `after` was resolved to `at`
+/// when the job was created; it is not re-resolved (and so re-scheduled) at every start.
+fn same_as_declared(declared: &JobSpec, stored: &JobSpec) -> bool {
+    if declared == stored {
+        return true;
+    }
+    if declared.after.is_some() && stored.at.is_some() && stored.after.is_none() {
+        let mut resolved = declared.clone();
+        resolved.after = None;
+        resolved.at = stored.at;
+        return &resolved == stored;
+    }
+    false
+}
+
+fn declared_error(id: &str, e: Error) -> Error {
+    Error::Config(format!("[[jobs]] id '{id}': {e}"))
+}
+
+/// Check every declared job as an upsert would, writing nothing: one bad job stops the start
+/// before anything is applied. Errors name the job's id and the field.
+pub async fn check_declared_jobs(client: &Client, settings: &Settings) -> Result<()> {
+    let mut seen = HashSet::new();
+    for spec in &settings.jobs {
+        if !seen.insert(spec.id.as_str()) {
+            return Err(Error::Config(format!(
+                "[[jobs]] id '{}' is declared twice",
+                spec.id
+            )));
+        }
+        client
+            .validate(spec)
+            .await
+            .map_err(|e| declared_error(&spec.id, e))?;
+    }
+    Ok(())
+}
+
+/// Upsert the jobs declared in the settings, by id, and report the ones that differ from Redis
+/// (naming the fields). With `prune`, delete the recurring jobs that are not declared.
+pub async fn apply_declared_jobs(client: &Client, settings: &Settings) -> Result<()> {
+    for spec in &settings.jobs {
+        match client.store().get_job(&spec.id).await? {
+            Some(stored) if same_as_declared(spec, &stored.spec) => {
+                tracing::debug!(job = %spec.id, "declared job unchanged");
+                continue;
+            }
+            Some(stored) => tracing::info!(
+                job = %spec.id,
+                fields = %differing_fields(spec, &stored.spec).join(","),
+                "declared job differs from Redis; updating"
+            ),
+            None => tracing::info!(job = %spec.id, "creating declared job"),
+        }
+        client
+            .upsert(spec.clone())
+            .await
+            .map_err(|e| declared_error(&spec.id, e))?;
+    }
+    if settings.prune {
+        prune(client, settings).await?;
+    }
+    Ok(())
+}
+
+/// Delete recurring (cron or every) jobs that the settings do not declare. One-shot jobs and
+/// tasks are left alone: services enqueue them at run time.
+pub async fn prune(client: &Client, settings: &Settings) -> Result<Vec<String>> {
+    let declared: HashSet<&str> = settings.jobs.iter().map(|j| j.id.as_str()).collect();
+    let mut pruned = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        // `Client::list` fails on an empty page (an empty pipeline), so read the ids first.
+        let ids = client.store().list_ids(cursor.as_deref(), 500).await?;
+        if ids.is_empty() {
+            break;
+        }
+        let page = client.store().get_jobs(&ids).await?;
+        cursor = ids.last().cloned();
+        for record in &page {
+            let recurring = record.spec.cron.is_some() || record.spec.every.is_some();
+            if recurring && !declared.contains(record.spec.id.as_str()) {
+                match client.delete(&record.spec.id).await {
+                    Ok(()) | Err(Error::NotFound(_)) => {
+                        tracing::info!(job = %record.spec.id, "pruned job not declared in the config (prune = true)");
+                        pruned.push(record.spec.id.clone());
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
+    Ok(pruned)
+}
+
+/// Run a node with the settings in `config` until SIGINT or SIGTERM.
+pub async fn run(config: Option<&Path>) -> anyhow::Result<()> {
+    let what = || match config {
+        Some(p) => format!("config {}", p.display()),
+        None => "config (defaults and KEYFIRE__ environment)".into(),
+    };
+    let settings = Settings::load(config).with_context(what)?;
+    super::init_logging(&settings.log);
+    let registry = Registry::for_node(&settings);
+    run_node(settings, registry).await.with_context(what)
+}
+
+/// A running node and the API it serves.
+pub struct Served {
+    node: NodeHandle,
+    api: Option<(
+        SocketAddr,
+        CancellationToken,
+        JoinHandle<std::io::Result<()>>,
+    )>,
+}
+
+impl Served {
+    /// The address the API listens on, when it is enabled.
+    pub fn api_addr(&self) -> Option<SocketAddr> {
+        self.api.as_ref().map(|(addr, _, _)| *addr)
+    }
+
+    /// The node.
+    pub fn node(&self) -> &NodeHandle {
+        &self.node
+    }
+
+    /// Stop the API (requests in flight finish), then the node (it drains its runs).
+    pub async fn shutdown(self) {
+        if let Some((_, stop, task)) = self.api {
+            stop.cancel();
+            match task.await {
+                Ok(Err(e)) => tracing::warn!(error = %e, "api server ended with an error"),
+                Err(e) => tracing::warn!(error = %e, "api server task failed"),
+                Ok(Ok(())) => {}
+            }
+        }
+        self.node.shutdown().await;
+    }
+}
+
+/// Check the declared jobs, bind the API, start the node, apply the declared jobs and serve
+/// the API. Nothing is written when a declared job is invalid.
+pub async fn start(settings: Settings, registry: Registry) -> anyhow::Result<Served> {
+    let names = registry.names();
+    settings.check()?;
+    let client = Client::connect(&settings)
+        .await?
+        .allow_handlers(names.clone());
+    check_declared_jobs(&client, &settings).await?;
+    let listener = if settings.api.enabled {
+        Some(api::bind(&settings.api).await?)
+    } else {
+        None
+    };
+    let node = Node::new(settings.clone(), registry).start().await?;
+    if let Err(e) = apply_declared_jobs(&client, &settings).await {
+        node.shutdown().await;
+        return Err(e.into());
+    }
+    let api = match listener {
+        Some(listener) => {
+            let addr = listener.local_addr()?;
+            let stop = CancellationToken::new();
+            let state = ApiState::new(client, &settings);
+            let task = tokio::spawn(api::serve(listener, state, stop.clone().cancelled_owned()));
+            tracing::info!(
+                url = %format!("http://{addr}"),
+                auth = !settings.api.token.is_empty(),
+                "api listening"
+            );
+            Some((addr, stop, task))
+        }
+        None => None,
+    };
+    Ok(Served { node, api })
+}
+
+/// Start a node and its API, run until a shutdown signal.
+pub async fn run_node(settings: Settings, registry: Registry) -> anyhow::Result<()> {
+    let served = start(settings, registry).await?;
+    super::shutdown_signal().await;
+    served.shutdown().await;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_declared_after_is_not_resolved_again() {
+        let declared = JobSpec::after("once", "10m", "log");
+        let mut stored = declared.clone();
+        stored.after = None;
+        stored.at = chrono::DateTime::from_timestamp_millis(1_000);
+        assert!(same_as_declared(&declared, &stored));
+        let mut changed = stored.clone();
+        changed.handler = "noop".into();
+        assert!(!same_as_declared(&declared, &changed));
+        assert_eq!(
+            differing_fields(&declared, &changed),
+            ["after", "at", "handler"]
+        );
+    }
+}

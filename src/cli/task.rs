@@ -1,0 +1,277 @@
+//! `keyfire task …`: one-shot tasks (`add --handler`) and the delay queue's tasks (`add
+//! --topic`, `pop`, `finish`, `touch`, `get`, `rm`), through a node's API.
+
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use reqwest::Method;
+use serde_json::{Map, Value, json};
+
+use super::job::print_next_firings;
+use super::remote::{Api, CliError, CliResult, EXIT_CODES_HELP, Remote, exit, segment};
+use crate::api::model::JobView;
+use crate::api::topics::{Added, MAX_WAIT, ReservedView, TaskView, Touched};
+
+/// `keyfire task …`.
+#[derive(Debug, Args)]
+#[command(after_help = EXIT_CODES_HELP)]
+pub struct TaskArgs {
+    #[command(flatten)]
+    remote: Remote,
+    #[command(subcommand)]
+    command: TaskCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum TaskCommand {
+    /// Enqueue a one-shot task (--handler), or add a task to a delay-queue topic (--topic).
+    /// Prints its id.
+    Add {
+        /// Handler name (a one-shot task run by keyfire).
+        #[arg(long, required_unless_present = "topic", conflicts_with = "topic")]
+        handler: Option<String>,
+        /// Handler params, as JSON.
+        #[arg(long, conflicts_with = "topic")]
+        params: Option<String>,
+        /// Run (or be ready) at this RFC 3339 instant.
+        #[arg(long, conflicts_with_all = ["after", "delay"])]
+        at: Option<String>,
+        /// Run after this delay, such as 30m.
+        #[arg(long, conflicts_with = "topic")]
+        after: Option<String>,
+        /// The task's id (default: a new one); adding the same id again replaces a one-shot
+        /// task, and leaves a topic's task as it is.
+        #[arg(long)]
+        id: Option<String>,
+        /// Add to this delay-queue topic: the task is handed to a consumer that pops it.
+        #[arg(long)]
+        topic: Option<String>,
+        /// The topic task's payload, as JSON.
+        #[arg(long, requires = "topic")]
+        payload: Option<String>,
+        /// Ready after this delay, such as 30s (default: at once).
+        #[arg(long, requires = "topic")]
+        delay: Option<String>,
+        /// How long a consumer may hold it before it goes to another (default 60s).
+        #[arg(long, requires = "topic")]
+        ttr: Option<String>,
+        /// Deliveries before it goes to the topic's dead letters (default 5).
+        #[arg(long, requires = "topic")]
+        max_deliveries: Option<u32>,
+    },
+    /// Pop the oldest ready task of a topic and reserve it; prints it and its token. Exit 3
+    /// when none came within --wait.
+    Pop {
+        /// The topic.
+        topic: String,
+        /// How long to wait for a task, such as 10s (at most 60s).
+        #[arg(long, default_value = "0s")]
+        wait: String,
+    },
+    /// Finish (acknowledge) a popped task. Exit 4 when the reservation was lost.
+    Finish {
+        /// The task's id.
+        id: String,
+        /// The reservation token its pop printed. (Not `--token`: that is the API's bearer
+        /// token, a flag every client subcommand takes.)
+        #[arg(long, value_name = "TOKEN")]
+        reservation: String,
+    },
+    /// Extend a popped task's reservation. Exit 4 when the reservation was lost.
+    Touch {
+        /// The task's id.
+        id: String,
+        /// The reservation token its pop printed. (Not `--token`: that is the API's bearer
+        /// token, a flag every client subcommand takes.)
+        #[arg(long, value_name = "TOKEN")]
+        reservation: String,
+        /// The new time-to-run from now (default: the task's own).
+        #[arg(long)]
+        ttr: Option<String>,
+    },
+    /// Show a topic's task: its state and deliveries.
+    Get {
+        /// The task's id.
+        id: String,
+    },
+    /// Delete a topic's task, in any state, for good.
+    Rm {
+        /// The task's id.
+        id: String,
+    },
+}
+
+/// Run `keyfire task …`.
+pub async fn run(mut args: TaskArgs) -> CliResult {
+    if let TaskCommand::Pop { wait, .. } = &args.command {
+        // The answer may take the whole wait: give the request that long and more.
+        let wait = parse_duration("--wait", wait)?.min(MAX_WAIT);
+        args.remote.timeout = args.remote.timeout.max(wait.as_secs() + 10);
+    }
+    let api = args.remote.api()?;
+    match args.command {
+        TaskCommand::Add {
+            topic: Some(topic),
+            payload,
+            at,
+            id,
+            delay,
+            ttr,
+            max_deliveries,
+            ..
+        } => {
+            let mut body = Map::new();
+            let payload = match payload {
+                Some(p) => serde_json::from_str(&p)
+                    .map_err(|e| CliError::usage(format!("--payload is not valid JSON: {e}")))?,
+                None => Value::Null,
+            };
+            body.insert("payload".into(), payload);
+            for (k, v) in [("at", at), ("id", id), ("delay", delay), ("ttr", ttr)] {
+                if let Some(v) = v {
+                    body.insert(k.into(), Value::String(v));
+                }
+            }
+            if let Some(n) = max_deliveries {
+                body.insert("max_deliveries".into(), n.into());
+            }
+            let path = format!("/v1/topics/{}/tasks", segment(&topic));
+            let added: Added = api
+                .send(Method::POST, &path, Some(&Value::Object(body)), &[])
+                .await?;
+            if api.json {
+                api.print_json(&added);
+            } else {
+                println!("{}", added.id);
+            }
+            Ok(())
+        }
+        TaskCommand::Add {
+            handler,
+            params,
+            at,
+            after,
+            id,
+            ..
+        } => add_one_shot(&api, handler.unwrap_or_default(), params, at, after, id).await,
+        TaskCommand::Pop { topic, wait } => {
+            let path = format!("/v1/topics/{}/pop?wait={}", segment(&topic), segment(&wait));
+            let popped: Option<ReservedView> = api.send(Method::POST, &path, None, &[]).await?;
+            let Some(task) = popped else {
+                return Err(CliError::new(
+                    exit::NOT_FOUND,
+                    format!("no task of topic '{topic}' became ready within {wait}"),
+                ));
+            };
+            if api.json {
+                api.print_json(&task);
+            } else {
+                println!("id          {}", task.id);
+                println!("reservation {}", task.token);
+                println!("topic       {}", task.topic);
+                println!("deliveries  {}", task.deliveries);
+                println!("deadline    {}", task.deadline.to_rfc3339());
+                println!("payload     {}", task.payload);
+            }
+            Ok(())
+        }
+        TaskCommand::Finish { id, reservation } => {
+            let path = format!("/v1/tasks/{}/finish", segment(&id));
+            let _: Value = api
+                .send(
+                    Method::POST,
+                    &path,
+                    Some(&json!({"token": reservation})),
+                    &[],
+                )
+                .await?;
+            if !api.json {
+                println!("finished {id}");
+            }
+            Ok(())
+        }
+        TaskCommand::Touch {
+            id,
+            reservation,
+            ttr,
+        } => {
+            let path = format!("/v1/tasks/{}/touch", segment(&id));
+            let body = match ttr {
+                Some(t) => json!({"token": reservation, "ttr": t}),
+                None => json!({"token": reservation}),
+            };
+            let touched: Touched = api.send(Method::POST, &path, Some(&body), &[]).await?;
+            if api.json {
+                api.print_json(&touched);
+            } else {
+                println!("{} reserved until {}", id, touched.deadline.to_rfc3339());
+            }
+            Ok(())
+        }
+        TaskCommand::Get { id } => {
+            let task: TaskView = api.get(&format!("/v1/tasks/{}", segment(&id))).await?;
+            if api.json {
+                api.print_json(&task);
+            } else {
+                println!("id          {}", task.id);
+                println!("topic       {}", task.topic);
+                println!("state       {}", task.state);
+                println!("deliveries  {} of {}", task.deliveries, task.max_deliveries);
+                println!("due         {}", task.due_at.to_rfc3339());
+                if let Some(p) = &task.payload {
+                    println!("payload     {p}");
+                }
+            }
+            Ok(())
+        }
+        TaskCommand::Rm { id } => {
+            let path = format!("/v1/tasks/{}", segment(&id));
+            let _: Value = api.send(Method::DELETE, &path, None, &[]).await?;
+            if !api.json {
+                println!("deleted {id}");
+            }
+            Ok(())
+        }
+    }
+}
+
+fn parse_duration(flag: &str, text: &str) -> CliResult<Duration> {
+    humantime::parse_duration(text.trim()).map_err(|e| {
+        CliError::usage(format!(
+            "{flag} must be a duration such as 10s, not '{text}': {e}"
+        ))
+    })
+}
+
+/// `keyfire task add --handler …`: a one-shot task run by keyfire.
+async fn add_one_shot(
+    api: &Api,
+    handler: String,
+    params: Option<String>,
+    at: Option<String>,
+    after: Option<String>,
+    id: Option<String>,
+) -> CliResult {
+    let mut body = Map::new();
+    body.insert("handler".into(), Value::String(handler));
+    if let Some(p) = params {
+        let v: Value = serde_json::from_str(&p)
+            .map_err(|e| CliError::usage(format!("--params is not valid JSON: {e}")))?;
+        body.insert("params".into(), v);
+    }
+    for (k, v) in [("at", at), ("after", after), ("id", id)] {
+        if let Some(v) = v {
+            body.insert(k.into(), Value::String(v));
+        }
+    }
+    let task: JobView = api
+        .send(Method::POST, "/v1/tasks", Some(&Value::Object(body)), &[])
+        .await?;
+    if api.json {
+        api.print_json(&task);
+    } else {
+        println!("{}", task.id);
+        print_next_firings(&task);
+    }
+    Ok(())
+}

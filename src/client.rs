@@ -1,0 +1,302 @@
+//! [`Client`]: create, read, list, update, pause, resume and delete jobs without running a node.
+
+use std::collections::HashSet;
+use std::sync::RwLock;
+
+use crate::config::{Limits, Settings};
+use crate::error::{Error, Result};
+use crate::job::{JobSpec, Validation, ValidationError};
+use crate::store::{DeadLetter, JobRecord, JobStatus, RunRecord, Store, UpsertReply};
+
+/// Check that `spec` is one-shot and give it an id and an instant when it has none.
+fn as_task(mut spec: JobSpec) -> Result<JobSpec, ValidationError> {
+    if spec.cron.is_some() || spec.every.is_some() {
+        return Err(ValidationError::new(
+            "schedule",
+            "a task is one-shot: give `at` or `after`, not cron or every",
+        ));
+    }
+    if spec.at.is_none() && spec.after.is_none() {
+        spec.after = Some("0s".into());
+    }
+    if spec.id.is_empty() {
+        spec.id = uuid::Uuid::new_v4().to_string();
+    }
+    Ok(spec)
+}
+
+/// Optimistic updates retry this often when a concurrent change moved the version.
+const MAX_TRIES: usize = 8;
+
+/// Manages jobs in Redis. Every change is one script (G4) and is announced on the change
+/// channel, so running nodes see it at once.
+pub struct Client {
+    store: Store,
+    limits: Limits,
+    /// Handler names known to be valid: those nodes registered in Redis, plus local ones.
+    handlers: RwLock<HashSet<String>>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("store", &self.store)
+            .finish()
+    }
+}
+
+impl Client {
+    /// Connect with the Redis settings and limits of `settings`.
+    pub async fn connect(settings: &Settings) -> Result<Self> {
+        let store = Store::open(&settings.redis).await?;
+        store.check_layout().await?;
+        Ok(Self::new(store, settings.limits.clone()))
+    }
+
+    /// A client over an existing store.
+    pub fn new(store: Store, limits: Limits) -> Self {
+        Self {
+            store,
+            limits,
+            handlers: RwLock::new(HashSet::new()),
+        }
+    }
+
+    /// Also accept these handler names (besides those that nodes registered in Redis).
+    pub fn allow_handlers<I: IntoIterator<Item = S>, S: Into<String>>(self, names: I) -> Self {
+        self.handlers
+            .write()
+            .expect("handler set lock")
+            .extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// The store this client writes through.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The delay queue over this client's Redis and prefix, with its payload limit
+    /// (`limits.max_params_bytes`). Its pops wait by short polls; [`crate::queue::Queue::connect`]
+    /// gives one whose pops block, which suits consumers better.
+    pub fn queue(&self) -> crate::queue::Queue {
+        crate::queue::Queue::new(self.store.clone())
+            .with_max_payload_bytes(self.limits.max_params_bytes)
+    }
+
+    async fn known_handler(&self, name: &str) -> Result<bool> {
+        if self
+            .handlers
+            .read()
+            .expect("handler set lock")
+            .contains(name)
+        {
+            return Ok(true);
+        }
+        let registered = self.store.handlers().await?;
+        let mut set = self.handlers.write().expect("handler set lock");
+        set.extend(registered);
+        Ok(set.contains(name))
+    }
+
+    /// Check a spec as [`Client::upsert`] would, without writing anything.
+    pub async fn validate(&self, spec: &JobSpec) -> Result<()> {
+        let now = self.store.time_ms().await?;
+        let known = self.known_handler(&spec.handler).await?;
+        spec.clone().validate(&Validation {
+            now_ms: now,
+            created_ms: now,
+            known_handler: Some(&|_: &str| known),
+            max_params_bytes: self.limits.max_params_bytes,
+        })?;
+        Ok(())
+    }
+
+    /// Create the job, or replace the job with the same id (idempotent). The next firing is
+    /// computed from Redis's clock. On a validation error nothing is written.
+    pub async fn upsert(&self, spec: JobSpec) -> Result<JobRecord> {
+        self.upsert_inner(spec, None).await
+    }
+
+    /// Create or replace the job only if it is still at version `expected` (0: only if it
+    /// does not exist yet); otherwise [`Error::VersionMismatch`] and nothing is written. The
+    /// check and the write are one script, so a concurrent edit cannot slip between them.
+    pub async fn upsert_if_version(&self, spec: JobSpec, expected: u64) -> Result<JobRecord> {
+        self.upsert_inner(spec, Some(expected)).await
+    }
+
+    async fn upsert_inner(&self, spec: JobSpec, expected: Option<u64>) -> Result<JobRecord> {
+        let known = self.known_handler(&spec.handler).await?;
+        for _ in 0..MAX_TRIES {
+            let (state, now) = self.store.job_state(&spec.id).await?;
+            let mismatch = |actual: u64| Error::VersionMismatch {
+                id: spec.id.clone(),
+                expected: expected.unwrap_or(0),
+                actual,
+            };
+            if expected.is_some_and(|v| v != state.version) {
+                // Still validate first: bad input is reported as such, not as a conflict.
+                spec.clone().validate(&Validation {
+                    now_ms: now,
+                    created_ms: now,
+                    known_handler: Some(&|_: &str| known),
+                    max_params_bytes: self.limits.max_params_bytes,
+                })?;
+                return Err(mismatch(state.version));
+            }
+            let created_ms = state.created_ms.unwrap_or(now);
+            let job = spec.clone().validate(&Validation {
+                now_ms: now,
+                created_ms,
+                known_handler: Some(&|_: &str| known),
+                max_params_bytes: self.limits.max_params_bytes,
+            })?;
+            let next = job.first_firing(now);
+            match self
+                .store
+                .upsert(&job.spec, &state, next, created_ms)
+                .await?
+            {
+                UpsertReply::Written { .. } => return self.get(&spec.id).await,
+                UpsertReply::Conflict if expected.is_some() => {
+                    let (now_state, _) = self.store.job_state(&spec.id).await?;
+                    return Err(mismatch(now_state.version));
+                }
+                UpsertReply::Conflict => continue,
+            }
+        }
+        Err(Error::Conflict(spec.id))
+    }
+
+    /// Enqueue a one-shot task: `spec` must be a one-shot (`at` or `after`; neither means
+    /// now); an empty id is replaced by a fresh UUID.
+    pub async fn enqueue(&self, spec: JobSpec) -> Result<JobRecord> {
+        let spec = as_task(spec).map_err(Error::Invalid)?;
+        self.upsert(spec).await
+    }
+
+    /// Enqueue many one-shot tasks at once. All are checked first: if one is bad, nothing is
+    /// written and the error names it (`tasks[3].after`). Then they are written in pipelined
+    /// batches. A task whose id exists already is left as it is, so a retried batch does not
+    /// enqueue twice. Returns the ids, in order.
+    pub async fn enqueue_many(&self, specs: Vec<JobSpec>) -> Result<Vec<String>> {
+        let now = self.store.time_ms().await?;
+        let mut jobs = Vec::with_capacity(specs.len());
+        for (i, spec) in specs.into_iter().enumerate() {
+            let named = |e: ValidationError| {
+                Error::Invalid(ValidationError::new(
+                    format!("tasks[{i}].{}", e.field),
+                    e.message,
+                ))
+            };
+            let spec = as_task(spec).map_err(named)?;
+            let known = self.known_handler(&spec.handler).await?;
+            let job = spec
+                .validate(&Validation {
+                    now_ms: now,
+                    created_ms: now,
+                    known_handler: Some(&|_: &str| known),
+                    max_params_bytes: self.limits.max_params_bytes,
+                })
+                .map_err(named)?;
+            let first = job.first_firing(now);
+            jobs.push((job.spec, first));
+        }
+        self.store.insert_many(&jobs, now).await?;
+        Ok(jobs.into_iter().map(|(spec, _)| spec.id).collect())
+    }
+
+    /// Read a job.
+    pub async fn get(&self, id: &str) -> Result<JobRecord> {
+        self.store
+            .get_job(id)
+            .await?
+            .ok_or_else(|| Error::NotFound(id.to_string()))
+    }
+
+    /// Jobs in id order after `after` (a cursor: the last id of the previous page).
+    pub async fn list(&self, after: Option<&str>, limit: usize) -> Result<Vec<JobRecord>> {
+        let ids = self.store.list_ids(after, limit).await?;
+        self.store.get_jobs(&ids).await
+    }
+
+    /// Delete a job. A firing not yet claimed never runs after this returns.
+    pub async fn delete(&self, id: &str) -> Result<()> {
+        let (state, _) = self.store.job_state(id).await?;
+        if self.store.delete(id, state.next_ms).await? {
+            Ok(())
+        } else {
+            Err(Error::NotFound(id.to_string()))
+        }
+    }
+
+    /// Pause a job: it keeps its definition and fires nothing until resumed.
+    pub async fn pause(&self, id: &str) -> Result<JobRecord> {
+        let (state, _) = self.store.job_state(id).await?;
+        let (_, status, _) = self.store.pause_resume(id, false, state.next_ms).await?;
+        if status.is_none() {
+            return Err(Error::NotFound(id.to_string()));
+        }
+        self.get(id).await
+    }
+
+    /// Resume a paused job. Its next firing is the first one after the pause began, so the
+    /// firings the pause skipped meet the job's misfire policy: by default (`fire_once`) one
+    /// run happens now and the rest are recorded as missed; `skip` runs none of them;
+    /// `catch_up` runs each (bounded). A pause shorter than the misfire tolerance loses nothing.
+    pub async fn resume(&self, id: &str) -> Result<JobRecord> {
+        let record = self.get(id).await?;
+        if record.status != JobStatus::Paused {
+            return Ok(record);
+        }
+        let now = self.store.time_ms().await?;
+        let job = record.spec.clone().validate(&Validation {
+            now_ms: now,
+            created_ms: record.created_ms,
+            known_handler: None,
+            max_params_bytes: usize::MAX,
+        })?;
+        let since = record.paused_ms.unwrap_or(now).min(now);
+        let next = job
+            .first_firing(since)
+            .filter(|n| record.last_ms.is_none_or(|last| *n > last));
+        let (_, status, _) = self.store.pause_resume(id, true, next).await?;
+        if status.is_none() {
+            return Err(Error::NotFound(id.to_string()));
+        }
+        self.get(id).await
+    }
+
+    /// Run a job once now, without moving its schedule. The job's overlap policy applies.
+    /// Returns the firing id of the run.
+    pub async fn trigger(&self, id: &str) -> Result<String> {
+        self.store
+            .trigger(id)
+            .await?
+            .ok_or_else(|| Error::NotFound(id.to_string()))
+    }
+
+    /// A job's dead letters (firings that used up their attempts), newest first.
+    pub async fn dead_letters(&self, id: &str, limit: usize) -> Result<Vec<DeadLetter>> {
+        self.store.dead_letters(id, limit).await
+    }
+
+    /// Queue dead letters again, as attempt 1 with their firing ids: one (`firing`) or all.
+    /// Returns how many were queued.
+    pub async fn replay_dead(&self, id: &str, firing: Option<&str>) -> Result<u64> {
+        self.store
+            .dead_op(id, true, firing)
+            .await?
+            .ok_or_else(|| Error::NotFound(id.to_string()))
+    }
+
+    /// Drop dead letters: one (`firing`) or all. Returns how many were dropped.
+    pub async fn purge_dead(&self, id: &str, firing: Option<&str>) -> Result<u64> {
+        Ok(self.store.dead_op(id, false, firing).await?.unwrap_or(0))
+    }
+
+    /// A job's most recent runs, newest first.
+    pub async fn runs(&self, id: &str, limit: usize) -> Result<Vec<RunRecord>> {
+        self.store.runs(id, limit).await
+    }
+}

@@ -1,0 +1,713 @@
+//! Node settings: shipped defaults, then a TOML file, then `KEYFIRE__SECTION__KEY` env vars.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::job::JobSpec;
+
+/// Everything a node or client reads from configuration.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// Where Redis is and how keyfire uses it.
+    pub redis: RedisSettings,
+    /// How this node claims and runs firings.
+    pub node: NodeSettings,
+    /// Input limits.
+    pub limits: Limits,
+    /// Logging.
+    pub log: LogSettings,
+    /// Delete recurring jobs in Redis that are not declared in `jobs` when the node starts.
+    pub prune: bool,
+    /// The REST API the node serves.
+    pub api: ApiSettings,
+    /// Settings of the built-in handlers.
+    pub handlers: HandlerSettings,
+    /// Jobs declared in the file, upserted (by id) when the node starts.
+    pub jobs: Vec<JobSpec>,
+}
+
+/// The REST API a node serves (`/v1`, `/healthz`, `/readyz`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApiSettings {
+    /// Serve the API from `keyfire serve`.
+    pub enabled: bool,
+    /// `host:port` to listen on. A non-loopback address needs a `token`.
+    pub listen: String,
+    /// Bearer token every `/v1` request must carry; empty: no auth (loopback only).
+    pub token: String,
+    /// Largest request body, in bytes (413 past it).
+    pub max_body_bytes: usize,
+}
+
+impl Default for ApiSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            listen: "127.0.0.1:8080".into(),
+            token: String::new(),
+            max_body_bytes: 1024 * 1024,
+        }
+    }
+}
+
+/// Settings of the built-in handlers.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HandlerSettings {
+    /// The `http` handler.
+    pub http: HttpHandlerSettings,
+    /// The `command` handler.
+    pub command: CommandHandlerSettings,
+}
+
+/// The `http` handler: calls a URL, success on 2xx.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpHandlerSettings {
+    /// Hosts it may call: `example.com`, `*.example.com` (any subdomain), or `*` (any host).
+    /// An empty list refuses every call.
+    pub allowed_hosts: Vec<String>,
+    /// Timeout of one call when the job's params give none.
+    #[serde(with = "humantime_serde")]
+    pub timeout: Duration,
+    /// Longest timeout a job's params may ask for.
+    #[serde(with = "humantime_serde")]
+    pub max_timeout: Duration,
+    /// Bytes of a failed response's body kept in the run's error.
+    pub max_error_body_bytes: usize,
+}
+
+impl Default for HttpHandlerSettings {
+    fn default() -> Self {
+        Self {
+            allowed_hosts: vec!["*".into()],
+            timeout: Duration::from_secs(30),
+            max_timeout: Duration::from_secs(300),
+            max_error_body_bytes: 1024,
+        }
+    }
+}
+
+/// The `command` handler: runs a program (no shell). Off unless enabled.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CommandHandlerSettings {
+    /// Register the `command` handler on this node.
+    pub enabled: bool,
+    /// Programs it may run, exactly as jobs name them (`/usr/bin/backup`), or `*` for any.
+    pub allowed_programs: Vec<String>,
+    /// Timeout of one run when the job's params give none.
+    #[serde(with = "humantime_serde")]
+    pub timeout: Duration,
+    /// Bytes of output (stdout, then stderr) kept in a failed run's error.
+    pub max_output_bytes: usize,
+}
+
+impl Default for CommandHandlerSettings {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            allowed_programs: Vec::new(),
+            timeout: Duration::from_secs(300),
+            max_output_bytes: 4096,
+        }
+    }
+}
+
+/// How keyfire reaches Redis: one server, a master found through Sentinel, or a Redis Cluster.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RedisMode {
+    /// One server at `redis.url`.
+    #[default]
+    Standalone,
+    /// The master of `redis.sentinel_master`, as the sentinels in `redis.nodes` report it;
+    /// followed across failovers.
+    Sentinel,
+    /// A Redis Cluster reached through the seed nodes in `redis.nodes`.
+    Cluster,
+}
+
+impl RedisMode {
+    /// The mode as written in settings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Standalone => "standalone",
+            Self::Sentinel => "sentinel",
+            Self::Cluster => "cluster",
+        }
+    }
+}
+
+/// Redis connection and layout.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RedisSettings {
+    /// `standalone` (default), `sentinel` or `cluster`.
+    pub mode: RedisMode,
+    /// `redis://[user:pass@]host:port/db`: the server in standalone mode (unused otherwise).
+    pub url: String,
+    /// Sentinel mode: the sentinels' addresses; cluster mode: seed nodes. `redis://host:port`
+    /// (or `rediss://`, or a bare `host:port`). Required, non-empty, in those modes. From the
+    /// environment, a comma-separated list: `KEYFIRE__REDIS__NODES=redis://a:7000,redis://b:7000`.
+    pub nodes: Vec<String>,
+    /// Sentinel mode: the name of the monitored master (`sentinel monitor <name> ...`).
+    pub sentinel_master: String,
+    /// ACL user for every connection to a data server, in every mode (overrides the URL's).
+    pub username: Option<String>,
+    /// Password for every connection to a data server, in every mode (overrides the URL's).
+    pub password: Option<String>,
+    /// Use TLS for every connection (data servers and sentinels), as `rediss://` does.
+    pub tls: bool,
+    /// PEM file of the CA certificate(s) to trust for TLS; unset: the public web PKI roots.
+    pub tls_ca: Option<PathBuf>,
+    /// Accept any server certificate (no verification at all). For tests and development only.
+    pub tls_insecure: bool,
+    /// Number of shards keyfire's keys are spread over (each shard is one hash tag, so in
+    /// cluster mode shards spread over the masters). 1..=1024.
+    pub shards: u32,
+    /// After a claim or a recorded outcome, wait until this many replicas acknowledged it
+    /// (`WAIT`) before running the handler. With 1 and a healthy replica, a failover cannot
+    /// lose a claim, so it cannot run a firing twice. 0 (default): do not wait.
+    pub wait_replicas: u32,
+    /// Longest `WAIT` for [`RedisSettings::wait_replicas`]; past it the firing runs anyway
+    /// (availability first) and `keyfire_unreplicated_writes_total` counts it.
+    #[serde(with = "humantime_serde")]
+    pub wait_timeout: Duration,
+    /// Prefix of every key; keys live under the hash tag `{prefix}`.
+    pub prefix: String,
+    /// Turn on expired-key events with `CONFIG SET` when they are off. When false and they
+    /// are off, the node refuses to start.
+    pub enable_notifications: bool,
+    /// Only firings due within this horizon hold a sentinel key; later ones live in the due
+    /// ZSET alone and get theirs as they come near.
+    #[serde(with = "humantime_serde")]
+    pub sentinel_horizon: Duration,
+}
+
+impl Default for RedisSettings {
+    fn default() -> Self {
+        Self {
+            mode: RedisMode::Standalone,
+            url: "redis://127.0.0.1:6379/0".into(),
+            nodes: Vec::new(),
+            sentinel_master: "mymaster".into(),
+            username: None,
+            password: None,
+            tls: false,
+            tls_ca: None,
+            tls_insecure: false,
+            shards: 1,
+            wait_replicas: 0,
+            wait_timeout: Duration::from_millis(100),
+            prefix: "keyfire".into(),
+            enable_notifications: true,
+            sentinel_horizon: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RedisSettings {
+    /// Refuse connection settings that cannot work, naming the setting.
+    pub fn check(&self) -> Result<()> {
+        let bad = |name: &str, why: String| Err(Error::Config(format!("{name}: {why}")));
+        match self.mode {
+            RedisMode::Standalone => {
+                if redis::parse_redis_url(&self.url).is_none() {
+                    return bad("redis.url", format!("'{}' is not a redis:// URL", self.url));
+                }
+            }
+            RedisMode::Sentinel | RedisMode::Cluster => {
+                if self.nodes.is_empty() {
+                    return bad(
+                        "redis.nodes",
+                        format!(
+                            "name at least one address (redis://host:port) in {} mode",
+                            self.mode.as_str()
+                        ),
+                    );
+                }
+                for node in &self.nodes {
+                    if node_addr(node).is_none() {
+                        return bad(
+                            "redis.nodes",
+                            format!("'{node}' is not an address such as redis://host:port"),
+                        );
+                    }
+                }
+            }
+        }
+        if self.mode == RedisMode::Sentinel && self.sentinel_master.trim().is_empty() {
+            return bad(
+                "redis.sentinel_master",
+                "name the master the sentinels monitor".into(),
+            );
+        }
+        if self.username.is_some() && self.password.is_none() {
+            return bad(
+                "redis.username",
+                "needs redis.password (Redis's AUTH takes a user and a password)".into(),
+            );
+        }
+        if let Some(ca) = &self.tls_ca {
+            if !self.tls {
+                return bad("redis.tls_ca", "is set but redis.tls is false".into());
+            }
+            if !ca.is_file() {
+                return bad("redis.tls_ca", format!("{} is not a file", ca.display()));
+            }
+        }
+        if self.tls_insecure && !self.tls {
+            return bad("redis.tls_insecure", "is set but redis.tls is false".into());
+        }
+        if !(1..=1024).contains(&self.shards) {
+            return bad("redis.shards", "must be between 1 and 1024".into());
+        }
+        if self.wait_replicas > 0 && self.wait_timeout.is_zero() {
+            return bad(
+                "redis.wait_timeout",
+                "must be more than 0 when redis.wait_replicas is set (WAIT 0 waits forever)".into(),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// `host` and `port` of a node address: `redis://[user:pass@]host:port[/db]`, `rediss://…`,
+/// or a bare `host:port`.
+pub fn node_addr(node: &str) -> Option<(String, u16)> {
+    let url = if node.contains("://") {
+        node.to_string()
+    } else {
+        format!("redis://{node}")
+    };
+    let parsed = redis::parse_redis_url(&url)?;
+    if !matches!(parsed.scheme(), "redis" | "rediss") {
+        return None;
+    }
+    let host = parsed
+        .host_str()?
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    if host.is_empty() {
+        return None;
+    }
+    Some((host.to_string(), parsed.port().unwrap_or(6379)))
+}
+
+/// How a node takes part in the cluster.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NodeSettings {
+    /// This node's id; empty picks `<hostname>-<random>`.
+    pub id: String,
+    /// Runs this node executes at once; past it, it claims nothing new.
+    pub max_concurrent_runs: usize,
+    /// How often the node announces itself and re-reads Redis's clock.
+    #[serde(with = "humantime_serde")]
+    pub heartbeat_interval: Duration,
+    /// A node not heard from for this long is no longer live.
+    #[serde(with = "humantime_serde")]
+    pub node_ttl: Duration,
+    /// How often the sweeper looks for overdue firings.
+    #[serde(with = "humantime_serde")]
+    pub sweep_interval: Duration,
+    /// How long after its instant (plus `node_ttl`) a firing is left to its owner before any
+    /// node claims it.
+    #[serde(with = "humantime_serde")]
+    pub claim_grace: Duration,
+    /// How far ahead a node arms local timers for the firings it owns.
+    #[serde(with = "humantime_serde")]
+    pub timer_horizon: Duration,
+    /// On shutdown, how long running jobs may take to finish.
+    #[serde(with = "humantime_serde")]
+    pub drain_timeout: Duration,
+    /// Lease of a run: renewed while it runs; a run whose node died is taken over after it.
+    #[serde(with = "humantime_serde")]
+    pub lease: Duration,
+    /// Runs kept in each job's history.
+    pub history_limit: usize,
+    /// Oldest run record kept in a job's history.
+    #[serde(with = "humantime_serde")]
+    pub history_max_age: Duration,
+    /// Dead letters kept per job.
+    pub dead_letter_limit: usize,
+    /// How long a one-shot task that succeeded is kept before it is cleaned up.
+    #[serde(with = "humantime_serde")]
+    pub task_retention: Duration,
+}
+
+impl Default for NodeSettings {
+    fn default() -> Self {
+        Self {
+            id: String::new(),
+            max_concurrent_runs: 256,
+            heartbeat_interval: Duration::from_secs(1),
+            node_ttl: Duration::from_secs(5),
+            sweep_interval: Duration::from_secs(1),
+            claim_grace: Duration::from_secs(2),
+            timer_horizon: Duration::from_secs(3),
+            drain_timeout: Duration::from_secs(30),
+            lease: Duration::from_secs(30),
+            history_limit: 100,
+            history_max_age: Duration::from_secs(7 * 24 * 3600),
+            dead_letter_limit: 1_000,
+            task_retention: Duration::from_secs(24 * 3600),
+        }
+    }
+}
+
+/// Input limits.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Largest `params` of a job, serialized, in bytes.
+    pub max_params_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_params_bytes: 64 * 1024,
+        }
+    }
+}
+
+/// Log output.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogSettings {
+    /// `human` or `json`.
+    pub format: String,
+    /// A `tracing` filter such as `info` or `keyfire=debug`; `RUST_LOG` wins when set.
+    pub level: String,
+}
+
+impl Default for LogSettings {
+    fn default() -> Self {
+        Self {
+            format: "human".into(),
+            level: "info".into(),
+        }
+    }
+}
+
+/// List settings that the environment gives as comma-separated values: (variable, key).
+const LIST_VARS: &[(&str, &str)] = &[
+    ("KEYFIRE__REDIS__NODES", "redis.nodes"),
+    (
+        "KEYFIRE__HANDLERS__HTTP__ALLOWED_HOSTS",
+        "handlers.http.allowed_hosts",
+    ),
+    (
+        "KEYFIRE__HANDLERS__COMMAND__ALLOWED_PROGRAMS",
+        "handlers.command.allowed_programs",
+    ),
+];
+
+impl Settings {
+    /// Load defaults, then `file` (if given), then `KEYFIRE__SECTION__KEY` environment variables.
+    ///
+    /// A list setting from the environment is comma-separated:
+    /// `KEYFIRE__REDIS__NODES=redis://a:7000,redis://b:7000`.
+    pub fn load(file: Option<&Path>) -> Result<Self> {
+        Self::load_from(file, std::env::vars())
+    }
+
+    /// [`Settings::load`] with the given environment instead of the process's.
+    pub fn load_from(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self> {
+        let env: config::Map<String, String> = env
+            .into_iter()
+            .filter(|(k, _)| k.to_ascii_uppercase().starts_with("KEYFIRE__"))
+            .collect();
+        let mut builder = config::Config::builder();
+        if let Some(path) = file {
+            if !path.exists() {
+                return Err(Error::Config(format!("{} does not exist", path.display())));
+            }
+            builder = builder.add_source(config::File::from(path).format(config::FileFormat::Toml));
+        }
+        builder = builder.add_source(
+            config::Environment::with_prefix("KEYFIRE")
+                .prefix_separator("__")
+                .separator("__")
+                .source(Some(env.clone())),
+        );
+        // The `config` crate splits lists only with `try_parsing`, which would also turn
+        // every numeric-looking string (a token, a password) into a number; split the list
+        // settings here instead.
+        for (var, key) in LIST_VARS {
+            if let Some((_, value)) = env.iter().find(|(k, _)| k.eq_ignore_ascii_case(var)) {
+                let items: Vec<String> = value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect();
+                builder = builder
+                    .set_override(*key, items)
+                    .map_err(|e| Error::Config(format!("{var}: {e}")))?;
+            }
+        }
+        let settings: Settings = builder
+            .build()
+            .and_then(|c| c.try_deserialize())
+            .map_err(|e| Error::Config(e.to_string()))?;
+        settings.check()?;
+        Ok(settings)
+    }
+
+    /// Refuse settings that cannot work, naming the setting.
+    pub fn check(&self) -> Result<()> {
+        let bad = |name: &str, why: &str| Err(Error::Config(format!("{name}: {why}")));
+        if self.node.max_concurrent_runs == 0 {
+            return bad("node.max_concurrent_runs", "must be at least 1");
+        }
+        for (name, d) in [
+            ("node.heartbeat_interval", self.node.heartbeat_interval),
+            ("node.sweep_interval", self.node.sweep_interval),
+            ("node.lease", self.node.lease),
+        ] {
+            if d.is_zero() {
+                return bad(name, "must be greater than zero");
+            }
+        }
+        if self.node.node_ttl <= self.node.heartbeat_interval {
+            return bad(
+                "node.node_ttl",
+                "must be longer than node.heartbeat_interval",
+            );
+        }
+        self.redis.check()?;
+        if self.redis.prefix.is_empty() || self.redis.prefix.contains(['{', '}', ' ']) {
+            return bad(
+                "redis.prefix",
+                "must be non-empty without '{', '}' or spaces",
+            );
+        }
+        if !matches!(self.log.format.as_str(), "human" | "json") {
+            return bad("log.format", "must be \"human\" or \"json\"");
+        }
+        // A bare word that is not a level would be read as a target name and silence
+        // everything; refuse it.
+        let levels = ["trace", "debug", "info", "warn", "error", "off"];
+        let plain = !self.log.level.contains(['=', ',', ':', '[']);
+        if tracing_subscriber::EnvFilter::try_new(&self.log.level).is_err()
+            || (plain && !levels.contains(&self.log.level.to_ascii_lowercase().as_str()))
+        {
+            return bad(
+                "log.level",
+                "must be a level (trace, debug, info, warn, error, off) or a filter such as \"keyfire=debug,info\"",
+            );
+        }
+        if self.api.max_body_bytes == 0 {
+            return bad("api.max_body_bytes", "must be at least 1");
+        }
+        if self.api.enabled
+            && let Ok(addr) = self.api.listen.parse::<std::net::SocketAddr>()
+            && !addr.ip().is_loopback()
+            && self.api.token.is_empty()
+        {
+            return bad(
+                "api.listen",
+                "a non-loopback address needs api.token (bearer auth); set a token or listen on 127.0.0.1",
+            );
+        }
+        for (name, d) in [
+            ("handlers.http.timeout", self.handlers.http.timeout),
+            ("handlers.command.timeout", self.handlers.command.timeout),
+        ] {
+            if d.is_zero() {
+                return bad(name, "must be greater than zero");
+            }
+        }
+        if self.handlers.command.enabled && self.handlers.command.allowed_programs.is_empty() {
+            return bad(
+                "handlers.command.allowed_programs",
+                "name at least one program (or \"*\") when handlers.command.enabled is true",
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn example_file_loads_and_matches_defaults_where_it_says_so() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("keyfire.example.toml");
+        let s = Settings::load(Some(&path)).unwrap();
+        assert_eq!(s.redis.prefix, "keyfire");
+        assert!(!s.jobs.is_empty());
+    }
+
+    #[test]
+    fn bad_log_level_is_refused() {
+        let mut s = Settings::default();
+        s.log.level = "verbose".into();
+        assert!(s.check().unwrap_err().to_string().contains("log.level"));
+        s.log.level = "keyfire=debug,info".into();
+        s.check().unwrap();
+        s.log.level = "WARN".into();
+        s.check().unwrap();
+    }
+
+    #[test]
+    fn unknown_setting_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.toml");
+        std::fs::write(&path, "[node]\nsweep_intervall = \"1s\"\n").unwrap();
+        let err = Settings::load(Some(&path)).unwrap_err().to_string();
+        assert!(err.contains("sweep_intervall"), "{err}");
+    }
+
+    fn env(vars: &[(&str, &str)]) -> Vec<(String, String)> {
+        vars.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn redis_deployment_settings_come_from_the_environment() {
+        let s = Settings::load_from(
+            None,
+            env(&[
+                ("KEYFIRE__REDIS__MODE", "cluster"),
+                (
+                    "KEYFIRE__REDIS__NODES",
+                    "redis://10.0.0.1:7000, redis://10.0.0.2:7000,10.0.0.3:7000",
+                ),
+                ("KEYFIRE__REDIS__USERNAME", "keyfire"),
+                ("KEYFIRE__REDIS__PASSWORD", "0042"),
+                ("KEYFIRE__REDIS__TLS", "true"),
+                ("KEYFIRE__REDIS__TLS_INSECURE", "true"),
+                ("KEYFIRE__REDIS__SHARDS", "16"),
+                ("KEYFIRE__API__TOKEN", "12345"),
+                ("OTHER__REDIS__MODE", "sentinel"),
+            ]),
+        )
+        .unwrap();
+        let r = &s.redis;
+        assert_eq!(r.mode, RedisMode::Cluster);
+        assert_eq!(
+            r.nodes,
+            [
+                "redis://10.0.0.1:7000",
+                "redis://10.0.0.2:7000",
+                "10.0.0.3:7000"
+            ]
+        );
+        assert_eq!(r.username.as_deref(), Some("keyfire"));
+        // Numeric-looking strings stay strings.
+        assert_eq!(r.password.as_deref(), Some("0042"));
+        assert_eq!(s.api.token, "12345");
+        assert!(r.tls && r.tls_insecure);
+        assert_eq!(r.shards, 16);
+
+        let s = Settings::load_from(
+            None,
+            env(&[
+                ("KEYFIRE__REDIS__MODE", "sentinel"),
+                ("KEYFIRE__REDIS__NODES", "127.0.0.1:26379"),
+                ("KEYFIRE__REDIS__SENTINEL_MASTER", "orders"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(s.redis.mode, RedisMode::Sentinel);
+        assert_eq!(s.redis.nodes, ["127.0.0.1:26379"]);
+        assert_eq!(s.redis.sentinel_master, "orders");
+
+        let err = Settings::load_from(None, env(&[("KEYFIRE__REDIS__MODE", "galaxy")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("galaxy"), "{err}");
+    }
+
+    #[test]
+    fn redis_deployment_settings_load_from_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.toml");
+        std::fs::write(
+            &path,
+            "[redis]\nmode = \"sentinel\"\nnodes = [\"redis://s1:26379\", \"redis://s2:26379\"]\n",
+        )
+        .unwrap();
+        let s = Settings::load_from(Some(&path), Vec::new()).unwrap();
+        assert_eq!(s.redis.mode, RedisMode::Sentinel);
+        assert_eq!(s.redis.nodes.len(), 2);
+        assert_eq!(s.redis.sentinel_master, "mymaster");
+        assert_eq!(s.redis.shards, 1);
+    }
+
+    #[test]
+    fn bad_redis_deployment_settings_are_refused_by_name() {
+        let refused = |f: &dyn Fn(&mut RedisSettings)| {
+            let mut s = Settings::default();
+            f(&mut s.redis);
+            s.check().unwrap_err().to_string()
+        };
+        let err = refused(&|r| r.mode = RedisMode::Cluster);
+        assert!(err.contains("redis.nodes"), "{err}");
+        let err = refused(&|r| r.mode = RedisMode::Sentinel);
+        assert!(err.contains("redis.nodes"), "{err}");
+        let err = refused(&|r| {
+            r.mode = RedisMode::Cluster;
+            r.nodes = vec!["http://x:1".into()];
+        });
+        assert!(
+            err.contains("redis.nodes") && err.contains("http://x:1"),
+            "{err}"
+        );
+        let err = refused(&|r| {
+            r.mode = RedisMode::Sentinel;
+            r.nodes = vec!["s1:26379".into()];
+            r.sentinel_master = " ".into();
+        });
+        assert!(err.contains("redis.sentinel_master"), "{err}");
+        let err = refused(&|r| r.shards = 0);
+        assert!(err.contains("redis.shards"), "{err}");
+        let err = refused(&|r| r.shards = 1025);
+        assert!(err.contains("redis.shards"), "{err}");
+        let err = refused(&|r| r.tls_ca = Some("/nonexistent/ca.pem".into()));
+        assert!(err.contains("redis.tls_ca"), "{err}");
+        let err = refused(&|r| {
+            r.tls = true;
+            r.tls_ca = Some("/nonexistent/ca.pem".into());
+        });
+        assert!(err.contains("redis.tls_ca"), "{err}");
+        let err = refused(&|r| r.tls_insecure = true);
+        assert!(err.contains("redis.tls_insecure"), "{err}");
+        let err = refused(&|r| r.username = Some("u".into()));
+        assert!(err.contains("redis.username"), "{err}");
+        let err = refused(&|r| r.url = "http://localhost".into());
+        assert!(err.contains("redis.url"), "{err}");
+
+        let mut s = Settings::default();
+        s.redis.mode = RedisMode::Cluster;
+        s.redis.nodes = vec!["redis://127.0.0.1:7000".into(), "127.0.0.1:7001".into()];
+        s.redis.shards = 1024;
+        s.check().unwrap();
+    }
+
+    #[test]
+    fn node_addresses_parse() {
+        assert_eq!(node_addr("redis://h:7000"), Some(("h".to_string(), 7000)));
+        assert_eq!(
+            node_addr("rediss://u:p@h:7001/0"),
+            Some(("h".to_string(), 7001))
+        );
+        assert_eq!(node_addr("h:26379"), Some(("h".to_string(), 26379)));
+        assert_eq!(node_addr("h"), Some(("h".to_string(), 6379)));
+        assert_eq!(node_addr("http://h:1"), None);
+    }
+}

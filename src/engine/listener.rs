@@ -1,0 +1,221 @@
+//! The subscriber: expired events and the change channel, with reconnects.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde::Deserialize;
+
+use super::Inner;
+use super::claim::{Kind, Source};
+use crate::store::parse_firing_id;
+
+/// A message on the change channel (written by the upsert, pause and delete scripts).
+#[derive(Debug, Deserialize)]
+struct Change {
+    op: String,
+    id: String,
+    #[serde(default)]
+    version: Option<u64>,
+    #[serde(default)]
+    next: Option<String>,
+    #[serde(default)]
+    firing: Option<String>,
+    #[serde(default)]
+    at: Option<i64>,
+}
+
+/// How often the subscriber re-reads which servers hold data (Sentinel failover, cluster
+/// failover or resharding), besides whenever a subscription drops.
+const TOPOLOGY_EVERY: Duration = Duration::from_secs(2);
+
+impl Inner {
+    /// Subscribe to expired events on every server that holds data (events are local to
+    /// the server that expires the key) and to the change channel on one of them; follow
+    /// the set of servers as it changes.
+    pub(super) async fn listener_loop(self: Arc<Self>) {
+        let mut backoff = Duration::from_millis(50);
+        while !self.claiming.is_cancelled() {
+            let masters = match self.store.masters().await {
+                Ok(m) if !m.is_empty() => m,
+                Ok(_) => {
+                    tracing::warn!("no server holds data; retrying");
+                    Vec::new()
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read which servers hold data; retrying");
+                    Vec::new()
+                }
+            };
+            if masters.is_empty() {
+                tokio::select! {
+                    _ = self.claiming.cancelled() => break,
+                    _ = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(2));
+                continue;
+            }
+            backoff = Duration::from_millis(50);
+            let addrs = addresses(&masters);
+            tracing::info!(servers = ?addrs, "subscribing to expired events");
+            let stop = self.claiming.child_token();
+            let mut subscribers = tokio::task::JoinSet::new();
+            for (i, client) in masters.into_iter().enumerate() {
+                subscribers.spawn(self.clone().subscriber_loop(client, i == 0, stop.clone()));
+            }
+            // Until stopped, or the servers holding data change.
+            let mut tick = tokio::time::interval(TOPOLOGY_EVERY);
+            tick.tick().await;
+            loop {
+                tokio::select! {
+                    _ = self.claiming.cancelled() => break,
+                    _ = tick.tick() => {}
+                }
+                match self.store.masters().await {
+                    Ok(now) if !now.is_empty() && addresses(&now) != addrs => {
+                        tracing::warn!(from = ?addrs, to = ?addresses(&now), "servers holding data changed; resubscribing");
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::debug!(error = %e, "topology check failed"),
+                }
+            }
+            stop.cancel();
+            while subscribers.join_next().await.is_some() {}
+        }
+    }
+
+    /// One server's subscription, reconnecting with backoff until `stop`.
+    async fn subscriber_loop(
+        self: Arc<Self>,
+        client: redis::Client,
+        changes: bool,
+        stop: tokio_util::sync::CancellationToken,
+    ) {
+        let db = client.get_connection_info().redis_settings().db();
+        let pattern = format!("__keyevent@{db}__:expired");
+        let mut backoff = Duration::from_millis(50);
+        while !stop.is_cancelled() {
+            match self.listen_once(&client, &pattern, changes, &stop).await {
+                Ok(true) => backoff = Duration::from_millis(50),
+                Ok(false) => {}
+                Err(e) => tracing::warn!(error = %e, "subscriber connection failed"),
+            }
+            if stop.is_cancelled() {
+                break;
+            }
+            tracing::info!(?backoff, "subscriber disconnected; reconnecting");
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(Duration::from_secs(2));
+        }
+    }
+
+    /// Subscribe and handle messages until the connection drops (true if it had subscribed).
+    async fn listen_once(
+        self: &Arc<Self>,
+        client: &redis::Client,
+        pattern: &str,
+        with_changes: bool,
+        stop: &tokio_util::sync::CancellationToken,
+    ) -> crate::Result<bool> {
+        let changes = self.store.keys().changes();
+        let mut pubsub = client.get_async_pubsub().await?;
+        pubsub.psubscribe(pattern).await?;
+        if with_changes {
+            pubsub.subscribe(&changes).await?;
+        }
+        if self
+            .stats
+            .subscribed
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            > 0
+        {
+            metrics::counter!(crate::metrics::name::RECONNECTS, "node" => self.id.clone())
+                .increment(1);
+        }
+        // Messages published while we were away are gone: forget every cached spec (a change
+        // or a delete may have been missed) and sweep now (G2).
+        if with_changes {
+            self.specs.lock().expect("spec cache lock").clear();
+        }
+        self.sweep_now.notify_one();
+        let mut stream = pubsub.on_message();
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return Ok(true),
+                msg = stream.next() => match msg {
+                    None => return Ok(true),
+                    Some(msg) => {
+                        if msg.get_channel_name() == changes {
+                            match serde_json::from_slice::<Change>(msg.get_payload_bytes()) {
+                                Ok(change) => self.on_change(change),
+                                Err(e) => tracing::warn!(error = %e, "bad change message"),
+                            }
+                        } else if let Ok(key) = std::str::from_utf8(msg.get_payload_bytes()) {
+                            self.on_expired(key);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_expired(self: &Arc<Self>, key: &str) {
+        let Some((_, job_id, at)) = self.store.shards().parse_fire(key) else {
+            return;
+        };
+        Inner::bump(&self.stats.events);
+        // Only the owner claims at once; the others leave it to the sweeper after the grace
+        // period, so a firing costs one claim, not one per node.
+        if self.owns(&job_id, at) {
+            self.spawn_claim(job_id, at, Kind::Scheduled, Source::Event);
+        }
+    }
+
+    fn on_change(self: &Arc<Self>, change: Change) {
+        match (change.op.as_str(), &change.firing) {
+            ("cancel", Some(firing)) => return self.cancel_run(firing),
+            ("nodes", _) => return self.on_membership_change(),
+            ("retry", Some(firing)) => {
+                // A trigger or a dead-letter replay: an attempt due now.
+                if let (Some((job, at)), Some(due)) = (parse_firing_id(firing), change.at)
+                    && self.owns(job, at)
+                {
+                    self.arm_due(job.to_string(), at, Kind::Retry, due);
+                }
+                return;
+            }
+            _ => {}
+        }
+        {
+            let mut specs = self.specs.lock().expect("spec cache lock");
+            let outdated = match (specs.get(&change.id), change.version) {
+                (Some(cached), Some(v)) => cached.version != v,
+                (Some(_), None) => change.op == "delete",
+                (None, _) => false,
+            };
+            if outdated {
+                specs.remove(&change.id);
+            }
+        }
+        let Some(at) = change.next.as_deref().and_then(|n| n.parse::<i64>().ok()) else {
+            return;
+        };
+        // A new or changed job due soon: its owner arms a timer (fires at once when past,
+        // since a sentinel key with a past instant would never give an `expired` event).
+        let horizon = self.clock.redis_now_ms() + Inner::ms(self.settings.timer_horizon);
+        if at <= horizon && self.owns(&change.id, at) {
+            self.arm(change.id, at);
+        }
+    }
+}
+
+/// The servers' addresses, sorted: what the subscriptions follow.
+fn addresses(clients: &[redis::Client]) -> Vec<String> {
+    let mut a: Vec<String> = clients.iter().map(crate::store::client_addr).collect();
+    a.sort();
+    a
+}

@@ -1,0 +1,323 @@
+//! The node: listens for expiry events, arms precision timers, claims firings, sweeps for
+//! what events missed, keeps its membership, and runs handlers in a bounded executor.
+//!
+//! Tasks of a running node (each a loop that stops on the node's cancellation token):
+//! - `membership`: heartbeat in Redis time, the live set, the clock offset, notification check;
+//! - `listener`: PSUBSCRIBE to expired events and SUBSCRIBE to the change channel; after every
+//!   (re)subscribe it asks for a sweep, since messages are lost while disconnected;
+//! - `timers`: local timers for firings this node owns that are due within the horizon;
+//! - `sweeper`: claims overdue firings from the due ZSET (the owner's at once, anyone's after
+//!   the grace period) and arms timers for the owner's upcoming ones.
+
+mod claim;
+mod listener;
+pub mod membership;
+pub mod notify;
+mod sweeper;
+mod timers;
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use tokio::sync::{Notify, Semaphore, mpsc};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::clock::{Clock, RedisClock, SystemClock};
+use crate::config::{NodeSettings, Settings};
+use crate::error::Result;
+use crate::handler::Registry;
+use crate::job::Job;
+use crate::store::{HistoryLimits, Store};
+
+/// Counters a node keeps about itself (for tests, logs and, later, metrics).
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Firings this node claimed.
+    pub claimed: AtomicU64,
+    /// Claims that found the firing already taken or changed.
+    pub stale: AtomicU64,
+    /// Firings the sweeper claimed (events or timers missed them).
+    pub swept: AtomicU64,
+    /// Sweeps done.
+    pub sweeps: AtomicU64,
+    /// Expired events received.
+    pub events: AtomicU64,
+    /// Times the subscriber connected (1 + reconnects).
+    pub subscribed: AtomicU64,
+    /// Runs finished.
+    pub completed: AtomicU64,
+    /// Attempts this node started (its share of the work, reported in its heartbeat).
+    pub started: AtomicU64,
+    /// Runs taken over after their lease expired.
+    pub recovered: AtomicU64,
+}
+
+/// A node, ready to start.
+pub struct Node {
+    settings: Settings,
+    registry: Registry,
+    clock: Arc<dyn Clock>,
+}
+
+impl Node {
+    /// A node with these settings and handlers.
+    pub fn new(settings: Settings, registry: Registry) -> Self {
+        Self {
+            settings,
+            registry,
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    /// Use `clock` as this node's wall clock (tests skew it; Redis time still rules).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Run until `shutdown` resolves, then leave the live set, stop claiming and wait for
+    /// running jobs up to the drain timeout.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<()> {
+        let handle = self.start().await?;
+        shutdown.await;
+        handle.shutdown().await;
+        Ok(())
+    }
+
+    /// Start the node's tasks and return a handle to it.
+    pub async fn start(self) -> Result<NodeHandle> {
+        let Node {
+            settings,
+            registry,
+            clock,
+        } = self;
+        settings.check()?;
+        // Install the Prometheus recorder (unless the embedding application has its own).
+        let _ = crate::metrics::handle();
+        let store = Store::open(&settings.redis).await?;
+        store.check_layout().await?;
+        notify::ensure_everywhere(&store, settings.redis.enable_notifications).await?;
+        store.register_handlers(&registry.names()).await?;
+
+        let id = if settings.node.id.is_empty() {
+            default_node_id()
+        } else {
+            settings.node.id.clone()
+        };
+        let cancel = CancellationToken::new();
+        let (timer_tx, timer_rx) = mpsc::unbounded_channel();
+        // One claim batcher and one completer per shard: a shard whose server is failing
+        // over (its calls wait for seconds) does not hold up the others' batches.
+        let shards = store.shards().len();
+        let (claim_tx, claim_rx): (Vec<_>, Vec<_>) =
+            (0..shards).map(|_| mpsc::unbounded_channel()).unzip();
+        let (done_tx, done_rx): (Vec<_>, Vec<_>) =
+            (0..shards).map(|_| mpsc::unbounded_channel()).unzip();
+        let inner = Arc::new(Inner {
+            id: id.clone(),
+            settings: settings.node.clone(),
+            notifications_allowed: settings.redis.enable_notifications,
+            store,
+            registry: Arc::new(registry),
+            clock: RedisClock::new(clock),
+            live: RwLock::new(Vec::new()),
+            specs: Mutex::new(HashMap::new()),
+            inflight: Mutex::new(HashSet::new()),
+            active_runs: Mutex::new(HashMap::new()),
+            permits: Arc::new(Semaphore::new(settings.node.max_concurrent_runs)),
+            runs: TaskTracker::new(),
+            claiming: cancel.child_token(),
+            runs_cancel: cancel.clone(),
+            timers: timer_tx,
+            claims: claim_tx,
+            completions: done_tx,
+            sweep_now: Notify::new(),
+            left: tokio::sync::Mutex::new(false),
+            sweeping: Mutex::new(HashSet::new()),
+            stats: Stats::default(),
+        });
+        // Join the live set and learn Redis's clock before claiming anything.
+        inner.heartbeat(false).await?;
+
+        let mut tasks = JoinSet::new();
+        tasks.spawn(inner.clone().membership_loop());
+        tasks.spawn(inner.clone().listener_loop());
+        tasks.spawn(inner.clone().timer_loop(timer_rx));
+        tasks.spawn(inner.clone().sweeper_loop());
+        for rx in claim_rx {
+            tasks.spawn(inner.clone().claim_batcher(rx));
+        }
+        // Not with the loops above: it must outlive them, to record the runs that finish
+        // while the node drains.
+        let completers = done_rx
+            .into_iter()
+            .map(|rx| tokio::spawn(inner.clone().completer(rx)))
+            .collect();
+        tracing::info!(node = %id, "node started");
+        Ok(NodeHandle {
+            inner,
+            tasks,
+            completers,
+        })
+    }
+}
+
+fn default_node_id() -> String {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "node".into());
+    let suffix = uuid::Uuid::new_v4().simple().to_string();
+    format!("{host}-{}", &suffix[..8])
+}
+
+/// A running node.
+pub struct NodeHandle {
+    inner: Arc<Inner>,
+    tasks: JoinSet<()>,
+    completers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl NodeHandle {
+    /// This node's id.
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// This node's counters.
+    pub fn stats(&self) -> &Stats {
+        &self.inner.stats
+    }
+
+    /// The live nodes as this node saw them at its last heartbeat, sorted.
+    pub fn live_nodes(&self) -> Vec<String> {
+        self.inner.live.read().expect("live set lock").clone()
+    }
+
+    /// Runs in progress on this node.
+    pub fn running(&self) -> usize {
+        self.inner.running()
+    }
+
+    /// The estimated offset of Redis's clock to this node's clock, in ms.
+    pub fn clock_offset_ms(&self) -> i64 {
+        self.inner.clock.offset_ms()
+    }
+
+    /// Graceful shutdown: leave the live set, stop claiming, wait for running jobs up to the
+    /// drain timeout, then cancel what still runs (its lease lets another node take it over).
+    pub async fn shutdown(mut self) {
+        let inner = self.inner.clone();
+        // Stop claiming and heartbeating first, so no heartbeat in flight re-adds this node
+        // after it left; then leave the live set before draining, so the other nodes take
+        // the firings that follow at once.
+        inner.claiming.cancel();
+        while self.tasks.join_next().await.is_some() {}
+        if let Err(e) = inner.heartbeat(true).await {
+            tracing::warn!(error = %e, "could not leave the live set; it expires after node_ttl");
+        }
+        inner.runs.close();
+        let drain = inner.settings.drain_timeout;
+        if tokio::time::timeout(drain, inner.runs.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                running = inner.running(),
+                "drain timeout passed; cancelling running jobs"
+            );
+            inner.runs_cancel.cancel();
+            let _ = tokio::time::timeout(Duration::from_secs(5), inner.runs.wait()).await;
+        }
+        // The completer records what the drained runs queued, then stops.
+        inner.runs_cancel.cancel();
+        for c in self.completers {
+            let _ = c.await;
+        }
+        tracing::info!(node = %inner.id, "node stopped");
+    }
+
+    /// Stop at once, as a crash would (for tests): nothing is drained or released, the node
+    /// stays in the live set until its heartbeat goes stale.
+    pub fn abort(mut self) {
+        self.inner.runs_cancel.cancel();
+        self.tasks.abort_all();
+        for c in &self.completers {
+            c.abort();
+        }
+    }
+}
+
+/// A job's validated spec at one version.
+pub(crate) struct CachedJob {
+    version: u64,
+    generation: u64,
+    job: Job,
+}
+
+/// State shared by a node's tasks.
+pub(crate) struct Inner {
+    id: String,
+    settings: NodeSettings,
+    notifications_allowed: bool,
+    store: Store,
+    registry: Arc<Registry>,
+    clock: RedisClock,
+    /// Live node ids, sorted, as of the last heartbeat.
+    live: RwLock<Vec<String>>,
+    /// Validated job specs by id, replaced when the version changes.
+    specs: Mutex<HashMap<String, Arc<CachedJob>>>,
+    /// Firings this node is claiming right now (so an event and a timer do not both try).
+    inflight: Mutex<HashSet<(String, i64, claim::Kind)>>,
+    /// Cancellation of the runs in progress here, by firing id (overlap `replace`).
+    active_runs: Mutex<HashMap<String, CancellationToken>>,
+    /// One permit per concurrent run: the bounded executor.
+    permits: Arc<Semaphore>,
+    /// Running handlers.
+    runs: TaskTracker,
+    /// Cancelled when the node stops claiming (shutdown begins).
+    claiming: CancellationToken,
+    /// Cancelled when running handlers must stop.
+    runs_cancel: CancellationToken,
+    /// Queues an ended attempt for its shard's completer.
+    completions: Vec<mpsc::UnboundedSender<claim::Done>>,
+    /// Queues a scheduled claim for its shard's batcher.
+    claims: Vec<mpsc::UnboundedSender<claim::ClaimRequest>>,
+    /// Arms a local timer for a firing.
+    timers: mpsc::UnboundedSender<timers::Arm>,
+    /// Asks the sweeper to sweep now (after a resubscribe).
+    sweep_now: Notify,
+    /// Shards whose sweep is in progress.
+    sweeping: Mutex<HashSet<usize>>,
+    /// Set once the node left the live set; held during each heartbeat.
+    left: tokio::sync::Mutex<bool>,
+    stats: Stats,
+}
+
+impl Inner {
+    fn running(&self) -> usize {
+        self.settings.max_concurrent_runs - self.permits.available_permits()
+    }
+
+    fn history_limits(&self) -> HistoryLimits {
+        HistoryLimits {
+            history: self.settings.history_limit,
+            history_max_age_ms: Inner::ms(self.settings.history_max_age),
+            dead: self.settings.dead_letter_limit,
+        }
+    }
+
+    fn ms(d: Duration) -> i64 {
+        d.as_millis() as i64
+    }
+
+    fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,85 @@
+//! The library's error type.
+
+use crate::job::ValidationError;
+
+/// Everything that can go wrong in keyfire's library code.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Bad input: the field it names is wrong. Nothing was written.
+    #[error(transparent)]
+    Invalid(#[from] ValidationError),
+    /// The job does not exist.
+    #[error("job '{0}' not found")]
+    NotFound(String),
+    /// A concurrent change won every retry of an optimistic update.
+    #[error("job '{0}' changed concurrently; try again")]
+    Conflict(String),
+    /// A conditional update found the job at another version (0: it does not exist).
+    #[error("job '{id}' is at version {actual}, not {expected}; read it again")]
+    VersionMismatch {
+        /// The job.
+        id: String,
+        /// The version the caller expected.
+        expected: u64,
+        /// The version stored.
+        actual: u64,
+    },
+    /// Redis refused or the connection failed.
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    /// A Redis operation failed; `op` says which (connecting to a named server, asking the
+    /// sentinels for the master, reading the cluster's slots).
+    #[error("redis: {op}: {source}")]
+    RedisOp {
+        /// What was being done, naming the server or setting involved.
+        op: String,
+        /// The error from Redis or the connection.
+        #[source]
+        source: redis::RedisError,
+    },
+    /// Redis is not set up the way keyfire needs (e.g. keyspace notifications).
+    #[error("redis setup: {0}")]
+    Setup(String),
+    /// Stored data could not be decoded (written by an incompatible version?).
+    #[error("corrupt stored data: {0}")]
+    Corrupt(String),
+    /// Configuration could not be loaded.
+    #[error("config: {0}")]
+    Config(String),
+    /// The delay-queue task does not exist (or was deleted).
+    #[error("task '{0}' not found")]
+    TaskNotFound(String),
+    /// A delay-queue finish or touch whose reservation is no longer held: it expired and the
+    /// task went back to ready (maybe to another consumer) or to the dead letters, or the token
+    /// is wrong. The task was not acknowledged by this call.
+    #[error("task '{0}': reservation lost (it expired and the task was handed on) or wrong token")]
+    ReservationLost(String),
+}
+
+impl Error {
+    /// A [`Error::RedisOp`]: `source` while doing `op`.
+    pub fn redis_op(op: impl Into<String>, source: redis::RedisError) -> Self {
+        Error::RedisOp {
+            op: op.into(),
+            source,
+        }
+    }
+
+    /// The Redis error underneath, if this is one ([`Error::Redis`] or [`Error::RedisOp`]).
+    pub fn redis_error(&self) -> Option<&redis::RedisError> {
+        match self {
+            Error::Redis(e) | Error::RedisOp { source: e, .. } => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Result with keyfire's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<serde_json::Error> for Error {
+    fn from(e: serde_json::Error) -> Self {
+        Error::Corrupt(e.to_string())
+    }
+}

@@ -1,0 +1,47 @@
+//! Built-in handlers that need no code: `log`, `noop`, `http`, (when enabled) `command`, and
+//! `topic` (which needs the node's Redis settings).
+
+use super::{Firing, HandlerResult, Registry};
+use crate::config::{HandlerSettings, RedisSettings};
+
+/// Register every built-in handler. `command` runs programs on the node, so it is registered
+/// only when the node's config turns it on: a job naming it is then refused at creation
+/// (unknown handler) on a cluster where no node allows it.
+pub(super) fn register_all(r: &mut Registry, settings: &HandlerSettings) {
+    r.register("log", log);
+    r.register("noop", noop);
+    r.register("http", super::http::HttpHandler::new(&settings.http));
+    if settings.command.enabled {
+        r.register(
+            "command",
+            super::command::CommandHandler::new(&settings.command),
+        );
+    }
+}
+
+/// Register `topic`: it makes delayed delay-queue tasks ready and lets recurring jobs feed
+/// topics, through the Redis of `redis` (connected on its first run).
+pub(super) fn register_topic(r: &mut Registry, redis: &RedisSettings) {
+    r.register(
+        crate::queue::TOPIC_HANDLER,
+        super::topic::TopicHandler::connect_lazily(redis),
+    );
+}
+
+/// Logs the firing and its params at info level.
+async fn log(f: Firing) -> HandlerResult {
+    tracing::info!(
+        job = %f.job_id,
+        firing = %f.firing_id,
+        scheduled = %f.scheduled_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        attempt = f.attempt,
+        params = %f.params,
+        "fired"
+    );
+    Ok(())
+}
+
+/// Does nothing, successfully.
+async fn noop(_: Firing) -> HandlerResult {
+    Ok(())
+}

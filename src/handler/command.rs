@@ -1,0 +1,197 @@
+//! The `command` built-in handler: run a program, no shell. Registered only when
+//! `handlers.command.enabled` is true, and it runs only programs listed in
+//! `handlers.command.allowed_programs`.
+//!
+//! Params (JSON):
+//!
+//! | field | meaning |
+//! | --- | --- |
+//! | `program` | required; exactly as listed in `allowed_programs` (a path, or a name looked up on `PATH`) |
+//! | `args` | array of strings; `{{job_id}}`, `{{firing_id}}`, `{{scheduled_at}}`, `{{attempt}}` are filled in |
+//! | `env` | object of extra environment variables |
+//! | `timeout` | such as `"30s"`; default `handlers.command.timeout` |
+//!
+//! The program also gets `KEYFIRE_JOB_ID`, `KEYFIRE_FIRING_ID`, `KEYFIRE_SCHEDULED_AT` and
+//! `KEYFIRE_ATTEMPT` in its environment. Exit status 0 is success. Any other status, a signal
+//! or the timeout is a failed attempt whose error holds the status and the output (stdout, then
+//! stderr), truncated to `handlers.command.max_output_bytes` (at least half of it for stderr when it has that much): the run record keeps only the
+//! error text. A program that is not allowed, or cannot be started, fails without retry.
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use super::http::render;
+use super::{Firing, Handler, HandlerError, HandlerResult};
+use crate::config::CommandHandlerSettings;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    program: String,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    timeout: Option<String>,
+}
+
+/// The `command` handler.
+#[derive(Clone)]
+pub struct CommandHandler {
+    settings: Arc<CommandHandlerSettings>,
+}
+
+impl CommandHandler {
+    /// A handler with these settings.
+    pub fn new(settings: &CommandHandlerSettings) -> Self {
+        Self {
+            settings: Arc::new(settings.clone()),
+        }
+    }
+}
+
+impl Handler for CommandHandler {
+    fn run(&self, firing: Firing) -> BoxFuture<'static, HandlerResult> {
+        let settings = self.settings.clone();
+        Box::pin(async move { run(&settings, firing).await })
+    }
+}
+
+/// Read all of `r`, keeping at most `max` bytes (the rest is drained so the child never blocks
+/// on a full pipe). Returns the kept bytes and whether anything was dropped.
+async fn read_capped(mut r: impl AsyncRead + Unpin, max: usize) -> (Vec<u8>, bool) {
+    let mut kept = Vec::new();
+    let mut dropped = false;
+    let mut buf = [0u8; 8192];
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let room = max.saturating_sub(kept.len());
+                kept.extend_from_slice(&buf[..n.min(room)]);
+                dropped |= n > room;
+            }
+        }
+    }
+    (kept, dropped)
+}
+
+async fn run(settings: &CommandHandlerSettings, f: Firing) -> HandlerResult {
+    let p: Params = serde_json::from_value(f.params.clone())
+        .map_err(|e| HandlerError::abort(format!("command: bad params: {e}")))?;
+    if !settings
+        .allowed_programs
+        .iter()
+        .any(|a| a == "*" || a == &p.program)
+    {
+        return Err(HandlerError::abort(format!(
+            "command: program '{}' is not in handlers.command.allowed_programs",
+            p.program
+        )));
+    }
+    let timeout = match &p.timeout {
+        Some(t) => crate::job::parse_duration(t)
+            .map_err(|e| HandlerError::abort(format!("command: bad timeout: {e}")))?,
+        None => settings.timeout,
+    };
+    let mut cmd = tokio::process::Command::new(&p.program);
+    cmd.args(p.args.iter().map(|a| render(a, &f)))
+        .envs(&p.env)
+        .env("KEYFIRE_JOB_ID", &f.job_id)
+        .env("KEYFIRE_FIRING_ID", &f.firing_id)
+        .env(
+            "KEYFIRE_SCHEDULED_AT",
+            f.scheduled_at
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        )
+        .env("KEYFIRE_ATTEMPT", f.attempt.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| HandlerError::abort(format!("command: cannot start '{}': {e}", p.program)))?;
+    let max = settings.max_output_bytes;
+    let stdout = child.stdout.take().expect("piped");
+    let stderr = child.stderr.take().expect("piped");
+    let out = tokio::spawn(read_capped(stdout, max));
+    let err = tokio::spawn(read_capped(stderr, max));
+
+    let waited = tokio::select! {
+        r = tokio::time::timeout(timeout, child.wait()) => r,
+        () = f.cancel.cancelled() => {
+            let _ = child.kill().await;
+            return Err(HandlerError::retry(format!("command: '{}' cancelled", p.program)));
+        }
+    };
+    let status = match waited {
+        Ok(Ok(status)) => Some(status),
+        Ok(Err(e)) => {
+            return Err(HandlerError::retry(format!(
+                "command: waiting for '{}': {e}",
+                p.program
+            )));
+        }
+        Err(_) => {
+            let _ = child.kill().await;
+            None
+        }
+    };
+    let (out, out_cut) = out.await.unwrap_or_default();
+    let (err, err_cut) = err.await.unwrap_or_default();
+    match status {
+        Some(s) if s.success() => {
+            tracing::debug!(
+                job = %f.job_id,
+                firing = %f.firing_id,
+                stdout = %String::from_utf8_lossy(&out),
+                "command succeeded"
+            );
+            Ok(())
+        }
+        _ => {
+            let what = match status {
+                Some(s) => match s.code() {
+                    Some(code) => format!("exited with status {code}"),
+                    None => format!("was killed ({s})"),
+                },
+                None => format!("timed out after {}", humantime::format_duration(timeout)),
+            };
+            // Within the limit overall; stderr (often the useful part) keeps at least half of
+            // it when it has that much to say, stdout takes the rest.
+            let cut = |bytes: &[u8], n: usize| -> String {
+                let text = String::from_utf8_lossy(&bytes[..n.min(bytes.len())]).into_owned();
+                text.trim_end_matches('\u{FFFD}').to_string()
+            };
+            let err_budget = err.len().min(max / 2);
+            let out_part = cut(&out, max - err_budget);
+            let err_part = cut(&err, max - out_part.len());
+            let truncated =
+                out_cut || err_cut || out_part.len() < out.len() || err_part.len() < err.len();
+            let mut output = out_part;
+            if !err_part.is_empty() {
+                if !output.is_empty() && !output.ends_with('\n') {
+                    output.push('\n');
+                }
+                output.push_str(&err_part);
+            }
+            let mut message = format!("command: '{}' {what}", p.program);
+            let output = output.trim_end();
+            if !output.is_empty() {
+                message.push_str(": ");
+                message.push_str(output);
+            }
+            if truncated {
+                message.push_str(" [output truncated]");
+            }
+            Err(HandlerError::retry(message))
+        }
+    }
+}

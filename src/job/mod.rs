@@ -1,0 +1,19 @@
+//! The job model: what a user declares ([`JobSpec`]), how it is checked ([`JobSpec::validate`])
+//! and the validated form the engine schedules from ([`Job`]).
+
+mod policy;
+mod schedule;
+mod spec;
+
+pub use policy::{Backoff, MisfirePolicy, OverlapPolicy, RetryPolicy, RetrySpec};
+pub use schedule::Schedule;
+pub use spec::{Job, JobSpec, Validation, ValidationError, parse_duration};
+
+/// How many ms in a firing's lifetime a job may be late before the misfire policy applies.
+pub const DEFAULT_MISFIRE_TOLERANCE_MS: i64 = 10_000;
+
+/// Default longest run.
+pub const DEFAULT_TIMEOUT_MS: i64 = 3_600_000;
+
+/// Default most late firings a `catch_up` job runs after an outage.
+pub const DEFAULT_CATCH_UP_LIMIT: u32 = 100;

@@ -1,0 +1,530 @@
+//! A job as declared, its validation, and its validated form.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::policy::{MisfirePolicy, OverlapPolicy, RetryPolicy, RetrySpec};
+use super::schedule::{Schedule, parse_cron, parse_tz};
+
+/// A job as a user declares it (REST, TOML, CLI, Rust) and as keyfire stores it.
+///
+/// Exactly one of `cron`, `every`, `at` and `after` gives the schedule. `after` is turned into
+/// `at` (by Redis's clock) when the job is created, so the stored form always holds an instant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    /// Unique id, chosen by the client: `[A-Za-z0-9][A-Za-z0-9_.-]*`, at most 128 bytes.
+    pub id: String,
+    /// Cron expression: 5 fields, 6 with seconds, or a macro such as `@hourly`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cron: Option<String>,
+    /// IANA zone the cron expression is read in (default `UTC`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tz: Option<String>,
+    /// Fixed rate, such as `30s` or `1h 30m`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub every: Option<String>,
+    /// One-shot at this instant (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<DateTime<Utc>>,
+    /// One-shot after this delay from creation, such as `10m`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    /// Nothing fires before this instant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at: Option<DateTime<Utc>>,
+    /// Nothing fires after this instant; a job past its end is marked finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_at: Option<DateTime<Utc>>,
+    /// Name of the handler that runs the job.
+    pub handler: String,
+    /// JSON given to the handler.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub params: Value,
+    /// How late a firing may be found and still count as on time (default `10s`); older
+    /// firings of a recurring job are skipped and counted as missed (one run happens now).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub misfire_tolerance: Option<String>,
+    /// `fire_once` (default), `skip` or `catch_up`: what to do with firings found later than
+    /// the tolerance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub misfire: Option<String>,
+    /// Most late firings `catch_up` runs (default 100); older ones are recorded as missed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catch_up_limit: Option<u32>,
+    /// `allow` (default), `forbid` or `replace`: what to do when a firing comes while the
+    /// job's previous run still runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlap: Option<String>,
+    /// Longest a run may take (default `1h`); a run that takes longer is a failed attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    /// Retries of a failed run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetrySpec>,
+}
+
+/// A bad field and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {field}: {message}")]
+pub struct ValidationError {
+    /// The field, as named in the input (`cron`, `tz`, `end_at`, …).
+    pub field: String,
+    /// What is wrong, in words a user can act on.
+    pub message: String,
+}
+
+impl ValidationError {
+    /// An error on `field`.
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// What validation needs from its surroundings.
+pub struct Validation<'a> {
+    /// Redis time now, in ms: resolves `after`.
+    pub now_ms: i64,
+    /// The job's creation instant in ms (phase of `every` when there is no `start_at`).
+    pub created_ms: i64,
+    /// Whether a handler name is known; `None` skips the check (loading stored jobs).
+    pub known_handler: Option<&'a dyn Fn(&str) -> bool>,
+    /// Largest accepted `params`, serialized, in bytes.
+    pub max_params_bytes: usize,
+}
+
+/// A validated job: its (normalised) spec and its parsed schedule and window.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// The spec, with `after` resolved to `at`.
+    pub spec: JobSpec,
+    /// When it fires.
+    pub schedule: Schedule,
+    /// Window start in ms.
+    pub start_ms: Option<i64>,
+    /// Window end in ms (inclusive).
+    pub end_ms: Option<i64>,
+    /// Misfire tolerance in ms.
+    pub misfire_tolerance_ms: i64,
+    /// Misfire policy.
+    pub misfire: MisfirePolicy,
+    /// Most late firings `catch_up` runs.
+    pub catch_up_limit: u32,
+    /// Overlap policy.
+    pub overlap: OverlapPolicy,
+    /// Longest run in ms.
+    pub timeout_ms: i64,
+    /// Retry policy.
+    pub retry: RetryPolicy,
+}
+
+/// Parse a duration such as `30s`, `250ms`, `1h 30m`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s.trim()).map_err(|e| format!("'{s}' is not a duration ({e})"))
+}
+
+pub(crate) fn duration_ms(field: &str, s: &str) -> Result<i64, ValidationError> {
+    let d = parse_duration(s).map_err(|m| ValidationError::new(field, m))?;
+    i64::try_from(d.as_millis()).map_err(|_| ValidationError::new(field, "too large"))
+}
+
+/// The largest job id, in bytes.
+pub const MAX_ID_LEN: usize = 128;
+
+/// Check a job id: `[A-Za-z0-9][A-Za-z0-9_.-]*`, at most [`MAX_ID_LEN`] bytes. Ids appear in
+/// Redis key names, so `:`, `{`, `}` and spaces are refused.
+pub fn validate_id(id: &str) -> Result<(), ValidationError> {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-');
+    if id.is_empty() {
+        return Err(ValidationError::new("id", "must not be empty"));
+    }
+    if id.len() > MAX_ID_LEN {
+        return Err(ValidationError::new(
+            "id",
+            format!("must be at most {MAX_ID_LEN} bytes"),
+        ));
+    }
+    if !id.chars().all(ok_char) || !id.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        return Err(ValidationError::new(
+            "id",
+            "may hold only letters, digits, '_', '.' and '-', and must start with a letter or digit",
+        ));
+    }
+    Ok(())
+}
+
+impl JobSpec {
+    /// A cron job (5 or 6 fields, or a macro) in UTC; set [`JobSpec::tz`] for a zone.
+    pub fn cron(
+        id: impl Into<String>,
+        expr: impl Into<String>,
+        handler: impl Into<String>,
+    ) -> Self {
+        Self {
+            cron: Some(expr.into()),
+            ..Self::bare(id, handler)
+        }
+    }
+
+    /// A fixed-rate job, such as `every("beat", "30s", "log")`.
+    pub fn every(
+        id: impl Into<String>,
+        every: impl Into<String>,
+        handler: impl Into<String>,
+    ) -> Self {
+        Self {
+            every: Some(every.into()),
+            ..Self::bare(id, handler)
+        }
+    }
+
+    /// A one-shot job at an instant.
+    pub fn at(id: impl Into<String>, at: DateTime<Utc>, handler: impl Into<String>) -> Self {
+        Self {
+            at: Some(at),
+            ..Self::bare(id, handler)
+        }
+    }
+
+    /// A one-shot job after a delay (resolved by Redis's clock when created).
+    pub fn after(
+        id: impl Into<String>,
+        delay: impl Into<String>,
+        handler: impl Into<String>,
+    ) -> Self {
+        Self {
+            after: Some(delay.into()),
+            ..Self::bare(id, handler)
+        }
+    }
+
+    fn bare(id: impl Into<String>, handler: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            cron: None,
+            tz: None,
+            every: None,
+            at: None,
+            after: None,
+            start_at: None,
+            end_at: None,
+            handler: handler.into(),
+            params: Value::Null,
+            misfire_tolerance: None,
+            misfire: None,
+            catch_up_limit: None,
+            overlap: None,
+            timeout: None,
+            retry: None,
+        }
+    }
+
+    /// Set the time zone of a cron job.
+    pub fn tz(mut self, tz: impl Into<String>) -> Self {
+        self.tz = Some(tz.into());
+        self
+    }
+
+    /// Set the handler's params.
+    pub fn params(mut self, params: Value) -> Self {
+        self.params = params;
+        self
+    }
+
+    /// Set the retry policy.
+    pub fn retry(mut self, retry: RetrySpec) -> Self {
+        self.retry = Some(retry);
+        self
+    }
+
+    /// Set the validity window.
+    pub fn window(mut self, start: Option<DateTime<Utc>>, end: Option<DateTime<Utc>>) -> Self {
+        self.start_at = start;
+        self.end_at = end;
+        self
+    }
+
+    /// Check every field and build the validated [`Job`]. The error names the first bad field.
+    pub fn validate(mut self, v: &Validation<'_>) -> Result<Job, ValidationError> {
+        validate_id(&self.id)?;
+
+        let given: Vec<&str> = [
+            ("cron", self.cron.is_some()),
+            ("every", self.every.is_some()),
+            ("at", self.at.is_some()),
+            ("after", self.after.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, set)| set.then_some(name))
+        .collect();
+        match given.as_slice() {
+            [] => {
+                return Err(ValidationError::new(
+                    "schedule",
+                    "one of cron, every, at or after is required",
+                ));
+            }
+            [_] => {}
+            [first, second, ..] => {
+                return Err(ValidationError::new(
+                    *second,
+                    format!("give only one of cron, every, at and after (also got {first})"),
+                ));
+            }
+        }
+        if self.tz.is_some() && self.cron.is_none() {
+            return Err(ValidationError::new("tz", "applies only to cron schedules"));
+        }
+
+        let start_ms = self.start_at.map(|t| t.timestamp_millis());
+        let end_ms = self.end_at.map(|t| t.timestamp_millis());
+        if let (Some(s), Some(e)) = (start_ms, end_ms)
+            && e <= s
+        {
+            return Err(ValidationError::new("end_at", "must be after start_at"));
+        }
+
+        let from_after = self.after.is_some();
+        if let Some(after) = self.after.take() {
+            let delay = duration_ms("after", &after)?;
+            let at = DateTime::<Utc>::from_timestamp_millis(v.now_ms + delay)
+                .ok_or_else(|| ValidationError::new("after", "too large"))?;
+            self.at = Some(at);
+        }
+
+        let schedule = if let Some(expr) = &self.cron {
+            let tz = parse_tz(self.tz.as_deref().unwrap_or("UTC"))
+                .map_err(|m| ValidationError::new("tz", m))?;
+            let cron = parse_cron(expr).map_err(|m| ValidationError::new("cron", m))?;
+            Schedule::Cron {
+                expr: expr.clone(),
+                cron: Box::new(cron),
+                tz,
+            }
+        } else if let Some(every) = &self.every {
+            let interval_ms = duration_ms("every", every)?;
+            if interval_ms <= 0 {
+                return Err(ValidationError::new(
+                    "every",
+                    "must be at least 1ms (zero interval)",
+                ));
+            }
+            Schedule::Every {
+                interval_ms,
+                anchor_ms: start_ms.unwrap_or(v.created_ms),
+                fire_at_anchor: start_ms.is_some(),
+            }
+        } else {
+            let at_ms = self.at.expect("one schedule is set").timestamp_millis();
+            if start_ms.is_some_and(|s| at_ms < s) || end_ms.is_some_and(|e| at_ms > e) {
+                return Err(ValidationError::new(
+                    if from_after { "after" } else { "at" },
+                    "falls outside the start_at/end_at window",
+                ));
+            }
+            Schedule::Once { at_ms }
+        };
+
+        if self.handler.is_empty() {
+            return Err(ValidationError::new("handler", "must not be empty"));
+        }
+        if let Some(known) = v.known_handler
+            && !known(&self.handler)
+        {
+            return Err(ValidationError::new(
+                "handler",
+                format!("unknown handler '{}'", self.handler),
+            ));
+        }
+        let params_len = serde_json::to_vec(&self.params).map_or(0, |b| b.len());
+        if params_len > v.max_params_bytes {
+            return Err(ValidationError::new(
+                "params",
+                format!(
+                    "too large: {params_len} bytes, the limit is {}",
+                    v.max_params_bytes
+                ),
+            ));
+        }
+        let misfire_tolerance_ms = match &self.misfire_tolerance {
+            Some(t) => duration_ms("misfire_tolerance", t)?,
+            None => super::DEFAULT_MISFIRE_TOLERANCE_MS,
+        };
+
+        let misfire = match &self.misfire {
+            Some(m) => MisfirePolicy::parse(m)?,
+            None => MisfirePolicy::default(),
+        };
+        let catch_up_limit = match self.catch_up_limit {
+            Some(0) => {
+                return Err(ValidationError::new("catch_up_limit", "must be at least 1"));
+            }
+            Some(n) => n,
+            None => super::DEFAULT_CATCH_UP_LIMIT,
+        };
+        let overlap = match &self.overlap {
+            Some(o) => OverlapPolicy::parse(o)?,
+            None => OverlapPolicy::default(),
+        };
+        let timeout_ms = match &self.timeout {
+            Some(t) => duration_ms("timeout", t)?,
+            None => super::DEFAULT_TIMEOUT_MS,
+        };
+        if timeout_ms <= 0 {
+            return Err(ValidationError::new("timeout", "must be greater than zero"));
+        }
+        let retry = RetryPolicy::from_spec(self.retry.as_ref())?;
+
+        Ok(Job {
+            spec: self,
+            schedule,
+            start_ms,
+            end_ms,
+            misfire_tolerance_ms,
+            misfire,
+            catch_up_limit,
+            overlap,
+            timeout_ms,
+            retry,
+        })
+    }
+}
+
+impl Job {
+    /// The first firing strictly after `after_ms`, inside the window.
+    pub fn next_after(&self, after_ms: i64) -> Option<i64> {
+        let from = match self.start_ms {
+            // The window opens at start: a firing exactly at start counts.
+            Some(s) if after_ms < s => s - 1,
+            _ => after_ms,
+        };
+        let next = self.schedule.next_after(from)?;
+        match self.end_ms {
+            Some(e) if next > e => None,
+            _ => Some(next),
+        }
+    }
+
+    /// The first firing of a job created or resumed at `now_ms`. A one-shot job's instant
+    /// counts even when already past (it fires at once).
+    pub fn first_firing(&self, now_ms: i64) -> Option<i64> {
+        match self.schedule {
+            Schedule::Once { at_ms } => Some(at_ms),
+            _ => self.next_after(now_ms),
+        }
+    }
+
+    /// The job's id.
+    pub fn id(&self) -> &str {
+        &self.spec.id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ctx() -> Validation<'static> {
+        static KNOWN: fn(&str) -> bool = |h| h == "log";
+        Validation {
+            now_ms: 1_000_000,
+            created_ms: 1_000_000,
+            known_handler: Some(&KNOWN),
+            max_params_bytes: 64,
+        }
+    }
+
+    fn field_of(spec: JobSpec) -> String {
+        spec.validate(&ctx()).unwrap_err().field
+    }
+
+    #[test]
+    fn each_bad_field_is_named() {
+        assert_eq!(field_of(JobSpec::cron("a", "not a cron", "log")), "cron");
+        assert_eq!(
+            field_of(JobSpec::cron("a", "* * * * *", "log").tz("Mars/Olympus")),
+            "tz"
+        );
+        assert_eq!(field_of(JobSpec::every("a", "0s", "log")), "every");
+        assert_eq!(field_of(JobSpec::every("a", "soon", "log")), "every");
+        assert_eq!(field_of(JobSpec::every("a", "1s", "nope")), "handler");
+        assert_eq!(
+            field_of(JobSpec::every("a", "1s", "log").params(json!({"x": "y".repeat(100)}))),
+            "params"
+        );
+        let t = Utc::now();
+        assert_eq!(
+            field_of(JobSpec::every("a", "1s", "log").window(Some(t), Some(t))),
+            "end_at"
+        );
+        assert_eq!(field_of(JobSpec::every("bad id", "1s", "log")), "id");
+        assert_eq!(field_of(JobSpec::every("a:b", "1s", "log")), "id");
+        assert_eq!(field_of(JobSpec::every("", "1s", "log")), "id");
+        let mut both = JobSpec::every("a", "1s", "log");
+        both.cron = Some("* * * * *".into());
+        assert_eq!(field_of(both), "every");
+        let mut none = JobSpec::every("a", "1s", "log");
+        none.every = None;
+        assert_eq!(field_of(none), "schedule");
+        assert_eq!(field_of(JobSpec::every("a", "1s", "log").tz("UTC")), "tz");
+        let with = |f: fn(&mut JobSpec)| {
+            let mut s = JobSpec::every("a", "1s", "log");
+            f(&mut s);
+            field_of(s)
+        };
+        assert_eq!(with(|s| s.misfire = Some("later".into())), "misfire");
+        assert_eq!(with(|s| s.overlap = Some("queue".into())), "overlap");
+        assert_eq!(with(|s| s.timeout = Some("0s".into())), "timeout");
+        assert_eq!(with(|s| s.catch_up_limit = Some(0)), "catch_up_limit");
+        assert_eq!(
+            with(|s| s.retry = Some(RetrySpec {
+                max_attempts: Some(0),
+                ..Default::default()
+            })),
+            "retry.max_attempts"
+        );
+    }
+
+    #[test]
+    fn after_becomes_at_by_the_given_clock() {
+        let job = JobSpec::after("a", "1500ms", "log")
+            .validate(&ctx())
+            .unwrap();
+        assert_eq!(job.spec.after, None);
+        assert_eq!(job.spec.at.unwrap().timestamp_millis(), 1_001_500);
+        assert_eq!(job.first_firing(5_000_000), Some(1_001_500));
+        assert_eq!(job.next_after(1_001_500), None);
+    }
+
+    #[test]
+    fn window_bounds_firings() {
+        let start = DateTime::<Utc>::from_timestamp_millis(2_000_000).unwrap();
+        let end = DateTime::<Utc>::from_timestamp_millis(2_003_000).unwrap();
+        let job = JobSpec::every("a", "1s", "log")
+            .window(Some(start), Some(end))
+            .validate(&ctx())
+            .unwrap();
+        assert_eq!(job.first_firing(1_000_000), Some(2_000_000));
+        assert_eq!(job.next_after(2_002_000), Some(2_003_000));
+        assert_eq!(job.next_after(2_003_000), None);
+    }
+
+    #[test]
+    fn spec_round_trips_and_refuses_unknown_fields() {
+        let spec = JobSpec::cron("a", "0 9 * * *", "log")
+            .tz("Europe/Berlin")
+            .params(json!({"k": 1}));
+        let text = serde_json::to_string(&spec).unwrap();
+        assert_eq!(serde_json::from_str::<JobSpec>(&text).unwrap(), spec);
+        let err =
+            serde_json::from_str::<JobSpec>(r#"{"id":"a","handler":"log","crn":"x"}"#).unwrap_err();
+        assert!(err.to_string().contains("crn"), "{err}");
+    }
+}

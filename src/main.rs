@@ -1,0 +1,125 @@
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// keyfire: a distributed job scheduler on Redis.
+#[derive(Debug, Parser)]
+#[command(name = "keyfire", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a node: claim and run firings, until SIGINT/SIGTERM.
+    Serve {
+        /// TOML settings file (see keyfire.example.toml); KEYFIRE__SECTION__KEY env vars override it.
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+    },
+    /// Start a redis-server of its own (shipped redis.conf, free port) and a node with demo jobs.
+    Dev {
+        /// A Redis Cluster of its own instead (3 masters + 3 replicas, 12 shards).
+        #[arg(long)]
+        cluster: bool,
+    },
+    /// Run a benchmark scenario; prints one JSON line (progress on stderr).
+    Bench(keyfire::cli::bench::BenchArgs),
+    /// Run a chaos round (faults from a seed) and check its history; exit 1 on a violation.
+    Chaos(keyfire::cli::chaos::ChaosArgs),
+    /// Manage jobs through a node's API (`--url`, `--token`, or KEYFIRE_URL, KEYFIRE_TOKEN).
+    Job(keyfire::cli::job::JobArgs),
+    /// One-shot tasks, and the delay queue's tasks (add, pop, finish, rm), through a node's API.
+    Task(keyfire::cli::task::TaskArgs),
+    /// List the delay queue's topics with their tasks by state, through a node's API.
+    Topics(keyfire::cli::topics::TopicsArgs),
+    /// List the cluster's live nodes, through a node's API.
+    Nodes(keyfire::cli::nodes::NodesArgs),
+    /// Inspect, replay or purge a job's dead letters, through a node's API.
+    Dead(keyfire::cli::dead::DeadArgs),
+    /// Check the Redis keyfire uses: version, notifications, eviction, persistence, hz, replicas,
+    /// clock, pub/sub buffers, key layout; each finding with a fix. Exit 1 when a check fails.
+    Doctor(keyfire::cli::doctor::DoctorArgs),
+    /// Cron tools.
+    Cron {
+        #[command(subcommand)]
+        command: CronCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum CronCommand {
+    /// Preview the next instants of a cron expression.
+    Next {
+        /// 5 fields, 6 with seconds, or a macro like @hourly.
+        expr: String,
+        /// IANA time zone.
+        #[arg(long, default_value = "UTC")]
+        tz: String,
+        /// How many instants.
+        #[arg(short = 'n', default_value_t = 5)]
+        n: usize,
+    },
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve { config } => keyfire::cli::serve::run(config.as_deref()).await,
+        Command::Dev { cluster } => keyfire::cli::dev::run(cluster).await,
+        Command::Bench(args) => keyfire::cli::bench::run(args).await,
+        Command::Chaos(args) => keyfire::cli::chaos::run(args).await,
+        Command::Job(args) => return client_exit(keyfire::cli::job::run(args).await),
+        Command::Task(args) => return client_exit(keyfire::cli::task::run(args).await),
+        Command::Topics(args) => return client_exit(keyfire::cli::topics::run(args).await),
+        Command::Nodes(args) => return client_exit(keyfire::cli::nodes::run(args).await),
+        Command::Dead(args) => return client_exit(keyfire::cli::dead::run(args).await),
+        Command::Doctor(args) => return ExitCode::from(keyfire::cli::doctor::run(args).await),
+        Command::Cron {
+            command: CronCommand::Next { expr, tz, n },
+        } => match keyfire::cli::cron::next(&expr, &tz, n, chrono::Utc::now()) {
+            Ok(list) => {
+                for (utc, local) in list {
+                    println!("{utc}  {local}");
+                }
+                Ok(())
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The exit code of a client subcommand (documented in `keyfire job --help`).
+fn client_exit(result: keyfire::cli::remote::CliResult) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.code)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn verify_cli() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,392 @@
+//! Every Redis key name keyfire uses, built in this one place.
+//!
+//! Jobs are spread over shards ([`Shards`]); each shard's keys share one hash tag, so every
+//! script touches one slot (Redis Cluster). What belongs to no job (membership, handlers,
+//! the change channel, the layout version, the delay queue) lives under the meta tag
+//! `{prefix}`. With one shard, the shard is the meta tag: the layout of a single Redis is
+//! the same as before sharding. Job ids cannot hold `:` (see `job::validate_id`), so a
+//! sentinel key's name can be split back into job id and instant: the `expired` event
+//! carries only the name.
+
+use std::collections::HashMap;
+
+/// Slots of a Redis Cluster.
+pub const CLUSTER_SLOTS: u16 = 16_384;
+
+/// The cluster slot of a key (CRC16 of its hash tag, as Redis computes it).
+pub fn slot_of(key: &str) -> u16 {
+    let b = key.as_bytes();
+    let tagged = b.iter().position(|&c| c == b'{').and_then(|open| {
+        let rest = &b[open + 1..];
+        rest.iter()
+            .position(|&c| c == b'}')
+            .filter(|&close| close > 0)
+            .map(|close| &rest[..close])
+    });
+    crc16::State::<crc16::XMODEM>::calculate(tagged.unwrap_or(b)) % CLUSTER_SLOTS
+}
+
+/// A stable 64-bit hash (FNV-1a with a SplitMix64 finish). Every node must compute the same
+/// owner, whatever its Rust version, so std's `DefaultHasher` (unspecified) will not do.
+pub fn stable_hash(parts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for b in part.bytes().chain(std::iter::once(0xff)) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}
+
+/// The key sets of every shard, plus the meta keys.
+#[derive(Debug, Clone)]
+pub struct Shards {
+    meta: Keys,
+    shards: Vec<Keys>,
+    /// Hash tag (with braces) → shard, to route an `expired` event by its key's name.
+    by_tag: HashMap<String, usize>,
+}
+
+impl Shards {
+    /// `n` shards under `prefix` (n ≥ 1). Shard `s` of `n > 1` takes the tag `{prefix:s}`,
+    /// or `{prefix:s:k}` with the smallest `k` whose slot falls in the `s`-th of `n` equal
+    /// slot ranges: a cluster whose masters hold equal ranges (as `redis-cli --cluster
+    /// create` makes them) then holds equal numbers of shards when `n` is a multiple of
+    /// the number of masters.
+    pub fn new(prefix: &str, n: usize) -> Self {
+        let meta = Keys::new(prefix);
+        let shards: Vec<Keys> = if n <= 1 {
+            vec![meta.clone()]
+        } else {
+            let n = n.min(CLUSTER_SLOTS as usize);
+            (0..n)
+                .map(|s| {
+                    let lo = (s * CLUSTER_SLOTS as usize / n) as u16;
+                    let hi = ((s + 1) * CLUSTER_SLOTS as usize / n) as u16;
+                    (0u32..)
+                        .map(|k| match k {
+                            0 => format!("{prefix}:{s}"),
+                            k => format!("{prefix}:{s}:{k}"),
+                        })
+                        .map(|inner| Keys::new(&inner))
+                        .find(|keys| (lo..hi).contains(&slot_of(&keys.tag)))
+                        .expect("every slot range is hit by some suffix")
+                })
+                .collect()
+        };
+        let by_tag = shards
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (k.tag.clone(), i))
+            .collect();
+        Self {
+            meta,
+            shards,
+            by_tag,
+        }
+    }
+
+    /// The keys that belong to no job (membership, handlers, changes, layout, queue).
+    pub fn meta(&self) -> &Keys {
+        &self.meta
+    }
+
+    /// Number of shards.
+    pub fn len(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// Never true: there is at least one shard.
+    pub fn is_empty(&self) -> bool {
+        self.shards.is_empty()
+    }
+
+    /// The keys of shard `i`.
+    pub fn keys(&self, i: usize) -> &Keys {
+        &self.shards[i]
+    }
+
+    /// Every shard's keys, in shard order.
+    pub fn iter(&self) -> impl Iterator<Item = &Keys> {
+        self.shards.iter()
+    }
+
+    /// The shard a job lives on: [`stable_hash`] of its id, modulo the number of shards
+    /// (the same on every node, build and version).
+    pub fn of(&self, job_id: &str) -> usize {
+        if self.shards.len() == 1 {
+            return 0;
+        }
+        (stable_hash(&[job_id]) % self.shards.len() as u64) as usize
+    }
+
+    /// The keys of the shard a job lives on.
+    pub fn for_job(&self, job_id: &str) -> &Keys {
+        &self.shards[self.of(job_id)]
+    }
+
+    /// Split a sentinel key's name into shard, job id and instant; None for keys of other
+    /// prefixes or kinds.
+    pub fn parse_fire(&self, key: &str) -> Option<(usize, String, i64)> {
+        let close = key.find('}')?;
+        let shard = *self.by_tag.get(&key[..=close])?;
+        let (id, at) = self.shards[shard].parse_fire(key)?;
+        Some((shard, id, at))
+    }
+}
+
+/// Key names under one prefix.
+#[derive(Debug, Clone)]
+pub struct Keys {
+    tag: String,
+}
+
+impl Keys {
+    /// Keys under `{prefix}`.
+    pub fn new(prefix: &str) -> Self {
+        Self {
+            tag: format!("{{{prefix}}}"),
+        }
+    }
+
+    /// Hash with a job's spec, version, status, next firing and counters.
+    pub fn job(&self, id: &str) -> String {
+        format!("{}:job:{id}", self.tag)
+    }
+
+    /// ZSET of every job id (score 0: ordered by id, for paging).
+    pub fn jobs(&self) -> String {
+        format!("{}:jobs", self.tag)
+    }
+
+    /// ZSET job id → next firing instant (ms). The source of truth for what is due.
+    pub fn due(&self) -> String {
+        format!("{}:due", self.tag)
+    }
+
+    /// Sentinel key of one pending firing; it expires at the firing's instant.
+    pub fn fire(&self, id: &str, at_ms: i64) -> String {
+        format!("{}:fire:{id}:{at_ms}", self.tag)
+    }
+
+    /// This key set's hash tag, braces included.
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    /// The prefix every sentinel key starts with.
+    pub fn fire_prefix(&self) -> String {
+        format!("{}:fire:", self.tag)
+    }
+
+    /// Split a sentinel key's name into job id and instant.
+    pub fn parse_fire(&self, key: &str) -> Option<(String, i64)> {
+        let rest = key.strip_prefix(&self.fire_prefix())?;
+        let (id, at) = rest.rsplit_once(':')?;
+        Some((id.to_string(), at.parse().ok()?))
+    }
+
+    /// Watermark (ms): pending firings up to here have been given their sentinel keys.
+    pub fn promoted(&self) -> String {
+        format!("{}:promoted", self.tag)
+    }
+
+    /// Counter of job generations: each job created (again) takes the next one.
+    pub fn generation(&self) -> String {
+        format!("{}:generation", self.tag)
+    }
+
+    /// Lock of one firing's run (`SET NX PX`).
+    pub fn lock(&self, id: &str, at_ms: i64) -> String {
+        format!("{}:lock:{id}:{at_ms}", self.tag)
+    }
+
+    /// ZSET firing id → lease expiry (ms): runs in progress.
+    pub fn running(&self) -> String {
+        format!("{}:running", self.tag)
+    }
+
+    /// ZSET firing id → when its next attempt is due: retries, lease takeovers, manual triggers
+    /// and dead-letter replays.
+    pub fn retry(&self) -> String {
+        format!("{}:retry", self.tag)
+    }
+
+    /// HASH firing id → the attempt now granted (fencing: a run of an older attempt may not
+    /// record its outcome).
+    pub fn attempts(&self) -> String {
+        format!("{}:attempts", self.tag)
+    }
+
+    /// LIST of a job's dead letters (firings that exhausted their attempts), newest first.
+    pub fn dead(&self, id: &str) -> String {
+        format!("{}:dead:{id}", self.tag)
+    }
+
+    /// ZSET one-shot job id → when it finished successfully (cleaned up after a retention).
+    pub fn done(&self) -> String {
+        format!("{}:done", self.tag)
+    }
+
+    /// LIST of a job's run records, newest first.
+    pub fn runs(&self, id: &str) -> String {
+        format!("{}:runs:{id}", self.tag)
+    }
+
+    /// ZSET node id → last heartbeat (ms, Redis time).
+    pub fn nodes(&self) -> String {
+        format!("{}:nodes", self.tag)
+    }
+
+    /// Hash describing one node (version, handlers, load).
+    pub fn node(&self, id: &str) -> String {
+        format!("{}:node:{id}", self.tag)
+    }
+
+    /// SET of handler names registered by any node.
+    pub fn handlers(&self) -> String {
+        format!("{}:handlers", self.tag)
+    }
+
+    /// Pub/sub channel on which every job change is announced (G4).
+    pub fn changes(&self) -> String {
+        format!("{}:changes", self.tag)
+    }
+
+    /// The key-layout version this data was written with.
+    pub fn layout(&self) -> String {
+        format!("{}:layout", self.tag)
+    }
+
+    /// The number of shards the data is spread over (meta key, next to [`Keys::layout`]).
+    pub fn shard_count(&self) -> String {
+        format!("{}:shards", self.tag)
+    }
+
+    // Delay queue (`crate::queue`). Topic names and task ids cannot hold `:` (they are
+    // checked like job ids), so these names cannot collide.
+
+    /// Hash of one delay-queue task: state, topic, payload, ttr, deliveries, instants, token.
+    pub fn qtask(&self, id: &str) -> String {
+        format!("{}:q:task:{id}", self.tag)
+    }
+
+    /// ZSET task id → due instant (ms): a topic's tasks waiting for their delay.
+    pub fn qdelayed(&self, topic: &str) -> String {
+        format!("{}:q:delayed:{topic}", self.tag)
+    }
+
+    /// ZSET task id → when it became ready (ms): a topic's ready tasks, oldest first.
+    pub fn qready(&self, topic: &str) -> String {
+        format!("{}:q:ready:{topic}", self.tag)
+    }
+
+    /// ZSET task id → reservation deadline (ms, Redis time): a topic's reserved tasks.
+    pub fn qreserved(&self, topic: &str) -> String {
+        format!("{}:q:reserved:{topic}", self.tag)
+    }
+
+    /// ZSET task id → when it died (ms): a topic's dead letters (tasks past max deliveries).
+    pub fn qdead(&self, topic: &str) -> String {
+        format!("{}:q:dead:{topic}", self.tag)
+    }
+
+    /// LIST of wake-up tokens: blocked `pop`s wait on it (`BLPOP`) for a task to become ready.
+    pub fn qnotify(&self, topic: &str) -> String {
+        format!("{}:q:notify:{topic}", self.tag)
+    }
+
+    /// Hash of a topic's counters (added, delivered, redelivered, done, dead, deleted).
+    pub fn qstats(&self, topic: &str) -> String {
+        format!("{}:q:stats:{topic}", self.tag)
+    }
+
+    /// SET of every topic name that ever had a task.
+    pub fn qtopics(&self) -> String {
+        format!("{}:q:topics", self.tag)
+    }
+}
+
+/// The firing id handed to handlers: `<job id>:<instant ms>`. Stable across attempts.
+pub fn firing_id(job_id: &str, at_ms: i64) -> String {
+    format!("{job_id}:{at_ms}")
+}
+
+/// Split a firing id back into job id and instant.
+pub fn parse_firing_id(fid: &str) -> Option<(&str, i64)> {
+    let (id, at) = fid.rsplit_once(':')?;
+    Some((id, at.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sentinel_names_parse_back() {
+        let k = Keys::new("kf");
+        let key = k.fire("job-1.a_b", 1_700_000_000_123);
+        assert_eq!(key, "{kf}:fire:job-1.a_b:1700000000123");
+        assert_eq!(
+            k.parse_fire(&key),
+            Some(("job-1.a_b".to_string(), 1_700_000_000_123))
+        );
+        assert_eq!(k.parse_fire("{other}:fire:a:1"), None);
+        assert_eq!(k.parse_fire("{kf}:fire:a:notanumber"), None);
+    }
+
+    #[test]
+    fn slots_match_redis() {
+        // Values from the Redis Cluster specification and `CLUSTER KEYSLOT`.
+        assert_eq!(slot_of("123456789"), 12_739);
+        assert_eq!(slot_of("foo"), 12_182);
+        assert_eq!(slot_of("{user1000}.following"), slot_of("user1000"));
+        assert_eq!(slot_of("foo{}{bar}"), slot_of("foo{}{bar}"));
+        assert_eq!(slot_of("foo{{bar}}zap"), slot_of("{bar"));
+    }
+
+    #[test]
+    fn one_shard_is_the_meta_tag() {
+        let s = Shards::new("kf", 1);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s.keys(0).tag(), "{kf}");
+        assert_eq!(s.of("anything"), 0);
+        assert_eq!(s.parse_fire("{kf}:fire:a:5"), Some((0, "a".to_string(), 5)));
+    }
+
+    #[test]
+    fn shards_cover_equal_slot_ranges_and_jobs_spread() {
+        for n in [2usize, 3, 6, 12, 16, 100] {
+            let s = Shards::new("kf", n);
+            assert_eq!(s.len(), n);
+            for (i, k) in s.iter().enumerate() {
+                let slot = slot_of(k.tag()) as usize;
+                let (lo, hi) = (i * 16_384 / n, (i + 1) * 16_384 / n);
+                assert!((lo..hi).contains(&slot), "n={n} shard {i} slot {slot}");
+                assert_ne!(k.tag(), s.meta().tag());
+                let key = k.fire("job", 7);
+                assert_eq!(s.parse_fire(&key), Some((i, "job".to_string(), 7)));
+            }
+        }
+        let s = Shards::new("kf", 12);
+        let mut count = [0usize; 12];
+        for i in 0..120_000 {
+            count[s.of(&format!("task-{i}"))] += 1;
+        }
+        assert!(
+            count.iter().all(|&c| (9_000..11_000).contains(&c)),
+            "{count:?}"
+        );
+        assert_eq!(
+            s.parse_fire("{kf}:fire:a:5"),
+            None,
+            "the meta tag holds no firings"
+        );
+        assert_eq!(s.parse_fire("{other:1}:fire:a:5"), None);
+    }
+}

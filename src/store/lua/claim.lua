@@ -1,0 +1,95 @@
+-- Claim scheduled firings, one or a batch: each at most once, ever (G1), never before its
+-- instant by Redis's clock (G3). The compare-and-set on the job's entry in the due ZSET is
+-- what makes a firing claimable once; the SET NX PX lock then guards the run. The job's next
+-- firing is scheduled in the same step, and the misfire and overlap policies are applied
+-- here, atomically. Firings that arrive together are claimed in one call (fewer round trips).
+-- KEYS[1] due zset   KEYS[2] running zset   KEYS[3] attempts hash
+-- then per firing i (base b = 3 + 4 * (i - 1)):
+--   KEYS[b+1] job hash   KEYS[b+2] lock of the firing   KEYS[b+3] sentinel of the firing
+--   KEYS[b+4] sentinel of the job's next firing
+-- ARGV[1] node id   ARGV[2] lease ms   ARGV[3] change channel   ARGV[4] sentinel horizon ms
+-- then per firing i (base a = 4 + 9 * (i - 1)):
+--   ARGV[a+1] job id   ARGV[a+2] instant ms   ARGV[a+3] "<generation>.<version>" of the job the
+--   caller computed with (a job created again after a delete has a new generation)
+--   ARGV[a+4] next firing ms or ""   ARGV[a+5] misfire tolerance ms
+--   ARGV[a+6] "1": the caller applied the misfire policy (take next, run and missed as given)
+--   ARGV[a+7] "1": run this firing, "0": skip it (misfire)   ARGV[a+8] firings to count as missed
+--   ARGV[a+9] overlap policy (allow | forbid | replace)
+-- Reply: per firing, two values:
+--   1, now: claimed | 0, 'stale': claimed already, changed or deleted | 2, ms: early by ms
+--   3, version: job changed, recompute | 4, now: later than the tolerance, apply the misfire policy
+--   5, 'locked': a run of this firing holds the lock | 6, 'missed': skipped (misfire policy)
+--   7, running firing: skipped, the previous run still runs (overlap forbid)
+local n = (#KEYS - 3) / 4
+assert(n >= 1 and n == math.floor(n) and #ARGV == 4 + 9 * n, 'claim: wrong arity')
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local node, lease, channel, horizon = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local reply = {}
+
+local function claim(job, lock, sentinel, next_sentinel, id, at_s, version, nxt, tolerance,
+                     applied, run, missed, overlap)
+  local score = redis.call('ZSCORE', KEYS[1], id)
+  if not score or tonumber(score) ~= tonumber(at_s) then return 0, 'stale' end
+  local at = tonumber(at_s)
+  if at > now then return 2, at - now end
+  local fields = redis.call('HMGET', job, 'version', 'active', 'gen')
+  if (fields[3] or '0') .. '.' .. (fields[1] or '0') ~= version then return 3, fields[1] or '0' end
+  if applied ~= '1' and at < now - tonumber(tolerance) then return 4, now end
+
+  local fid = id .. ':' .. at_s
+  local function advance()
+    redis.call('DEL', sentinel)
+    if nxt == '' then
+      redis.call('ZREM', KEYS[1], id)
+      redis.call('HSET', job, 'next', '', 'status', 'finished', 'last', at)
+    else
+      redis.call('ZADD', KEYS[1], nxt, id)
+      redis.call('HSET', job, 'next', nxt, 'last', at)
+      -- Later firings get their sentinel from promote.lua as they come within the horizon.
+      if tonumber(nxt) > now and tonumber(nxt) <= now + horizon then
+        redis.call('SET', next_sentinel, '1', 'PXAT', nxt)
+      end
+    end
+    if tonumber(missed) > 0 then redis.call('HINCRBY', job, 'missed', missed) end
+  end
+
+  if run == '0' then
+    advance()
+    return 6, 'missed'
+  end
+  local active = fields[2]
+  local replaced = nil
+  if active and active ~= fid then
+    local held = redis.call('ZSCORE', KEYS[2], active)
+    if held and tonumber(held) > now then
+      if overlap == 'forbid' then
+        advance()
+        redis.call('HINCRBY', job, 'skipped', 1)
+        return 7, active
+      elseif overlap == 'replace' then
+        replaced = active
+      end
+    end
+  end
+  if not redis.call('SET', lock, node .. ':1', 'NX', 'PX', lease) then return 5, 'locked' end
+  advance()
+  redis.call('HSET', KEYS[3], fid, 1)
+  redis.call('ZADD', KEYS[2], now + lease, fid)
+  redis.call('HSET', job, 'active', fid)
+  if replaced then
+    redis.call('PUBLISH', channel, cjson.encode({op = 'cancel', id = id, firing = replaced}))
+  end
+  return 1, now
+end
+
+for i = 1, n do
+  local b = 3 + 4 * (i - 1)
+  local a = 4 + 9 * (i - 1)
+  local code, arg = claim(KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4],
+    ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7],
+    ARGV[a + 8], ARGV[a + 9])
+  reply[#reply + 1] = code
+  reply[#reply + 1] = arg
+end
+return reply

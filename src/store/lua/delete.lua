@@ -1,0 +1,30 @@
+-- Delete a job: definition, pending firing, index entries, history and dead letters, and its
+-- queued attempts and leases, atomically (G4). Dropping the queued attempts and leases matters
+-- when a job of the same id is created again: a retry (or a lease takeover) of the deleted
+-- job must not run under the new one. A run of the deleted job still in progress can no
+-- longer record its outcome (its attempt is gone: fenced).
+-- KEYS[1] job hash   KEYS[2] due zset   KEYS[3] jobs index   KEYS[4] sentinel of the next firing
+-- KEYS[5] run history list   KEYS[6] dead letters list   KEYS[7] done zset
+-- KEYS[8] retry zset   KEYS[9] running zset   KEYS[10] attempts hash
+-- ARGV[1] job id   ARGV[2] change channel   ARGV[3] "1": only if finished (retention cleanup)
+-- Reply: 1 deleted, 0 no such job (or not finished, with ARGV[3]).
+-- Cost: a scan of the retry and running ZSETs (pending retries and runs in progress).
+assert(#KEYS == 10 and #ARGV == 3, 'delete: wrong arity')
+redis.call('ZREM', KEYS[7], ARGV[1])
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if ARGV[3] == '1' and redis.call('HGET', KEYS[1], 'status') ~= 'finished' then return 0 end
+redis.call('DEL', KEYS[1], KEYS[4], KEYS[5], KEYS[6])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+-- Firing ids are "<job id>:<instant>", and job ids hold no ':'.
+local prefix = ARGV[1] .. ':'
+for _, set in ipairs({KEYS[8], KEYS[9]}) do
+  for _, fid in ipairs(redis.call('ZRANGE', set, 0, -1)) do
+    if string.sub(fid, 1, #prefix) == prefix and not string.find(fid, ':', #prefix + 1, true) then
+      redis.call('ZREM', set, fid)
+      redis.call('HDEL', KEYS[10], fid)
+    end
+  end
+end
+redis.call('PUBLISH', ARGV[2], cjson.encode({op = 'delete', id = ARGV[1]}))
+return 1

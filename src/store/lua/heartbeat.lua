@@ -1,0 +1,28 @@
+-- Announce a node (or its leaving) and read the live set, by Redis's clock.
+-- KEYS[1] nodes zset   KEYS[2] this node's info hash
+-- ARGV[1] node id   ARGV[2] node ttl ms   ARGV[3] info JSON   ARGV[4] '1' when leaving
+-- ARGV[5] change channel: a node joining or leaving is announced on it, so the others
+--         re-read the live set at once and the firings it owned (or now owns) move without
+--         waiting for their next heartbeat.
+-- Reply: {now, live node id...}
+assert(#KEYS == 2 and #ARGV == 5, 'heartbeat: wrong arity')
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[2])
+local function announce(what)
+  redis.call('PUBLISH', ARGV[5], cjson.encode({op = 'nodes', id = ARGV[1], what = what}))
+end
+if ARGV[4] == '1' then
+  if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then announce('leave') end
+  redis.call('DEL', KEYS[2])
+else
+  local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+  redis.call('ZADD', KEYS[1], now, ARGV[1])
+  if not score or tonumber(score) < now - ttl then announce('join') end
+  redis.call('HSET', KEYS[2], 'info', ARGV[3], 'seen', now)
+  redis.call('PEXPIRE', KEYS[2], ttl * 10)
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - ttl * 10)
+local live = redis.call('ZRANGEBYSCORE', KEYS[1], now - ttl, '+inf')
+table.insert(live, 1, now)
+return live

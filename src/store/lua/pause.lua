@@ -1,0 +1,36 @@
+-- Pause or resume a job, atomically (G4). A paused job keeps its definition and has no
+-- pending firing, so no claim can succeed for it.
+-- KEYS[1] job hash   KEYS[2] due zset   KEYS[3] sentinel of the firing (pause: current, resume: new)
+-- ARGV[1] job id   ARGV[2] 'pause' | 'resume'   ARGV[3] next firing ms on resume ("" none): the first
+--         firing after the pause began, so the claim applies the job's misfire policy to the
+--         firings the pause skipped
+-- ARGV[4] change channel   ARGV[5] sentinel horizon ms
+-- Reply: {changed (0|1), status after, next}; status 'missing' when there is no such job.
+assert(#KEYS == 3 and #ARGV == 5, 'pause: wrong arity')
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then return {0, 'missing', ''} end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if ARGV[2] == 'pause' then
+  if status ~= 'active' then return {0, status, ''} end
+  redis.call('HSET', KEYS[1], 'status', 'paused', 'next', '', 'updated', now, 'paused_at', now)
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  redis.call('DEL', KEYS[3])
+  redis.call('PUBLISH', ARGV[4], cjson.encode({op = 'pause', id = ARGV[1]}))
+  return {1, 'paused', ''}
+end
+if status ~= 'paused' then return {0, status, redis.call('HGET', KEYS[1], 'next') or ''} end
+local nxt = ARGV[3]
+if nxt == '' then
+  redis.call('HSET', KEYS[1], 'status', 'finished', 'next', '', 'updated', now)
+  redis.call('PUBLISH', ARGV[4], cjson.encode({op = 'resume', id = ARGV[1]}))
+  return {1, 'finished', ''}
+end
+redis.call('HSET', KEYS[1], 'status', 'active', 'next', nxt, 'updated', now)
+redis.call('ZADD', KEYS[2], nxt, ARGV[1])
+if tonumber(nxt) > now and tonumber(nxt) <= now + tonumber(ARGV[5]) then
+  redis.call('SET', KEYS[3], '1', 'PXAT', nxt)
+end
+local version = redis.call('HGET', KEYS[1], 'version')
+redis.call('PUBLISH', ARGV[4], cjson.encode({op = 'resume', id = ARGV[1], version = tonumber(version), next = nxt}))
+return {1, 'active', nxt}

@@ -1,0 +1,21 @@
+-- Run a job once now, without moving its schedule: queue a firing at Redis's now as attempt 1.
+-- Overlap policies apply to it like to any firing.
+-- KEYS[1] job hash   KEYS[2] retry zset   KEYS[3] attempts hash   KEYS[4] due zset
+-- ARGV[1] job id   ARGV[2] change channel
+-- Reply: the firing id, or false when there is no such job.
+assert(#KEYS == 4 and #ARGV == 2, 'trigger: wrong arity')
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+local t = redis.call('TIME')
+local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- A firing id names one firing: step past any instant already in use for this job.
+local due = redis.call('ZSCORE', KEYS[4], ARGV[1])
+while (due and tonumber(due) == at) or redis.call('HEXISTS', KEYS[3], ARGV[1] .. ':' .. at) == 1
+    or tonumber(redis.call('HGET', KEYS[1], 'last') or '0') == at do
+  at = at + 1
+end
+local fid = ARGV[1] .. ':' .. at
+redis.call('HSET', KEYS[3], fid, 1)
+redis.call('ZADD', KEYS[2], at, fid)
+redis.call('HINCRBY', KEYS[1], 'triggered', 1)
+redis.call('PUBLISH', ARGV[2], cjson.encode({op = 'retry', id = ARGV[1], firing = fid, at = at}))
+return fid

@@ -1,0 +1,50 @@
+-- Create or replace a job, and schedule its next firing, atomically (G4).
+-- KEYS[1] job hash   KEYS[2] due zset   KEYS[3] jobs index
+-- KEYS[4] sentinel of the next firing the caller read (deleted)   KEYS[5] sentinel of the new next firing
+-- KEYS[6] generation counter: a job created again after a delete gets a new generation, so a
+--         node holding the deleted job's spec (it missed the delete) cannot claim with it
+-- ARGV[1] job id   ARGV[2] spec JSON   ARGV[3] expected version ("0": must not exist)
+-- ARGV[4] next firing ms or ""   ARGV[5] change channel
+-- ARGV[6] creation instant ms the caller computed the schedule with (kept when the job exists:
+--         it is the phase of an `every` job without start_at)
+-- ARGV[7] "1" when the job is one-shot (cleaned up a retention period after it succeeded)
+-- ARGV[8] sentinel horizon ms: only a firing due within it gets its sentinel key now
+-- Reply: {version, status, next, now}, or {-1, current version} when the version moved on.
+assert(#KEYS == 6 and #ARGV == 8, 'upsert: wrong arity')
+local cur = redis.call('HGET', KEYS[1], 'version') or '0'
+if cur ~= ARGV[3] then return {-1, cur} end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local version = tonumber(cur) + 1
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then
+  redis.call('HSET', KEYS[1], 'created', ARGV[6], 'gen', redis.call('INCR', KEYS[6]))
+end
+redis.call('DEL', KEYS[4])
+local nxt = ARGV[4]
+-- A firing is claimed once, ever (G1): never schedule an instant at or before the last claimed one
+-- (re-declaring a one-shot job that already ran must not run it again).
+local last = redis.call('HGET', KEYS[1], 'last')
+if nxt ~= '' and last and tonumber(nxt) <= tonumber(last) then nxt = '' end
+if status == 'paused' then
+  nxt = ''
+elseif nxt == '' then
+  status = 'finished'
+else
+  status = 'active'
+end
+redis.call('HSET', KEYS[1], 'spec', ARGV[2], 'version', version, 'status', status, 'next', nxt, 'updated', now, 'once', ARGV[7])
+redis.call('ZADD', KEYS[3], 0, ARGV[1])
+if nxt == '' then
+  redis.call('ZREM', KEYS[2], ARGV[1])
+else
+  redis.call('ZADD', KEYS[2], nxt, ARGV[1])
+  -- A TTL in the past would give `del`, not `expired`: past instants are claimed directly
+  -- by the nodes that read the change message below.
+  -- Later firings are given their sentinel by promote.lua as they come within the horizon.
+  if tonumber(nxt) > now and tonumber(nxt) <= now + tonumber(ARGV[8]) then
+    redis.call('SET', KEYS[5], '1', 'PXAT', nxt)
+  end
+end
+redis.call('PUBLISH', ARGV[5], cjson.encode({op = 'upsert', id = ARGV[1], version = version, next = nxt}))
+return {version, status, nxt, now}

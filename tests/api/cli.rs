@@ -1,0 +1,404 @@
+//! The CLI client, black box: `keyfire serve` as a child process with a TOML file, driven by
+//! the `keyfire` binary only. Checks output and exit codes.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::Value;
+
+use crate::support::World;
+
+const BIN: &str = env!("CARGO_BIN_EXE_keyfire");
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn write_config(w: &World, dir: &Path, port: u16, extra: &str) -> std::path::PathBuf {
+    let path = dir.join("keyfire.toml");
+    let text = format!(
+        r#"{extra_top}
+[redis]
+url = "{url}"
+prefix = "{prefix}"
+
+[node]
+id = "cli-node"
+heartbeat_interval = "200ms"
+node_ttl = "1s"
+sweep_interval = "500ms"
+claim_grace = "1s"
+timer_horizon = "1500ms"
+drain_timeout = "5s"
+
+[api]
+listen = "127.0.0.1:{port}"
+token = "cli-token"
+
+{extra}
+"#,
+        extra_top = "",
+        url = w.redis.url(),
+        prefix = w.settings.redis.prefix,
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+struct Serve(Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn serve(config: &Path) -> Serve {
+    Serve(
+        Command::new(BIN)
+            .args(["serve", "--config"])
+            .arg(config)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run keyfire serve"),
+    )
+}
+
+/// Run the CLI against the served API.
+fn cli(url: &str, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env("KEYFIRE_URL", url)
+        .env("KEYFIRE_TOKEN", "cli-token")
+        .output()
+        .expect("run keyfire")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn json(o: &Output) -> Value {
+    assert_eq!(code(o), 0, "{}", text(o));
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(o)))
+}
+
+fn wait_ready(url: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let o = cli(url, &["nodes", "--json"]);
+        if code(&o) == 0 && json(&o)["nodes"].as_array().is_some_and(|n| !n.is_empty()) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "serve did not come up: {}",
+            text(&o)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Acceptance 2: add a cron job with seconds, see it run, pause it, edit it, list runs,
+/// delete it; with the documented exit codes along the way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_drives_a_served_node() {
+    let w = World::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let config = write_config(&w, dir.path(), port, "");
+    let mut server = serve(&config);
+    let url = format!("http://127.0.0.1:{port}");
+    tokio::task::block_in_place(|| wait_ready(&url));
+
+    let nodes = cli(&url, &["nodes"]);
+    assert_eq!(code(&nodes), 0);
+    assert!(text(&nodes).contains("cli-node"), "{}", text(&nodes));
+
+    let add = cli(
+        &url,
+        &[
+            "job",
+            "add",
+            "--id",
+            "tick",
+            "--cron",
+            "*/1 * * * * *",
+            "--handler",
+            "noop",
+        ],
+    );
+    assert_eq!(code(&add), 0, "{}", text(&add));
+    assert!(
+        text(&add).contains("created job tick (version 1)"),
+        "{}",
+        text(&add)
+    );
+    assert!(text(&add).contains("next firings"), "{}", text(&add));
+
+    // It runs.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let runs = json(&cli(&url, &["job", "runs", "tick", "--json"]));
+        if runs["runs"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|r| r["outcome"] == "ok"))
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "tick never ran: {runs}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    let pause = cli(&url, &["job", "pause", "tick"]);
+    assert_eq!(code(&pause), 0);
+    assert!(
+        text(&pause).contains("job tick is paused"),
+        "{}",
+        text(&pause)
+    );
+    let got = json(&cli(&url, &["job", "get", "tick", "--json"]));
+    assert_eq!(got["status"], "paused");
+
+    let edit = cli(
+        &url,
+        &[
+            "job",
+            "edit",
+            "tick",
+            "--cron",
+            "0 0 9 * * *",
+            "--tz",
+            "Europe/Berlin",
+        ],
+    );
+    assert_eq!(code(&edit), 0, "{}", text(&edit));
+    let got = json(&cli(&url, &["job", "get", "tick", "--json"]));
+    assert_eq!(got["spec"]["cron"], "0 0 9 * * *");
+    assert_eq!(got["spec"]["tz"], "Europe/Berlin");
+    let human = cli(&url, &["job", "get", "tick"]);
+    assert!(
+        text(&human).contains("cron '0 0 9 * * *' Europe/Berlin"),
+        "{}",
+        text(&human)
+    );
+
+    let ls = cli(&url, &["job", "ls"]);
+    assert!(text(&ls).starts_with("ID"), "{}", text(&ls));
+    assert!(text(&ls).contains("tick"), "{}", text(&ls));
+    let runs = cli(&url, &["job", "runs", "tick"]);
+    assert_eq!(code(&runs), 0);
+    assert!(text(&runs).contains("ok"), "{}", text(&runs));
+
+    // Trigger runs it now although paused schedules nothing.
+    let trig = cli(&url, &["job", "trigger", "tick"]);
+    assert_eq!(code(&trig), 0, "{}", text(&trig));
+    assert!(text(&trig).starts_with("tick:"), "{}", text(&trig));
+    let dead = json(&cli(&url, &["dead", "ls", "tick", "--json"]));
+    assert_eq!(dead["dead"], serde_json::json!([]));
+    assert_eq!(code(&cli(&url, &["dead", "purge", "tick"])), 0);
+
+    // Exit codes: validation 2, not found 3, conflict 4, cannot connect 5, auth 1.
+    let bad = cli(
+        &url,
+        &[
+            "job",
+            "add",
+            "--id",
+            "bad",
+            "--cron",
+            "61 * * * *",
+            "--handler",
+            "noop",
+        ],
+    );
+    assert_eq!(code(&bad), 2, "{}", text(&bad));
+    assert!(text(&bad).contains("cron"), "{}", text(&bad));
+    let missing = cli(&url, &["job", "get", "nope"]);
+    assert_eq!(code(&missing), 3, "{}", text(&missing));
+    let dup = cli(
+        &url,
+        &[
+            "job",
+            "add",
+            "--id",
+            "tick",
+            "--every",
+            "1h",
+            "--handler",
+            "noop",
+            "--create-only",
+        ],
+    );
+    assert_eq!(code(&dup), 4, "{}", text(&dup));
+    let gone = cli("http://127.0.0.1:1", &["job", "ls"]);
+    assert_eq!(code(&gone), 5, "{}", text(&gone));
+    let mut unauth = Command::new(BIN);
+    unauth
+        .args(["job", "ls", "--url", &url, "--token", "wrong"])
+        .env_remove("KEYFIRE_TOKEN");
+    let unauth = unauth.output().unwrap();
+    assert_eq!(code(&unauth), 1, "{}", text(&unauth));
+    let usage = cli(&url, &["job", "add", "--cron", "x", "--every", "1s"]);
+    assert_eq!(code(&usage), 2);
+
+    // A job from a TOML file, and a task.
+    let file = dir.path().join("jobs.toml");
+    std::fs::write(
+        &file,
+        "[[jobs]]\nid = \"from-file\"\nevery = \"1h\"\nhandler = \"log\"\nparams = { a = 1 }\n\n[[jobs]]\nid = \"at-file\"\nat = 2099-01-01T00:00:00Z\nhandler = \"noop\"\n",
+    )
+    .unwrap();
+    let from_file = cli(&url, &["job", "add", file.to_str().unwrap()]);
+    assert_eq!(code(&from_file), 0, "{}", text(&from_file));
+    let got = json(&cli(&url, &["job", "get", "at-file", "--json"]));
+    assert_eq!(got["spec"]["at"], "2099-01-01T00:00:00Z");
+    let task = cli(&url, &["task", "add", "--handler", "noop", "--after", "1h"]);
+    assert_eq!(code(&task), 0, "{}", text(&task));
+    let task_id = text(&task).lines().next().unwrap().to_string();
+    assert_eq!(
+        json(&cli(&url, &["job", "get", &task_id, "--json"]))["id"],
+        task_id
+    );
+    let listed = json(&cli(&url, &["job", "ls", "--json", "--limit", "2"]));
+    assert_eq!(listed["jobs"].as_array().unwrap().len(), 2);
+    assert!(listed["next_cursor"].is_string());
+
+    let rm = cli(&url, &["job", "rm", "tick"]);
+    assert_eq!(code(&rm), 0);
+    assert_eq!(code(&cli(&url, &["job", "get", "tick"])), 3);
+
+    let _ = kill(Pid::from_raw(server.0.id() as i32), Signal::SIGTERM);
+    let status = server.0.wait().unwrap();
+    assert!(status.success(), "serve exited with {status}");
+}
+
+/// Acceptance 3: an invalid declared job stops `serve`, naming the file, the job and the
+/// field, and nothing is written.
+#[tokio::test]
+async fn serve_refuses_an_invalid_declared_job() {
+    let w = World::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        &w,
+        dir.path(),
+        free_port(),
+        "[[jobs]]\nid = \"good\"\nevery = \"1h\"\nhandler = \"log\"\n\n[[jobs]]\nid = \"bad-cron\"\ncron = \"61 * * * *\"\nhandler = \"log\"\n",
+    );
+    let out = Command::new(BIN)
+        .args(["serve", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(config.to_str().unwrap()), "{err}");
+    assert!(err.contains("bad-cron"), "{err}");
+    assert!(err.contains("invalid cron"), "{err}");
+    let jobs = crate::common::snapshot(&w).await;
+    assert!(jobs.is_empty(), "something was written: {jobs:?}");
+}
+
+/// The delay queue from the CLI (issue 6): add to a topic, pop, finish (a wrong token is a
+/// conflict), rm, topics; a pop that gets nothing exits 3 after its wait. The one-shot
+/// `task add --handler` still works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_drives_the_delay_queue() {
+    let w = World::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let config = write_config(&w, dir.path(), port, "");
+    let _server = serve(&config);
+    let url = format!("http://127.0.0.1:{port}");
+    tokio::task::block_in_place(|| {
+        wait_ready(&url);
+
+        let one_shot = cli(&url, &["task", "add", "--handler", "noop", "--after", "1h"]);
+        assert_eq!(code(&one_shot), 0, "{}", text(&one_shot));
+
+        let add = cli(
+            &url,
+            &[
+                "task",
+                "add",
+                "--topic",
+                "orders",
+                "--payload",
+                r#"{"order": 7}"#,
+                "--ttr",
+                "30s",
+                "--max-deliveries",
+                "2",
+            ],
+        );
+        assert_eq!(code(&add), 0, "{}", text(&add));
+        let id = String::from_utf8_lossy(&add.stdout).trim().to_string();
+        assert!(!id.is_empty());
+        // A task of another topic, to delete (ready at once: this test needs no node serving the
+        // `topic` handler, which delayed tasks do).
+        let spare = cli(&url, &["task", "add", "--topic", "spare", "--payload", "1"]);
+        assert_eq!(code(&spare), 0, "{}", text(&spare));
+        let spare_id = String::from_utf8_lossy(&spare.stdout).trim().to_string();
+
+        let popped = json(&cli(&url, &["task", "pop", "orders", "--json"]));
+        assert_eq!(popped["id"], id.as_str());
+        assert_eq!(popped["payload"]["order"], 7);
+        let token = popped["token"].as_str().unwrap().to_string();
+
+        let wrong = cli(&url, &["task", "finish", &id, "--reservation", "nope"]);
+        assert_eq!(code(&wrong), 4, "{}", text(&wrong));
+        let fin = cli(&url, &["task", "finish", &id, "--reservation", &token]);
+        assert_eq!(code(&fin), 0, "{}", text(&fin));
+        let got = json(&cli(&url, &["task", "get", &id, "--json"]));
+        assert_eq!(got["state"], "done");
+
+        // Nothing ready: exit 3 after the wait.
+        let start = Instant::now();
+        let none = cli(&url, &["task", "pop", "orders", "--wait", "1s"]);
+        assert_eq!(code(&none), 3, "{}", text(&none));
+        assert!(start.elapsed() >= Duration::from_secs(1));
+
+        let rm = cli(&url, &["task", "rm", &spare_id]);
+        assert_eq!(code(&rm), 0, "{}", text(&rm));
+        let again = cli(&url, &["task", "rm", &spare_id]);
+        assert_eq!(code(&again), 3, "{}", text(&again));
+
+        let topics = cli(&url, &["topics"]);
+        assert_eq!(code(&topics), 0, "{}", text(&topics));
+        let out = text(&topics);
+        assert!(out.contains("TOPIC") && out.contains("orders"), "{out}");
+        let list = json(&cli(&url, &["topics", "--json"]));
+        assert_eq!(list["topics"][0]["topic"], "orders");
+        assert_eq!(list["topics"][0]["added"], 1);
+        assert_eq!(list["topics"][0]["done"], 1);
+        assert_eq!(list["topics"][1]["topic"], "spare");
+        assert_eq!(list["topics"][1]["deleted"], 1);
+
+        let bad = cli(&url, &["task", "add", "--topic", "a:b", "--payload", "1"]);
+        assert_eq!(code(&bad), 2, "{}", text(&bad));
+        assert!(text(&bad).contains("topic"), "{}", text(&bad));
+        let bad = cli(&url, &["task", "add", "--topic", "t", "--ttr", "0s"]);
+        assert_eq!(code(&bad), 2, "{}", text(&bad));
+        let usage = cli(&url, &["task", "add", "--payload", "1"]);
+        assert_eq!(code(&usage), 2, "{}", text(&usage));
+    });
+}

@@ -1,0 +1,55 @@
+//! Declared `[[jobs]]`: upserted at start, and with `prune = true` undeclared recurring jobs
+//! are deleted while tasks are kept.
+
+use keyfire::{JobSpec, Registry};
+
+use crate::support::World;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_deletes_undeclared_recurring_jobs_only() {
+    let mut w = World::new().await;
+    let client = w.client().await;
+    client
+        .upsert(JobSpec::every("old-cron", "1h", "log"))
+        .await
+        .unwrap();
+    client
+        .upsert(JobSpec::after("a-task", "1h", "log"))
+        .await
+        .unwrap();
+    client
+        .upsert(JobSpec::every("keep", "2h", "log"))
+        .await
+        .unwrap();
+    w.settings.api.enabled = false;
+    w.settings.jobs = vec![
+        JobSpec::every("keep", "1h", "log"),
+        JobSpec::after("declared-once", "1h", "log"),
+    ];
+
+    // Without prune nothing is deleted; the differing job is updated.
+    let served = keyfire::cli::serve::start(w.settings.clone(), Registry::with_builtins())
+        .await
+        .unwrap();
+    served.shutdown().await;
+    assert!(client.get("old-cron").await.is_ok());
+    assert_eq!(
+        client.get("keep").await.unwrap().spec.every.as_deref(),
+        Some("1h")
+    );
+    let once = client.get("declared-once").await.unwrap();
+
+    w.settings.prune = true;
+    let served = keyfire::cli::serve::start(w.settings.clone(), Registry::with_builtins())
+        .await
+        .unwrap();
+    served.shutdown().await;
+    assert!(
+        client.get("old-cron").await.is_err(),
+        "undeclared recurring job survived"
+    );
+    assert!(client.get("a-task").await.is_ok(), "a task was pruned");
+    assert!(client.get("keep").await.is_ok());
+    // A declared `after` is resolved once, not again at every start.
+    assert_eq!(client.get("declared-once").await.unwrap(), once);
+}

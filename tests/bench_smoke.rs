@@ -1,0 +1,137 @@
+//! Every bench scenario at a tiny scale: the report comes out as one JSON line that parses,
+//! and nothing was missed or run twice; `steady` also on the bench's own Redis Cluster. Speed
+//! is measured by `keyfire bench`, never asserted here.
+
+use std::process::Command;
+use std::time::Duration;
+
+use keyfire::bench::{BenchOptions, RedisMode, Report, Scenario};
+
+async fn smoke(mut opts: BenchOptions) -> Report {
+    opts.quiet = true;
+    let run = keyfire::bench::run(&opts)
+        .await
+        .unwrap_or_else(|e| panic!("{:?} failed: {e:#}", opts.scenario));
+    let line = serde_json::to_string(&run.report).unwrap();
+    assert!(!line.contains('\n'), "one line: {line}");
+    let back: Report = serde_json::from_str(&line).unwrap();
+    assert_eq!(back, run.report);
+    let r = run.report;
+    assert_eq!(r.scenario, opts.scenario.name());
+    assert_eq!(r.missed, 0, "missed firings: {line}");
+    assert_eq!(r.doubled, 0, "doubled firings: {line}");
+    assert_eq!(run.lateness_ms.len(), r.firings, "{line}");
+    assert!(run.lateness_ms.is_sorted());
+    r
+}
+
+fn opts(scenario: Scenario, n: usize, duration_ms: u64) -> BenchOptions {
+    let mut o = BenchOptions::new(scenario);
+    o.n = Some(n);
+    o.duration = Some(Duration::from_millis(duration_ms));
+    o
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sparse_fires_the_due_tasks_among_pending_ones() {
+    let mut o = opts(Scenario::Sparse, 200, 1_000);
+    o.due = Some(50);
+    let r = smoke(o).await;
+    assert_eq!(r.firings, 50);
+    assert!(r.lateness_p50_ms.is_some() && r.firings_per_s.is_some());
+    assert!(r.redis_commands_per_firing.unwrap() > 0.0);
+    assert!(r.redis_memory_bytes_per_pending_job.unwrap() > 0.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steady_fires_every_task_once_across_nodes() {
+    let r = smoke(opts(Scenario::Steady, 200, 1_000)).await;
+    assert_eq!((r.firings, r.nodes), (200, 3));
+    assert_eq!(
+        (r.redis_mode.as_str(), r.masters, r.shards),
+        ("standalone", 1, 1)
+    );
+}
+
+/// Cluster mode: the bench starts a Redis Cluster of 3 masters (no replicas), spreads the
+/// tasks over 12 shards, and reads its Redis figures from every master.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steady_in_cluster_mode_fires_every_task_once() {
+    let mut o = opts(Scenario::Steady, 300, 1_000);
+    o.redis_mode = RedisMode::Cluster;
+    let r = smoke(o).await;
+    assert_eq!(
+        (
+            r.redis_mode.as_str(),
+            r.masters,
+            r.shards,
+            r.firings,
+            r.nodes
+        ),
+        ("cluster", 3, 12, 300, 3)
+    );
+    assert!(r.redis_commands_per_firing.unwrap() > 0.0, "{r:?}");
+    assert!(r.cpu_s_redis.is_some(), "{r:?}");
+    assert!(r.redis_memory_bytes_per_pending_job.unwrap() > 0.0, "{r:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cron_fires_each_job_each_second() {
+    let r = smoke(opts(Scenario::Cron, 20, 2_000)).await;
+    assert_eq!(r.firings, 40);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enqueue_reports_its_rate() {
+    let r = smoke(opts(Scenario::Enqueue, 200, 0)).await;
+    assert_eq!(r.firings, 0);
+    assert!(r.tasks_per_s.unwrap() > 0.0);
+    assert!(r.redis_commands_per_task.unwrap() > 0.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_measures_cpu_without_firing() {
+    let r = smoke(opts(Scenario::Idle, 200, 1_000)).await;
+    assert_eq!(r.firings, 0);
+    assert!(r.measured_s >= 1.0);
+    assert!(r.cpu_s_redis.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_delivers_every_task_once_and_finishes_it() {
+    let r = smoke(opts(Scenario::Queue, 300, 1_000)).await;
+    assert_eq!((r.scenario.as_str(), r.firings, r.nodes), ("queue", 300, 1));
+    assert!(r.lateness_p50_ms.is_some(), "{r:?}");
+    assert!(r.lateness_p50_ms.unwrap() >= 0, "ready before due: {r:?}");
+    assert!(r.firings_per_s.unwrap() > 0.0 && r.tasks_per_s.unwrap() > 0.0);
+}
+
+/// Through the binary: stdout is exactly one JSON line, logs or not; the plot is an SVG.
+#[test]
+fn burst_through_the_cli_prints_one_json_line_and_a_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("burst.svg");
+    let out = Command::new(env!("CARGO_BIN_EXE_keyfire"))
+        .args(["bench", "burst", "--n", "200", "--plot"])
+        .arg(&svg)
+        // The nodes log at info ("node started"): that must go to stderr, not stdout.
+        .env("RUST_LOG", "info")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{stdout}");
+    let r: Report = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(
+        (r.scenario.as_str(), r.firings, r.missed, r.doubled),
+        ("burst", 200, 0, 0)
+    );
+    assert!(r.last_started_ms.is_some());
+    let plot = std::fs::read_to_string(&svg).unwrap();
+    assert!(plot.starts_with("<svg") && plot.contains("<polyline"));
+}

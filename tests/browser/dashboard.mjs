@@ -1,0 +1,207 @@
+// Drives keyfire's dashboard in headless Chromium (Debian's /usr/bin/chromium, through
+// playwright-core; Playwright's own browser download is not used).
+//
+//   node tests/browser/dashboard.mjs <base url> <api token> <screenshot dir>
+//
+// tests/ops/browser.rs starts Redis and a node, creates the jobs this script expects, runs it,
+// and checks what it reports. It expects a job `xss.job` (every second, handler failing with
+// an error text that holds HTML, params holding HTML, one attempt, so it has dead letters).
+//
+// Fails (exit 1, with a JSON report on stdout) on any console error, page error, failed
+// request, HTTP error answer, JavaScript dialog (alert/confirm/prompt), or HTML from the data
+// turning into elements.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const [base, token, shots] = process.argv.slice(2);
+if (!base || token === undefined || !shots) {
+  console.error('usage: node dashboard.mjs <base url> <api token> <screenshot dir>');
+  process.exit(2);
+}
+mkdirSync(shots, { recursive: true });
+
+const JOB = 'xss.job';
+const PAYLOAD = '<script>alert(1)</script>';
+const problems = [];
+const steps = [];
+const started = Date.now();
+
+function step(name) {
+  steps.push({ step: name, at_ms: Date.now() - started });
+}
+
+function check(cond, what) {
+  if (!cond) throw new Error('check failed: ' + what);
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  // Root in a container needs --no-sandbox; the rest keep Chromium off the (closed) network.
+  args: [
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-quic',
+    '--no-first-run',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+  ],
+});
+
+let failed = null;
+try {
+  // launch() gives a fresh profile (its own temporary user-data-dir) to every context.
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15000);
+  page.on('dialog', async (d) => {
+    problems.push(`a ${d.type()} dialog fired: ${d.message()}`);
+    await d.dismiss().catch(() => {});
+  });
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
+  page.on('response', (r) => {
+    if (r.status() >= 400) problems.push(`HTTP ${r.status()} for ${r.request().method()} ${r.url()}`);
+  });
+
+  /** No markup from the data became elements: no <script>, no <img> but the logo, nothing pwned. */
+  async function noInjectedMarkup(where) {
+    const found = await page.evaluate(() => ({
+      scripts: document.querySelectorAll('#app script, #banner script, dialog script').length,
+      images: document.querySelectorAll('#app img, #banner img, dialog img').length,
+      pwned: window.__pwned === true,
+    }));
+    check(found.scripts === 0 && found.images === 0 && !found.pwned,
+      `no injected markup on ${where}: ${JSON.stringify(found)}`);
+  }
+
+  async function shot(name) {
+    await page.screenshot({ path: join(shots, name + '.png'), fullPage: true });
+  }
+
+  // 1. The page asks for the token before calling the API (the node has api.token).
+  await page.goto(base + '/');
+  step('loaded');
+  if (token) {
+    await page.getByRole('heading', { name: 'API token needed' }).waitFor();
+    await page.locator('#token-input').fill(token);
+    await page.locator('#token-use').click();
+  }
+
+  // 2. Overview: the live node, the job count, and a firing rate once two samples exist.
+  await page.getByRole('heading', { name: 'Overview' }).waitFor();
+  await page.locator('[data-card="nodes"] .value').filter({ hasText: /^[1-9]/ }).waitFor();
+  await page.locator('[data-card="rate"] .value').filter({ hasText: /\d/ }).waitFor({ timeout: 20000 });
+  const deadCount = await page.locator('[data-card="dead"] .value').textContent();
+  check(Number(deadCount.replace(/,/g, '')) > 0, 'the overview counts dead letters: ' + deadCount);
+  await noInjectedMarkup('overview');
+  await shot('overview');
+  step('overview');
+
+  // 3. Jobs: the job is listed with its status.
+  await page.locator('#nav a[data-page="jobs"]').click();
+  const row = page.locator(`#jobs-table tr[data-job="${JOB}"]`);
+  await row.waitFor();
+  check((await row.locator('.badge').textContent()) === 'active', 'the job is listed as active');
+  const ids = await page.locator('#jobs-table tbody tr').evaluateAll((rows) => rows.map((r) => r.dataset.job));
+  await noInjectedMarkup('jobs');
+  await shot('jobs');
+  step('jobs listed: ' + ids.join(', '));
+
+  // 4. Search by id prefix, and a search text that is markup shows as text.
+  await page.locator('#job-search').fill('xss');
+  await page.locator('#job-search').press('Enter');
+  await page.waitForFunction(() => location.hash.includes('q=xss'));
+  await page.waitForFunction(() => {
+    const rows = [...document.querySelectorAll('#jobs-table tbody tr')];
+    return rows.length > 0 && rows.every((r) => r.dataset.job.startsWith('xss'));
+  });
+  await page.locator('#job-search').fill(PAYLOAD);
+  await page.locator('#job-search').press('Enter');
+  await page.locator('.empty', { hasText: 'No job id starts with' }).waitFor();
+  check((await page.locator('.empty').textContent()).includes(PAYLOAD), 'the search text shows as text');
+  await noInjectedMarkup('search');
+  await page.locator('#job-search').fill('');
+  await page.locator('#job-search').press('Enter');
+  await row.waitFor();
+  step('search');
+
+  // 5. Pause it from the page: a confirmation first, then the state changes.
+  await row.getByRole('button', { name: 'Pause' }).click();
+  const dialog = page.locator('dialog#confirm');
+  await dialog.waitFor({ state: 'visible' });
+  check((await dialog.locator('#confirm-text').textContent()).includes(JOB), 'the dialog names the job');
+  await shot('confirm');
+  await dialog.getByRole('button', { name: 'Pause' }).click();
+  await page.locator(`#jobs-table tr[data-job="${JOB}"] .badge`, { hasText: 'paused' }).waitFor();
+  await page.locator('#banner-text', { hasText: `Paused "${JOB}"` }).waitFor();
+  step('paused');
+
+  // 6. Its runs, with their errors as text.
+  await page.locator(`#jobs-table tr[data-job="${JOB}"] a`).first().click();
+  await page.locator('#job-id', { hasText: JOB }).waitFor();
+  await page.locator('h1 .badge', { hasText: 'paused' }).waitFor();
+  await page.locator('#runs-table tbody tr').first().waitFor();
+  const errors = await page.locator('#runs-table td.error').allTextContents();
+  check(errors.length > 0 && errors.every((e) => e.includes(PAYLOAD)), 'run errors show the markup as text');
+  check((await page.locator('#job-spec').textContent()).includes(PAYLOAD), 'the spec shows the markup as text');
+  await noInjectedMarkup('job');
+  await shot('job');
+  step(`runs: ${await page.locator('#runs-table tbody tr').count()}`);
+
+  // 7. Dead letters: listed with their errors; replay one.
+  await page.locator('#nav a[data-page="dead"]').click();
+  const section = page.locator(`section[data-job="${JOB}"]`);
+  await section.locator('tbody tr').first().waitFor();
+  check((await section.locator('td.error').first().textContent()).includes(PAYLOAD), 'dead letter errors show as text');
+  await noInjectedMarkup('dead');
+  await shot('dead');
+  await section.locator('tbody tr').first().getByRole('button', { name: 'Replay' }).click();
+  await dialog.getByRole('button', { name: 'Replay' }).click();
+  await page.locator('#banner-text', { hasText: 'Queued 1 dead letter' }).waitFor();
+  step('replayed one dead letter');
+
+  // 7b. Topics: a delay-queue task added through the API shows in its topic's counts.
+  const added = await fetch(base + '/v1/topics/xss.topic/tasks', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: 'Bearer ' + token } : {}) },
+    body: JSON.stringify({ payload: PAYLOAD }),
+  });
+  check(added.status === 201, 'a topic task is added: HTTP ' + added.status);
+  await page.locator('#nav a[data-page="topics"]').click();
+  const topicRow = page.locator('tr[data-topic="xss.topic"]');
+  await topicRow.waitFor();
+  check((await topicRow.locator('td[data-col="ready"]').textContent()) === '1', 'the topic counts its ready task');
+  await noInjectedMarkup('topics');
+  await shot('topics');
+  step('topics');
+
+  // 8. Cancelling a confirmation does nothing.
+  await page.locator('#nav a[data-page="jobs"]').click();
+  await row.waitFor();
+  await row.getByRole('button', { name: 'Delete' }).click();
+  await dialog.getByRole('button', { name: 'Cancel' }).click();
+  await page.waitForTimeout(300);
+  check(await row.isVisible(), 'a cancelled delete keeps the job');
+  step('cancel keeps the job');
+  await context.close();
+} catch (e) {
+  failed = e.message.split('\n')[0];
+} finally {
+  await browser.close();
+}
+
+const report = {
+  ok: failed === null && problems.length === 0,
+  failed,
+  problems,
+  steps,
+  elapsed_ms: Date.now() - started,
+};
+console.log(JSON.stringify(report));
+process.exit(report.ok ? 0 : 1);

@@ -1,0 +1,62 @@
+//! Issue 9, acceptance 1: a 60-second chaos round with a fixed seed and at least one fault of
+//! every kind; the checker must find no violation. (The checker's own tests, with a planted
+//! double, miss and early run, are unit tests in `src/chaos/check.rs`.)
+//!
+//! The node processes are the `chaos_node` example, which `cargo test` builds next to this
+//! test binary. Longer rounds: `cargo run --release -- chaos --minutes 10 --seed N`.
+
+mod repro;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use keyfire::chaos::{Config, FaultKind, node_bin_near};
+
+/// The seed of the round `cargo test` runs (any seed plans every fault kind in a minute).
+const SEED: u64 = 9;
+
+fn node_bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    node_bin_near(&exe).unwrap_or_else(|| {
+        panic!(
+            "examples/chaos_node is missing near {}: `cargo test` builds it; \
+             with a filter, run `cargo build --examples` first",
+            exe.display()
+        )
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_minute_of_every_fault_loses_and_doubles_nothing() {
+    let out = keyfire::chaos::run(Config {
+        seed: SEED,
+        duration: Duration::from_secs(60),
+        nodes: 4,
+        node_bin: node_bin(),
+        dir: None,
+        verbose: true,
+    })
+    .await
+    .expect("the round ran");
+    let r = &out.report;
+    eprintln!(
+        "chaos round (seed {SEED}), files in {}:\n{r}",
+        out.dir.display()
+    );
+    for kind in FaultKind::SCHEDULED
+        .into_iter()
+        .chain([FaultKind::HandlerFail, FaultKind::HandlerHang])
+    {
+        assert!(
+            r.faults.get(&kind).copied().unwrap_or(0) >= 1,
+            "no {kind} fault was injected: {r}"
+        );
+    }
+    assert!(r.required > 200, "too few firings to mean much: {r}");
+    assert!(
+        r.ok(),
+        "{} violations (seed {SEED}; files in {}):\n{r}",
+        r.violations.len(),
+        out.dir.display()
+    );
+}

@@ -1,0 +1,214 @@
+//! A node process killed mid-run: its runs are taken over after their lease (G5).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use keyfire::JobSpec;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::json;
+
+use crate::support::World;
+
+/// The `recording_node` example, built by `cargo test` next to this test binary.
+fn example_bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap();
+    dir.join("examples").join("recording_node")
+}
+
+/// A node process, SIGKILLed when dropped: a failing test must not leave it running.
+struct NodeProcess(Child);
+
+impl std::ops::Deref for NodeProcess {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for NodeProcess {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for NodeProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn_node(w: &World, id: &str, log: &std::path::Path) -> NodeProcess {
+    let s = &w.settings;
+    Command::new(example_bin())
+        .env("KEYFIRE__REDIS__URL", &s.redis.url)
+        .env("KEYFIRE__REDIS__PREFIX", &s.redis.prefix)
+        .env("KEYFIRE__NODE__ID", id)
+        // No REST API: several of these run at once, and 8080 may be taken.
+        .env("KEYFIRE__API__ENABLED", "false")
+        .env("KEYFIRE__NODE__LEASE", "2s")
+        .env("KEYFIRE__NODE__HEARTBEAT_INTERVAL", "200ms")
+        .env("KEYFIRE__NODE__NODE_TTL", "1s")
+        .env("KEYFIRE__NODE__SWEEP_INTERVAL", "500ms")
+        .env("KEYFIRE__NODE__CLAIM_GRACE", "1s")
+        .env("KEYFIRE_TEST_LOG", log)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map(NodeProcess)
+        .unwrap_or_else(|e| panic!("run {}: {e}", example_bin().display()))
+}
+
+fn log_lines(log: &std::path::Path) -> Vec<(String, String, u32, String)> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let p: Vec<&str> = l.split(' ').collect();
+            match p.as_slice() {
+                [what, fid, attempt, node] => Some((
+                    what.to_string(),
+                    fid.to_string(),
+                    attempt.parse().ok()?,
+                    node.to_string(),
+                )),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// Acceptance 4.1: a node process killed with SIGKILL while 50 runs are in flight: each of
+/// those firings completes on another node with attempt 2, and none completes twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sigkilled_node_runs_are_taken_over_as_attempt_two() {
+    let mut w = World::new().await;
+    w.settings.node.lease = Duration::from_secs(2);
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    let mut victim = spawn_node(&w, "victim", &log);
+    let client = w.client().await.allow_handlers(["slow"]);
+    let specs: Vec<JobSpec> = (0..50)
+        .map(|i| JobSpec::after(format!("t{i}"), "0s", "slow").params(json!({"sleep_ms": 1_500})))
+        .collect();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    client.enqueue_many(specs).await.unwrap();
+    while log_lines(&log).iter().filter(|l| l.0 == "start").count() < 50 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "victim did not start 50 runs"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    kill(Pid::from_raw(victim.id() as i32), Signal::SIGKILL).unwrap();
+    victim.wait().unwrap();
+    let killed_at = w.redis_ms().await;
+    assert!(
+        log_lines(&log).iter().all(|l| l.0 == "start"),
+        "a run ended before the kill"
+    );
+
+    let nodes = [w.node("b").await, w.node("c").await];
+    w.recorder
+        .wait_until(Duration::from_secs(20), "50 takeovers finished", |s| {
+            s.iter()
+                .filter(|r| w.recorder.ended(&r.firing_id).is_some())
+                .count()
+                >= 50
+        })
+        .await;
+    w.wait_idle(Duration::from_secs(10)).await;
+
+    let seen = w.recorder.seen();
+    assert_eq!(seen.len(), 50, "runs after the kill");
+    for r in &seen {
+        assert_eq!(r.attempt, 2, "{r:?}");
+        assert_ne!(r.node, "victim");
+        assert!(
+            r.claimed_ms >= killed_at,
+            "taken over before the lease could expire"
+        );
+    }
+    let mut ok_per_firing: HashMap<String, usize> = HashMap::new();
+    for i in 0..50 {
+        let runs = client.runs(&format!("t{i}"), 10).await.unwrap();
+        for r in runs.iter().filter(|r| r.outcome == "ok") {
+            *ok_per_firing.entry(r.firing_id.clone()).or_default() += 1;
+            assert_eq!(r.attempt, 2);
+        }
+        assert!(
+            runs.iter().any(|r| r.outcome == "lost" && r.attempt == 1),
+            "{runs:?}"
+        );
+    }
+    assert_eq!(ok_per_firing.len(), 50, "firings completed");
+    assert!(
+        ok_per_firing.values().all(|&n| n == 1),
+        "a firing completed twice"
+    );
+    let late: Vec<i64> = seen.iter().map(|r| r.claimed_ms - killed_at).collect();
+    eprintln!(
+        "acceptance-4.1: 50 runs taken over, {} ms to {} ms after the kill (lease 2 s)",
+        late.iter().min().unwrap(),
+        late.iter().max().unwrap()
+    );
+    for n in nodes {
+        n.shutdown().await;
+    }
+}
+
+/// Fencing: a node frozen (SIGSTOP) past its lease loses the run to another node; when it
+/// wakes up its outcome is refused, so the firing completes once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn frozen_node_cannot_record_over_the_takeover() {
+    let mut w = World::new().await;
+    w.settings.node.lease = Duration::from_secs(2);
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    let mut frozen = spawn_node(&w, "frozen", &log);
+    let client = w.client().await.allow_handlers(["slow"]);
+    client
+        .enqueue(JobSpec::after("t", "0s", "slow").params(json!({"sleep_ms": 1_000})))
+        .await
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while log_lines(&log).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no run started");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let pid = Pid::from_raw(frozen.id() as i32);
+    kill(pid, Signal::SIGSTOP).unwrap();
+    let node = w.node("b").await;
+    w.recorder.wait_count(1, Duration::from_secs(15)).await;
+    let fid = w.recorder.seen()[0].firing_id.clone();
+    w.recorder
+        .wait_until(Duration::from_secs(5), "takeover done", |_| {
+            w.recorder.ended(&fid).is_some()
+        })
+        .await;
+    kill(pid, Signal::SIGCONT).unwrap();
+    // The frozen node's handler finishes its sleep and tries to record; wait for its "end".
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !log_lines(&log).iter().any(|l| l.0 == "end") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the frozen run never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    kill(pid, Signal::SIGTERM).unwrap();
+    frozen.wait().unwrap();
+    w.wait_idle(Duration::from_secs(5)).await;
+    let runs = client.runs("t", 10).await.unwrap();
+    let ok: Vec<_> = runs.iter().filter(|r| r.outcome == "ok").collect();
+    assert_eq!(ok.len(), 1, "{runs:?}");
+    assert_eq!((ok[0].node.as_str(), ok[0].attempt), ("b", 2));
+    // Whatever the woken run ended with (ok, or cancelled on its lost lease), it was refused.
+    assert!(runs.iter().all(|r| r.node != "frozen"), "{runs:?}");
+    node.shutdown().await;
+}

@@ -1,0 +1,17 @@
+//! The core's acceptance tests (issue 2), against real redis-server processes. One test
+//! binary made of modules, so it links once.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod changes;
+mod crash;
+mod faults;
+mod firing;
+mod input;
+mod lifecycle;
+mod policies;
+mod precision;
+mod quickstart;
+mod retries;
+mod scaleout;

@@ -1,0 +1,8 @@
+//! Acceptance 9: the README's quick start, `keyfire dev`, shows firings.
+
+use crate::support::run_keyfire_dev;
+
+#[test]
+fn keyfire_dev_shows_firings_and_stops_cleanly() {
+    run_keyfire_dev(&[]);
+}

@@ -1,0 +1,482 @@
+//! Shared by every integration test: a real redis-server per test, fast node settings, and a
+//! recorder that handlers write to (outside keyfire) so tests can count firings.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use keyfire::clock::Clock;
+use keyfire::dev::{RedisOptions, RedisServer};
+use keyfire::engine::NodeHandle;
+use keyfire::{Client, Firing, HandlerResult, Node, Registry, Settings};
+use redis::aio::ConnectionManager;
+use tokio::sync::Notify;
+
+static PREFIX: AtomicUsize = AtomicUsize::new(0);
+
+/// A test's world: its own Redis and key prefix.
+pub struct World {
+    pub redis: RedisServer,
+    pub settings: Settings,
+    pub recorder: Recorder,
+}
+
+impl World {
+    pub async fn new() -> Self {
+        Self::with(RedisOptions::default()).await
+    }
+
+    pub async fn with(options: RedisOptions) -> Self {
+        let redis = RedisServer::start_with(options).expect("start redis-server");
+        let mut settings = Settings::default();
+        settings.redis.url = redis.url();
+        settings.redis.prefix = format!("kt{}", PREFIX.fetch_add(1, Ordering::Relaxed));
+        fast_node(&mut settings.node);
+        let recorder = Recorder::new(&redis.url()).await;
+        Self {
+            redis,
+            settings,
+            recorder,
+        }
+    }
+
+    /// A registry with the built-ins plus `rec` (records and returns) and `slow` (records,
+    /// sleeps the `sleep_ms` param, records the end).
+    pub fn registry(&self) -> Registry {
+        let mut r = Registry::with_builtins();
+        let rec = self.recorder.clone();
+        r.register("rec", move |f: Firing| {
+            let rec = rec.clone();
+            async move { rec.record(f).await }
+        });
+        let rec = self.recorder.clone();
+        r.register("slow", move |f: Firing| {
+            let rec = rec.clone();
+            async move {
+                let ms = f.params["sleep_ms"].as_u64().unwrap_or(1_000);
+                let id = f.firing_id.clone();
+                rec.record(f).await?;
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                rec.finished(&id).await;
+                Ok(())
+            }
+        });
+        // Fails until attempt `ok_at` (param), then succeeds.
+        let rec = self.recorder.clone();
+        r.register("flaky", move |f: Firing| {
+            let rec = rec.clone();
+            async move {
+                let ok_at = f.params["ok_at"].as_u64().unwrap_or(1) as u32;
+                let attempt = f.attempt;
+                rec.record(f).await?;
+                if attempt < ok_at {
+                    return Err(keyfire::HandlerError::retry(format!(
+                        "attempt {attempt} fails"
+                    )));
+                }
+                Ok(())
+            }
+        });
+        // Attempt 1 fails: asking for a delay (`after_ms`) or refusing retries (`abort`).
+        let rec = self.recorder.clone();
+        r.register("ask", move |f: Firing| {
+            let rec = rec.clone();
+            async move {
+                let (attempt, params) = (f.attempt, f.params.clone());
+                rec.record(f).await?;
+                if attempt > 1 {
+                    return Ok(());
+                }
+                if params["abort"].as_bool() == Some(true) {
+                    return Err(keyfire::HandlerError::abort("refused"));
+                }
+                let ms = params["after_ms"].as_u64().unwrap_or(0);
+                Err(keyfire::HandlerError::Retry {
+                    after: Some(Duration::from_millis(ms)),
+                    message: "later, please".into(),
+                })
+            }
+        });
+        // Sleeps `sleep_ms` unless cancelled first; records the end either way.
+        let rec = self.recorder.clone();
+        r.register("sleepy", move |f: Firing| {
+            let rec = rec.clone();
+            async move {
+                let ms = f.params["sleep_ms"].as_u64().unwrap_or(1_000);
+                let id = f.firing_id.clone();
+                let cancel = f.cancel.clone();
+                rec.record(f).await?;
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(ms)) => {
+                        rec.finished(&id).await;
+                        Ok(())
+                    }
+                    _ = cancel.cancelled() => {
+                        rec.cancelled(&id).await;
+                        Err(keyfire::HandlerError::abort("cancelled"))
+                    }
+                }
+            }
+        });
+        r
+    }
+
+    pub async fn node(&self, id: &str) -> NodeHandle {
+        self.node_with(id, self.settings.clone(), None).await
+    }
+
+    pub async fn node_with(
+        &self,
+        id: &str,
+        mut settings: Settings,
+        clock: Option<Arc<dyn Clock>>,
+    ) -> NodeHandle {
+        settings.node.id = id.into();
+        let mut node = Node::new(settings, self.registry());
+        if let Some(c) = clock {
+            node = node.with_clock(c);
+        }
+        node.start().await.expect("start node")
+    }
+
+    pub async fn client(&self) -> Client {
+        Client::connect(&self.settings)
+            .await
+            .expect("client")
+            .allow_handlers(self.registry().names())
+    }
+
+    pub async fn conn(&self) -> ConnectionManager {
+        redis::Client::open(self.redis.url())
+            .unwrap()
+            .get_connection_manager()
+            .await
+            .unwrap()
+    }
+
+    pub async fn redis_ms(&self) -> i64 {
+        redis_ms(&mut self.conn().await).await
+    }
+
+    /// Wait until nothing is overdue, queued for another attempt, or running under this
+    /// world's prefix.
+    pub async fn wait_idle(&self, limit: Duration) {
+        let mut c = self.conn().await;
+        let r = &self.settings.redis;
+        let shards = keyfire::store::Shards::new(&r.prefix, r.shards as usize);
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let now = redis_ms(&mut c).await;
+            let (mut due, mut retry, mut running) = (0, 0, 0);
+            for keys in shards.iter() {
+                let (d, q, n): (usize, usize, usize) = redis::pipe()
+                    .zcount(keys.due(), "-inf", now)
+                    .zcard(keys.retry())
+                    .zcard(keys.running())
+                    .query_async(&mut c)
+                    .await
+                    .unwrap();
+                (due, retry, running) = (due + d, retry + q, running + n);
+            }
+            if due == 0 && retry == 0 && running == 0 {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "still {due} due, {retry} queued and {running} running after {limit:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// Node settings for tests: heartbeats, sweeps, grace and leases in (fractions of) seconds.
+pub fn fast_node(n: &mut keyfire::config::NodeSettings) {
+    n.heartbeat_interval = Duration::from_millis(200);
+    n.node_ttl = Duration::from_millis(1_000);
+    n.sweep_interval = Duration::from_millis(500);
+    n.claim_grace = Duration::from_millis(1_000);
+    n.timer_horizon = Duration::from_millis(1_500);
+    n.drain_timeout = Duration::from_secs(10);
+    n.lease = Duration::from_secs(5);
+}
+
+/// Assert that `seen` holds `n` runs, each firing once and none before its instant; returns
+/// the lateness summary (p50, p99, max, a line for the log).
+pub fn assert_exactly_once(seen: &[Seen], n: usize) -> (i64, i64, i64, String) {
+    assert_eq!(seen.len(), n, "runs recorded");
+    assert!(doubles(seen).is_empty(), "doubles: {:?}", doubles(seen));
+    for s in seen {
+        assert!(s.start_ms >= s.scheduled_ms, "early run: {s:?}");
+    }
+    lateness_summary(seen)
+}
+
+pub async fn redis_ms(c: &mut ConnectionManager) -> i64 {
+    let (s, us): (i64, i64) = redis::cmd("TIME").query_async(c).await.unwrap();
+    s * 1000 + us / 1000
+}
+
+/// One handler invocation, as the handler saw it.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub job_id: String,
+    pub firing_id: String,
+    pub scheduled_ms: i64,
+    pub claimed_ms: i64,
+    /// Redis time read by the handler as it started.
+    pub start_ms: i64,
+    pub attempt: u32,
+    pub node: String,
+}
+
+/// Records every handler invocation, outside keyfire.
+#[derive(Clone)]
+pub struct Recorder {
+    seen: Arc<Mutex<Vec<Seen>>>,
+    ended: Arc<Mutex<HashMap<String, i64>>>,
+    cancels: Arc<Mutex<Vec<String>>>,
+    conn: ConnectionManager,
+    changed: Arc<Notify>,
+}
+
+impl Recorder {
+    pub async fn new(url: &str) -> Self {
+        // Not redis-rs's 500 ms default: under a loaded CI machine a handler's TIME call
+        // must wait rather than fail the run.
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_response_timeout(Some(Duration::from_secs(10)));
+        let conn = redis::Client::open(url)
+            .unwrap()
+            .get_connection_manager_with_config(config)
+            .await
+            .unwrap();
+        Self {
+            seen: Arc::default(),
+            ended: Arc::default(),
+            cancels: Arc::default(),
+            conn,
+            changed: Arc::new(Notify::new()),
+        }
+    }
+
+    pub async fn record(&self, f: Firing) -> HandlerResult {
+        let start_ms = redis_ms(&mut self.conn.clone()).await;
+        self.seen.lock().unwrap().push(Seen {
+            job_id: f.job_id,
+            firing_id: f.firing_id,
+            scheduled_ms: f.scheduled_at.timestamp_millis(),
+            claimed_ms: f.claimed_at.timestamp_millis(),
+            start_ms,
+            attempt: f.attempt,
+            node: f.node_id,
+        });
+        self.changed.notify_waiters();
+        Ok(())
+    }
+
+    pub async fn finished(&self, firing_id: &str) {
+        let now = redis_ms(&mut self.conn.clone()).await;
+        self.ended
+            .lock()
+            .unwrap()
+            .insert(firing_id.to_string(), now);
+        self.changed.notify_waiters();
+    }
+
+    pub async fn cancelled(&self, firing_id: &str) {
+        self.cancels.lock().unwrap().push(firing_id.to_string());
+        self.finished(firing_id).await;
+    }
+
+    pub fn was_cancelled(&self, firing_id: &str) -> bool {
+        self.cancels.lock().unwrap().iter().any(|c| c == firing_id)
+    }
+
+    pub fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    pub fn seen_of(&self, job_id: &str) -> Vec<Seen> {
+        self.seen()
+            .into_iter()
+            .filter(|s| s.job_id == job_id)
+            .collect()
+    }
+
+    pub fn ended(&self, firing_id: &str) -> Option<i64> {
+        self.ended.lock().unwrap().get(firing_id).copied()
+    }
+
+    /// Wait until `pred` holds over the records, or fail after `limit`.
+    pub async fn wait_until(&self, limit: Duration, what: &str, pred: impl Fn(&[Seen]) -> bool) {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let notified = self.changed.notified();
+            if pred(&self.seen.lock().unwrap()) {
+                return;
+            }
+            // A timeout tick as well as the notification: ended() changes notify too.
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                let n = self.seen.lock().unwrap().len();
+                panic!("timed out after {limit:?} waiting for {what} ({n} runs recorded)");
+            }
+        }
+    }
+
+    pub async fn wait_count(&self, n: usize, limit: Duration) {
+        self.wait_until(limit, &format!("{n} runs"), |s| s.len() >= n)
+            .await;
+    }
+}
+
+/// p-th percentile (0..=100) of sorted values.
+pub fn percentile(sorted: &[i64], p: usize) -> i64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let idx = ((sorted.len() - 1) * p + 50) / 100;
+    sorted[idx.min(sorted.len() - 1)]
+}
+
+/// Count runs per firing id; return the ones that ran more than once.
+pub fn doubles(seen: &[Seen]) -> Vec<(String, usize)> {
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for s in seen {
+        *counts.entry(&s.firing_id).or_default() += 1;
+    }
+    let mut d: Vec<(String, usize)> = counts
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|(k, n)| (k.to_string(), n))
+        .collect();
+    d.sort();
+    d
+}
+
+/// Lateness summary (claim time minus scheduled instant, Redis clock) as a line for the log.
+pub fn lateness_summary(seen: &[Seen]) -> (i64, i64, i64, String) {
+    let mut late: Vec<i64> = seen.iter().map(|s| s.claimed_ms - s.scheduled_ms).collect();
+    late.sort();
+    let (p50, p99, max) = (
+        percentile(&late, 50),
+        percentile(&late, 99),
+        *late.last().unwrap_or(&0),
+    );
+    (
+        p50,
+        p99,
+        max,
+        format!(
+            "n={} lateness claim-instant ms: p50={p50} p99={p99} max={max}",
+            late.len()
+        ),
+    )
+}
+
+/// Poll a condition on in-process state (node counters) every 10 ms, for at most 10 s.
+pub async fn wait_for(cond: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "condition not met in 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Delay-queue fixtures: nodes that serve the `topic` handler, and queues.
+impl World {
+    /// [`World::registry`] plus the `topic` handler on this world's Redis.
+    pub fn queue_registry(&self) -> Registry {
+        let mut r = self.registry();
+        r.register(
+            keyfire::queue::TOPIC_HANDLER,
+            keyfire::handler::TopicHandler::connect_lazily(&self.settings.redis),
+        );
+        r
+    }
+
+    /// A node that serves the `topic` handler (so delayed tasks become ready).
+    pub async fn queue_node(&self, id: &str) -> NodeHandle {
+        self.queue_node_with(id, self.settings.clone()).await
+    }
+
+    pub async fn queue_node_with(&self, id: &str, mut settings: Settings) -> NodeHandle {
+        settings.node.id = id.into();
+        Node::new(settings, self.queue_registry())
+            .start()
+            .await
+            .expect("start node")
+    }
+
+    /// A queue whose pops block (`BLPOP`).
+    pub async fn queue(&self) -> keyfire::queue::Queue {
+        keyfire::queue::Queue::connect(&self.settings)
+            .await
+            .expect("queue")
+    }
+}
+
+/// Run `keyfire dev <args>` (the quick start), wait until its three quick demo jobs have
+/// fired (its log says so), stop it with SIGINT and check it exits cleanly. Returns its log.
+pub fn run_keyfire_dev(args: &[&str]) -> Vec<String> {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_keyfire"))
+        .arg("dev")
+        .args(args)
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run keyfire dev");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    let tx2 = tx.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx2.send(line);
+        }
+    });
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut lines = Vec::new();
+    let mut fired = std::collections::HashSet::new();
+    // A dev cluster takes several seconds to form before the node starts.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while fired.len() < 3 && std::time::Instant::now() < deadline {
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+            if line.contains("fired") {
+                for job in ["demo-cron-5s", "demo-every-3s", "demo-once"] {
+                    if line.contains(job) {
+                        fired.insert(job);
+                    }
+                }
+            }
+            lines.push(line);
+        }
+    }
+    let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGINT);
+    let status = child.wait().unwrap();
+    assert_eq!(
+        fired.len(),
+        3,
+        "demo jobs did not all fire:\n{}",
+        lines.join("\n")
+    );
+    assert!(status.success(), "keyfire dev exited with {status}");
+    lines
+}
