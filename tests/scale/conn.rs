@@ -141,6 +141,13 @@ async fn cluster_runs_scripts_and_pipelines_spreads_tags_and_follows_failover() 
     // failover within its retries; afterwards everything works and masters() names the
     // promoted replica.
     let _: () = conn.set("{t}:before", "1").await.unwrap();
+    // Replication is asynchronous: the kill must not race the write to the replica, or the
+    // promoted replica rightly lacks it (CI once saw exactly that). WAIT until it has it.
+    assert_eq!(
+        conn.wait_replicas("{t}:before", 1, 10_000).await.unwrap(),
+        1,
+        "the replica acknowledged the write before the kill"
+    );
     let slot: u16 = redis::cmd("CLUSTER")
         .arg("KEYSLOT")
         .arg(&key)
