@@ -244,6 +244,8 @@ impl Client {
     /// firings the pause skipped meet the job's misfire policy: by default (`fire_once`) one
     /// run happens now and the rest are recorded as missed; `skip` runs none of them;
     /// `catch_up` runs each (bounded). A pause shorter than the misfire tolerance loses nothing.
+    /// Returns the job with the status and next firing the resume wrote (that firing may be
+    /// past, and already claimed by the time this returns).
     pub async fn resume(&self, id: &str) -> Result<JobRecord> {
         let record = self.get(id).await?;
         if record.status != JobStatus::Paused {
@@ -260,11 +262,16 @@ impl Client {
         let next = job
             .first_firing(since)
             .filter(|n| record.last_ms.is_none_or(|last| *n > last));
-        let (_, status, _) = self.store.pause_resume(id, true, next).await?;
-        if status.is_none() {
+        let (_, status, next) = self.store.pause_resume(id, true, next).await?;
+        let Some(status) = status else {
             return Err(Error::NotFound(id.to_string()));
-        }
-        self.get(id).await
+        };
+        // Status and next firing as the resume wrote them: the first firing after the pause
+        // began may be past, and its owner may claim it (and move `next` on) before the read.
+        let mut record = self.get(id).await?;
+        record.status = status;
+        record.next_ms = next;
+        Ok(record)
     }
 
     /// Run a job once now, without moving its schedule. The job's overlap policy applies.

@@ -210,12 +210,23 @@ async fn pause_fires_nothing_and_resume_continues() {
     client.pause("p").await.unwrap();
     let paused = w.redis_ms().await;
     w.wait_idle(Duration::from_secs(5)).await;
+    // The pause's length (not a wait for anything): two periods, so the first firing after
+    // the pause began is past when the job resumes, and its owner claims it at once.
+    tokio::time::sleep(Duration::from_millis(700)).await;
     let before = w.recorder.seen().len();
     let resumed = client.resume("p").await.unwrap();
-    assert!(resumed.next_ms.is_some());
     w.recorder
         .wait_count(before + 3, Duration::from_secs(5))
         .await;
+    // resume() reports the firing it scheduled (the first after the pause began, past now),
+    // not whatever the job's next firing became after a node claimed that one.
+    assert_eq!(resumed.status, keyfire::store::JobStatus::Active);
+    let first = w.recorder.seen()[before].scheduled_ms;
+    assert_eq!(resumed.next_ms, Some(first));
+    assert!(
+        first <= paused + 300,
+        "{first} is the first firing after the pause"
+    );
     client.pause("p").await.unwrap();
     w.wait_idle(Duration::from_secs(5)).await;
     let seen = w.recorder.seen();
