@@ -429,14 +429,9 @@ pub async fn replay_dead(
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<DeadQuery>,
 ) -> Result<Json<DeadCount>, ApiError> {
-    if q.limit.is_some() {
-        return Err(ApiError::bad_query(
-            "limit",
-            "replay takes `firing`, not `limit`",
-        ));
-    }
+    let firing = firing_only(&q, "replay")?;
     require_job(&state, &id).await?;
-    let count = state.client().replay_dead(&id, q.firing.as_deref()).await?;
+    let count = state.client().replay_dead(&id, firing).await?;
     Ok(Json(DeadCount { count }))
 }
 
@@ -458,13 +453,19 @@ pub async fn purge_dead(
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<DeadQuery>,
 ) -> Result<Json<DeadCount>, ApiError> {
+    let firing = firing_only(&q, "purge")?;
+    require_job(&state, &id).await?;
+    let count = state.client().purge_dead(&id, firing).await?;
+    Ok(Json(DeadCount { count }))
+}
+
+/// The `firing` a replay or purge acts on (all when absent); they take no `limit`.
+fn firing_only<'q>(q: &'q DeadQuery, op: &str) -> Result<Option<&'q str>, ApiError> {
     if q.limit.is_some() {
         return Err(ApiError::bad_query(
             "limit",
-            "purge takes `firing`, not `limit`",
+            format!("{op} takes `firing`, not `limit`"),
         ));
     }
-    require_job(&state, &id).await?;
-    let count = state.client().purge_dead(&id, q.firing.as_deref()).await?;
-    Ok(Json(DeadCount { count }))
+    Ok(q.firing.as_deref())
 }

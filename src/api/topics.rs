@@ -193,53 +193,11 @@ pub struct Touched {
     pub deadline: DateTime<Utc>,
 }
 
-/// A topic's tasks by state and its counters.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct TopicView {
-    /// The topic.
-    pub topic: String,
-    /// Tasks waiting for their instant.
-    pub delayed: u64,
-    /// Tasks waiting for a consumer.
-    pub ready: u64,
-    /// Tasks held by consumers.
-    pub reserved: u64,
-    /// Dead letters (within the dead-letter retention).
-    pub dead: u64,
-    /// Tasks added, in all.
-    pub added: u64,
-    /// Pops that returned a task, in all.
-    pub delivered: u64,
-    /// Reservations that expired and went back to ready, in all.
-    pub redelivered: u64,
-    /// Tasks finished, in all.
-    pub done: u64,
-    /// Tasks deleted, in all.
-    pub deleted: u64,
-}
-
-impl From<TopicCounts> for TopicView {
-    fn from(c: TopicCounts) -> Self {
-        Self {
-            topic: c.topic,
-            delayed: c.delayed,
-            ready: c.ready,
-            reserved: c.reserved,
-            dead: c.dead,
-            added: c.added,
-            delivered: c.delivered,
-            redelivered: c.redelivered,
-            done: c.done,
-            deleted: c.deleted,
-        }
-    }
-}
-
 /// Every topic.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct TopicList {
     /// By name.
-    pub topics: Vec<TopicView>,
+    pub topics: Vec<TopicCounts>,
 }
 
 /// A duration field (`30s`, `1m 30s`): 422 naming it when it does not parse.
@@ -460,7 +418,5 @@ pub async fn delete_task(
 )]
 pub async fn list_topics(State(state): State<ApiState>) -> Result<Json<TopicList>, ApiError> {
     let topics = state.queue().topics().await?;
-    Ok(Json(TopicList {
-        topics: topics.into_iter().map(TopicView::from).collect(),
-    }))
+    Ok(Json(TopicList { topics }))
 }

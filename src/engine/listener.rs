@@ -23,6 +23,9 @@ struct Change {
     firing: Option<String>,
     #[serde(default)]
     at: Option<i64>,
+    /// `created` (insert.lua): the new jobs due soon, as (id, first firing ms).
+    #[serde(default)]
+    firings: Vec<(String, String)>,
 }
 
 /// How often the subscriber re-reads which servers hold data (Sentinel failover, cluster
@@ -188,6 +191,21 @@ impl Inner {
                 }
                 return;
             }
+            ("created", _) => {
+                // Jobs created in bulk: new ids, so a cached spec is one of a deleted job
+                // (its claim would be refused by generation anyway).
+                let mut specs = self.specs.lock().expect("spec cache lock");
+                for (id, _) in &change.firings {
+                    specs.remove(id);
+                }
+                drop(specs);
+                for (id, at) in change.firings {
+                    if let Ok(at) = at.parse::<i64>() {
+                        self.arm_if_soon(id, at);
+                    }
+                }
+                return;
+            }
             _ => {}
         }
         {
@@ -201,14 +219,17 @@ impl Inner {
                 specs.remove(&change.id);
             }
         }
-        let Some(at) = change.next.as_deref().and_then(|n| n.parse::<i64>().ok()) else {
-            return;
-        };
-        // A new or changed job due soon: its owner arms a timer (fires at once when past,
-        // since a sentinel key with a past instant would never give an `expired` event).
+        if let Some(at) = change.next.as_deref().and_then(|n| n.parse::<i64>().ok()) {
+            self.arm_if_soon(change.id, at);
+        }
+    }
+
+    /// A new or changed job due soon: its owner arms a timer (fires at once when past, since
+    /// a sentinel key with a past instant would never give an `expired` event).
+    fn arm_if_soon(self: &Arc<Self>, id: String, at: i64) {
         let horizon = self.clock.redis_now_ms() + Inner::ms(self.settings.timer_horizon);
-        if at <= horizon && self.owns(&change.id, at) {
-            self.arm(change.id, at);
+        if at <= horizon && self.owns(&id, at) {
+            self.arm(id, at);
         }
     }
 }

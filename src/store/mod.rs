@@ -7,18 +7,23 @@ mod scripts;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use futures::{StreamExt, TryStreamExt};
 use redis::{AsyncCommands, FromRedisValue, ParsingError, Value};
 use serde::{Deserialize, Serialize};
 
 pub use conn::{Conn, Mode, client_addr};
 pub use keys::{CLUSTER_SLOTS, Keys, Shards, firing_id, parse_firing_id, slot_of, stable_hash};
 use scripts::{
-    CLAIM, CLAIM_RETRY, COMPLETE, DEAD, DELETE, HEARTBEAT, PAUSE, PROMOTE, RECOVER, RENEW, TRIGGER,
-    UPSERT,
+    CLAIM, CLAIM_RETRY, COMPLETE, DEAD, DELETE, HEARTBEAT, INSERT, PAUSE, PROMOTE, RECOVER, RENEW,
+    TRIGGER, UPSERT,
 };
 
 use crate::error::{Error, Result};
 use crate::job::JobSpec;
+
+/// Jobs per `insert.lua` call in [`Store::insert_many`], and calls in flight at once.
+const INSERT_BATCH: usize = 500;
+const INSERT_IN_FLIGHT: usize = 4;
 
 /// How long a shard stops waiting for its replicas after they fell short (see
 /// `Store::replicate`).
@@ -548,59 +553,50 @@ impl Store {
         }
     }
 
-    /// Create many new jobs (validated specs with their first firing) in pipelined batches of
-    /// upsert scripts. A job whose id exists already is left as it is. Returns how many were
-    /// created.
+    /// Create many new jobs (validated specs with their first firing): per shard, batches of
+    /// up to [`INSERT_BATCH`] in one `insert.lua` call each, a few calls in flight. A job whose
+    /// id exists already is left as it is. Returns how many were created.
     pub async fn insert_many(
         &self,
         jobs: &[(JobSpec, Option<i64>)],
         created_ms: i64,
     ) -> Result<usize> {
-        const BATCH: usize = 1_000;
-        let mut conn = self.conn.clone();
-        // EVALSHA is not retried on NOSCRIPT inside a pipeline: load the script first.
-        self.load_everywhere(&UPSERT).await?;
-        let mut created = 0;
-        // A pipeline goes to one server: one shard's jobs per pipeline.
+        // One call touches one shard's slot.
         let mut groups: Vec<Vec<&(JobSpec, Option<i64>)>> = vec![Vec::new(); self.shards.len()];
         for job in jobs {
             groups[self.shards.of(&job.0.id)].push(job);
         }
+        let mut calls = Vec::new();
         for (shard, group) in groups.iter().enumerate() {
             let k = self.shards.keys(shard);
-            for chunk in group.chunks(BATCH) {
-                let mut pipe = redis::pipe();
+            for chunk in group.chunks(INSERT_BATCH) {
+                let mut inv = INSERT.prepare_invoke();
+                inv.key(k.due())
+                    .key(k.jobs())
+                    .key(k.generation())
+                    .arg(self.keys().changes())
+                    .arg(created_ms)
+                    .arg(self.horizon_ms);
                 for (spec, next) in chunk.iter().copied() {
                     let id = spec.id.as_str();
-                    let sentinel = k.fire(id, next.unwrap_or(-1));
-                    pipe.cmd("EVALSHA")
-                        .arg(UPSERT.get_hash())
-                        .arg(6)
-                        .arg(k.job(id))
-                        .arg(k.due())
-                        .arg(k.jobs())
-                        .arg(&sentinel)
-                        .arg(&sentinel)
-                        .arg(k.generation())
+                    inv.key(k.job(id))
+                        .key(k.fire(id, next.unwrap_or(-1)))
                         .arg(id)
                         .arg(serde_json::to_string(spec)?)
-                        .arg(0)
                         .arg(next.map(|n| n.to_string()).unwrap_or_default())
-                        .arg(self.keys().changes())
-                        .arg(created_ms)
-                        .arg(if spec.at.is_some() { "1" } else { "0" })
-                        .arg(self.horizon_ms);
+                        .arg(if spec.at.is_some() { "1" } else { "0" });
                 }
-                let replies: Vec<Vec<Value>> = pipe.query_async(&mut conn).await?;
-                created += replies
-                    .iter()
-                    .filter(|r| {
-                        r.first().and_then(|v| i64::from_redis_value_ref(v).ok()) != Some(-1)
-                    })
-                    .count();
+                calls.push(inv);
             }
         }
-        Ok(created)
+        let created: Vec<Vec<String>> = futures::stream::iter(calls.iter().map(|inv| {
+            let mut conn = self.conn.clone();
+            async move { inv.invoke_async::<Vec<String>>(&mut conn).await }
+        }))
+        .buffer_unordered(INSERT_IN_FLIGHT)
+        .try_collect()
+        .await?;
+        Ok(created.iter().map(Vec::len).sum())
     }
 
     /// Delete a job; `next_ms` is the pending firing read just before (its sentinel goes too).
@@ -1371,13 +1367,6 @@ impl Store {
             std::time::Instant::now() + WAIT_BACKOFF,
         );
         metrics::counter!(crate::metrics::name::UNREPLICATED).increment(1);
-    }
-
-    /// Load a script on every server that holds data (a pipeline does not fall back from
-    /// EVALSHA to EVAL).
-    async fn load_everywhere(&self, script: &redis::Script) -> Result<()> {
-        script.load_async(&mut self.conn.clone()).await?;
-        Ok(())
     }
 
     /// A job's run history, newest first.

@@ -13,6 +13,7 @@ macro_rules! script {
 }
 
 script!(UPSERT, "upsert.lua");
+script!(INSERT, "insert.lua");
 script!(DELETE, "delete.lua");
 script!(PAUSE, "pause.lua");
 script!(CLAIM, "claim.lua");

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use chrono::DateTime;
 use keyfire::JobSpec;
+use keyfire::engine::NodeHandle;
 use keyfire::engine::membership::owner;
 use keyfire::store::Keys;
 
@@ -54,27 +55,7 @@ async fn soon_firings_are_on_time_behind_100k_far_ones() {
 /// with expiry events off and the sweeper far apart, so no other path can fire it on time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn new_job_fires_on_time_via_the_owners_timer() {
-    let mut w = World::new().await;
-    w.settings.redis.enable_notifications = false;
-    w.settings.node.sweep_interval = Duration::from_secs(60);
-    w.settings.node.claim_grace = Duration::from_secs(60);
-    let a = w.node("a").await;
-    let b = w.node("b").await;
-    crate::support::wait_for(|| {
-        a.stats().sweeps.load(Relaxed) >= 2
-            && b.stats().sweeps.load(Relaxed) >= 2
-            && a.live_nodes().len() == 2
-            && b.live_nodes().len() == 2
-    })
-    .await;
-    let mut conn = w.conn().await;
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("notify-keyspace-events")
-        .arg("")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    let (w, a, b) = two_nodes_with_only_timers().await;
     let client = w.client().await;
     let due = w.redis_ms().await + 300;
     let live = ["a".to_string(), "b".to_string()];
@@ -97,6 +78,73 @@ async fn new_job_fires_on_time_via_the_owners_timer() {
     assert_eq!(seen[0].node, "b");
     // Generous: the only other paths (sweeps, events) are 60 s away or off.
     assert!((0..1_000).contains(&late), "{late} ms late");
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+/// Two nodes "a" and "b" (both live, both swept twice) whose only prompt path to a firing is
+/// the owner's timer: expiry events off, sweeps and the non-owners' grace 60 s away.
+async fn two_nodes_with_only_timers() -> (World, NodeHandle, NodeHandle) {
+    let mut w = World::new().await;
+    w.settings.redis.enable_notifications = false;
+    w.settings.node.sweep_interval = Duration::from_secs(60);
+    w.settings.node.claim_grace = Duration::from_secs(60);
+    let a = w.node("a").await;
+    let b = w.node("b").await;
+    crate::support::wait_for(|| {
+        a.stats().sweeps.load(Relaxed) >= 2
+            && b.stats().sweeps.load(Relaxed) >= 2
+            && a.live_nodes().len() == 2
+            && b.live_nodes().len() == 2
+    })
+    .await;
+    let mut conn = w.conn().await;
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("notify-keyspace-events")
+        .arg("")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    (w, a, b)
+}
+
+/// Tasks created in bulk (`Client::enqueue_many`: one `insert.lua` call per batch and one
+/// `created` change message) fire on time through their owners' timers, with no other prompt
+/// path, including tasks whose instant has passed by the time they are written (a sentinel
+/// key cannot fire those). An id that exists already is left as it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bulk_created_tasks_fire_via_their_owners_timers() {
+    let (w, a, b) = two_nodes_with_only_timers().await;
+    let client = w.client().await;
+    let hour = w.redis_ms().await + 3_600_000;
+    client
+        .upsert(JobSpec::at("kept", at(hour), "rec"))
+        .await
+        .unwrap();
+    let now = w.redis_ms().await;
+    let mut tasks: Vec<JobSpec> = (0..50)
+        .map(|i| JobSpec::at(format!("past{i}"), at(now - i), "rec"))
+        .chain((0..50).map(|i| JobSpec::at(format!("soon{i}"), at(now + 300 + i), "rec")))
+        .collect();
+    tasks.push(JobSpec::at("kept", at(now + 300), "rec"));
+    let ids = client.enqueue_many(tasks).await.unwrap();
+    assert_eq!(ids.len(), 101);
+    w.recorder.wait_count(100, Duration::from_secs(10)).await;
+    let seen = w.recorder.seen();
+    assert!(doubles(&seen).is_empty());
+    let (_, _, max, line) = lateness_summary(&seen);
+    eprintln!("bulk-created tasks, timers only: {line}");
+    // Generous: the only other paths (sweeps, events) are 60 s away or off.
+    assert!(max < 1_000, "{line}");
+    assert!(seen.iter().all(|s| s.claimed_ms >= s.scheduled_ms));
+    let by: std::collections::HashSet<&str> = seen.iter().map(|s| s.node.as_str()).collect();
+    assert_eq!(by.len(), 2, "both owners fired their share: {by:?}");
+    // The existing job kept its instant and did not fire.
+    assert!(seen.iter().all(|s| s.job_id != "kept"));
+    let kept = client.get("kept").await.unwrap();
+    assert_eq!(kept.next_ms, Some(hour));
+    assert_eq!(kept.version, 1);
     a.shutdown().await;
     b.shutdown().await;
 }

@@ -1,0 +1,67 @@
+-- Create many new jobs of one shard at once: the bulk path of Client::enqueue_many. Each job
+-- gets exactly the record upsert.lua writes for a job that does not exist yet (G4: its first
+-- firing is scheduled in the same step), but in one HSET, with one ZADD into the due ZSET and
+-- one into the jobs index for the whole batch, and one change message for the jobs due soon
+-- (not one script call and one message per job). A job whose id exists already is left as
+-- it is.
+-- KEYS[1] due zset   KEYS[2] jobs index   KEYS[3] generation counter
+-- then per job i (base b = 3 + 2 * (i - 1)): KEYS[b+1] job hash   KEYS[b+2] sentinel of its first firing
+-- ARGV[1] change channel   ARGV[2] creation instant ms   ARGV[3] sentinel horizon ms
+-- then per job i (base a = 3 + 4 * (i - 1)):
+--   ARGV[a+1] job id   ARGV[a+2] spec JSON   ARGV[a+3] first firing ms or ""
+--   ARGV[a+4] "1" when the job is one-shot
+-- The change message {op = 'created', id = '', firings = {{id, ms}, ...}} names the created
+-- jobs whose first firing is within the sentinel horizon (past ones too: a sentinel key with
+-- a past instant gives no `expired` event, so their owners claim them from this message).
+-- `id` is empty so that a node that does not know `created` ignores the message.
+-- Reply: the ids created.
+local n = (#KEYS - 3) / 2
+assert(n >= 1 and n == math.floor(n) and #ARGV == 3 + 4 * n, 'insert: wrong arity')
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local channel, created_ms, horizon = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local gen = tonumber(redis.call('GET', KEYS[3]) or '0')
+local due, index, soon, created = {}, {}, {}, {}
+
+for i = 1, n do
+  local b = 3 + 2 * (i - 1)
+  local a = 3 + 4 * (i - 1)
+  local job, sentinel = KEYS[b + 1], KEYS[b + 2]
+  local id, spec, nxt, once = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
+  if redis.call('HEXISTS', job, 'version') == 0 then
+    gen = gen + 1
+    local status = 'active'
+    if nxt == '' then status = 'finished' end
+    redis.call('HSET', job, 'created', created_ms, 'gen', gen, 'spec', spec, 'version', 1,
+      'status', status, 'next', nxt, 'updated', now, 'once', once)
+    index[#index + 1] = 0
+    index[#index + 1] = id
+    if nxt ~= '' then
+      local at = tonumber(nxt)
+      due[#due + 1] = at
+      due[#due + 1] = id
+      if at <= now + horizon then
+        soon[#soon + 1] = {id, nxt}
+        -- Later firings get their sentinel from promote.lua as they come within the horizon.
+        if at > now then redis.call('SET', sentinel, '1', 'PXAT', nxt) end
+      end
+    end
+    created[#created + 1] = id
+  end
+end
+
+-- Variadic writes in slices, well inside Lua's stack limit for unpack.
+local function zadd(key, args)
+  for s = 1, #args, 1000 do
+    redis.call('ZADD', key, unpack(args, s, math.min(s + 999, #args)))
+  end
+end
+if #created > 0 then
+  redis.call('SET', KEYS[3], gen)
+  zadd(KEYS[2], index)
+  zadd(KEYS[1], due)
+end
+if #soon > 0 then
+  redis.call('PUBLISH', channel, cjson.encode({op = 'created', id = '', firings = soon}))
+end
+return created
