@@ -59,10 +59,11 @@ local function complete(job, lock, runs, dead, fid, node, attempt, outcome, reco
   if exists then
     redis.call('HINCRBY', job, 'runs', 1)
     if outcome ~= 'ok' then redis.call('HINCRBY', job, 'failures', 1) end
-    redis.call('LPUSH', runs, with(record, extra .. ',"fate":"' .. fate .. '"'))
-    redis.call('LTRIM', runs, 0, history - 1)
-    -- Bounded by age too: drop the oldest records past the maximum age.
-    for _ = 1, 100 do
+    local len = redis.call('LPUSH', runs, with(record, extra .. ',"fate":"' .. fate .. '"'))
+    if len > history then redis.call('LTRIM', runs, 0, history - 1) end
+    -- Bounded by age too: drop the oldest records past the maximum age (the one just
+    -- written is new; a one-shot task's first record needs no look).
+    for _ = 1, math.min(len - 1, 100) do
       local tail = redis.call('LINDEX', runs, -1)
       local finished = tail and tonumber(string.match(tail, '"finished_ms":(%d+)'))
       if not finished or finished >= now - max_age then break end
