@@ -38,14 +38,23 @@ local function claim(job, lock, sentinel, next_sentinel, id, at_s, version, nxt,
   if applied ~= '1' and at < now - tonumber(tolerance) then return 4, now end
 
   local fid = id .. ':' .. at_s
-  local function advance()
+  -- `active`: the firing that now runs, written with the rest of the job's fields (one HSET).
+  local function advance(active)
     redis.call('DEL', sentinel)
     if nxt == '' then
       redis.call('ZREM', KEYS[1], id)
-      redis.call('HSET', job, 'next', '', 'status', 'finished', 'last', at)
+      if active then
+        redis.call('HSET', job, 'next', '', 'status', 'finished', 'last', at, 'active', active)
+      else
+        redis.call('HSET', job, 'next', '', 'status', 'finished', 'last', at)
+      end
     else
       redis.call('ZADD', KEYS[1], nxt, id)
-      redis.call('HSET', job, 'next', nxt, 'last', at)
+      if active then
+        redis.call('HSET', job, 'next', nxt, 'last', at, 'active', active)
+      else
+        redis.call('HSET', job, 'next', nxt, 'last', at)
+      end
       -- Later firings get their sentinel from promote.lua as they come within the horizon.
       if tonumber(nxt) > now and tonumber(nxt) <= now + horizon then
         redis.call('SET', next_sentinel, '1', 'PXAT', nxt)
@@ -73,10 +82,9 @@ local function claim(job, lock, sentinel, next_sentinel, id, at_s, version, nxt,
     end
   end
   if not redis.call('SET', lock, node .. ':1', 'NX', 'PX', lease) then return 5, 'locked' end
-  advance()
+  advance(fid)
   redis.call('HSET', KEYS[3], fid, 1)
   redis.call('ZADD', KEYS[2], now + lease, fid)
-  redis.call('HSET', job, 'active', fid)
   if replaced then
     redis.call('PUBLISH', channel, cjson.encode({op = 'cancel', id = id, firing = replaced}))
   end
