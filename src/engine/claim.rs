@@ -331,6 +331,7 @@ impl Inner {
             run,
             missed,
             overlap: job.overlap.as_str(),
+            announce_ms: Inner::ms(self.settings.timer_horizon),
         }
     }
 
@@ -445,10 +446,12 @@ impl Inner {
                 },
                 _ = stop.cancelled() => break,
             };
-            let batch = gather(first, rx);
+            // Wait for a slot before gathering: what queues up meanwhile joins this batch
+            // instead of waiting for the next one.
             let Ok(slot) = in_flight.clone().acquire_owned().await else {
                 break;
             };
+            let batch = gather(first, rx);
             let job = work(self.clone(), batch);
             self.runs.spawn(async move {
                 job.await;

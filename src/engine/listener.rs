@@ -23,7 +23,8 @@ struct Change {
     firing: Option<String>,
     #[serde(default)]
     at: Option<i64>,
-    /// `created` (insert.lua): the new jobs due soon, as (id, first firing ms).
+    /// `created` (insert.lua): the new jobs due soon, as (id, first firing ms); `next`
+    /// (claim.lua): next firings due within the timer horizon, as (id, firing ms).
     #[serde(default)]
     firings: Vec<(String, String)>,
 }
@@ -188,6 +189,16 @@ impl Inner {
                     && self.owns(job, at)
                 {
                     self.arm_due(job.to_string(), at, Kind::Retry, due);
+                }
+                return;
+            }
+            ("next", _) => {
+                // Next firings a claim scheduled within the timer horizon: their owners arm
+                // timers. The jobs did not change, so their cached specs stay.
+                for (id, at) in change.firings {
+                    if let Ok(at) = at.parse::<i64>() {
+                        self.arm_if_soon(id, at);
+                    }
                 }
                 return;
             }

@@ -343,6 +343,10 @@ pub struct ClaimArgs<'a> {
     pub missed: u64,
     /// The job's overlap policy.
     pub overlap: &'a str,
+    /// Announce the next firing on the change channel when it is due within this many ms,
+    /// so that its owner arms a timer (the node's timer horizon; 0: never). One message per
+    /// script call; the batch's first value counts.
+    pub announce_ms: i64,
 }
 
 /// Redis access for keyfire: a cheap-to-clone handle over one multiplexed connection.
@@ -700,7 +704,8 @@ impl Store {
         inv.arg(first.node)
             .arg(first.lease_ms)
             .arg(self.keys().changes())
-            .arg(self.horizon_ms);
+            .arg(self.horizon_ms)
+            .arg(first.announce_ms);
         for a in &batch {
             inv.key(k.job(a.job_id))
                 .key(k.lock(a.job_id, a.at_ms))

@@ -149,6 +149,39 @@ async fn bulk_created_tasks_fire_via_their_owners_timers() {
     b.shutdown().await;
 }
 
+/// A job firing every second, with no prompt path but the owners' timers: each claim
+/// announces the next firing (one `next` change message per claim call), so its owner
+/// arms a timer, whichever node that is. Without the announcement the second firing would
+/// wait for a sweep, 60 s away here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn each_next_firing_reaches_its_owners_timer() {
+    let (w, a, b) = two_nodes_with_only_timers().await;
+    let client = w.client().await;
+    client
+        .upsert(JobSpec::every("beat", "1s", "rec"))
+        .await
+        .unwrap();
+    w.recorder.wait_count(8, Duration::from_secs(20)).await;
+    client.delete("beat").await.unwrap();
+    let mut seen = w.recorder.seen();
+    seen.sort_by_key(|s| s.scheduled_ms);
+    assert!(doubles(&seen).is_empty());
+    let (_, _, max, line) = lateness_summary(&seen);
+    let nodes: Vec<&str> = seen.iter().map(|s| s.node.as_str()).collect();
+    eprintln!("every second, timers only: {line}; fired by {nodes:?}");
+    // Generous: the only other paths (sweeps, events) are 60 s away or off.
+    assert!(max < 1_000, "{line}");
+    for pair in seen.windows(2) {
+        assert_eq!(
+            pair[1].scheduled_ms - pair[0].scheduled_ms,
+            1_000,
+            "a firing was skipped: {nodes:?}"
+        );
+    }
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
 /// The horizon never holds more sentinel keys than the firings inside it, and firings beyond
 /// it still fire once each as they come near.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -8,7 +8,11 @@
 --   KEYS[b+1] job hash   KEYS[b+2] lock of the firing   KEYS[b+3] sentinel of the firing
 --   KEYS[b+4] sentinel of the job's next firing
 -- ARGV[1] node id   ARGV[2] lease ms   ARGV[3] change channel   ARGV[4] sentinel horizon ms
--- then per firing i (base a = 4 + 9 * (i - 1)):
+-- ARGV[5] timer horizon ms: next firings due within it are announced on the change channel,
+--   one message {op = 'next', id = '', firings = {{id, ms}, ...}} per call, so that their
+--   owners (often another node) arm timers instead of waiting for the sentinel's `expired`
+--   event, which Redis emits late when many keys expire at once (every-second cron jobs)
+-- then per firing i (base a = 5 + 9 * (i - 1)):
 --   ARGV[a+1] job id   ARGV[a+2] instant ms   ARGV[a+3] "<generation>.<version>" of the job the
 --   caller computed with (a job created again after a delete has a new generation)
 --   ARGV[a+4] next firing ms or ""   ARGV[a+5] misfire tolerance ms
@@ -21,11 +25,12 @@
 --   5, 'locked': a run of this firing holds the lock | 6, 'missed': skipped (misfire policy)
 --   7, running firing: skipped, the previous run still runs (overlap forbid)
 local n = (#KEYS - 3) / 4
-assert(n >= 1 and n == math.floor(n) and #ARGV == 4 + 9 * n, 'claim: wrong arity')
+assert(n >= 1 and n == math.floor(n) and #ARGV == 5 + 9 * n, 'claim: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local node, lease, channel, horizon = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
-local reply = {}
+local announce = tonumber(ARGV[5])
+local reply, soon = {}, {}
 
 local function claim(job, lock, sentinel, next_sentinel, id, at_s, version, nxt, tolerance,
                      applied, run, missed, overlap)
@@ -59,6 +64,7 @@ local function claim(job, lock, sentinel, next_sentinel, id, at_s, version, nxt,
       if tonumber(nxt) > now and tonumber(nxt) <= now + horizon then
         redis.call('SET', next_sentinel, '1', 'PXAT', nxt)
       end
+      if tonumber(nxt) <= now + announce then soon[#soon + 1] = {id, nxt} end
     end
     if tonumber(missed) > 0 then redis.call('HINCRBY', job, 'missed', missed) end
   end
@@ -93,11 +99,14 @@ end
 
 for i = 1, n do
   local b = 3 + 4 * (i - 1)
-  local a = 4 + 9 * (i - 1)
+  local a = 5 + 9 * (i - 1)
   local code, arg = claim(KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4],
     ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7],
     ARGV[a + 8], ARGV[a + 9])
   reply[#reply + 1] = code
   reply[#reply + 1] = arg
+end
+if #soon > 0 then
+  redis.call('PUBLISH', channel, cjson.encode({op = 'next', id = '', firings = soon}))
 end
 return reply
