@@ -293,3 +293,111 @@ async fn history_is_bounded_and_counts_match() {
     );
     node.shutdown().await;
 }
+
+/// A dead letter replayed starts again at attempt 1 under the same firing id. A stale run of
+/// attempt 1 (its node froze past the lease, the firing went to the dead letters) that ends
+/// while the replay runs on another node must not be taken for the replay's outcome: the
+/// lock names its holder, so the stale outcome is fenced and the replay's is recorded.
+/// Driven through the store's scripts, one step at a time, so every interleaving is exact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_run_cannot_complete_a_replay_of_its_firing() {
+    use keyfire::store::{ClaimArgs, ClaimReply, Fate, HistoryLimits, RunRecord};
+
+    let w = World::new().await;
+    let client = w.client().await;
+    let store = client.store();
+    let now = w.redis_ms().await;
+    let at = chrono::DateTime::from_timestamp_millis(now - 10).unwrap();
+    client
+        .enqueue(JobSpec::at("t", at, "rec").retry(fixed(1, "1s")))
+        .await
+        .unwrap();
+    let stored = store.job_spec("t").await.unwrap().unwrap();
+    let at_ms = store.get_job("t").await.unwrap().unwrap().next_ms.unwrap();
+    let args = ClaimArgs {
+        job_id: "t",
+        at_ms,
+        version: stored.version,
+        generation: stored.generation,
+        next_ms: None,
+        node: "n1",
+        lease_ms: 100,
+        tolerance_ms: 60_000,
+        misfire_applied: false,
+        run: true,
+        missed: 0,
+        overlap: "allow",
+        announce_ms: 0,
+    };
+    let claimed = store.claim(&args).await.unwrap();
+    assert!(
+        matches!(claimed, ClaimReply::Claimed { attempt: 1, .. }),
+        "{claimed:?}"
+    );
+
+    // n1 freezes: its lease runs out and the takeover, with no attempt left, dead-letters it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match store.recover("t", at_ms, 1, 10, 10).await.unwrap() {
+            Some(0) => break,
+            None => {
+                assert!(std::time::Instant::now() < deadline, "never recovered");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Some(n) => panic!("granted attempt {n} past max_attempts 1"),
+        }
+    }
+    assert_eq!(store.dead_op("t", true, None).await.unwrap(), Some(1));
+    let replay = store
+        .claim_retry("t", at_ms, "n2", 30_000, "allow")
+        .await
+        .unwrap();
+    assert!(
+        matches!(replay, ClaimReply::Claimed { attempt: 1, .. }),
+        "{replay:?}"
+    );
+
+    let limits = HistoryLimits {
+        history: 10,
+        history_max_age_ms: 3_600_000,
+        dead: 10,
+    };
+    let record = |node: &str| RunRecord {
+        firing_id: format!("t:{at_ms}"),
+        scheduled_ms: at_ms,
+        attempt: 1,
+        node: node.into(),
+        claimed_ms: now,
+        started_ms: now,
+        outcome: "ok".into(),
+        error: None,
+        finished_ms: None,
+        fate: None,
+        retry_at_ms: None,
+    };
+    // n1 wakes up and reports attempt 1: refused, the replay's lease and lock stay.
+    let (fate, _) = store
+        .complete("t", &record("n1"), &limits, None)
+        .await
+        .unwrap();
+    assert_eq!(fate, Fate::Fenced);
+    assert_eq!(
+        store.expired_leases(0, i64::MAX, 10).await.unwrap().len(),
+        1
+    );
+    // The replay's own outcome is the one recorded.
+    let (fate, _) = store
+        .complete("t", &record("n2"), &limits, None)
+        .await
+        .unwrap();
+    assert_eq!(fate, Fate::Done);
+    let runs = store.runs("t", 10).await.unwrap();
+    // Newest first: the replay's success, then the lost first run (its lock had expired
+    // with its lease, so the takeover could not name its node).
+    let outcomes: Vec<(&str, &str)> = runs
+        .iter()
+        .map(|r| (r.outcome.as_str(), r.fate.as_deref().unwrap_or("")))
+        .collect();
+    assert_eq!(outcomes, [("ok", "done"), ("lost", "dead")], "{runs:?}");
+    assert_eq!(runs[0].node, "n2");
+}

@@ -32,8 +32,13 @@ local function complete(job, lock, runs, dead, fid, node, attempt, outcome, reco
     if not cur and redis.call('EXISTS', job) == 0 then return 'gone' end
     return 'fenced'
   end
+  -- The lock names its holder: a run of this attempt number by another node is another
+  -- grant of it (a dead letter replayed starts again at attempt 1 while a stale run of
+  -- attempt 1 may still end), and this outcome is not the one it waits for.
+  local holder = redis.call('GET', lock)
+  if holder and holder ~= node .. ':' .. attempt then return 'fenced' end
   redis.call('ZREM', KEYS[1], fid)
-  if redis.call('GET', lock) == node .. ':' .. attempt then redis.call('DEL', lock) end
+  if holder then redis.call('DEL', lock) end
   local fields = redis.call('HMGET', job, 'active', 'status', 'once')
   local exists = fields[2] ~= false
   if fields[1] == fid then redis.call('HDEL', job, 'active') end
