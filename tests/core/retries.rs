@@ -296,8 +296,9 @@ async fn history_is_bounded_and_counts_match() {
 
 /// A dead letter replayed starts again at attempt 1 under the same firing id. A stale run of
 /// attempt 1 (its node froze past the lease, the firing went to the dead letters) that ends
-/// while the replay runs on another node must not be taken for the replay's outcome: the
-/// lock names its holder, so the stale outcome is fenced and the replay's is recorded.
+/// before or while the replay runs on another node must not be taken for the replay's
+/// outcome: it has no lease, or the lock names another holder, so it is fenced and the
+/// replay's outcome is recorded.
 /// Driven through the store's scripts, one step at a time, so every interleaving is exact.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_run_cannot_complete_a_replay_of_its_firing() {
@@ -348,15 +349,6 @@ async fn a_stale_run_cannot_complete_a_replay_of_its_firing() {
         }
     }
     assert_eq!(store.dead_op("t", true, None).await.unwrap(), Some(1));
-    let replay = store
-        .claim_retry("t", at_ms, "n2", 30_000, "allow")
-        .await
-        .unwrap();
-    assert!(
-        matches!(replay, ClaimReply::Claimed { attempt: 1, .. }),
-        "{replay:?}"
-    );
-
     let limits = HistoryLimits {
         history: 10,
         history_max_age_ms: 3_600_000,
@@ -375,7 +367,23 @@ async fn a_stale_run_cannot_complete_a_replay_of_its_firing() {
         fate: None,
         retry_at_ms: None,
     };
-    // n1 wakes up and reports attempt 1: refused, the replay's lease and lock stay.
+    // n1 wakes up while the replay is queued: refused (no lease of its own), the replay
+    // stays queued.
+    let (fate, _) = store
+        .complete("t", &record("n1"), &limits, None)
+        .await
+        .unwrap();
+    assert_eq!(fate, Fate::Fenced);
+    let replay = store
+        .claim_retry("t", at_ms, "n2", 30_000, "allow")
+        .await
+        .unwrap();
+    assert!(
+        matches!(replay, ClaimReply::Claimed { attempt: 1, .. }),
+        "{replay:?}"
+    );
+
+    // n1 reports attempt 1 again while the replay runs: refused, its lease and lock stay.
     let (fate, _) = store
         .complete("t", &record("n1"), &limits, None)
         .await

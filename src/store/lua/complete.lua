@@ -32,12 +32,14 @@ local function complete(job, lock, runs, dead, fid, node, attempt, outcome, reco
     if not cur and redis.call('EXISTS', job) == 0 then return 'gone' end
     return 'fenced'
   end
-  -- The lock names its holder: a run of this attempt number by another node is another
-  -- grant of it (a dead letter replayed starts again at attempt 1 while a stale run of
-  -- attempt 1 may still end), and this outcome is not the one it waits for.
+  -- A dead letter replayed starts again at attempt 1, while a stale run of attempt 1 (its
+  -- node froze past the lease) may still end: the attempt number alone does not tell them
+  -- apart. The lock names its holder, and every granted run has its lease in the running
+  -- ZSET until it ends or is taken over; a stale run finds another holder, or no lease (the
+  -- replay is queued, not yet claimed).
   local holder = redis.call('GET', lock)
   if holder and holder ~= node .. ':' .. attempt then return 'fenced' end
-  redis.call('ZREM', KEYS[1], fid)
+  if redis.call('ZREM', KEYS[1], fid) == 0 then return 'fenced' end
   if holder then redis.call('DEL', lock) end
   local fields = redis.call('HMGET', job, 'active', 'status', 'once')
   local exists = fields[2] ~= false
