@@ -536,10 +536,12 @@ impl Inner {
 
     /// This node is no longer claiming the firing (the claim ended, one way or another).
     fn claim_done(&self, job_id: &str, at_ms: i64, kind: Kind) {
-        self.inflight
-            .lock()
-            .expect("inflight lock")
-            .remove(&(job_id.to_string(), at_ms, kind));
+        let key = (job_id.to_string(), at_ms, kind);
+        self.inflight.lock().expect("inflight lock").remove(&key);
+        let rearm = self.rearm.lock().expect("rearm lock").remove(&key);
+        if let Some(deadline) = rearm {
+            self.arm_at(key.0, at_ms, kind, Some(deadline));
+        }
     }
 
     /// Count a claimed firing and run it.
@@ -920,8 +922,14 @@ impl Inner {
     /// A claim came `wait_ms` early (our clock estimate was ahead): try again when Redis's
     /// clock gets there.
     fn retry_when_due(&self, job_id: &str, at_ms: i64, kind: Kind, wait_ms: i64) {
+        // Armed when this claim ends (`claim_done`), not now: a timer that fired before the
+        // firing left `inflight` would be refused by `spawn_claim` as a duplicate, and the
+        // firing would wait for a sweep.
         let deadline = self.clock.local_ms() + wait_ms + 1;
-        self.arm_at(job_id.to_string(), at_ms, kind, Some(deadline));
+        self.rearm
+            .lock()
+            .expect("rearm lock")
+            .insert((job_id.to_string(), at_ms, kind), deadline);
     }
 
     /// Cancel a local run of `firing` (overlap `replace` from any node).

@@ -145,6 +145,8 @@ impl Inner {
         if with_changes {
             self.specs.lock().expect("spec cache lock").clear();
         }
+        // Change messages may have been lost too: read the whole horizon again.
+        self.armed_upto.lock().expect("armed_upto lock").clear();
         self.sweep_now.notify_one();
         let mut stream = pubsub.on_message();
         loop {

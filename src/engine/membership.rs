@@ -74,7 +74,12 @@ impl Inner {
         metrics::gauge!(name::CLOCK_OFFSET, "node" => node.clone())
             .set(self.clock.offset_ms() as f64 / 1000.0);
         metrics::gauge!(name::RUNNING, "node" => node).set(self.running() as f64);
-        *self.live.write().expect("live set lock") = live;
+        let mut current = self.live.write().expect("live set lock");
+        if *current != live {
+            // Ownership moved: the next sweep reads the whole horizon again.
+            self.armed_upto.lock().expect("armed_upto lock").clear();
+        }
+        *current = live;
         Ok(())
     }
 }

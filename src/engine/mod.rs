@@ -45,6 +45,9 @@ pub struct Stats {
     pub swept: AtomicU64,
     /// Sweeps done.
     pub sweeps: AtomicU64,
+    /// Due entries the sweeps read (each sweep reads the overdue ones and those newly
+    /// within the timer horizon; the rest of the horizon was read, and armed, before).
+    pub due_read: AtomicU64,
     /// Expired events received.
     pub events: AtomicU64,
     /// Times the subscriber connected (1 + reconnects).
@@ -128,6 +131,7 @@ impl Node {
             live: RwLock::new(Vec::new()),
             specs: Mutex::new(HashMap::new()),
             inflight: Mutex::new(HashSet::new()),
+            rearm: Mutex::new(HashMap::new()),
             active_runs: Mutex::new(HashMap::new()),
             permits: Arc::new(Semaphore::new(settings.node.max_concurrent_runs)),
             runs: TaskTracker::new(),
@@ -139,6 +143,7 @@ impl Node {
             sweep_now: Notify::new(),
             left: tokio::sync::Mutex::new(false),
             sweeping: Mutex::new(HashSet::new()),
+            armed_upto: Mutex::new(HashMap::new()),
             stats: Stats::default(),
         });
         // Join the live set and learn Redis's clock before claiming anything.
@@ -275,6 +280,8 @@ pub(crate) struct Inner {
     specs: Mutex<HashMap<String, Arc<CachedJob>>>,
     /// Firings this node is claiming right now (so an event and a timer do not both try).
     inflight: Mutex<HashSet<(String, i64, claim::Kind)>>,
+    /// Firings found early by a claim in flight, to arm again (local deadline) when it ends.
+    rearm: Mutex<HashMap<(String, i64, claim::Kind), i64>>,
     /// Cancellation of the runs in progress here, by firing id (overlap `replace`).
     active_runs: Mutex<HashMap<String, CancellationToken>>,
     /// One permit per concurrent run: the bounded executor.
@@ -295,6 +302,12 @@ pub(crate) struct Inner {
     sweep_now: Notify,
     /// Shards whose sweep is in progress.
     sweeping: Mutex<HashSet<usize>>,
+    /// Per shard, the Redis instant up to which a sweep read the due ZSET and armed this
+    /// node's firings, for the current live set. Later sweeps read only what is overdue and
+    /// what came within the horizon since; firings created or moved inside the part already
+    /// read arrive as change messages. Cleared whenever that could be wrong: the live set
+    /// changed (ownership moved) or the subscriber reconnected (messages were lost).
+    armed_upto: Mutex<HashMap<usize, i64>>,
     /// Set once the node left the live set; held during each heartbeat.
     left: tokio::sync::Mutex<bool>,
     stats: Stats,
@@ -319,5 +332,9 @@ impl Inner {
 
     fn bump(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn bump_by(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
     }
 }

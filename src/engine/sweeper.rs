@@ -16,6 +16,8 @@ use super::notify;
 const SWEEP_BATCH: usize = 10_000;
 /// Most due entries read per sweep; a larger backlog is taken over the next sweeps.
 const SWEEP_MAX: usize = 1_000_000;
+/// How far the next sweep's read reaches back into what this one read (ms).
+const OVERLAP_MS: i64 = 100;
 /// Longest time between two cleanups of finished tasks.
 const CLEANUP_EVERY_MS: i64 = 60_000;
 
@@ -93,22 +95,53 @@ impl Inner {
         grace: i64,
         horizon: i64,
     ) -> crate::Result<()> {
-        // Page through everything due within the horizon: many firings may share one
-        // instant, and each must get its timer before the instant, not a sweep later.
-        let mut offset = 0;
-        while offset < SWEEP_MAX {
-            let page = self
-                .store
-                .due_page(shard, horizon, offset, SWEEP_BATCH)
-                .await?;
-            let n = page.len();
-            for (job_id, at) in page {
-                self.take(job_id, at, Kind::Scheduled, at, now, grace);
+        // Page through what is due within the horizon: many firings may share one instant,
+        // and each must get its timer before the instant, not a sweep later. What an earlier
+        // sweep read (for the same live set, with no message lost since) is armed already,
+        // so only the overdue entries and those that came within the horizon are read.
+        let upto = self
+            .armed_upto
+            .lock()
+            .expect("armed_upto lock")
+            .get(&shard)
+            .copied()
+            .filter(|&u| u > now);
+        let ranges = match upto {
+            Some(u) => vec![(None, now), (Some(u), horizon)],
+            None => vec![(None, horizon)],
+        };
+        let mut complete = true;
+        for (after, until) in ranges {
+            let mut offset = 0;
+            loop {
+                if offset >= SWEEP_MAX {
+                    complete = false;
+                    break;
+                }
+                let page = self
+                    .store
+                    .due_page(shard, after, until, offset, SWEEP_BATCH)
+                    .await?;
+                let n = page.len();
+                Inner::bump_by(&self.stats.due_read, n as u64);
+                for (job_id, at) in page {
+                    self.take(job_id, at, Kind::Scheduled, at, now, grace);
+                }
+                if n < SWEEP_BATCH {
+                    break;
+                }
+                offset += n;
             }
-            if n < SWEEP_BATCH {
-                break;
+        }
+        {
+            let mut armed = self.armed_upto.lock().expect("armed_upto lock");
+            if complete {
+                // Overlap the next read a little: `now` is this node's estimate of Redis's
+                // clock, and claim.lua announces next firings by Redis's own.
+                armed.insert(shard, horizon - OVERLAP_MS);
+            } else {
+                armed.remove(&shard);
             }
-            offset += n;
         }
         for (job_id, at, due) in self
             .store

@@ -1161,23 +1161,26 @@ impl Store {
         max_ms: i64,
         limit: usize,
     ) -> Result<Vec<(String, i64)>> {
-        self.due_page(shard, max_ms, 0, limit).await
+        self.due_page(shard, None, max_ms, 0, limit).await
     }
 
-    /// A page of [`Store::due_until`]: `limit` entries after the first `offset`.
+    /// A page of [`Store::due_until`]: `limit` entries after the first `offset`, only those
+    /// due after `after_ms` when given.
     pub async fn due_page(
         &self,
         shard: usize,
+        after_ms: Option<i64>,
         max_ms: i64,
         offset: usize,
         limit: usize,
     ) -> Result<Vec<(String, i64)>> {
+        let min = after_ms.map_or_else(|| "-inf".to_string(), |a| format!("({a}"));
         let v: Vec<(String, i64)> = self
             .conn
             .clone()
             .zrangebyscore_limit_withscores(
                 self.shards.keys(shard).due(),
-                "-inf",
+                min,
                 max_ms,
                 offset as isize,
                 limit as isize,

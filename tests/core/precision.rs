@@ -182,6 +182,67 @@ async fn each_next_firing_reaches_its_owners_timer() {
     b.shutdown().await;
 }
 
+/// A sweep reads only what is overdue and what came within the timer horizon since the last
+/// one (the rest is armed already): 1,000 firings coming into the horizon (1.5 s in tests)
+/// with a sweep every 300 ms are read about once each (a full read each sweep would read
+/// each about five times), and every firing is on time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sweeps_read_each_due_entry_about_once() {
+    let mut w = World::new().await;
+    w.settings.node.sweep_interval = Duration::from_millis(300);
+    let a = w.node("a").await;
+    crate::support::wait_for(|| a.stats().sweeps.load(Relaxed) >= 2).await;
+    let client = w.client().await;
+    let base = w.redis_ms().await + 1_500;
+    let tasks: Vec<JobSpec> = (0..1_000)
+        .map(|i| JobSpec::at(format!("t{i}"), at(base + i), "rec"))
+        .collect();
+    let (read0, sweeps0) = (
+        a.stats().due_read.load(Relaxed),
+        a.stats().sweeps.load(Relaxed),
+    );
+    client.enqueue_many(tasks).await.unwrap();
+    w.recorder.wait_count(1_000, Duration::from_secs(10)).await;
+    let read = a.stats().due_read.load(Relaxed) - read0;
+    let sweeps = a.stats().sweeps.load(Relaxed) - sweeps0;
+    let seen = w.recorder.seen();
+    assert!(doubles(&seen).is_empty());
+    let (_, _, max, line) = lateness_summary(&seen);
+    eprintln!(
+        "incremental sweeps: {sweeps} sweeps read {read} due entries for 1,000 firings; {line}"
+    );
+    assert!(sweeps >= 5, "only {sweeps} sweeps");
+    // Reading the whole horizon each time: each entry once per sweep while inside it.
+    assert!(read < 2_500, "{sweeps} sweeps read {read} entries");
+    assert!(max < 1_000, "{line}");
+    a.shutdown().await;
+}
+
+/// When a node leaves, the survivors own its firings: their next sweep reads the whole
+/// horizon again (not only the part not read yet) and arms timers for them. With expiry
+/// events off and sweeps a minute apart, only that keeps them on time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_leaving_nodes_firings_reach_the_survivors_timers() {
+    let (w, a, b) = two_nodes_with_only_timers().await;
+    let client = w.client().await;
+    // Inside the timer horizon (1.5 s in tests) and inside what the sweeps read already.
+    let base = w.redis_ms().await + 800;
+    let tasks: Vec<JobSpec> = (0..100)
+        .map(|i| JobSpec::at(format!("t{i}"), at(base + i * 5), "rec"))
+        .collect();
+    client.enqueue_many(tasks).await.unwrap();
+    b.shutdown().await;
+    w.recorder.wait_count(100, Duration::from_secs(10)).await;
+    let seen = w.recorder.seen();
+    assert!(doubles(&seen).is_empty());
+    let (_, _, max, line) = lateness_summary(&seen);
+    eprintln!("after b left, timers only: {line}");
+    assert!(seen.iter().all(|s| s.node == "a"));
+    // Generous: the only other paths (sweeps, events) are 60 s away or off.
+    assert!(max < 1_000, "{line}");
+    a.shutdown().await;
+}
+
 /// The horizon never holds more sentinel keys than the firings inside it, and firings beyond
 /// it still fire once each as they come near.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
