@@ -197,12 +197,7 @@ impl Inner {
             ("next", _) => {
                 // Next firings a claim scheduled within the timer horizon: their owners arm
                 // timers. The jobs did not change, so their cached specs stay.
-                for (id, at) in change.firings {
-                    if let Ok(at) = at.parse::<i64>() {
-                        self.arm_if_soon(id, at);
-                    }
-                }
-                return;
+                return self.arm_firings(change.firings);
             }
             ("created", _) => {
                 // Jobs created in bulk: new ids, so a cached spec is one of a deleted job
@@ -212,12 +207,7 @@ impl Inner {
                     specs.remove(id);
                 }
                 drop(specs);
-                for (id, at) in change.firings {
-                    if let Ok(at) = at.parse::<i64>() {
-                        self.arm_if_soon(id, at);
-                    }
-                }
-                return;
+                return self.arm_firings(change.firings);
             }
             _ => {}
         }
@@ -234,6 +224,15 @@ impl Inner {
         }
         if let Some(at) = change.next.as_deref().and_then(|n| n.parse::<i64>().ok()) {
             self.arm_if_soon(change.id, at);
+        }
+    }
+
+    /// `(id, instant ms)` pairs of a `created` or `next` message: each owner arms its own.
+    fn arm_firings(self: &Arc<Self>, firings: Vec<(String, String)>) {
+        for (id, at) in firings {
+            if let Ok(at) = at.parse::<i64>() {
+                self.arm_if_soon(id, at);
+            }
         }
     }
 

@@ -331,7 +331,7 @@ impl Inner {
     }
 
     fn bump(counter: &AtomicU64) {
-        counter.fetch_add(1, Ordering::Relaxed);
+        Inner::bump_by(counter, 1);
     }
 
     fn bump_by(counter: &AtomicU64, n: u64) {

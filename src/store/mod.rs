@@ -343,9 +343,9 @@ pub struct ClaimArgs<'a> {
     pub missed: u64,
     /// The job's overlap policy.
     pub overlap: &'a str,
-    /// Announce the next firing on the change channel when it is due within this many ms,
-    /// so that its owner arms a timer (the node's timer horizon; 0: never). One message per
-    /// script call; the batch's first value counts.
+    /// Announce the next firing on the change channel when it is due within this many ms of
+    /// Redis's now (or already due), so that its owner arms a timer: the node's timer
+    /// horizon. One message per script call; the batch's first value counts.
     pub announce_ms: i64,
 }
 

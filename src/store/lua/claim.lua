@@ -46,20 +46,14 @@ local function claim(job, lock, sentinel, next_sentinel, id, at_s, version, nxt,
   -- `active`: the firing that now runs, written with the rest of the job's fields (one HSET).
   local function advance(active)
     redis.call('DEL', sentinel)
+    local fields = {'next', nxt, 'last', at}
+    if nxt == '' then fields[#fields + 1], fields[#fields + 2] = 'status', 'finished' end
+    if active then fields[#fields + 1], fields[#fields + 2] = 'active', active end
+    redis.call('HSET', job, unpack(fields))
     if nxt == '' then
       redis.call('ZREM', KEYS[1], id)
-      if active then
-        redis.call('HSET', job, 'next', '', 'status', 'finished', 'last', at, 'active', active)
-      else
-        redis.call('HSET', job, 'next', '', 'status', 'finished', 'last', at)
-      end
     else
       redis.call('ZADD', KEYS[1], nxt, id)
-      if active then
-        redis.call('HSET', job, 'next', nxt, 'last', at, 'active', active)
-      else
-        redis.call('HSET', job, 'next', nxt, 'last', at)
-      end
       -- Later firings get their sentinel from promote.lua as they come within the horizon.
       if tonumber(nxt) > now and tonumber(nxt) <= now + horizon then
         redis.call('SET', next_sentinel, '1', 'PXAT', nxt)
