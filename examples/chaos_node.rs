@@ -3,7 +3,7 @@
 //! Settings come from `KEYFIRE__…` environment variables (the harness sets the Redis URL,
 //! which may point at a proxy it controls, the node id and short leases). Two more:
 //! - `KEYFIRE_CHAOS_LOG`: the append-only file its handler records every run to (one JSON
-//!   line per start and end, see `keyfire::chaos::record`), outside keyfire;
+//!   line per start and end, see `keyfire_lab::chaos::record`), outside keyfire;
 //! - `KEYFIRE_CHAOS_SKEW_MS`: how wrong this node's wall clock is (keyfire must not care:
 //!   every due decision is taken by Redis's clock).
 //!
@@ -15,7 +15,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use keyfire::chaos::record::{Ev, Outcome, RunEvent, RunLog, host_ms};
+use keyfire_lab::chaos::record::{Ev, Outcome, RunEvent, RunLog, host_ms};
 use keyfire::clock::SkewedClock;
 use keyfire::{Firing, HandlerError, HandlerResult, Node, Registry, Settings};
 
@@ -108,7 +108,7 @@ async fn chaos(log: Arc<RunLog>, f: Firing) -> HandlerResult {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let settings = Settings::load(None)?;
-    keyfire::cli::init_logging(&settings.log);
+    keyfire_server::cli::init_logging(&settings.log);
     let path = std::env::var("KEYFIRE_CHAOS_LOG")
         .map_err(|_| anyhow::anyhow!("KEYFIRE_CHAOS_LOG is not set"))?;
     let skew_ms: i64 = match std::env::var("KEYFIRE_CHAOS_SKEW_MS") {
@@ -123,6 +123,6 @@ async fn main() -> anyhow::Result<()> {
     if skew_ms != 0 {
         node = node.with_clock(Arc::new(SkewedClock { skew_ms }));
     }
-    node.run(keyfire::cli::shutdown_signal()).await?;
+    node.run(keyfire_server::cli::shutdown_signal()).await?;
     Ok(())
 }

@@ -23,7 +23,7 @@ fn append(path: &str, line: &str) {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let settings = Settings::load(None)?;
-    keyfire::cli::init_logging(&settings.log);
+    keyfire_server::cli::init_logging(&settings.log);
     let log = std::env::var("KEYFIRE_TEST_LOG")?;
     let mut registry = Registry::with_builtins();
     registry.register("slow", move |f: Firing| {
@@ -37,5 +37,5 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
     });
-    keyfire::cli::serve::run_node(settings, registry).await
+    keyfire_server::cli::serve::run_node(settings, registry).await
 }

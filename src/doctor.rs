@@ -18,9 +18,9 @@ use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{Client, ConnectionAddr, IntoConnectionInfo, RedisResult, TlsCertificates};
 use serde::Serialize;
 
-use crate::config::{RedisSettings, node_addr};
-use crate::engine::notify::has_expired_events;
-use crate::store::{Conn, Keys, LAYOUT_VERSION, LAYOUTS_UNDERSTOOD, Mode, Shards, client_addr};
+use keyfire::config::{RedisSettings, node_addr};
+use keyfire::engine::notify::has_expired_events;
+use keyfire::store::{Conn, Keys, LAYOUT_VERSION, LAYOUTS_UNDERSTOOD, Mode, Shards, client_addr};
 
 /// The oldest Redis major version keyfire supports.
 pub const MIN_REDIS_MAJOR: u32 = 7;

@@ -26,22 +26,22 @@ enum Command {
         cluster: bool,
     },
     /// Run a benchmark scenario; prints one JSON line (progress on stderr).
-    Bench(keyfire::cli::bench::BenchArgs),
+    Bench(keyfire_lab::cli::bench::BenchArgs),
     /// Run a chaos round (faults from a seed) and check its history; exit 1 on a violation.
-    Chaos(keyfire::cli::chaos::ChaosArgs),
+    Chaos(keyfire_lab::cli::chaos::ChaosArgs),
     /// Manage jobs through a node's API (`--url`, `--token`, or KEYFIRE_URL, KEYFIRE_TOKEN).
-    Job(keyfire::cli::job::JobArgs),
+    Job(keyfire_server::cli::job::JobArgs),
     /// One-shot tasks, and the delay queue's tasks (add, pop, finish, rm), through a node's API.
-    Task(keyfire::cli::task::TaskArgs),
+    Task(keyfire_server::cli::task::TaskArgs),
     /// List the delay queue's topics with their tasks by state, through a node's API.
-    Topics(keyfire::cli::topics::TopicsArgs),
+    Topics(keyfire_server::cli::topics::TopicsArgs),
     /// List the cluster's live nodes, through a node's API.
-    Nodes(keyfire::cli::nodes::NodesArgs),
+    Nodes(keyfire_server::cli::nodes::NodesArgs),
     /// Inspect, replay or purge a job's dead letters, through a node's API.
-    Dead(keyfire::cli::dead::DeadArgs),
+    Dead(keyfire_server::cli::dead::DeadArgs),
     /// Check the Redis keyfire uses: version, notifications, eviction, persistence, hz, replicas,
     /// clock, pub/sub buffers, key layout; each finding with a fix. Exit 1 when a check fails.
-    Doctor(keyfire::cli::doctor::DoctorArgs),
+    Doctor(keyfire_server::cli::doctor::DoctorArgs),
     /// Cron tools.
     Cron {
         #[command(subcommand)]
@@ -68,19 +68,19 @@ enum CronCommand {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve { config } => keyfire::cli::serve::run(config.as_deref()).await,
-        Command::Dev { cluster } => keyfire::cli::dev::run(cluster).await,
-        Command::Bench(args) => keyfire::cli::bench::run(args).await,
-        Command::Chaos(args) => keyfire::cli::chaos::run(args).await,
-        Command::Job(args) => return client_exit(keyfire::cli::job::run(args).await),
-        Command::Task(args) => return client_exit(keyfire::cli::task::run(args).await),
-        Command::Topics(args) => return client_exit(keyfire::cli::topics::run(args).await),
-        Command::Nodes(args) => return client_exit(keyfire::cli::nodes::run(args).await),
-        Command::Dead(args) => return client_exit(keyfire::cli::dead::run(args).await),
-        Command::Doctor(args) => return ExitCode::from(keyfire::cli::doctor::run(args).await),
+        Command::Serve { config } => keyfire_server::cli::serve::run(config.as_deref()).await,
+        Command::Dev { cluster } => keyfire_server::cli::dev::run(cluster).await,
+        Command::Bench(args) => keyfire_lab::cli::bench::run(args).await,
+        Command::Chaos(args) => keyfire_lab::cli::chaos::run(args).await,
+        Command::Job(args) => return client_exit(keyfire_server::cli::job::run(args).await),
+        Command::Task(args) => return client_exit(keyfire_server::cli::task::run(args).await),
+        Command::Topics(args) => return client_exit(keyfire_server::cli::topics::run(args).await),
+        Command::Nodes(args) => return client_exit(keyfire_server::cli::nodes::run(args).await),
+        Command::Dead(args) => return client_exit(keyfire_server::cli::dead::run(args).await),
+        Command::Doctor(args) => return ExitCode::from(keyfire_server::cli::doctor::run(args).await),
         Command::Cron {
             command: CronCommand::Next { expr, tz, n },
-        } => match keyfire::cli::cron::next(&expr, &tz, n, chrono::Utc::now()) {
+        } => match keyfire_server::cli::cron::next(&expr, &tz, n, chrono::Utc::now()) {
             Ok(list) => {
                 for (utc, local) in list {
                     println!("{utc}  {local}");
@@ -103,7 +103,7 @@ async fn main() -> ExitCode {
 }
 
 /// The exit code of a client subcommand (documented in `keyfire job --help`).
-fn client_exit(result: keyfire::cli::remote::CliResult) -> ExitCode {
+fn client_exit(result: keyfire_server::cli::remote::CliResult) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

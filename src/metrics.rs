@@ -1,52 +1,10 @@
-//! Prometheus metrics. The engine records through the `metrics` facade; the recorder is
-//! installed once per process ([`handle`]) and rendered at `/metrics` by the API.
-//!
-//! Every series carries the node id (`node` label), so several nodes in one process (tests,
-//! benches) are told apart.
+//! The Prometheus exporter behind `/metrics`: installed once per process by the server,
+//! never by the library.
 
 use std::sync::OnceLock;
 
+use keyfire::metrics::name;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-
-/// Metric names, in one place.
-pub mod name {
-    /// Firings (and next attempts) this node claimed. Label `kind`: scheduled | retry.
-    pub const CLAIMED: &str = "keyfire_firings_claimed_total";
-    /// Finished attempts. Labels `handler`, `outcome` (ok | failed | timeout | cancelled).
-    pub const RUNS: &str = "keyfire_runs_total";
-    /// Attempts that were followed by a retry.
-    pub const RETRIES: &str = "keyfire_retries_total";
-    /// Firings moved to the dead letters.
-    pub const DEAD: &str = "keyfire_dead_letters_total";
-    /// Firings skipped under the misfire policy (label `reason` = misfire) or the overlap
-    /// policy (`reason` = overlap).
-    pub const SKIPPED: &str = "keyfire_firings_skipped_total";
-    /// Claims that found the firing already claimed, changed or deleted.
-    pub const CONFLICTS: &str = "keyfire_claim_conflicts_total";
-    /// Firings claimed by the sweeper: events and timers missed them.
-    pub const SWEPT: &str = "keyfire_sweeper_recoveries_total";
-    /// Runs taken over after their lease expired.
-    pub const TAKEOVERS: &str = "keyfire_lease_takeovers_total";
-    /// Times the subscriber connected after a disconnect.
-    pub const RECONNECTS: &str = "keyfire_subscriber_reconnects_total";
-    /// Seconds from a firing's instant to its claim, by Redis's clock.
-    pub const LATENESS: &str = "keyfire_firing_lateness_seconds";
-    /// Seconds a run took. Label `handler`.
-    pub const DURATION: &str = "keyfire_run_duration_seconds";
-    /// Jobs with a pending firing (the due ZSET's size).
-    pub const PENDING: &str = "keyfire_pending_jobs";
-    /// Pending firings within the sentinel horizon (the sentinel keys alive).
-    pub const SENTINELS: &str = "keyfire_sentinel_keys";
-    /// Live nodes, as this node sees them.
-    pub const LIVE_NODES: &str = "keyfire_live_nodes";
-    /// Redis time minus this node's clock, in seconds.
-    pub const CLOCK_OFFSET: &str = "keyfire_clock_offset_seconds";
-    /// Runs in progress on this node.
-    pub const RUNNING: &str = "keyfire_running";
-    /// Counter: claims and outcomes that `redis.wait_replicas` replicas had not acknowledged
-    /// within `redis.wait_timeout` (a failover could lose them).
-    pub const UNREPLICATED: &str = "keyfire_unreplicated_writes_total";
-}
 
 const LATENESS_BUCKETS: &[f64] = &[
     0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,

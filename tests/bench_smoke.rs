@@ -5,11 +5,11 @@
 use std::process::Command;
 use std::time::Duration;
 
-use keyfire::bench::{BenchOptions, RedisMode, Report, Scenario};
+use keyfire_lab::bench::{BenchOptions, RedisMode, Report, Scenario};
 
 async fn smoke(mut opts: BenchOptions) -> Report {
     opts.quiet = true;
-    let run = keyfire::bench::run(&opts)
+    let run = keyfire_lab::bench::run(&opts)
         .await
         .unwrap_or_else(|e| panic!("{:?} failed: {e:#}", opts.scenario));
     let line = serde_json::to_string(&run.report).unwrap();

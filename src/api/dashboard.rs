@@ -39,7 +39,7 @@ static STYLE: Asset = asset!("style.css", "text/css; charset=utf-8");
 static FAVICON: Asset = asset!("favicon.svg", "image/svg+xml");
 
 /// The policy of the page: everything from this origin, nothing inline, no framing.
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
+pub(super) const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
     style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; \
     form-action 'none'; frame-ancestors 'none'";
 
@@ -94,7 +94,7 @@ fn serve(asset: &'static Asset, headers: &HeaderMap) -> Response {
 /// The dashboard's routes, none behind the token: `/`, `/ui/app.js`, `/ui/style.css`,
 /// `/ui/favicon.svg`, and `/ui/config.json` (`{"auth": bool, "version"}`: whether the API
 /// wants a token, so the page asks for one before its first call instead of after a 401).
-pub fn routes(auth: bool) -> Router {
+pub(super) fn routes(auth: bool) -> Router {
     let config = serde_json::json!({
         "auth": auth,
         "version": env!("CARGO_PKG_VERSION"),

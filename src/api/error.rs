@@ -5,7 +5,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::error::Error;
+use keyfire::error::Error;
 
 /// An error answer. Internals (Redis errors, corrupt data) are logged, not shown.
 #[derive(Debug, Clone)]

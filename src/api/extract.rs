@@ -12,7 +12,7 @@ use super::ApiState;
 use super::error::ApiError;
 
 /// Parse a body's bytes as JSON: a syntax error is a 400 (`malformed_json`).
-pub fn parse_json(bytes: &[u8]) -> Result<Value, ApiError> {
+pub(super) fn parse_json(bytes: &[u8]) -> Result<Value, ApiError> {
     serde_json::from_slice(bytes)
         .map_err(|e| ApiError::malformed_json(format!("malformed JSON: {e}")))
 }
@@ -36,7 +36,7 @@ fn join(prefix: &str, rest: &str) -> String {
 
 /// Decode a JSON value into `T`: a value of the wrong shape (unknown field, missing field,
 /// wrong type) is a 422 (`invalid`) that names the field, under `prefix` (such as `tasks[2]`).
-pub fn decode<T: DeserializeOwned>(value: Value, prefix: &str) -> Result<T, ApiError> {
+pub(super) fn decode<T: DeserializeOwned>(value: Value, prefix: &str) -> Result<T, ApiError> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let message = e.inner().to_string();
@@ -61,7 +61,7 @@ pub fn decode<T: DeserializeOwned>(value: Value, prefix: &str) -> Result<T, ApiE
 pub struct ApiJson<T>(pub T);
 
 /// A raw JSON body, checked for size and syntax only.
-pub async fn body_value(req: Request, state: &ApiState) -> Result<Value, ApiError> {
+pub(super) async fn body_value(req: Request, state: &ApiState) -> Result<Value, ApiError> {
     let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::too_large(state.max_body_bytes())
@@ -83,7 +83,7 @@ impl<T: DeserializeOwned> FromRequest<ApiState> for ApiJson<T> {
 
 /// A body that is JSON, not yet decoded (for bodies completed from the path, like `PUT`).
 #[derive(Debug)]
-pub struct RawJson(pub Value);
+pub(super) struct RawJson(pub Value);
 
 impl FromRequest<ApiState> for RawJson {
     type Rejection = ApiError;
@@ -114,7 +114,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
 }
 
 /// Parse an optional numeric query parameter in `1..=max`, naming it when it is wrong.
-pub fn limit_param(
+pub(super) fn limit_param(
     name: &str,
     value: Option<&str>,
     default: usize,

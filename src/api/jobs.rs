@@ -13,9 +13,9 @@ use super::model::{
     DeadCount, DeadLetterView, DeadList, DeadQuery, JobList, JobSpecSchema, JobView, ListQuery,
     RunList, RunView, RunsQuery, Triggered,
 };
-use crate::error::Error;
-use crate::job::JobSpec;
-use crate::store::{JobRecord, JobStatus};
+use keyfire::error::Error;
+use keyfire::job::JobSpec;
+use keyfire::store::{JobRecord, JobStatus};
 
 /// Jobs per page by default, and at most.
 const PAGE: usize = 100;
@@ -99,7 +99,7 @@ async fn upsert(
     ),
     security(("bearer" = []))
 )]
-pub async fn put_job(
+pub(super) async fn put_job(
     State(state): State<ApiState>,
     Path(id): Path<String>,
     headers: HeaderMap,
@@ -147,7 +147,7 @@ pub async fn put_job(
     ),
     security(("bearer" = []))
 )]
-pub async fn post_job(
+pub(super) async fn post_job(
     State(state): State<ApiState>,
     headers: HeaderMap,
     RawJson(body): RawJson,
@@ -175,7 +175,7 @@ pub async fn post_job(
     ),
     security(("bearer" = []))
 )]
-pub async fn get_job(
+pub(super) async fn get_job(
     State(state): State<ApiState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
@@ -195,7 +195,7 @@ pub async fn get_job(
     ),
     security(("bearer" = []))
 )]
-pub async fn list_jobs(
+pub(super) async fn list_jobs(
     State(state): State<ApiState>,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Json<JobList>, ApiError> {
@@ -272,7 +272,7 @@ pub async fn list_jobs(
     ),
     security(("bearer" = []))
 )]
-pub async fn delete_job(
+pub(super) async fn delete_job(
     State(state): State<ApiState>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
@@ -292,7 +292,7 @@ pub async fn delete_job(
     ),
     security(("bearer" = []))
 )]
-pub async fn pause_job(
+pub(super) async fn pause_job(
     State(state): State<ApiState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
@@ -312,7 +312,7 @@ pub async fn pause_job(
     ),
     security(("bearer" = []))
 )]
-pub async fn resume_job(
+pub(super) async fn resume_job(
     State(state): State<ApiState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
@@ -333,7 +333,7 @@ pub async fn resume_job(
     ),
     security(("bearer" = []))
 )]
-pub async fn job_runs(
+pub(super) async fn job_runs(
     State(state): State<ApiState>,
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<RunsQuery>,
@@ -361,7 +361,7 @@ pub async fn job_runs(
     ),
     security(("bearer" = []))
 )]
-pub async fn trigger_job(
+pub(super) async fn trigger_job(
     State(state): State<ApiState>,
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Triggered>), ApiError> {
@@ -395,7 +395,7 @@ async fn require_job(state: &ApiState, id: &str) -> Result<(), ApiError> {
     ),
     security(("bearer" = []))
 )]
-pub async fn list_dead(
+pub(super) async fn list_dead(
     State(state): State<ApiState>,
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<DeadQuery>,
@@ -424,7 +424,7 @@ pub async fn list_dead(
     ),
     security(("bearer" = []))
 )]
-pub async fn replay_dead(
+pub(super) async fn replay_dead(
     State(state): State<ApiState>,
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<DeadQuery>,
@@ -448,7 +448,7 @@ pub async fn replay_dead(
     ),
     security(("bearer" = []))
 )]
-pub async fn purge_dead(
+pub(super) async fn purge_dead(
     State(state): State<ApiState>,
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<DeadQuery>,

@@ -12,7 +12,7 @@ use axum::response::IntoResponse;
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain")),
     security(("bearer" = []))
 )]
-pub async fn metrics() -> impl IntoResponse {
+pub(super) async fn metrics() -> impl IntoResponse {
     (
         [(
             header::CONTENT_TYPE,

@@ -5,7 +5,7 @@
 //!   zone. `/v1/jobs/{id}/dead` (+ `/replay`): dead letters.
 //! - `/v1/tasks`, `/v1/tasks/batch`: one-shot tasks.
 //! - `/v1/topics` (+ `/{topic}/tasks`, `/{topic}/pop`), `/v1/tasks/{id}` (+ `/finish`,
-//!   `/touch`): the delay queue ([`crate::queue::Queue`]).
+//!   `/touch`): the delay queue ([`keyfire::queue::Queue`]).
 //! - `/v1/nodes`: live nodes, their load and version.
 //! - `/v1/overview`: the cluster at a glance (nodes, job counts, counters, dead letters).
 //! - `/healthz` (the process is up), `/readyz` (Redis answers, expired events are on).
@@ -48,10 +48,10 @@ pub use auth::{OPEN_PATHS, token_matches};
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use system::live_nodes;
 
-use crate::client::Client;
-use crate::config::{ApiSettings, Settings};
-use crate::error::{Error, Result};
-use crate::queue::Queue;
+use keyfire::client::Client;
+use keyfire::config::{ApiSettings, Settings};
+use keyfire::error::{Error, Result};
+use keyfire::queue::Queue;
 
 /// What the handlers share.
 #[derive(Clone)]

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::job::{Job, JobSpec, Validation};
-use crate::store::{DeadLetter, JobRecord, JobStatus, RunRecord};
+use keyfire::job::{Job, JobSpec, Validation};
+use keyfire::store::{DeadLetter, JobRecord, JobStatus, RunRecord};
 
 /// How many next firings a job view shows.
 pub const NEXT_FIRINGS: usize = 5;

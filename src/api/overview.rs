@@ -6,8 +6,8 @@
 //!
 //! Summing needs every job's hash, so one request reads at most [`SCAN_BUDGET`] jobs (in id
 //! order, pipelined a page at a time) and says whether that was all of them. The store has no
-//! method for these reads yet; like `live_nodes`, they go through [`crate::store::Store::connection`]
-//! with names from [`crate::store::Keys`].
+//! method for these reads yet; like `live_nodes`, they go through [`keyfire::store::Store::connection`]
+//! with names from [`keyfire::store::Keys`].
 
 use axum::Json;
 use axum::extract::State;
@@ -149,7 +149,7 @@ pub async fn overview(State(state): State<ApiState>) -> Result<Json<Overview>, A
             .zcard(keys.retry())
             .query_async(&mut conn)
             .await
-            .map_err(crate::error::Error::from)?;
+            .map_err(keyfire::error::Error::from)?;
         (total, due, running, retrying) = (total + t, due + d, running + r, retrying + q);
     }
 
@@ -215,7 +215,7 @@ pub async fn overview(State(state): State<ApiState>) -> Result<Json<Overview>, A
 /// The counter fields and dead-letter count of each job, in order: one pipeline per shard
 /// (in a cluster, a pipeline must stay in one slot).
 async fn job_counters(
-    store: &crate::store::Store,
+    store: &keyfire::store::Store,
     ids: &[String],
 ) -> Result<(Vec<Vec<Option<String>>>, Vec<u64>), ApiError> {
     let shards = store.shards();
@@ -235,12 +235,12 @@ async fn job_counters(
         let replies: Vec<redis::Value> = pipe
             .query_async(&mut store.connection())
             .await
-            .map_err(crate::error::Error::from)?;
+            .map_err(keyfire::error::Error::from)?;
         for (&i, pair) in group.iter().zip(replies.chunks(2)) {
             hashes[i] = redis::from_redis_value(pair[0].clone())
-                .map_err(|e| crate::error::Error::from(redis::RedisError::from(e)))?;
+                .map_err(|e| keyfire::error::Error::from(redis::RedisError::from(e)))?;
             lens[i] = redis::from_redis_value(pair[1].clone())
-                .map_err(|e| crate::error::Error::from(redis::RedisError::from(e)))?;
+                .map_err(|e| keyfire::error::Error::from(redis::RedisError::from(e)))?;
         }
     }
     Ok((hashes, lens))

@@ -12,9 +12,9 @@ use serde_json::{Map, Value};
 use super::ApiState;
 use super::error::{ApiError, ErrorBody};
 use super::model::{Health, NodeList, NodeView};
-use crate::engine::notify::has_expired_events;
-use crate::error::Result;
-use crate::store::Store;
+use keyfire::engine::notify::has_expired_events;
+use keyfire::error::Result;
+use keyfire::store::Store;
 
 /// The live nodes (heartbeat within `node_ttl_ms` by Redis's clock) and what they announced.
 /// Reads the `nodes` ZSET and each node's hash; the store has no method for this yet.
@@ -88,7 +88,7 @@ pub async fn live_nodes(store: &Store, node_ttl_ms: i64) -> Result<Vec<NodeView>
     ),
     security(("bearer" = []))
 )]
-pub async fn list_nodes(State(state): State<ApiState>) -> Result<Json<NodeList>, ApiError> {
+pub(super) async fn list_nodes(State(state): State<ApiState>) -> Result<Json<NodeList>, ApiError> {
     let nodes = live_nodes(state.client().store(), state.node_ttl_ms()).await?;
     Ok(Json(NodeList { nodes }))
 }
@@ -100,7 +100,7 @@ pub async fn list_nodes(State(state): State<ApiState>) -> Result<Json<NodeList>,
     tag = "health",
     responses((status = 200, description = "Up", body = Health))
 )]
-pub async fn healthz() -> Json<Health> {
+pub(super) async fn healthz() -> Json<Health> {
     Json(Health {
         status: "ok".into(),
         checks: Map::new(),
@@ -117,7 +117,7 @@ pub async fn healthz() -> Json<Health> {
         (status = 503, description = "Not ready; `checks` says why", body = Health),
     )
 )]
-pub async fn readyz(State(state): State<ApiState>) -> (StatusCode, Json<Health>) {
+pub(super) async fn readyz(State(state): State<ApiState>) -> (StatusCode, Json<Health>) {
     let mut checks = Map::new();
     let mut conn = state.client().store().connection();
     let ping = tokio::time::timeout(
@@ -181,6 +181,6 @@ pub async fn readyz(State(state): State<ApiState>) -> (StatusCode, Json<Health>)
     tag = "meta",
     responses((status = 200, description = "The OpenAPI document", content_type = "application/json"))
 )]
-pub async fn openapi_json() -> Json<&'static utoipa::openapi::OpenApi> {
+pub(super) async fn openapi_json() -> Json<&'static utoipa::openapi::OpenApi> {
     Json(super::openapi())
 }

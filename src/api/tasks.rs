@@ -11,11 +11,11 @@ use super::ApiState;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, RawJson, decode};
 use super::model::{JobView, TaskBatch, TaskList, TaskSpecSchema};
-use crate::error::Error;
-use crate::job::JobSpec;
+use keyfire::error::Error;
+use keyfire::job::JobSpec;
 
 /// Most tasks in one batch.
-pub const MAX_BATCH: usize = 1000;
+pub(super) const MAX_BATCH: usize = 1000;
 
 /// Turn a task body into a job spec: one-shot only, `after = "0s"` when no instant is given, a
 /// fresh UUID when no id is. Errors name fields under `prefix`.
@@ -80,7 +80,7 @@ fn prefixed(e: Error, prefix: &str) -> ApiError {
     ),
     security(("bearer" = []))
 )]
-pub async fn post_task(
+pub(super) async fn post_task(
     State(state): State<ApiState>,
     RawJson(body): RawJson,
 ) -> Result<(StatusCode, Json<JobView>), ApiError> {
@@ -105,7 +105,7 @@ pub async fn post_task(
     ),
     security(("bearer" = []))
 )]
-pub async fn post_tasks_batch(
+pub(super) async fn post_tasks_batch(
     State(state): State<ApiState>,
     ApiJson(batch): ApiJson<TaskBatch>,
 ) -> Result<(StatusCode, Json<TaskList>), ApiError> {

@@ -1,4 +1,4 @@
-//! `/v1/topics`, `/v1/tasks/{id}`: the delay queue ([`crate::queue::Queue`]) over HTTP.
+//! `/v1/topics`, `/v1/tasks/{id}`: the delay queue ([`keyfire::queue::Queue`]) over HTTP.
 //!
 //! Producers add tasks to a topic; consumers long-poll `pop`, then `finish` with the
 //! reservation token the pop gave them (or `touch` to hold it longer). Inputs are checked by
@@ -18,8 +18,8 @@ use utoipa::{IntoParams, ToSchema};
 use super::ApiState;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiQuery};
-use crate::error::Error;
-use crate::queue::{
+use keyfire::error::Error;
+use keyfire::queue::{
     DEFAULT_MAX_DELIVERIES, DEFAULT_TTR, NewTask, Reserved, TaskInfo, TopicCounts, When,
 };
 

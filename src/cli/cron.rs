@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::job::{JobSpec, Validation};
+use keyfire::job::{JobSpec, Validation};
 
 /// The next `n` instants of `expr` in `tz` after `from`, as (UTC, local) strings.
 pub fn next(
@@ -10,7 +10,7 @@ pub fn next(
     tz: &str,
     n: usize,
     from: DateTime<Utc>,
-) -> Result<Vec<(String, String)>, crate::ValidationError> {
+) -> Result<Vec<(String, String)>, keyfire::ValidationError> {
     let now = from.timestamp_millis();
     let job = JobSpec::cron("preview", expr, "noop")
         .tz(tz)

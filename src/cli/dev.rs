@@ -1,9 +1,9 @@
 //! `keyfire dev`: a Redis of its own plus a node with demo jobs, to see firings at once.
 
-use crate::config::{RedisMode, Settings};
-use crate::dev::{RedisCluster, RedisOptions, RedisServer};
-use crate::handler::Registry;
-use crate::job::JobSpec;
+use keyfire::config::{RedisMode, Settings};
+use keyfire_testkit::{RedisCluster, RedisOptions, RedisServer};
+use keyfire::handler::Registry;
+use keyfire::job::JobSpec;
 
 /// The demo jobs `keyfire dev` declares.
 pub fn demo_jobs() -> Vec<JobSpec> {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::config::{RedisMode, Settings};
+use keyfire::config::{RedisMode, Settings};
 use crate::doctor::{self, Finding, Report};
 
 /// Exit codes of `keyfire doctor`.

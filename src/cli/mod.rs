@@ -1,7 +1,5 @@
 //! The `keyfire` binary's subcommands, one file each.
 
-pub mod bench;
-pub mod chaos;
 pub mod cron;
 pub mod dead;
 pub mod dev;
@@ -13,7 +11,7 @@ pub mod serve;
 pub mod task;
 pub mod topics;
 
-use crate::config::LogSettings;
+use keyfire::config::LogSettings;
 
 /// Set up `tracing` output: `RUST_LOG` wins over the configured level.
 pub fn init_logging(log: &LogSettings) {

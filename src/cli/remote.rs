@@ -22,7 +22,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::config::Settings;
+use keyfire::config::Settings;
 
 /// The exit codes documented above.
 pub mod exit {
@@ -140,7 +140,7 @@ impl Remote {
             .clone()
             .or_else(|| settings.map(|s| s.api.token))
             .filter(|t| !t.is_empty());
-        crate::handler::http::install_tls_provider();
+        keyfire::handler::http::install_tls_provider();
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .timeout(Duration::from_secs(self.timeout.max(1)))

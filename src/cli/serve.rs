@@ -10,12 +10,12 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::{self, ApiState};
-use crate::client::Client;
-use crate::config::Settings;
-use crate::engine::{Node, NodeHandle};
-use crate::error::{Error, Result};
-use crate::handler::Registry;
-use crate::job::JobSpec;
+use keyfire::client::Client;
+use keyfire::config::Settings;
+use keyfire::engine::{Node, NodeHandle};
+use keyfire::error::{Error, Result};
+use keyfire::handler::Registry;
+use keyfire::job::JobSpec;
 
 /// The fields in which two specs differ, by name.
 fn differing_fields(a: &JobSpec, b: &JobSpec) -> Vec<String> {

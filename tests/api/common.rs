@@ -8,7 +8,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use keyfire::Settings;
-use keyfire::api::{ApiState, router};
+use keyfire_server::api::{ApiState, router};
 use serde_json::Value;
 use tower::ServiceExt;
 
@@ -16,7 +16,7 @@ use crate::support::World;
 
 /// An answer: status, headers, JSON body (Null when empty or not JSON).
 #[derive(Debug)]
-pub struct Answer {
+pub(crate) struct Answer {
     pub status: StatusCode,
     pub headers: HeaderMap,
     pub body: Value,
@@ -24,12 +24,12 @@ pub struct Answer {
 
 impl Answer {
     /// The field of an error answer.
-    pub fn field(&self) -> &str {
+    pub(crate) fn field(&self) -> &str {
         self.body["error"]["field"].as_str().unwrap_or("")
     }
 
     /// Assert the one error shape: `{"error": {"code", "message", "field"}}`.
-    pub fn assert_error(&self, status: u16, code: &str) -> &Self {
+    pub(crate) fn assert_error(&self, status: u16, code: &str) -> &Self {
         assert_eq!(self.status.as_u16(), status, "{:#}", self.body);
         let e = &self.body["error"];
         assert_eq!(e["code"], code, "{:#}", self.body);
@@ -49,18 +49,18 @@ impl Answer {
 }
 
 /// A world (Redis + settings) and the API's router over it.
-pub struct Api {
+pub(crate) struct Api {
     pub world: World,
     pub router: Router,
     pub token: Option<String>,
 }
 
 impl Api {
-    pub async fn new() -> Self {
+    pub(crate) async fn new() -> Self {
         Self::with(|_| {}).await
     }
 
-    pub async fn with(change: impl FnOnce(&mut Settings)) -> Self {
+    pub(crate) async fn with(change: impl FnOnce(&mut Settings)) -> Self {
         let mut world = World::new().await;
         change(&mut world.settings);
         let client = world.client().await;
@@ -73,7 +73,7 @@ impl Api {
         }
     }
 
-    pub async fn send(&self, req: Request<Body>) -> Answer {
+    pub(crate) async fn send(&self, req: Request<Body>) -> Answer {
         let resp = self.router.clone().oneshot(req).await.unwrap();
         let status = resp.status();
         let headers = resp.headers().clone();
@@ -86,7 +86,7 @@ impl Api {
         }
     }
 
-    pub fn request(&self, method: Method, uri: &str) -> axum::http::request::Builder {
+    pub(crate) fn request(&self, method: Method, uri: &str) -> axum::http::request::Builder {
         let mut b = Request::builder().method(method).uri(uri);
         if let Some(t) = &self.token {
             b = b.header("authorization", format!("Bearer {t}"));
@@ -95,7 +95,7 @@ impl Api {
     }
 
     /// A request with a JSON body (or none), carrying the token when there is one.
-    pub async fn call(&self, method: Method, uri: &str, body: Option<Value>) -> Answer {
+    pub(crate) async fn call(&self, method: Method, uri: &str, body: Option<Value>) -> Answer {
         let b = self.request(method, uri);
         let req = match body {
             Some(v) => b
@@ -108,7 +108,7 @@ impl Api {
     }
 
     /// A request with a raw body.
-    pub async fn raw(&self, method: Method, uri: &str, body: impl Into<Body>) -> Answer {
+    pub(crate) async fn raw(&self, method: Method, uri: &str, body: impl Into<Body>) -> Answer {
         let req = self
             .request(method, uri)
             .header("content-type", "application/json")
@@ -117,30 +117,30 @@ impl Api {
         self.send(req).await
     }
 
-    pub async fn get(&self, uri: &str) -> Answer {
+    pub(crate) async fn get(&self, uri: &str) -> Answer {
         self.call(Method::GET, uri, None).await
     }
 
-    pub async fn put(&self, uri: &str, body: Value) -> Answer {
+    pub(crate) async fn put(&self, uri: &str, body: Value) -> Answer {
         self.call(Method::PUT, uri, Some(body)).await
     }
 
-    pub async fn post(&self, uri: &str, body: Option<Value>) -> Answer {
+    pub(crate) async fn post(&self, uri: &str, body: Option<Value>) -> Answer {
         self.call(Method::POST, uri, body).await
     }
 
-    pub async fn delete(&self, uri: &str) -> Answer {
+    pub(crate) async fn delete(&self, uri: &str) -> Answer {
         self.call(Method::DELETE, uri, None).await
     }
 
     /// Every key under this world's prefix with its serialized value: equal snapshots mean
     /// nothing was written.
-    pub async fn snapshot(&self) -> Vec<(String, Vec<u8>)> {
+    pub(crate) async fn snapshot(&self) -> Vec<(String, Vec<u8>)> {
         snapshot(&self.world).await
     }
 }
 
-pub async fn snapshot(w: &World) -> Vec<(String, Vec<u8>)> {
+pub(crate) async fn snapshot(w: &World) -> Vec<(String, Vec<u8>)> {
     let mut c = w.conn().await;
     let mut keys: Vec<String> = redis::cmd("KEYS")
         .arg(format!("{{{}}}*", w.settings.redis.prefix))
@@ -163,7 +163,7 @@ pub async fn snapshot(w: &World) -> Vec<(String, Vec<u8>)> {
 }
 
 /// Poll `f` every 50 ms until it returns Some, for at most `limit`.
-pub async fn eventually<T, F, Fut>(limit: Duration, what: &str, mut f: F) -> T
+pub(crate) async fn eventually<T, F, Fut>(limit: Duration, what: &str, mut f: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,

@@ -28,7 +28,7 @@ async fn prune_deletes_undeclared_recurring_jobs_only() {
     ];
 
     // Without prune nothing is deleted; the differing job is updated.
-    let served = keyfire::cli::serve::start(w.settings.clone(), Registry::with_builtins())
+    let served = keyfire_server::cli::serve::start(w.settings.clone(), Registry::with_builtins())
         .await
         .unwrap();
     served.shutdown().await;
@@ -40,7 +40,7 @@ async fn prune_deletes_undeclared_recurring_jobs_only() {
     let once = client.get("declared-once").await.unwrap();
 
     w.settings.prune = true;
-    let served = keyfire::cli::serve::start(w.settings.clone(), Registry::with_builtins())
+    let served = keyfire_server::cli::serve::start(w.settings.clone(), Registry::with_builtins())
         .await
         .unwrap();
     served.shutdown().await;

@@ -85,7 +85,7 @@ async fn document_and_router_agree() {
         "documented operations differ from the expected routes"
     );
     // The served document is the one the library builds.
-    assert_eq!(doc, serde_json::to_value(keyfire::api::openapi()).unwrap());
+    assert_eq!(doc, serde_json::to_value(keyfire_server::api::openapi()).unwrap());
 
     let paths: BTreeSet<&String> = ops.iter().map(|(_, p)| p).collect();
     for path in &paths {
@@ -121,7 +121,7 @@ async fn document_and_router_agree() {
     // Operations needing the token say so; the open ones do not.
     for (m, path) in &ops {
         let op = &doc["paths"][path][m.to_lowercase()];
-        let open = keyfire::api::OPEN_PATHS.contains(&path.as_str());
+        let open = keyfire_server::api::OPEN_PATHS.contains(&path.as_str());
         assert_eq!(op.get("security").is_none(), open, "{m} {path} security");
     }
     assert_eq!(
@@ -134,14 +134,14 @@ async fn document_and_router_agree() {
 
 #[test]
 fn job_schema_names_every_job_spec_field() {
-    let doc = serde_json::to_value(keyfire::api::openapi()).unwrap();
+    let doc = serde_json::to_value(keyfire_server::api::openapi()).unwrap();
     let props: BTreeSet<String> = doc["components"]["schemas"]["JobSpec"]["properties"]
         .as_object()
         .expect("JobSpec schema")
         .keys()
         .cloned()
         .collect();
-    let fields: BTreeSet<String> = keyfire::api::model::job_spec_fields().into_iter().collect();
+    let fields: BTreeSet<String> = keyfire_server::api::model::job_spec_fields().into_iter().collect();
     assert!(
         fields.contains("cron") && fields.contains("handler"),
         "{fields:?}"

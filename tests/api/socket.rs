@@ -12,7 +12,7 @@ async fn serve_answers_over_tcp_with_auth() {
     w.settings.api.token = "tcp-token".into();
     w.settings.node.id = "sock".into();
     w.settings.jobs = vec![keyfire::JobSpec::every("declared", "1h", "log")];
-    let served = keyfire::cli::serve::start(w.settings.clone(), Registry::with_builtins())
+    let served = keyfire_server::cli::serve::start(w.settings.clone(), Registry::with_builtins())
         .await
         .unwrap();
     let base = format!("http://{}", served.api_addr().unwrap());
@@ -78,7 +78,7 @@ async fn serve_answers_over_tcp_with_auth() {
 async fn non_loopback_without_token_is_refused() {
     let mut w = World::new().await;
     w.settings.api.listen = "0.0.0.0:0".into();
-    let err = keyfire::cli::serve::start(w.settings.clone(), Registry::with_builtins())
+    let err = keyfire_server::cli::serve::start(w.settings.clone(), Registry::with_builtins())
         .await
         .err()
         .expect("must refuse");
@@ -86,15 +86,15 @@ async fn non_loopback_without_token_is_refused() {
     // `bind` refuses too, for names that resolve elsewhere than loopback.
     let mut api = w.settings.api.clone();
     api.listen = "0.0.0.0:0".into();
-    let err = keyfire::api::bind(&api).await.unwrap_err().to_string();
+    let err = keyfire_server::api::bind(&api).await.unwrap_err().to_string();
     assert!(err.contains("api.token"), "{err}");
     api.token = "t".into();
-    keyfire::api::bind(&api)
+    keyfire_server::api::bind(&api)
         .await
         .expect("with a token it binds");
     api.token.clear();
     api.listen = "localhost:0".into();
-    keyfire::api::bind(&api)
+    keyfire_server::api::bind(&api)
         .await
         .expect("loopback without a token binds");
 }

@@ -10,7 +10,7 @@ mod repro;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use keyfire::chaos::{Config, FaultKind, node_bin_near};
+use keyfire_lab::chaos::{Config, FaultKind, node_bin_near};
 
 /// The seed of the round `cargo test` runs (any seed plans every fault kind in a minute).
 const SEED: u64 = 9;
@@ -28,7 +28,7 @@ fn node_bin() -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_minute_of_every_fault_loses_and_doubles_nothing() {
-    let out = keyfire::chaos::run(Config {
+    let out = keyfire_lab::chaos::run(Config {
         seed: SEED,
         duration: Duration::from_secs(60),
         nodes: 4,

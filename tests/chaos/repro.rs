@@ -4,8 +4,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use keyfire::chaos::proxy::{Mode, Proxy};
-use keyfire::dev::RedisServer;
+use keyfire_lab::chaos::proxy::{Mode, Proxy};
+use keyfire_testkit::RedisServer;
 use keyfire::store::Keys;
 use keyfire::{Client, Firing, JobSpec, Node, Registry, Settings};
 use serde_json::json;

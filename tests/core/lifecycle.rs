@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use chrono::DateTime;
-use keyfire::dev::RedisOptions;
+use keyfire_testkit::RedisOptions;
 use keyfire::{Error, JobSpec, Node, Registry};
 use serde_json::json;
 

@@ -65,7 +65,7 @@ async fn three_nodes_share_30000_firings_evenly() {
         .unwrap();
     let ttl = w.settings.node.node_ttl.as_millis() as i64;
     let reported_all = || async {
-        let views = keyfire::api::live_nodes(&store, ttl).await.unwrap();
+        let views = keyfire_server::api::live_nodes(&store, ttl).await.unwrap();
         views
             .iter()
             .map(|v| v.runs_started.unwrap_or(0))
@@ -80,7 +80,7 @@ async fn three_nodes_share_30000_firings_evenly() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    for v in keyfire::api::live_nodes(&store, ttl).await.unwrap() {
+    for v in keyfire_server::api::live_nodes(&store, ttl).await.unwrap() {
         let ran = per_node[v.id.as_str()] as f64 / 30_000.0;
         let share = v.share.expect("share reported");
         assert!(

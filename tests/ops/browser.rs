@@ -107,7 +107,7 @@ async fn dashboard_in_headless_chromium() {
 
     let mut settings = w.settings.clone();
     settings.node.id = "node-a".into();
-    let served = keyfire::cli::serve::start(settings, registry.clone())
+    let served = keyfire_server::cli::serve::start(settings, registry.clone())
         .await
         .expect("serve");
     let mut settings = w.settings.clone();

@@ -7,7 +7,7 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use http_body_util::BodyExt;
-use keyfire::api::{ApiState, app};
+use keyfire_server::api::{ApiState, app};
 use keyfire::job::RetrySpec;
 use keyfire::{Firing, HandlerError, JobSpec};
 use serde_json::{Value, json};

@@ -1,10 +1,10 @@
 //! `keyfire doctor`, the built binary, against a redis-server started with the shipped
 //! redis.conf and against ones with bad settings; and in cluster and sentinel mode against
-//! real local deployments (`keyfire::dev::RedisCluster`, `RedisSentinelSet`).
+//! real local deployments (`keyfire_testkit::RedisCluster`, `RedisSentinelSet`).
 
 use std::process::Command;
 
-use keyfire::dev::{RedisCluster, RedisOptions, RedisSentinelSet, RedisServer};
+use keyfire_testkit::{RedisCluster, RedisOptions, RedisSentinelSet, RedisServer};
 use keyfire::store::{Keys, slot_of};
 use serde_json::Value;
 

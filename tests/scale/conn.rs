@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use keyfire::config::{RedisMode, RedisSettings};
-use keyfire::dev::{RedisCluster, RedisOptions, RedisSentinelSet, RedisServer};
+use keyfire_testkit::{RedisCluster, RedisOptions, RedisSentinelSet, RedisServer};
 use keyfire::store::{Conn, Mode};
 use redis::AsyncCommands;
 use tokio::task::block_in_place;

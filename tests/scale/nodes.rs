@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chrono::DateTime;
 use keyfire::config::RedisMode;
-use keyfire::dev::{RedisCluster, RedisSentinelSet, RedisServer};
+use keyfire_testkit::{RedisCluster, RedisSentinelSet, RedisServer};
 use keyfire::engine::NodeHandle;
 use keyfire::store::{Store, slot_of};
 use keyfire::{Client, Firing, JobSpec, Node, Registry, Settings};
@@ -305,7 +305,7 @@ async fn sentinel_failover_loses_no_firing() {
 /// The count of writes not acknowledged by `redis.wait_replicas` replicas in time, from this
 /// process's metrics (only this test sets `wait_replicas` in this binary).
 fn unreplicated() -> u64 {
-    let text = keyfire::metrics::render();
+    let text = keyfire_server::metrics::render();
     text.lines()
         .filter(|l| l.starts_with("keyfire_unreplicated_writes_total"))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())

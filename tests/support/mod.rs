@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use keyfire::clock::Clock;
-use keyfire::dev::{RedisOptions, RedisServer};
+use keyfire_testkit::{RedisOptions, RedisServer};
 use keyfire::engine::NodeHandle;
 use keyfire::{Client, Firing, HandlerResult, Node, Registry, Settings};
 use redis::aio::ConnectionManager;
@@ -17,18 +17,18 @@ use tokio::sync::Notify;
 static PREFIX: AtomicUsize = AtomicUsize::new(0);
 
 /// A test's world: its own Redis and key prefix.
-pub struct World {
+pub(crate) struct World {
     pub redis: RedisServer,
     pub settings: Settings,
     pub recorder: Recorder,
 }
 
 impl World {
-    pub async fn new() -> Self {
+    pub(crate) async fn new() -> Self {
         Self::with(RedisOptions::default()).await
     }
 
-    pub async fn with(options: RedisOptions) -> Self {
+    pub(crate) async fn with(options: RedisOptions) -> Self {
         let redis = RedisServer::start_with(options).expect("start redis-server");
         let mut settings = Settings::default();
         settings.redis.url = redis.url();
@@ -44,7 +44,7 @@ impl World {
 
     /// A registry with the built-ins plus `rec` (records and returns) and `slow` (records,
     /// sleeps the `sleep_ms` param, records the end).
-    pub fn registry(&self) -> Registry {
+    pub(crate) fn registry(&self) -> Registry {
         let mut r = Registry::with_builtins();
         let rec = self.recorder.clone();
         r.register("rec", move |f: Firing| {
@@ -123,11 +123,11 @@ impl World {
         r
     }
 
-    pub async fn node(&self, id: &str) -> NodeHandle {
+    pub(crate) async fn node(&self, id: &str) -> NodeHandle {
         self.node_with(id, self.settings.clone(), None).await
     }
 
-    pub async fn node_with(
+    pub(crate) async fn node_with(
         &self,
         id: &str,
         mut settings: Settings,
@@ -141,14 +141,14 @@ impl World {
         node.start().await.expect("start node")
     }
 
-    pub async fn client(&self) -> Client {
+    pub(crate) async fn client(&self) -> Client {
         Client::connect(&self.settings)
             .await
             .expect("client")
             .allow_handlers(self.registry().names())
     }
 
-    pub async fn conn(&self) -> ConnectionManager {
+    pub(crate) async fn conn(&self) -> ConnectionManager {
         redis::Client::open(self.redis.url())
             .unwrap()
             .get_connection_manager()
@@ -156,13 +156,13 @@ impl World {
             .unwrap()
     }
 
-    pub async fn redis_ms(&self) -> i64 {
+    pub(crate) async fn redis_ms(&self) -> i64 {
         redis_ms(&mut self.conn().await).await
     }
 
     /// Wait until nothing is overdue, queued for another attempt, or running under this
     /// world's prefix.
-    pub async fn wait_idle(&self, limit: Duration) {
+    pub(crate) async fn wait_idle(&self, limit: Duration) {
         let mut c = self.conn().await;
         let r = &self.settings.redis;
         let shards = keyfire::store::Shards::new(&r.prefix, r.shards as usize);
@@ -193,7 +193,7 @@ impl World {
 }
 
 /// Node settings for tests: heartbeats, sweeps, grace and leases in (fractions of) seconds.
-pub fn fast_node(n: &mut keyfire::config::NodeSettings) {
+pub(crate) fn fast_node(n: &mut keyfire::config::NodeSettings) {
     n.heartbeat_interval = Duration::from_millis(200);
     n.node_ttl = Duration::from_millis(1_000);
     n.sweep_interval = Duration::from_millis(500);
@@ -205,7 +205,7 @@ pub fn fast_node(n: &mut keyfire::config::NodeSettings) {
 
 /// Assert that `seen` holds `n` runs, each firing once and none before its instant; returns
 /// the lateness summary (p50, p99, max, a line for the log).
-pub fn assert_exactly_once(seen: &[Seen], n: usize) -> (i64, i64, i64, String) {
+pub(crate) fn assert_exactly_once(seen: &[Seen], n: usize) -> (i64, i64, i64, String) {
     assert_eq!(seen.len(), n, "runs recorded");
     assert!(doubles(seen).is_empty(), "doubles: {:?}", doubles(seen));
     for s in seen {
@@ -214,14 +214,14 @@ pub fn assert_exactly_once(seen: &[Seen], n: usize) -> (i64, i64, i64, String) {
     lateness_summary(seen)
 }
 
-pub async fn redis_ms(c: &mut ConnectionManager) -> i64 {
+pub(crate) async fn redis_ms(c: &mut ConnectionManager) -> i64 {
     let (s, us): (i64, i64) = redis::cmd("TIME").query_async(c).await.unwrap();
     s * 1000 + us / 1000
 }
 
 /// One handler invocation, as the handler saw it.
 #[derive(Debug, Clone)]
-pub struct Seen {
+pub(crate) struct Seen {
     pub job_id: String,
     pub firing_id: String,
     pub scheduled_ms: i64,
@@ -234,7 +234,7 @@ pub struct Seen {
 
 /// Records every handler invocation, outside keyfire.
 #[derive(Clone)]
-pub struct Recorder {
+pub(crate) struct Recorder {
     seen: Arc<Mutex<Vec<Seen>>>,
     ended: Arc<Mutex<HashMap<String, i64>>>,
     cancels: Arc<Mutex<Vec<String>>>,
@@ -243,7 +243,7 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub async fn new(url: &str) -> Self {
+    pub(crate) async fn new(url: &str) -> Self {
         // Not redis-rs's 500 ms default: under a loaded CI machine a handler's TIME call
         // must wait rather than fail the run.
         let config = redis::aio::ConnectionManagerConfig::new()
@@ -262,7 +262,7 @@ impl Recorder {
         }
     }
 
-    pub async fn record(&self, f: Firing) -> HandlerResult {
+    pub(crate) async fn record(&self, f: Firing) -> HandlerResult {
         let start_ms = redis_ms(&mut self.conn.clone()).await;
         self.seen.lock().unwrap().push(Seen {
             job_id: f.job_id,
@@ -277,7 +277,7 @@ impl Recorder {
         Ok(())
     }
 
-    pub async fn finished(&self, firing_id: &str) {
+    pub(crate) async fn finished(&self, firing_id: &str) {
         let now = redis_ms(&mut self.conn.clone()).await;
         self.ended
             .lock()
@@ -286,32 +286,32 @@ impl Recorder {
         self.changed.notify_waiters();
     }
 
-    pub async fn cancelled(&self, firing_id: &str) {
+    pub(crate) async fn cancelled(&self, firing_id: &str) {
         self.cancels.lock().unwrap().push(firing_id.to_string());
         self.finished(firing_id).await;
     }
 
-    pub fn was_cancelled(&self, firing_id: &str) -> bool {
+    pub(crate) fn was_cancelled(&self, firing_id: &str) -> bool {
         self.cancels.lock().unwrap().iter().any(|c| c == firing_id)
     }
 
-    pub fn seen(&self) -> Vec<Seen> {
+    pub(crate) fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
 
-    pub fn seen_of(&self, job_id: &str) -> Vec<Seen> {
+    pub(crate) fn seen_of(&self, job_id: &str) -> Vec<Seen> {
         self.seen()
             .into_iter()
             .filter(|s| s.job_id == job_id)
             .collect()
     }
 
-    pub fn ended(&self, firing_id: &str) -> Option<i64> {
+    pub(crate) fn ended(&self, firing_id: &str) -> Option<i64> {
         self.ended.lock().unwrap().get(firing_id).copied()
     }
 
     /// Wait until `pred` holds over the records, or fail after `limit`.
-    pub async fn wait_until(&self, limit: Duration, what: &str, pred: impl Fn(&[Seen]) -> bool) {
+    pub(crate) async fn wait_until(&self, limit: Duration, what: &str, pred: impl Fn(&[Seen]) -> bool) {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
             let notified = self.changed.notified();
@@ -326,14 +326,14 @@ impl Recorder {
         }
     }
 
-    pub async fn wait_count(&self, n: usize, limit: Duration) {
+    pub(crate) async fn wait_count(&self, n: usize, limit: Duration) {
         self.wait_until(limit, &format!("{n} runs"), |s| s.len() >= n)
             .await;
     }
 }
 
 /// p-th percentile (0..=100) of sorted values.
-pub fn percentile(sorted: &[i64], p: usize) -> i64 {
+pub(crate) fn percentile(sorted: &[i64], p: usize) -> i64 {
     if sorted.is_empty() {
         return 0;
     }
@@ -342,7 +342,7 @@ pub fn percentile(sorted: &[i64], p: usize) -> i64 {
 }
 
 /// Count runs per firing id; return the ones that ran more than once.
-pub fn doubles(seen: &[Seen]) -> Vec<(String, usize)> {
+pub(crate) fn doubles(seen: &[Seen]) -> Vec<(String, usize)> {
     let mut counts: HashMap<&str, usize> = HashMap::new();
     for s in seen {
         *counts.entry(&s.firing_id).or_default() += 1;
@@ -357,7 +357,7 @@ pub fn doubles(seen: &[Seen]) -> Vec<(String, usize)> {
 }
 
 /// Lateness summary (claim time minus scheduled instant, Redis clock) as a line for the log.
-pub fn lateness_summary(seen: &[Seen]) -> (i64, i64, i64, String) {
+pub(crate) fn lateness_summary(seen: &[Seen]) -> (i64, i64, i64, String) {
     let mut late: Vec<i64> = seen.iter().map(|s| s.claimed_ms - s.scheduled_ms).collect();
     late.sort();
     let (p50, p99, max) = (
@@ -377,7 +377,7 @@ pub fn lateness_summary(seen: &[Seen]) -> (i64, i64, i64, String) {
 }
 
 /// Poll a condition on in-process state (node counters) every 10 ms, for at most 10 s.
-pub async fn wait_for(cond: impl Fn() -> bool) {
+pub(crate) async fn wait_for(cond: impl Fn() -> bool) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while !cond() {
         assert!(
@@ -391,7 +391,7 @@ pub async fn wait_for(cond: impl Fn() -> bool) {
 /// Delay-queue fixtures: nodes that serve the `topic` handler, and queues.
 impl World {
     /// [`World::registry`] plus the `topic` handler on this world's Redis.
-    pub fn queue_registry(&self) -> Registry {
+    pub(crate) fn queue_registry(&self) -> Registry {
         let mut r = self.registry();
         r.register(
             keyfire::queue::TOPIC_HANDLER,
@@ -401,11 +401,11 @@ impl World {
     }
 
     /// A node that serves the `topic` handler (so delayed tasks become ready).
-    pub async fn queue_node(&self, id: &str) -> NodeHandle {
+    pub(crate) async fn queue_node(&self, id: &str) -> NodeHandle {
         self.queue_node_with(id, self.settings.clone()).await
     }
 
-    pub async fn queue_node_with(&self, id: &str, mut settings: Settings) -> NodeHandle {
+    pub(crate) async fn queue_node_with(&self, id: &str, mut settings: Settings) -> NodeHandle {
         settings.node.id = id.into();
         Node::new(settings, self.queue_registry())
             .start()
@@ -414,7 +414,7 @@ impl World {
     }
 
     /// A queue whose pops block (`BLPOP`).
-    pub async fn queue(&self) -> keyfire::queue::Queue {
+    pub(crate) async fn queue(&self) -> keyfire::queue::Queue {
         keyfire::queue::Queue::connect(&self.settings)
             .await
             .expect("queue")
@@ -423,7 +423,7 @@ impl World {
 
 /// Run `keyfire dev <args>` (the quick start), wait until its three quick demo jobs have
 /// fired (its log says so), stop it with SIGINT and check it exits cleanly. Returns its log.
-pub fn run_keyfire_dev(args: &[&str]) -> Vec<String> {
+pub(crate) fn run_keyfire_dev(args: &[&str]) -> Vec<String> {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
 

@@ -410,6 +410,25 @@ const LIST_VARS: &[(&str, &str)] = &[
     ),
 ];
 
+/// Whether `filter` is a `tracing` filter as `RUST_LOG` takes it: comma-separated
+/// directives, each a level or `target[span{field=value}]=level`. A bare word that is not a
+/// level would be read as a target name and silence everything, so it is refused.
+fn is_log_filter(filter: &str) -> bool {
+    const LEVELS: [&str; 6] = ["trace", "debug", "info", "warn", "error", "off"];
+    let is_level = |s: &str| LEVELS.contains(&s.trim().to_ascii_lowercase().as_str());
+    !filter.trim().is_empty()
+        && filter.split(',').all(|directive| match directive.rsplit_once('=') {
+            // `target=level`, `target[span]=level`, `[span{f=v}]=level`.
+            Some((target, level)) if !level.contains(['}', ']']) => {
+                is_level(level)
+                    && !target.trim().is_empty()
+                    && target.matches('[').count() == target.matches(']').count()
+                    && target.matches('{').count() == target.matches('}').count()
+            }
+            _ => is_level(directive),
+        })
+}
+
 impl Settings {
     /// Load defaults, then `file` (if given), then `KEYFIRE__SECTION__KEY` environment variables.
     ///
@@ -498,11 +517,7 @@ impl Settings {
         }
         // A bare word that is not a level would be read as a target name and silence
         // everything; refuse it.
-        let levels = ["trace", "debug", "info", "warn", "error", "off"];
-        let plain = !self.log.level.contains(['=', ',', ':', '[']);
-        if tracing_subscriber::EnvFilter::try_new(&self.log.level).is_err()
-            || (plain && !levels.contains(&self.log.level.to_ascii_lowercase().as_str()))
-        {
+        if !is_log_filter(&self.log.level) {
             return bad(
                 "log.level",
                 "must be a level (trace, debug, info, warn, error, off) or a filter such as \"keyfire=debug,info\"",

@@ -16,12 +16,12 @@ use redis::aio::MultiplexedConnection;
 
 use super::RedisMode;
 use super::metrics::{self, Snapshot};
-use crate::config::Settings;
-use crate::dev::{RedisCluster, RedisOptions, RedisServer};
-use crate::engine::NodeHandle;
-use crate::handler::{Firing, Registry};
-use crate::job::JobSpec;
-use crate::{Client, Node};
+use keyfire::config::Settings;
+use keyfire_testkit::{RedisCluster, RedisOptions, RedisServer};
+use keyfire::engine::NodeHandle;
+use keyfire::handler::{Firing, Registry};
+use keyfire::job::JobSpec;
+use keyfire::{Client, Node};
 
 /// The handler every bench job names.
 pub const HANDLER: &str = "bench";
@@ -110,7 +110,7 @@ impl Recorder {
         let me = self.clone();
         r.register(HANDLER, move |f: Firing| {
             me.record(&f);
-            async { Ok::<(), crate::HandlerError>(()) }
+            async { Ok::<(), keyfire::HandlerError>(()) }
         });
         r
     }
@@ -282,8 +282,8 @@ impl Harness {
             // The `topic` handler too, so delayed tasks of the `queue` scenario become ready.
             let mut registry = recorder.registry();
             registry.register(
-                crate::queue::TOPIC_HANDLER,
-                crate::handler::TopicHandler::connect_lazily(&s.redis),
+                keyfire::queue::TOPIC_HANDLER,
+                keyfire::handler::TopicHandler::connect_lazily(&s.redis),
             );
             handles.push(Node::new(s, registry).start().await?);
         }
@@ -399,7 +399,7 @@ impl Harness {
             .collect::<Vec<_>>()
             .await
             .into_iter()
-            .collect::<crate::Result<Vec<()>>>()?;
+            .collect::<keyfire::Result<Vec<()>>>()?;
             self.settle().await?;
         }
         let rate = self.load_rate.unwrap_or(1_000.0).max(100.0);
@@ -508,7 +508,7 @@ fn by_slot(keys: Vec<String>) -> Vec<Vec<String>> {
     let mut groups: std::collections::BTreeMap<u16, Vec<String>> = Default::default();
     for key in keys {
         groups
-            .entry(crate::store::slot_of(&key))
+            .entry(keyfire::store::slot_of(&key))
             .or_default()
             .push(key);
     }
@@ -519,10 +519,10 @@ fn by_slot(keys: Vec<String>) -> Vec<Vec<String>> {
 /// to every master serving slots (as `CLUSTER SLOTS` names them) in cluster mode.
 async fn admin_connections(settings: &Settings) -> anyhow::Result<Vec<MultiplexedConnection>> {
     let clients = match settings.redis.mode {
-        crate::config::RedisMode::Standalone => {
+        keyfire::config::RedisMode::Standalone => {
             vec![redis::Client::open(settings.redis.url.as_str())?]
         }
-        _ => crate::store::Conn::connect(&settings.redis)
+        _ => keyfire::store::Conn::connect(&settings.redis)
             .await
             .context("connecting to the Redis Cluster")?
             .masters()

@@ -135,11 +135,11 @@ pub(crate) fn duration_ms(field: &str, s: &str) -> Result<i64, ValidationError> 
 }
 
 /// The largest job id, in bytes.
-pub const MAX_ID_LEN: usize = 128;
+pub(super) const MAX_ID_LEN: usize = 128;
 
 /// Check a job id: `[A-Za-z0-9][A-Za-z0-9_.-]*`, at most [`MAX_ID_LEN`] bytes. Ids appear in
 /// Redis key names, so `:`, `{`, `}` and spaces are refused.
-pub fn validate_id(id: &str) -> Result<(), ValidationError> {
+pub(super) fn validate_id(id: &str) -> Result<(), ValidationError> {
     let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-');
     if id.is_empty() {
         return Err(ValidationError::new("id", "must not be empty"));

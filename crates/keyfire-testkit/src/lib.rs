@@ -13,7 +13,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 /// The shipped `redis.conf`, built into the binary so `keyfire dev` works from anywhere.
-pub const REDIS_CONF: &str = include_str!("../redis.conf");
+pub const REDIS_CONF: &str = include_str!("../../../redis.conf");
 
 /// How to start a [`RedisServer`].
 #[derive(Debug, Clone, Default)]

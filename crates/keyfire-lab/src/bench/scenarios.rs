@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::harness::{HANDLER, Harness, load_jobs};
 use super::metrics::{Delta, Percentiles, Snapshot, round2};
 use super::{BenchOptions, BenchRun, Report, Scenario};
-use crate::job::JobSpec;
+use keyfire::job::JobSpec;
 
 /// Pending jobs that must not fire are spread over an hour, starting an hour from now.
 const HOUR_MS: i64 = 3_600_000;
@@ -75,7 +75,7 @@ fn firing_ids(specs: &[JobSpec]) -> HashSet<String> {
         .iter()
         .map(|s| {
             let at = s.at.expect("one-shot").timestamp_millis();
-            crate::store::firing_id(&s.id, at)
+            keyfire::store::firing_id(&s.id, at)
         })
         .collect()
 }
@@ -350,7 +350,7 @@ async fn cron(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
     let last = t0 + (seconds - 1) * 1000;
     let expected: HashSet<String> = ids
         .iter()
-        .flat_map(|id| (0..seconds).map(move |k| crate::store::firing_id(id, t0 + k * 1000)))
+        .flat_map(|id| (0..seconds).map(move |k| keyfire::store::firing_id(id, t0 + k * 1000)))
         .collect();
     h.recorder.set_window(t0, last);
     h.sleep_until_redis(t0 - 100).await;

@@ -184,7 +184,8 @@ pub struct TaskInfo {
 }
 
 /// A topic's tasks by state, and its counters since it was first used: see [`Queue::topics`].
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TopicCounts {
     /// The topic.
     pub topic: String,

@@ -25,10 +25,10 @@ use crate::error::{Error, Result};
 
 /// Longest wait for one reply from Redis. redis-rs's default (500 ms) turned slow replies to
 /// big pipelines and batch scripts into errors, and lease renewals into takeovers.
-pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(super) const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Longest wait to open one connection.
-pub const CONNECTION_TIMEOUT: Duration = Duration::from_secs(5);
+pub(super) const CONNECTION_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Sentinel mode: after asking the sentinels, wait at least this long before asking again
 /// (every failing command would otherwise ask them).
@@ -535,7 +535,7 @@ impl Access {
 ///
 /// Clones share the connection: when one clone finds the master moved, all use the new one.
 #[derive(Clone)]
-pub struct SentinelConn(Arc<SentinelShared>);
+pub(super) struct SentinelConn(Arc<SentinelShared>);
 
 struct SentinelShared {
     /// The sentinels; one lookup at a time.

@@ -100,8 +100,6 @@ impl Node {
             clock,
         } = self;
         settings.check()?;
-        // Install the Prometheus recorder (unless the embedding application has its own).
-        let _ = crate::metrics::handle();
         let store = Store::open(&settings.redis).await?;
         store.check_layout().await?;
         notify::ensure_everywhere(&store, settings.redis.enable_notifications).await?;

@@ -21,7 +21,7 @@ use anyhow::Context;
 use super::harness::Harness;
 use super::metrics::{Delta, Percentiles, round2};
 use super::{BenchRun, Report};
-use crate::queue::{NewTask, Queue};
+use keyfire::queue::{NewTask, Queue};
 
 /// Concurrent consumers.
 pub const CONSUMERS: usize = 8;

@@ -36,7 +36,7 @@ pub enum Schedule {
 }
 
 /// Parse a cron expression: 5 fields, 6 with seconds, or an `@hourly`-style macro.
-pub fn parse_cron(expr: &str) -> Result<Cron, String> {
+pub(super) fn parse_cron(expr: &str) -> Result<Cron, String> {
     let fields = expr.split_whitespace().count();
     if !expr.trim_start().starts_with('@') && !(5..=6).contains(&fields) {
         return Err(format!(
@@ -52,7 +52,7 @@ pub fn parse_cron(expr: &str) -> Result<Cron, String> {
 }
 
 /// Parse an IANA zone name such as `Europe/Berlin`.
-pub fn parse_tz(name: &str) -> Result<Tz, String> {
+pub(super) fn parse_tz(name: &str) -> Result<Tz, String> {
     Tz::from_str(name).map_err(|_| format!("unknown time zone '{name}'"))
 }
 

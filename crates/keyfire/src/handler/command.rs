@@ -43,13 +43,13 @@ struct Params {
 
 /// The `command` handler.
 #[derive(Clone)]
-pub struct CommandHandler {
+pub(super) struct CommandHandler {
     settings: Arc<CommandHandlerSettings>,
 }
 
 impl CommandHandler {
     /// A handler with these settings.
-    pub fn new(settings: &CommandHandlerSettings) -> Self {
+    pub(super) fn new(settings: &CommandHandlerSettings) -> Self {
         Self {
             settings: Arc::new(settings.clone()),
         }

@@ -59,8 +59,8 @@ use serde::{Deserialize, Serialize};
 
 use super::model::{Bounds, FaultEvent, FaultKind, History, OpKind, QueueEv, QueueEvent, Workload};
 use super::record::{Ev, Outcome, RunEvent};
-use crate::job::{Job, MisfirePolicy, Validation};
-use crate::store::{RunRecord, firing_id, parse_firing_id};
+use keyfire::job::{Job, MisfirePolicy, Validation};
+use keyfire::store::{RunRecord, firing_id, parse_firing_id};
 
 /// A kind of violation (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -359,7 +359,7 @@ struct Checker<'a> {
     drops: HashMap<String, Vec<i64>>,
 }
 
-fn validate(spec: &crate::JobSpec, created_ms: i64) -> Option<Job> {
+fn validate(spec: &keyfire::JobSpec, created_ms: i64) -> Option<Job> {
     spec.clone()
         .validate(&Validation {
             now_ms: created_ms,
@@ -525,7 +525,7 @@ impl<'a> Checker<'a> {
                             continue;
                         };
                         spec = Some((job.clone(), *v));
-                        if *status == crate::store::JobStatus::Active {
+                        if *status == keyfire::store::JobStatus::Active {
                             cur = Some(Segment {
                                 job,
                                 v: *v,
@@ -567,7 +567,7 @@ impl<'a> Checker<'a> {
                                 .or_default()
                                 .push((p, op.call_ms));
                         }
-                        if *status == crate::store::JobStatus::Active
+                        if *status == keyfire::store::JobStatus::Active
                             && let Some((job, v)) = &spec
                         {
                             cur = Some(Segment {
@@ -1141,8 +1141,8 @@ mod tests {
     use super::*;
     use crate::chaos::model::Op;
     use crate::chaos::record::Outcome;
-    use crate::job::JobSpec;
-    use crate::store::JobStatus;
+    use keyfire::job::JobSpec;
+    use keyfire::store::JobStatus;
 
     const T0: i64 = 1_700_000_000_000;
 

@@ -23,13 +23,13 @@ use super::model::{
 use super::plan::{Plan, PlannedFault};
 use super::proxy::{Mode, Proxy};
 use super::record::{host_ms, read_events};
-use crate::client::Client;
-use crate::config::Settings;
-use crate::dev::{RedisOptions, RedisServer};
-use crate::error::Error;
-use crate::job::{JobSpec, RetrySpec};
-use crate::queue::{NewTask, Queue, When};
-use crate::store::{JobStatus, Keys, parse_firing_id};
+use keyfire::client::Client;
+use keyfire::config::Settings;
+use keyfire_testkit::{RedisOptions, RedisServer};
+use keyfire::error::Error;
+use keyfire::job::{JobSpec, RetrySpec};
+use keyfire::queue::{NewTask, Queue, When};
+use keyfire::store::{JobStatus, Keys, parse_firing_id};
 
 /// Key prefix of the round's data.
 const PREFIX: &str = "chaos";
@@ -184,7 +184,7 @@ async fn retrying<T, F, Fut>(
 ) -> (i64, i64, Option<T>)
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = crate::Result<T>>,
+    Fut: std::future::Future<Output = keyfire::Result<T>>,
 {
     let call = redis_ms(conn).await;
     for _ in 0..100 {
@@ -776,7 +776,7 @@ async fn consume(
     stop: tokio_util::sync::CancellationToken,
 ) {
     let mut rng = StdRng::seed_from_u64(seed);
-    let push = |ev: QueueEv, r: &crate::queue::Reserved| {
+    let push = |ev: QueueEv, r: &keyfire::queue::Reserved| {
         events.lock().expect("queue events lock").push(QueueEvent {
             ev,
             task: r.id.clone(),
@@ -906,7 +906,7 @@ async fn pending(round: &Round, cutoff: i64) -> anyhow::Result<Vec<String>> {
         .collect();
     out.extend(
         due.into_iter()
-            .map(|(job, at)| crate::store::firing_id(&job, at)),
+            .map(|(job, at)| keyfire::store::firing_id(&job, at)),
     );
     Ok(out)
 }

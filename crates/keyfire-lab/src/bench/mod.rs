@@ -4,7 +4,7 @@
 //! it is handed, runs one named scenario and reports it as one JSON line ([`Report`]).
 //!
 //! Lateness is `claimed_at - scheduled_at` of each firing, both by Redis's clock, as the
-//! [`Firing`](crate::Firing) hands them over. Around the measured phase of each scenario the
+//! [`Firing`](keyfire::Firing) hands them over. Around the measured phase of each scenario the
 //! harness takes [`metrics::Snapshot`]s: `INFO commandstats` (commands per firing), `INFO cpu`
 //! (Redis CPU), `getrusage` (this process: every node plus the harness). Memory per pending
 //! job is the change of Redis's `used_memory` (client buffers left out) over loading them.
@@ -112,10 +112,10 @@ impl RedisMode {
     }
 
     /// The matching `redis.mode` of the settings.
-    pub fn settings(self) -> crate::config::RedisMode {
+    pub fn settings(self) -> keyfire::config::RedisMode {
         match self {
-            RedisMode::Standalone => crate::config::RedisMode::Standalone,
-            RedisMode::Cluster => crate::config::RedisMode::Cluster,
+            RedisMode::Standalone => keyfire::config::RedisMode::Standalone,
+            RedisMode::Cluster => keyfire::config::RedisMode::Cluster,
         }
     }
 }

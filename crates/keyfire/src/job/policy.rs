@@ -51,9 +51,9 @@ pub struct RetryPolicy {
 }
 
 /// Default attempts in all: a crash or a transient failure gets a second and third chance.
-pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+pub(super) const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 /// Most attempts a policy may ask for.
-pub const MAX_ATTEMPTS_LIMIT: u32 = 1_000;
+pub(super) const MAX_ATTEMPTS_LIMIT: u32 = 1_000;
 
 impl Default for RetryPolicy {
     fn default() -> Self {

@@ -2,7 +2,7 @@
 //! to an append-only file per node process.
 //!
 //! Times are in ms since the Unix epoch. `claimed_ms` is Redis time at the claim (from
-//! [`crate::Firing::claimed_at`]). `at_ms` is the host's real clock when the event happened:
+//! [`keyfire::Firing::claimed_at`]). `at_ms` is the host's real clock when the event happened:
 //! the chaos harness runs Redis and every node on one host, so that clock *is* Redis's clock
 //! (`TIME` reads the same `gettimeofday`); a node whose keyfire clock is skewed still writes
 //! the host's real time here (its known skew is taken off).

@@ -8,8 +8,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::record::RunEvent;
-use crate::job::JobSpec;
-use crate::store::{DeadLetter, JobStatus, RunRecord};
+use keyfire::job::JobSpec;
+use keyfire::store::{DeadLetter, JobStatus, RunRecord};
 
 /// Bounds the checker holds keyfire to, derived from the node settings of the round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,7 +39,7 @@ impl Bounds {
     }
 }
 
-/// One call the harness made through [`crate::Client`], with Redis time read just before the
+/// One call the harness made through [`keyfire::Client`], with Redis time read just before the
 /// call and just after it returned: the change took effect somewhere in between.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Op {
