@@ -30,18 +30,27 @@
 pub mod client;
 pub mod clock;
 pub mod config;
-pub mod engine;
 pub mod error;
 pub mod handler;
 pub mod job;
 pub mod metrics;
 pub mod queue;
+
+// The engine's and the store's insides are public for keyfire's own crates (the server, the
+// lab, the tests), which drive scripts and step the engine directly. They are not part of
+// the API a service embeds and may change in any release: what an embedder needs is
+// re-exported below.
+#[doc(hidden)]
+pub mod engine;
+#[doc(hidden)]
 pub mod store;
 
 pub use client::Client;
 pub use config::Settings;
+pub use engine::Stats;
 pub use engine::{Node, NodeHandle};
 pub use error::{Error, Result};
 pub use handler::{Firing, Handler, HandlerError, HandlerResult, Registry};
 pub use job::{JobSpec, ValidationError};
 pub use queue::Queue;
+pub use store::{DeadLetter, Fate, JobRecord, JobStatus, RunRecord};
