@@ -19,7 +19,7 @@ use redis::{Client, ConnectionAddr, IntoConnectionInfo, RedisResult, TlsCertific
 use serde::Serialize;
 
 use keyfire::config::{RedisSettings, node_addr};
-use keyfire::engine::notify::has_expired_events;
+use keyfire::store::notify::has_expired_events;
 use keyfire::store::{Conn, Keys, LAYOUT_VERSION, LAYOUTS_UNDERSTOOD, Mode, Shards, client_addr};
 
 /// The oldest Redis major version keyfire supports.
@@ -845,14 +845,7 @@ fn check_layout(f: &Facts) -> Finding {
     }
 }
 
-/// Parse `INFO` output into its `name:value` fields.
-pub fn parse_info(text: &str) -> BTreeMap<String, String> {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.trim_end().split_once(':'))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
+pub use keyfire::store::parse_info;
 
 fn now_ms_f64() -> f64 {
     SystemTime::now()
@@ -1049,18 +1042,7 @@ impl Report {
     }
 }
 
-/// `redis://user:secret@host/0` → `redis://***@host/0`.
-pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let end = rest.find('/').unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(end);
-    match authority.rsplit_once('@') {
-        Some((_, host)) => format!("{scheme}://***@{host}{path}"),
-        None => url.to_string(),
-    }
-}
+pub use keyfire::store::redact_url;
 
 /// How long doctor waits to connect, and for all its reads.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
@@ -2038,7 +2020,7 @@ mod tests {
         );
         assert_eq!(
             redact_url("redis://user:s3cret@db.example:6379/0"),
-            "redis://***@db.example:6379/0"
+            "redis://user:***@db.example:6379/0"
         );
         assert_eq!(
             redact_url("redis://127.0.0.1:6379/0"),

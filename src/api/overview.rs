@@ -138,20 +138,12 @@ pub async fn overview(State(state): State<ApiState>) -> Result<Json<Overview>, A
     let store = state.client().store();
     let nodes = live_nodes(store, state.node_ttl_ms()).await?;
     let now = store.time_ms().await?;
-    let mut conn = store.connection();
-    let (mut total, mut due, mut running, mut retrying) = (0u64, 0u64, 0u64, 0u64);
-    // One pipeline per shard: a shard's keys share one slot.
-    for keys in store.shards().iter() {
-        let (t, d, r, q): (u64, u64, u64, u64) = redis::pipe()
-            .zcard(keys.jobs())
-            .zcount(keys.due(), "-inf", now)
-            .zcard(keys.running())
-            .zcard(keys.retry())
-            .query_async(&mut conn)
-            .await
-            .map_err(keyfire::error::Error::from)?;
-        (total, due, running, retrying) = (total + t, due + d, running + r, retrying + q);
-    }
+    let keyfire::store::Totals {
+        jobs: total,
+        due,
+        running,
+        retrying,
+    } = store.totals(now).await?;
 
     let mut jobs = JobCounts {
         total,
@@ -212,36 +204,10 @@ pub async fn overview(State(state): State<ApiState>) -> Result<Json<Overview>, A
     }))
 }
 
-/// The counter fields and dead-letter count of each job, in order: one pipeline per shard
-/// (in a cluster, a pipeline must stay in one slot).
+/// The counter fields and dead-letter count of each job, in order.
 async fn job_counters(
     store: &keyfire::store::Store,
     ids: &[String],
 ) -> Result<(Vec<Vec<Option<String>>>, Vec<u64>), ApiError> {
-    let shards = store.shards();
-    let mut groups: Vec<Vec<usize>> = vec![Vec::new(); shards.len()];
-    for (i, id) in ids.iter().enumerate() {
-        groups[shards.of(id)].push(i);
-    }
-    let mut hashes = vec![Vec::new(); ids.len()];
-    let mut lens = vec![0u64; ids.len()];
-    for (shard, group) in groups.iter().enumerate().filter(|(_, g)| !g.is_empty()) {
-        let keys = shards.keys(shard);
-        let mut pipe = redis::pipe();
-        for &i in group {
-            pipe.cmd("HMGET").arg(keys.job(&ids[i])).arg(&FIELDS[..]);
-            pipe.llen(keys.dead(&ids[i]));
-        }
-        let replies: Vec<redis::Value> = pipe
-            .query_async(&mut store.connection())
-            .await
-            .map_err(keyfire::error::Error::from)?;
-        for (&i, pair) in group.iter().zip(replies.chunks(2)) {
-            hashes[i] = redis::from_redis_value(pair[0].clone())
-                .map_err(|e| keyfire::error::Error::from(redis::RedisError::from(e)))?;
-            lens[i] = redis::from_redis_value(pair[1].clone())
-                .map_err(|e| keyfire::error::Error::from(redis::RedisError::from(e)))?;
-        }
-    }
-    Ok((hashes, lens))
+    Ok(store.job_fields(ids, &FIELDS).await?)
 }

@@ -1,43 +1,24 @@
 //! Nodes, health, readiness and the OpenAPI document.
 
-use std::collections::HashMap;
-
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::DateTime;
-use redis::AsyncCommands;
 use serde_json::{Map, Value};
 
 use super::ApiState;
 use super::error::{ApiError, ErrorBody};
 use super::model::{Health, NodeList, NodeView};
-use keyfire::engine::notify::has_expired_events;
 use keyfire::error::Result;
 use keyfire::store::Store;
+use keyfire::store::notify::has_expired_events;
 
 /// The live nodes (heartbeat within `node_ttl_ms` by Redis's clock) and what they announced.
-/// Reads the `nodes` ZSET and each node's hash; the store has no method for this yet.
 pub async fn live_nodes(store: &Store, node_ttl_ms: i64) -> Result<Vec<NodeView>> {
-    let keys = store.keys();
-    let now = store.time_ms().await?;
-    let mut conn = store.connection();
-    let live: Vec<(String, i64)> = conn
-        .zrangebyscore_withscores(keys.nodes(), now - node_ttl_ms, "+inf")
-        .await?;
-    let mut pipe = redis::pipe();
-    for (id, _) in &live {
-        pipe.hgetall(keys.node(id));
-    }
-    let infos: Vec<HashMap<String, String>> = if live.is_empty() {
-        Vec::new()
-    } else {
-        pipe.query_async(&mut conn).await?
-    };
+    let live = store.live_nodes(node_ttl_ms).await?;
     let mut nodes: Vec<NodeView> = live
         .into_iter()
-        .zip(infos)
-        .map(|((id, seen), hash)| {
+        .map(|(id, seen, hash)| {
             let info: Value = hash
                 .get("info")
                 .and_then(|s| serde_json::from_str(s).ok())
@@ -119,39 +100,24 @@ pub(super) async fn healthz() -> Json<Health> {
 )]
 pub(super) async fn readyz(State(state): State<ApiState>) -> (StatusCode, Json<Health>) {
     let mut checks = Map::new();
-    let mut conn = state.client().store().connection();
-    let ping = tokio::time::timeout(
-        std::time::Duration::from_secs(2),
-        redis::cmd("PING").query_async::<String>(&mut conn),
-    )
-    .await;
-    let redis_ok = matches!(ping, Ok(Ok(_)));
+    let store = state.client().store();
+    let ping = tokio::time::timeout(std::time::Duration::from_secs(2), store.ping()).await;
+    let redis_ok = matches!(ping, Ok(Ok(())));
     checks.insert(
         "redis".into(),
         Value::String(match ping {
-            Ok(Ok(_)) => "ok".into(),
+            Ok(Ok(())) => "ok".into(),
             Ok(Err(e)) => format!("unreachable: {e}"),
             Err(_) => "unreachable: no answer within 2s".into(),
         }),
     );
     let mut ready = redis_ok;
     if redis_ok {
-        let flags: std::result::Result<Vec<String>, _> = redis::cmd("CONFIG")
-            .arg("GET")
-            .arg("notify-keyspace-events")
-            .query_async(&mut conn)
-            .await;
-        let verdict = match flags {
-            Ok(reply) => {
-                let flags = reply.get(1).cloned().unwrap_or_default();
-                if has_expired_events(&flags) {
-                    "ok".to_string()
-                } else {
-                    ready = false;
-                    format!(
-                        "expired events are off (notify-keyspace-events is \"{flags}\"; needs Ex)"
-                    )
-                }
+        let verdict = match store.notify_flags().await {
+            Ok(flags) if has_expired_events(&flags) => "ok".to_string(),
+            Ok(flags) => {
+                ready = false;
+                format!("expired events are off (notify-keyspace-events is \"{flags}\"; needs Ex)")
             }
             Err(e) => {
                 ready = false;

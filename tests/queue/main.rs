@@ -19,14 +19,14 @@ use keyfire::queue::{Queue, Reserved};
 
 /// One delivery, as a consumer saw it (instants: Redis time, ms).
 #[derive(Debug, Clone)]
-pub struct Delivery {
-    pub id: String,
-    pub consumer: usize,
-    pub deliveries: u32,
-    pub due_ms: i64,
-    pub ready_ms: i64,
-    pub reserved_ms: i64,
-    pub payload: serde_json::Value,
+pub(crate) struct Delivery {
+    pub(crate) id: String,
+    pub(crate) consumer: usize,
+    pub(crate) deliveries: u32,
+    pub(crate) due_ms: i64,
+    pub(crate) ready_ms: i64,
+    pub(crate) reserved_ms: i64,
+    pub(crate) payload: serde_json::Value,
 }
 
 impl Delivery {
@@ -44,14 +44,14 @@ impl Delivery {
 }
 
 /// Consumers that pop and finish until `n` tasks are finished in all (or `limit` passes).
-pub struct Consumers {
-    pub log: Arc<Mutex<Vec<Delivery>>>,
+pub(crate) struct Consumers {
+    pub(crate) log: Arc<Mutex<Vec<Delivery>>>,
     finished: Arc<AtomicUsize>,
     handles: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Consumers {
-    pub fn start(queues: Vec<Queue>, topic: &str, n: usize, limit: Duration) -> Self {
+    pub(crate) fn start(queues: Vec<Queue>, topic: &str, n: usize, limit: Duration) -> Self {
         let log = Arc::new(Mutex::new(Vec::new()));
         let finished = Arc::new(AtomicUsize::new(0));
         let handles = queues
@@ -81,7 +81,7 @@ impl Consumers {
         }
     }
 
-    pub async fn join(self) -> Vec<Delivery> {
+    pub(crate) async fn join(self) -> Vec<Delivery> {
         for h in self.handles {
             h.await.unwrap();
         }
@@ -91,7 +91,7 @@ impl Consumers {
 }
 
 /// p50 / p99 / max of `values`, as a line.
-pub fn summary(label: &str, mut values: Vec<i64>) -> (i64, i64, i64, String) {
+pub(crate) fn summary(label: &str, mut values: Vec<i64>) -> (i64, i64, i64, String) {
     values.sort();
     let (p50, p99, max) = (
         support::percentile(&values, 50),

@@ -104,8 +104,7 @@ async fn clock_ms(clock: &RedisServer) -> i64 {
         .get_multiplexed_async_connection()
         .await
         .unwrap();
-    let (s, us): (i64, i64) = redis::cmd("TIME").query_async(&mut c).await.unwrap();
-    s * 1000 + us / 1000
+    keyfire::store::redis_time_ms(&mut c).await.unwrap()
 }
 
 /// Acceptance 1: a 3-master cluster (with replicas), 12 shards, 3 keyfire nodes, 10,000

@@ -215,8 +215,7 @@ pub(crate) fn assert_exactly_once(seen: &[Seen], n: usize) -> (i64, i64, i64, St
 }
 
 pub(crate) async fn redis_ms(c: &mut ConnectionManager) -> i64 {
-    let (s, us): (i64, i64) = redis::cmd("TIME").query_async(c).await.unwrap();
-    s * 1000 + us / 1000
+    keyfire::store::redis_time_ms(c).await.unwrap()
 }
 
 /// One handler invocation, as the handler saw it.

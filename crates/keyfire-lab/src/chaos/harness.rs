@@ -167,11 +167,9 @@ impl NodeProc {
 /// Redis time in ms over `conn`, or the host's clock when Redis does not answer (the same
 /// clock: Redis runs on this host).
 async fn redis_ms(conn: &mut ConnectionManager) -> i64 {
-    let t: redis::RedisResult<(i64, i64)> = redis::cmd("TIME").query_async(conn).await;
-    match t {
-        Ok((s, us)) => s * 1000 + us / 1000,
-        Err(_) => host_ms(),
-    }
+    keyfire::store::redis_time_ms(conn)
+        .await
+        .unwrap_or_else(|_| host_ms())
 }
 
 /// Retry a call until it succeeds (Redis may be restarting): the change happened between the

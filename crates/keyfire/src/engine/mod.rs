@@ -12,7 +12,7 @@
 mod claim;
 mod listener;
 pub mod membership;
-pub mod notify;
+use crate::store::notify;
 mod sweeper;
 mod timers;
 

@@ -10,7 +10,7 @@ use tokio::time::MissedTickBehavior;
 
 use super::Inner;
 use super::claim::{Kind, Source};
-use super::notify;
+use crate::store::notify;
 
 /// Entries read per page.
 const SWEEP_BATCH: usize = 10_000;

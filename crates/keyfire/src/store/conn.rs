@@ -79,7 +79,7 @@ impl Conn {
             Mode::Standalone => {
                 let client = access
                     .client(s.url.as_str())
-                    .map_err(|e| Error::redis_op(format!("redis.url {}", redact(&s.url)), e))?;
+                    .map_err(|e| Error::redis_op(format!("redis.url {}", redact_url(&s.url)), e))?;
                 let target = client_addr(&client);
                 probe(&client)
                     .await
@@ -282,14 +282,27 @@ pub fn client_addr(client: &Client) -> String {
     }
 }
 
-/// A URL without its password, for messages.
-fn redact(url: &str) -> String {
+/// A Redis URL fit for messages and logs: `redis://user:secret@host/0` →
+/// `redis://user:***@host/0`. A URL that does not parse as a Redis URL keeps nothing of its
+/// user part (`scheme://***@host/…`), so a malformed one cannot leak a secret either.
+pub fn redact_url(url: &str) -> String {
     match redis::parse_redis_url(url) {
         Some(mut u) if u.password().is_some() => {
             let _ = u.set_password(Some("***"));
             u.to_string()
         }
-        _ => url.to_string(),
+        Some(_) => url.to_string(),
+        None => {
+            let Some((scheme, rest)) = url.split_once("://") else {
+                return url.to_string();
+            };
+            let end = rest.find('/').unwrap_or(rest.len());
+            let (authority, path) = rest.split_at(end);
+            match authority.rsplit_once('@') {
+                Some((_, host)) => format!("{scheme}://***@{host}{path}"),
+                None => url.to_string(),
+            }
+        }
     }
 }
 
@@ -395,7 +408,7 @@ impl Access {
             username: s.username.clone(),
             password: s.password.clone(),
             tls,
-            seeds: s.nodes.iter().map(|n| redact(n)).collect(),
+            seeds: s.nodes.iter().map(|n| redact_url(n)).collect(),
         })
     }
 
@@ -484,7 +497,7 @@ impl Access {
                 url.as_str()
                     .into_connection_info()
                     .map(|info| self.apply(info))
-                    .map_err(|e| Error::redis_op(format!("redis.nodes: '{}'", redact(node)), e))
+                    .map_err(|e| Error::redis_op(format!("redis.nodes: '{}'", redact_url(node)), e))
             })
             .collect::<Result<Vec<_>>>()?;
         let mut b = ClusterClientBuilder::new(seeds)
@@ -567,7 +580,10 @@ impl SentinelConn {
         let mut sentinel_password = None;
         for node in &s.nodes {
             let (host, port) = node_addr(node).ok_or_else(|| {
-                Error::Config(format!("redis.nodes: '{}' is not an address", redact(node)))
+                Error::Config(format!(
+                    "redis.nodes: '{}' is not an address",
+                    redact_url(node)
+                ))
             })?;
             // A sentinel's own credentials come from its URL, not from redis.username and
             // redis.password (which are the data servers').
@@ -952,6 +968,8 @@ mod tests {
         assert!(may_have_moved(&refused) && not_executed(&refused));
         let reset = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
         assert!(may_have_moved(&reset) && !not_executed(&reset));
-        assert_eq!(redact("redis://u:pw@h:1/0"), "redis://u:***@h:1/0");
+        assert_eq!(redact_url("redis://u:pw@h:1/0"), "redis://u:***@h:1/0");
+        assert_eq!(redact_url("redis://h:1/0"), "redis://h:1/0");
+        assert_eq!(redact_url("bogus://u:pw@h:1/0"), "bogus://***@h:1/0");
     }
 }

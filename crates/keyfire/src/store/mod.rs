@@ -2,6 +2,8 @@
 
 mod conn;
 mod keys;
+pub mod notify;
+mod ops;
 mod scripts;
 
 use std::collections::HashMap;
@@ -11,8 +13,9 @@ use futures::{StreamExt, TryStreamExt};
 use redis::{AsyncCommands, FromRedisValue, ParsingError, Value};
 use serde::{Deserialize, Serialize};
 
-pub use conn::{Conn, Mode, client_addr};
+pub use conn::{Conn, Mode, client_addr, redact_url};
 pub use keys::{CLUSTER_SLOTS, Keys, Shards, firing_id, parse_firing_id, slot_of, stable_hash};
+pub use ops::{LiveNode, Totals, parse_info, redis_time_ms, time_reply_ms};
 use scripts::{
     CLAIM, CLAIM_RETRY, COMPLETE, DEAD, DELETE, HEARTBEAT, INSERT, PAUSE, PROMOTE, RECOVER, RENEW,
     TRIGGER, UPSERT,
@@ -441,10 +444,7 @@ impl Store {
 
     /// Redis's clock, in ms.
     pub async fn time_ms(&self) -> Result<i64> {
-        let (s, us): (i64, i64) = redis::cmd("TIME")
-            .query_async(&mut self.conn.clone())
-            .await?;
-        Ok(s * 1000 + us / 1000)
+        redis_time_ms(&mut self.conn.clone()).await
     }
 
     /// Check (and on first use, write) the key-layout version; refuse a layout this build
@@ -492,7 +492,7 @@ impl Store {
             .arg(&["version", "next", "created", "status"])
             .cmd("TIME");
         type Fields = (Option<u64>, Option<String>, Option<i64>, Option<String>);
-        let ((version, next, created, status), (s, us)): (Fields, (i64, i64)) =
+        let ((version, next, created, status), time): (Fields, (i64, i64)) =
             pipe.query_async(&mut self.conn.clone()).await?;
         let state = JobState {
             version: version.unwrap_or(0),
@@ -500,7 +500,7 @@ impl Store {
             created_ms: created,
             status: status.as_deref().map(JobStatus::parse).transpose()?,
         };
-        Ok((state, s * 1000 + us / 1000))
+        Ok((state, time_reply_ms(time)))
     }
 
     /// Create or replace a job if its version is still `expected`. `created_ms` is the creation
@@ -1081,12 +1081,12 @@ impl Store {
     pub async fn promote(&self, shard: usize, limit: usize) -> Result<usize> {
         let k = self.shards.keys(shard);
         let mut conn = self.conn.clone();
-        let (wm, (s, us)): (Option<i64>, (i64, i64)) = redis::pipe()
+        let (wm, time): (Option<i64>, (i64, i64)) = redis::pipe()
             .get(k.promoted())
             .cmd("TIME")
             .query_async(&mut conn)
             .await?;
-        let now = s * 1000 + us / 1000;
+        let now = time_reply_ms(time);
         let from = wm.unwrap_or(now).max(now);
         let until = now + self.horizon_ms;
         if from >= until {
