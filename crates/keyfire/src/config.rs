@@ -562,7 +562,7 @@ mod tests {
 
     #[test]
     fn example_file_loads_and_matches_defaults_where_it_says_so() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("keyfire.example.toml");
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../keyfire.example.toml");
         let s = Settings::load(Some(&path)).unwrap();
         assert_eq!(s.redis.prefix, "keyfire");
         assert!(!s.jobs.is_empty());
