@@ -1,4 +1,4 @@
-//! Issue 8, acceptance 1: `/metrics` after known activity. Its own test binary, because the
+//! `/metrics` after known activity. Its own test binary, because the
 //! Prometheus recorder is global to a process.
 
 #[path = "support/mod.rs"]

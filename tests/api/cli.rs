@@ -118,7 +118,7 @@ fn wait_ready(url: &str) {
     }
 }
 
-/// Acceptance 2: add a cron job with seconds, see it run, pause it, edit it, list runs,
+/// Add a cron job with seconds, see it run, pause it, edit it, list runs,
 /// delete it; with the documented exit codes along the way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cli_drives_a_served_node() {
@@ -292,7 +292,7 @@ async fn the_cli_drives_a_served_node() {
     assert!(status.success(), "serve exited with {status}");
 }
 
-/// Acceptance 3: an invalid declared job stops `serve`, naming the file, the job and the
+/// An invalid declared job stops `serve`, naming the file, the job and the
 /// field, and nothing is written.
 #[tokio::test]
 async fn serve_refuses_an_invalid_declared_job() {
@@ -318,7 +318,7 @@ async fn serve_refuses_an_invalid_declared_job() {
     assert!(jobs.is_empty(), "something was written: {jobs:?}");
 }
 
-/// The delay queue from the CLI (issue 6): add to a topic, pop, finish (a wrong token is a
+/// The delay queue from the CLI: add to a topic, pop, finish (a wrong token is a
 /// conflict), rm, topics; a pop that gets nothing exits 3 after its wait. The one-shot
 /// `task add --handler` still works.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,4 +1,4 @@
-//! Acceptance 5: malformed JSON, huge bodies, bad cron strings and unknown zones thrown at the
+//! Malformed JSON, huge bodies, bad cron strings and unknown zones thrown at the
 //! API: never a 5xx, and a refused request writes nothing.
 
 use axum::http::Method;

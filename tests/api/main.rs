@@ -1,6 +1,6 @@
-//! Issue 5's acceptance tests: the REST API (through the router and over a socket), its
+//! The REST API (through the router and over a socket), its
 //! OpenAPI document, the CLI client against a served API, declarative jobs, and the `http`
-//! and `command` built-in handlers; and the delay queue's REST routes (issue 6). One test
+//! and `command` built-in handlers; and the delay queue's REST routes. One test
 //! binary made of modules, so it links once.
 
 #[path = "../support/mod.rs"]

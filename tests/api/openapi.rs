@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::common::Api;
 
-/// The routes issue 5 asks for.
+/// The routes the REST API documents.
 const EXPECTED: &[(&str, &str)] = &[
     ("GET", "/healthz"),
     ("GET", "/readyz"),

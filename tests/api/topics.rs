@@ -1,4 +1,4 @@
-//! The delay queue over REST (issue 6): add, pop (long poll), finish, touch, get, delete, the
+//! The delay queue over REST: add, pop (long poll), finish, touch, get, delete, the
 //! topic list, and bad input refused with 422 naming the field.
 
 use std::time::{Duration, Instant};
@@ -166,7 +166,7 @@ async fn a_delayed_task_is_ready_after_its_delay() {
     assert!(reserved >= due, "popped before its instant: {:#}", p.body);
 }
 
-/// Acceptance 4: an empty topic answers 204 promptly after `wait`; a task that becomes ready
+/// An empty topic answers 204 promptly after `wait`; a task that becomes ready
 /// during the wait is returned at once.
 #[tokio::test]
 async fn pop_waits_then_answers_promptly() {

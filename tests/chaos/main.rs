@@ -1,4 +1,4 @@
-//! Issue 9, acceptance 1: a 60-second chaos round with a fixed seed and at least one fault of
+//! A 60-second chaos round with a fixed seed and at least one fault of
 //! every kind; the checker must find no violation. (The checker's own tests, with a planted
 //! double, miss and early run, are unit tests in `src/chaos/check.rs`.)
 //!

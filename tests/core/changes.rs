@@ -8,7 +8,7 @@ use keyfire::JobSpec;
 
 use crate::support::{World, redis_ms};
 
-/// Acceptance 5a: jobs deleted or paused shortly before their instant never run after the
+/// Jobs deleted or paused shortly before their instant never run after the
 /// call returned. Each job is a fast fixed-rate job, so a firing is always moments away.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn deleted_or_paused_jobs_never_run_after_the_call_returned() {
@@ -83,7 +83,7 @@ async fn deleted_or_paused_jobs_never_run_after_the_call_returned() {
     }
 }
 
-/// Acceptance 5b: an updated schedule takes effect on every node for the next firing.
+/// An updated schedule takes effect on every node for the next firing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn updated_schedule_takes_effect_on_every_node() {
     let w = World::new().await;

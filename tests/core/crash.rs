@@ -83,7 +83,7 @@ fn log_lines(log: &std::path::Path) -> Vec<(String, String, u32, String)> {
         .collect()
 }
 
-/// Acceptance 4.1: a node process killed with SIGKILL while 50 runs are in flight: each of
+/// A node process killed with SIGKILL while 50 runs are in flight: each of
 /// those firings completes on another node with attempt 2, and none completes twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sigkilled_node_runs_are_taken_over_as_attempt_two() {

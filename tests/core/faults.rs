@@ -51,7 +51,7 @@ fn assert_once_and_bounded(w: &World, n: usize, bound_ms: i64, label: &str) {
     );
 }
 
-/// Acceptance 3a: the subscriber connections are killed over and over while firings are due.
+/// The subscriber connections are killed over and over while firings are due.
 /// Precision timers are off (horizon 0), so only events and the sweeper can claim.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn killed_subscribers_lose_no_firing() {
@@ -99,7 +99,7 @@ async fn killed_subscribers_lose_no_firing() {
     }
 }
 
-/// Acceptance 3b: expiry notifications turned off mid-run (and not turned back on).
+/// Expiry notifications turned off mid-run (and not turned back on).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn notifications_off_mid_run_lose_no_firing() {
     let mut w = World::new().await;
@@ -139,7 +139,7 @@ async fn notifications_off_mid_run_lose_no_firing() {
     }
 }
 
-/// Acceptance 4: one node's clock an hour ahead, one an hour behind.
+/// One node's clock an hour ahead, one an hour behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn skewed_clocks_fire_nothing_early_twice_or_never() {
     let w = World::new().await;

@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use crate::support::{World, doubles, lateness_summary, wait_for};
 
-/// Acceptance 1: three nodes, 2,000 one-shot tasks due over 5 s.
+/// Three nodes, 2,000 one-shot tasks due over 5 s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_nodes_run_2000_tasks_exactly_once_and_never_early() {
     let w = World::new().await;
@@ -74,7 +74,7 @@ async fn three_nodes_run_2000_tasks_exactly_once_and_never_early() {
     }
 }
 
-/// Acceptance 2: a cron job with a seconds field, every second for 6 s, three nodes.
+/// A cron job with a seconds field, every second for 6 s, three nodes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cron_every_second_runs_once_per_instant_without_gaps() {
     let w = World::new().await;
@@ -134,7 +134,7 @@ async fn past_instant_is_claimed_directly() {
     node.shutdown().await;
 }
 
-/// Issue 7: jobs spread over 8 shards of one Redis. Every firing runs once and never early,
+/// Jobs spread over 8 shards of one Redis. Every firing runs once and never early,
 /// each shard holds some of the work, listing pages across shards in id order, and a node
 /// configured with another shard count refuses to start (naming the setting).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

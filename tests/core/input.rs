@@ -17,7 +17,7 @@ async fn keys_under(w: &World) -> Vec<String> {
     keys
 }
 
-/// Acceptance 7.
+/// Every kind of bad input is refused with the field it concerns, and writes nothing.
 #[tokio::test]
 async fn each_validation_error_is_named_and_writes_nothing() {
     let mut w = World::new().await;

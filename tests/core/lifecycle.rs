@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::support::{World, doubles};
 
-/// Acceptance 6: a node told to stop finishes its running job within the drain timeout,
+/// A node told to stop finishes its running job within the drain timeout,
 /// leaves the live set at once, and the other nodes take the firings that follow.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn graceful_shutdown_drains_and_hands_over() {
@@ -87,7 +87,7 @@ async fn graceful_shutdown_drains_and_hands_over() {
     c.shutdown().await;
 }
 
-/// Acceptance 8 (and G6): job definitions and pending firings survive stopping every node,
+/// Job definitions and pending firings survive stopping every node,
 /// and a Redis restart with the shipped redis.conf (AOF).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn jobs_and_pending_firings_survive_node_and_redis_restarts() {

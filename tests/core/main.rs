@@ -1,4 +1,4 @@
-//! The core's acceptance tests (issue 2), against real redis-server processes. One test
+//! The core's acceptance tests, against real redis-server processes. One test
 //! binary made of modules, so it links once.
 
 #[path = "../support/mod.rs"]

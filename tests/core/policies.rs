@@ -1,4 +1,4 @@
-//! Misfire and overlap policies, pause and resume (issue 4).
+//! Misfire and overlap policies, pause and resume.
 
 use std::time::Duration;
 
@@ -13,7 +13,7 @@ fn every(id: &str, every: &str, handler: &str, f: impl FnOnce(&mut JobSpec)) -> 
     s
 }
 
-/// Acceptance 3: all nodes stopped for 10 s while an every-second job is due. On restart
+/// All nodes stopped for 10 s while an every-second job is due. On restart
 /// `fire_once` runs it once and records the missed firings; `skip` runs nothing late;
 /// `catch_up` runs each missed firing once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -112,7 +112,7 @@ async fn outage_meets_each_misfire_policy() {
     );
 }
 
-/// Acceptance 4: runs of 1.5 s firing every second. `forbid` never has two runs at once
+/// Runs of 1.5 s firing every second. `forbid` never has two runs at once
 /// across three nodes; `replace` cancels the older one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn overlap_forbid_and_replace_hold_across_nodes() {

@@ -1,4 +1,4 @@
-//! On time at any scale (issue 3): precision timers, the sentinel horizon.
+//! On time at any scale: precision timers, the sentinel horizon.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Acceptance 9: the README's quick start, `keyfire dev`, shows firings.
+//! The README's quick start, `keyfire dev`, shows firings.
 
 use crate::support::run_keyfire_dev;
 

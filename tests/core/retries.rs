@@ -1,4 +1,4 @@
-//! Retries, dead letters and replays; triggers; history and counts (issue 4).
+//! Retries, dead letters and replays; triggers; history and counts.
 
 use std::time::Duration;
 
@@ -18,7 +18,7 @@ fn fixed(max_attempts: u32, interval: &str) -> RetrySpec {
     }
 }
 
-/// Acceptance 2 (first half): fails twice, then succeeds, with fixed 200 ms retries.
+/// Fails twice, then succeeds, with fixed 200 ms retries.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_twice_then_succeeding_takes_three_spaced_attempts() {
     let w = World::new().await;
@@ -71,7 +71,7 @@ async fn failing_twice_then_succeeding_takes_three_spaced_attempts() {
     }
 }
 
-/// Acceptance 2 (second half): with max attempts 2 the task lands in dead letters, and
+/// With max attempts 2 the task lands in dead letters, and
 /// replays from there (as attempt 1 of the same firing).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exhausted_task_goes_to_dead_letters_and_replays() {

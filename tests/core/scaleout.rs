@@ -1,4 +1,4 @@
-//! Scaling out (issue 7) on one Redis: runs spread evenly over the live nodes, and a rolling
+//! Scaling out on one Redis: runs spread evenly over the live nodes, and a rolling
 //! restart of every node loses and doubles nothing.
 
 use std::collections::HashMap;
@@ -27,7 +27,7 @@ fn one_shots(prefix: &str, n: usize, from_ms: i64, over_ms: i64) -> Vec<JobSpec>
         .collect()
 }
 
-/// Acceptance 4: 3 nodes, 30,000 firings: each node runs between 30 % and 37 % of them,
+/// 3 nodes, 30,000 firings: each node runs between 30 % and 37 % of them,
 /// and each node's reported share (heartbeat → `/v1/nodes`) says the same.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_nodes_share_30000_firings_evenly() {
@@ -94,7 +94,7 @@ async fn three_nodes_share_30000_firings_evenly() {
     }
 }
 
-/// Acceptance 5: a rolling restart of 3 nodes, one at a time (each stops gracefully and a
+/// A rolling restart of 3 nodes, one at a time (each stops gracefully and a
 /// new node takes its place), while an every-second job and 5,000 one-shot tasks fire: no
 /// firing missed or doubled, and the handovers leave no gap (nothing waits for the grace
 /// period that a dead owner would cost).

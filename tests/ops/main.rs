@@ -1,4 +1,4 @@
-//! Issue 8's acceptance tests, all but `/metrics`: `keyfire doctor` against real
+//! Operations, all but `/metrics`: `keyfire doctor` against real
 //! redis-servers, the dashboard (its files, the overview route, and a real headless Chromium
 //! driving it), and the node's JSON logs. One test binary made of modules, so it links once.
 

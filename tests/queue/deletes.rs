@@ -1,4 +1,4 @@
-//! Acceptance 3: delete in each state removes the task for good; a deleted delayed task never
+//! Delete in each state removes the task for good; a deleted delayed task never
 //! becomes ready, not even when the delete races its firing.
 
 use std::time::Duration;

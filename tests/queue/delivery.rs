@@ -1,4 +1,4 @@
-//! Acceptance 1, and lost expiry events: every task becomes ready once and is delivered once,
+//! Delivery, and lost expiry events: every task becomes ready once and is delivered once,
 //! never before its instant by Redis's clock.
 
 use std::collections::HashMap;
@@ -69,7 +69,7 @@ async fn wait_no_jobs(w: &World, limit: Duration) {
     }
 }
 
-/// Acceptance 1: 10,000 tasks with random delays over 5 s, 4 consumers popping concurrently
+/// 10,000 tasks with random delays over 5 s, 4 consumers popping concurrently
 /// (two blocking, two polling), 2 nodes making them ready.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn ten_thousand_delayed_tasks_are_delivered_once_never_early_all_finished() {

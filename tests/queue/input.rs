@@ -1,4 +1,4 @@
-//! Acceptance 5: bad input is refused with an error naming the field, and writes nothing.
+//! Bad input is refused with an error naming the field, and writes nothing.
 
 use std::time::Duration;
 

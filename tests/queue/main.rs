@@ -1,4 +1,4 @@
-//! The delay queue's acceptance tests (issue 6), against real redis-server processes and
+//! The delay queue's acceptance tests, against real redis-server processes and
 //! in-process nodes serving the `topic` handler. One test binary made of modules.
 
 #[path = "../support/mod.rs"]

@@ -1,4 +1,4 @@
-//! Acceptance 2: a reservation not finished within its ttr goes to another consumer; the late
+//! A reservation not finished within its ttr goes to another consumer; the late
 //! finish is refused; after max deliveries the task is a dead letter.
 
 use std::time::Duration;

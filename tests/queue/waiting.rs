@@ -1,4 +1,4 @@
-//! Acceptance 4: a pop on an empty topic waits up to `wait` and returns none promptly; a task
+//! A pop on an empty topic waits up to `wait` and returns none promptly; a task
 //! that becomes ready during the wait is returned at once. Measured for blocking and polling pops.
 
 use std::time::{Duration, Instant};

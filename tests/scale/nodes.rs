@@ -1,4 +1,4 @@
-//! keyfire on Redis Cluster and Sentinel (issue 7): firings exactly once with shards spread
+//! keyfire on Redis Cluster and Sentinel: firings exactly once with shards spread
 //! over the masters, and through a master's failover.
 
 use std::collections::{BTreeMap, HashMap};
@@ -107,7 +107,7 @@ async fn clock_ms(clock: &RedisServer) -> i64 {
     keyfire::store::redis_time_ms(&mut c).await.unwrap()
 }
 
-/// Acceptance 1: a 3-master cluster (with replicas), 12 shards, 3 keyfire nodes, 10,000
+/// A 3-master cluster (with replicas), 12 shards, 3 keyfire nodes, 10,000
 /// firings over 10 s: each exactly once, never early, and the shards' keys on all three
 /// masters (four shards each).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -251,7 +251,7 @@ async fn failover_round(
     (recorder.seen(), kill_ms, settled_ms)
 }
 
-/// Acceptance 2: a cluster master killed (SIGKILL) mid-run; its replica is promoted; every
+/// A cluster master killed (SIGKILL) mid-run; its replica is promoted; every
 /// firing still runs, none twice outside the failover window; prints what it cost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cluster_master_failover_loses_no_firing() {
@@ -278,7 +278,7 @@ async fn cluster_master_failover_loses_no_firing() {
     report_failover("acceptance-7.2 (cluster)", &seen, kill_ms, settled_ms);
 }
 
-/// Acceptance 3: the same through Sentinel (master + replica + 3 sentinels).
+/// The same through Sentinel (master + replica + 3 sentinels).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sentinel_failover_loses_no_firing() {
     let _turn = crate::TOPOLOGY.lock().await;

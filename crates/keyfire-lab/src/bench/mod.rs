@@ -69,7 +69,7 @@ impl Scenario {
         }
     }
 
-    /// Default `n` (the scale).
+    /// Default `n` (the scenario's standard scale).
     pub fn default_n(self) -> usize {
         match self {
             Scenario::Sparse | Scenario::Enqueue | Scenario::Idle => 1_000_000,

@@ -1,4 +1,4 @@
-//! The `queue` scenario (issue 6): `n` delay-queue tasks through add → ready → pop → finish,
+//! The `queue` scenario: `n` delay-queue tasks through add → ready → pop → finish,
 //! with [`CONSUMERS`] consumers popping concurrently.
 //!
 //! The tasks are added in bulk ([`Queue::add_many`]) to one topic, due evenly over `duration`

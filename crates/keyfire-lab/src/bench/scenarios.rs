@@ -1,4 +1,4 @@
-//! The six scenarios of issue 3. Each loads its jobs, takes a snapshot, lets the measured
+//! The bench scenarios. Each loads its jobs, takes a snapshot, lets the measured
 //! phase happen, takes another, and turns what the handler recorded into a [`Report`].
 
 use std::collections::{HashMap, HashSet};

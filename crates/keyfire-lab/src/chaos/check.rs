@@ -1246,7 +1246,7 @@ mod tests {
         assert_eq!(r.lateness["none"].worst_ms, 20);
     }
 
-    /// Acceptance 3: a planted double, a planted miss and an early run are reported as such.
+    /// A planted double, a planted miss and an early run are reported as such.
     #[test]
     fn planted_double_miss_and_early_run_are_reported() {
         let mut h = clean();

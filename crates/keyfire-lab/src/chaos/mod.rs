@@ -1,6 +1,6 @@
 //! The chaos suite: run keyfire the way production breaks it, then prove from a recorded
 //! history that no firing was lost, doubled, early, late, or run after its job was deleted or
-//! paused (issue 9).
+//! paused.
 //!
 //! - [`harness`]: a round: Redis with the shipped `redis.conf` and AOF on, 3–5 node processes
 //!   (the `chaos_node` example) each behind a [`proxy`], a workload (cron with seconds, fixed

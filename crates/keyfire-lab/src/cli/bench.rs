@@ -32,7 +32,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub nodes: Option<usize>,
     /// The scenario's main count: pending jobs (sparse, idle), tasks (steady, burst,
-    /// enqueue, queue) or cron jobs (cron). Defaults to the scale.
+    /// enqueue, queue) or cron jobs (cron). Defaults to the scenario's standard scale (see docs/benchmarks.md).
     #[arg(long = "n")]
     pub n: Option<usize>,
     /// sparse: tasks due during the measured phase (default 1000).

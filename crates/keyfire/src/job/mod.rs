@@ -4,10 +4,12 @@
 mod policy;
 mod schedule;
 mod spec;
+mod validation;
 
 pub use policy::{Backoff, MisfirePolicy, OverlapPolicy, RetryPolicy, RetrySpec};
 pub use schedule::Schedule;
-pub use spec::{Job, JobSpec, Validation, ValidationError, parse_duration};
+pub use spec::{Job, JobSpec, Validation};
+pub use validation::{ValidationError, parse_duration};
 
 /// How many ms in a firing's lifetime a job may be late before the misfire policy applies.
 pub const DEFAULT_MISFIRE_TOLERANCE_MS: i64 = 10_000;

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::spec::ValidationError;
+use super::validation::{ValidationError, duration_ms};
 
 /// Retry settings as declared (`retry = { max_attempts = 5, backoff = "exponential", … }`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -94,7 +94,7 @@ impl RetryPolicy {
             };
         }
         if let Some(i) = &s.interval {
-            p.interval_ms = super::spec::duration_ms("retry.interval", i)?;
+            p.interval_ms = duration_ms("retry.interval", i)?;
             if p.interval_ms <= 0 {
                 return Err(ValidationError::new(
                     "retry.interval",
@@ -103,7 +103,7 @@ impl RetryPolicy {
             }
         }
         if let Some(m) = &s.max_interval {
-            p.max_interval_ms = super::spec::duration_ms("retry.max_interval", m)?;
+            p.max_interval_ms = duration_ms("retry.max_interval", m)?;
         }
         if p.max_interval_ms < p.interval_ms {
             if s.max_interval.is_some() {

@@ -1,13 +1,12 @@
 //! A job as declared, its validation, and its validated form.
 
-use std::time::Duration;
-
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::policy::{MisfirePolicy, OverlapPolicy, RetryPolicy, RetrySpec};
 use super::schedule::{Schedule, parse_cron, parse_tz};
+use super::validation::{ValidationError, duration_ms};
 
 /// A job as a user declares it (REST, TOML, CLI, Rust) and as keyfire stores it.
 ///
@@ -67,26 +66,6 @@ pub struct JobSpec {
     pub retry: Option<RetrySpec>,
 }
 
-/// A bad field and what is wrong with it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid {field}: {message}")]
-pub struct ValidationError {
-    /// The field, as named in the input (`cron`, `tz`, `end_at`, …).
-    pub field: String,
-    /// What is wrong, in words a user can act on.
-    pub message: String,
-}
-
-impl ValidationError {
-    /// An error on `field`.
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            field: field.into(),
-            message: message.into(),
-        }
-    }
-}
-
 /// What validation needs from its surroundings.
 pub struct Validation<'a> {
     /// Redis time now, in ms: resolves `after`.
@@ -122,16 +101,6 @@ pub struct Job {
     pub timeout_ms: i64,
     /// Retry policy.
     pub retry: RetryPolicy,
-}
-
-/// Parse a duration such as `30s`, `250ms`, `1h 30m`.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s.trim()).map_err(|e| format!("'{s}' is not a duration ({e})"))
-}
-
-pub(crate) fn duration_ms(field: &str, s: &str) -> Result<i64, ValidationError> {
-    let d = parse_duration(s).map_err(|m| ValidationError::new(field, m))?;
-    i64::try_from(d.as_millis()).map_err(|_| ValidationError::new(field, "too large"))
 }
 
 /// The largest job id, in bytes.

@@ -371,6 +371,26 @@ fn parse_cluster_slots(v: &Value) -> Result<Vec<(u16, u16, String, u16)>> {
         .collect()
 }
 
+/// A client for one data server at `target`, with the settings' credentials (which override
+/// the URL's) and TLS, as the store's own connections have them.
+pub fn data_client(target: impl IntoConnectionInfo, s: &RedisSettings) -> Result<Client> {
+    let access = Access::from_settings(s)?;
+    access
+        .client(target)
+        .map_err(|e| Error::redis_op("a client for a data server", e))
+}
+
+/// A client for a sentinel at `target`: the settings' TLS, credentials from its own URL (a
+/// sentinel's credentials are not the data servers').
+pub fn sentinel_client(target: impl IntoConnectionInfo, s: &RedisSettings) -> Result<Client> {
+    let mut access = Access::from_settings(s)?;
+    access.username = None;
+    access.password = None;
+    access
+        .client(target)
+        .map_err(|e| Error::redis_op("a client for a sentinel", e))
+}
+
 /// Credentials and TLS applied to every connection to a data server.
 struct Access {
     username: Option<String>,

@@ -13,7 +13,7 @@ use futures::{StreamExt, TryStreamExt};
 use redis::{AsyncCommands, FromRedisValue, ParsingError, Value};
 use serde::{Deserialize, Serialize};
 
-pub use conn::{Conn, Mode, client_addr, redact_url};
+pub use conn::{Conn, Mode, client_addr, data_client, redact_url, sentinel_client};
 pub use keys::{CLUSTER_SLOTS, Keys, Shards, firing_id, parse_firing_id, slot_of, stable_hash};
 pub use ops::{LiveNode, Totals, parse_info, redis_time_ms, time_reply_ms};
 use scripts::{

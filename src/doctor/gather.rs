@@ -1,0 +1,133 @@
+//! Reading the facts the checks need from one server.
+
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+
+use keyfire::store::{Keys, Shards};
+
+use super::*;
+
+pub(crate) fn now_ms_f64() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64() * 1000.0)
+        .unwrap_or(0.0)
+}
+
+/// Sample `TIME` a few times and keep the sample with the shortest round trip.
+pub(crate) async fn sample_clock(
+    conn: &mut MultiplexedConnection,
+) -> redis::RedisResult<ClockSample> {
+    let mut best: Option<(f64, f64)> = None; // (rtt ms, offset ms)
+    for _ in 0..5 {
+        let local = now_ms_f64();
+        let started = Instant::now();
+        let (s, us): (i64, i64) = redis::cmd("TIME").query_async(conn).await?;
+        let rtt = started.elapsed().as_secs_f64() * 1000.0;
+        let redis_ms = s as f64 * 1000.0 + us as f64 / 1000.0;
+        let offset = redis_ms - (local + rtt / 2.0);
+        if best.is_none_or(|(r, _)| rtt < r) {
+            best = Some((rtt, offset));
+        }
+    }
+    let (rtt, offset) = best.unwrap_or_default();
+    Ok(ClockSample {
+        offset_ms: offset.round() as i64,
+        rtt_ms: rtt.ceil() as i64,
+    })
+}
+
+/// Read everything the checks need. Errors are recorded in the facts, never returned: one
+/// forbidden command must not hide the other findings.
+pub async fn gather(conn: &mut MultiplexedConnection, prefix: &str) -> Facts {
+    let mut facts = gather_server(conn).await;
+    facts.prefix = prefix.to_string();
+    gather_data(conn, &mut facts).await;
+    facts
+}
+
+/// Read what the [`Scope::Server`] checks need: `INFO`, `CONFIG GET`, `TIME`. Errors are
+/// recorded in the facts, never returned.
+pub async fn gather_server(conn: &mut MultiplexedConnection) -> Facts {
+    let mut facts = Facts::default();
+    // Plain INFO: its default sections hold everything needed, on every Redis version.
+    match redis::cmd("INFO").query_async::<String>(conn).await {
+        Ok(text) => facts.info = parse_info(&text),
+        Err(e) => facts.info_error = Some(e.to_string()),
+    }
+    // One parameter at a time: several in one CONFIG GET needs Redis 7.
+    for name in CONFIG_PARAMS {
+        let reply: redis::RedisResult<Vec<String>> = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg(*name)
+            .query_async(conn)
+            .await;
+        match reply {
+            Ok(pairs) => {
+                if let Some(value) = pairs.get(1) {
+                    facts.config.insert(name.to_string(), value.clone());
+                }
+            }
+            Err(e) => {
+                facts.config_error.get_or_insert_with(|| e.to_string());
+            }
+        }
+    }
+    match sample_clock(conn).await {
+        Ok(c) => facts.clock = Some(c),
+        Err(e) => facts.clock_error = Some(e.to_string()),
+    }
+    facts
+}
+
+/// Read what the [`Scope::Data`] checks need into `facts`: the layout version and shard count
+/// under `facts.prefix`, and the jobs of every shard. `conn` must route each key to its
+/// master (a [`Conn`] does, in every mode).
+pub async fn gather_data<C: ConnectionLike>(conn: &mut C, facts: &mut Facts) {
+    let keys = Keys::new(&facts.prefix);
+    let read = |key: String| {
+        let mut cmd = redis::cmd("GET");
+        cmd.arg(key);
+        cmd
+    };
+    match read(keys.layout())
+        .query_async::<Option<String>>(conn)
+        .await
+    {
+        Ok(v) => facts.layout = v,
+        Err(e) => {
+            facts.layout_error = Some(e.to_string());
+            return;
+        }
+    }
+    match read(keys.shard_count())
+        .query_async::<Option<String>>(conn)
+        .await
+    {
+        Ok(v) => facts.shard_count = v,
+        Err(e) => {
+            facts.layout_error = Some(e.to_string());
+            return;
+        }
+    }
+    // The jobs live on the shards the data was written with (layout 1: the meta tag alone).
+    let stored = facts
+        .shard_count
+        .as_deref()
+        .and_then(|n| n.parse::<usize>().ok())
+        .filter(|n| (1..=1024).contains(n))
+        .unwrap_or(1);
+    let mut jobs = 0;
+    for shard in Shards::new(&facts.prefix, stored).iter() {
+        match redis::cmd("ZCARD")
+            .arg(shard.jobs())
+            .query_async::<u64>(conn)
+            .await
+        {
+            Ok(n) => jobs += n,
+            Err(_) => return,
+        }
+    }
+    facts.jobs = Some(jobs);
+}
