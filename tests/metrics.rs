@@ -40,6 +40,8 @@ fn sum(text: &str, metric: &str, want: &[(&str, &str)]) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn metrics_match_known_activity() {
+    // What `keyfire serve` does first: install the server's recorder.
+    keyfire_server::metrics::handle().expect("no other recorder in this test binary");
     let w = World::new().await;
     let nodes = [w.node("m1").await, w.node("m2").await];
     let client = w.client().await;

@@ -178,6 +178,9 @@ impl Served {
 pub async fn start(settings: Settings, registry: Registry) -> anyhow::Result<Served> {
     let names = registry.names();
     settings.check()?;
+    // The server's Prometheus recorder, before the node records anything (the library
+    // records through the `metrics` facade and installs no recorder of its own).
+    let _ = crate::metrics::handle();
     let client = Client::connect(&settings)
         .await?
         .allow_handlers(names.clone());
