@@ -4,8 +4,10 @@
 //   node tests/browser/dashboard.mjs <base url> <api token> <screenshot dir>
 //
 // tests/ops/browser.rs starts Redis and a node, creates the jobs this script expects, runs it,
-// and checks what it reports. It expects a job `xss.job` (every second, handler failing with
-// an error text that holds HTML, params holding HTML, one attempt, so it has dead letters).
+// and checks what it reports. It expects a job `$KF_JOB` (default `xss.job`: every second,
+// handler failing with an error text that holds `$KF_TEXT`, params holding it too, one attempt,
+// so it has dead letters). By default that text is HTML, which must show as text everywhere;
+// the screenshots for the docs run the same script over a realistic deployment instead.
 //
 // Fails (exit 1, with a JSON report on stdout) on any console error, page error, failed
 // request, HTTP error answer, JavaScript dialog (alert/confirm/prompt), or HTML from the data
@@ -21,8 +23,10 @@ if (!base || token === undefined || !shots) {
 }
 mkdirSync(shots, { recursive: true });
 
-const JOB = 'xss.job';
-const PAYLOAD = '<script>alert(1)</script>';
+const JOB = process.env.KF_JOB || 'xss.job';
+const PAYLOAD = process.env.KF_TEXT || '<script>alert(1)</script>';
+const SEARCH = JOB.split(/[.-]/)[0];
+const TOPIC = process.env.KF_TOPIC || 'xss.topic';
 const problems = [];
 const steps = [];
 const started = Date.now();
@@ -114,13 +118,13 @@ try {
   step('jobs listed: ' + ids.join(', '));
 
   // 4. Search by id prefix, and a search text that is markup shows as text.
-  await page.locator('#job-search').fill('xss');
+  await page.locator('#job-search').fill(SEARCH);
   await page.locator('#job-search').press('Enter');
-  await page.waitForFunction(() => location.hash.includes('q=xss'));
-  await page.waitForFunction(() => {
+  await page.waitForFunction((q) => location.hash.includes('q=' + q), SEARCH);
+  await page.waitForFunction((q) => {
     const rows = [...document.querySelectorAll('#jobs-table tbody tr')];
-    return rows.length > 0 && rows.every((r) => r.dataset.job.startsWith('xss'));
-  });
+    return rows.length > 0 && rows.every((r) => r.dataset.job.startsWith(q));
+  }, SEARCH);
   await page.locator('#job-search').fill(PAYLOAD);
   await page.locator('#job-search').press('Enter');
   await page.locator('.empty', { hasText: 'No job id starts with' }).waitFor();
@@ -167,14 +171,14 @@ try {
   step('replayed one dead letter');
 
   // 7b. Topics: a delay-queue task added through the API shows in its topic's counts.
-  const added = await fetch(base + '/v1/topics/xss.topic/tasks', {
+  const added = await fetch(base + '/v1/topics/' + TOPIC + '/tasks', {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(token ? { authorization: 'Bearer ' + token } : {}) },
     body: JSON.stringify({ payload: PAYLOAD }),
   });
   check(added.status === 201, 'a topic task is added: HTTP ' + added.status);
   await page.locator('#nav a[data-page="topics"]').click();
-  const topicRow = page.locator('tr[data-topic="xss.topic"]');
+  const topicRow = page.locator(`tr[data-topic="${TOPIC}"]`);
   await topicRow.waitFor();
   check((await topicRow.locator('td[data-col="ready"]').textContent()) === '1', 'the topic counts its ready task');
   await noInjectedMarkup('topics');

@@ -95,8 +95,21 @@ async fn dashboard_in_headless_chromium() {
     let mut w = World::new().await;
     w.settings.api.listen = "127.0.0.1:0".into();
     w.settings.api.token = TOKEN.into();
+    // The default run checks that markup from the data shows as text everywhere; the docs'
+    // screenshots run the same script over a realistic deployment (`keyfire dev`'s demo jobs
+    // and a job whose upstream is down).
+    let realistic = std::env::var("KEYFIRE_UPDATE_SCREENSHOTS").is_ok_and(|v| v == "1");
+    let (job_id, text, topic) = if realistic {
+        (
+            "invoice-sync",
+            "https://billing.internal/v1/invoices/sync",
+            "emails",
+        )
+    } else {
+        ("xss.job", PAYLOAD, "xss.topic")
+    };
     let mut registry = w.registry();
-    // Fails with the markup of its params in the error text, as a careless upstream would.
+    // Fails with its params in the error text, as a careless upstream would.
     registry.register("explode", |f: Firing| async move {
         Err::<(), _>(HandlerError::retry(format!(
             "upstream answered: {} {}",
@@ -118,8 +131,16 @@ async fn dashboard_in_headless_chromium() {
 
     // The jobs, through the API.
     let client = w.client().await.allow_handlers(registry.names());
-    let mut xss = JobSpec::every("xss.job", "1s", "explode")
-        .params(json!({"title": PAYLOAD, "html": IMG, "note": "markup must show as text"}));
+    let mut xss = if realistic {
+        JobSpec::every(job_id, "1s", "explode").params(json!({
+            "title": "POST",
+            "html": format!("{text}: 503 Service Unavailable"),
+            "batch": 500
+        }))
+    } else {
+        JobSpec::every(job_id, "1s", "explode")
+            .params(json!({"title": PAYLOAD, "html": IMG, "note": "markup must show as text"}))
+    };
     xss.retry = Some(RetrySpec {
         max_attempts: Some(1),
         ..RetrySpec::default()
@@ -130,7 +151,9 @@ async fn dashboard_in_headless_chromium() {
         serde_json::to_value(&xss).unwrap(),
         json!({"id": "nightly-report", "cron": "30 2 * * *", "tz": "Europe/Berlin", "handler": "noop",
                "params": {"to": "ops@example.com"}}),
-        json!({"id": "poll-upstream", "every": "2s", "handler": "noop"}),
+        json!({"id": "demo-cron-5s", "cron": "*/5 * * * * *", "handler": "noop"}),
+        json!({"id": "demo-every-3s", "every": "3s", "handler": "noop"}),
+        json!({"id": "demo-berlin-9am", "cron": "0 9 * * MON-FRI", "tz": "Europe/Berlin", "handler": "noop"}),
         json!({"id": "new-year", "at": "2027-01-01T00:00:00Z", "handler": "noop"}),
     ] {
         let resp = http
@@ -144,8 +167,11 @@ async fn dashboard_in_headless_chromium() {
     }
     // Runs and dead letters to look at (recorded facts, not a sleep).
     let deadline = Instant::now() + Duration::from_secs(20);
-    while client.dead_letters("xss.job", 10).await.unwrap().len() < 2 {
-        assert!(Instant::now() < deadline, "xss.job has no dead letters yet");
+    while client.dead_letters(job_id, 10).await.unwrap().len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "{job_id} has no dead letters yet"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
@@ -157,6 +183,9 @@ async fn dashboard_in_headless_chromium() {
         .arg(TOKEN)
         .arg(&shots)
         .env("CHROMIUM", chromium())
+        .env("KF_JOB", job_id)
+        .env("KF_TEXT", text)
+        .env("KF_TOPIC", topic)
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .output();
@@ -184,7 +213,7 @@ async fn dashboard_in_headless_chromium() {
     }
 
     // What the page did, as Redis has it.
-    let job = client.get("xss.job").await.unwrap();
+    let job = client.get(job_id).await.unwrap();
     assert_eq!(job.status.as_str(), "paused", "paused from the page");
     assert!(
         client.get("nightly-report").await.is_ok(),
