@@ -10,23 +10,39 @@ use super::Inner;
 use super::claim::{Kind, Source};
 use crate::store::parse_firing_id;
 
-/// A message on the change channel (written by the upsert, pause and delete scripts).
+/// A message on the change channel, tagged by `op` (written by the scripts named).
 #[derive(Debug, Deserialize)]
-struct Change {
-    op: String,
-    id: String,
-    #[serde(default)]
-    version: Option<u64>,
-    #[serde(default)]
-    next: Option<String>,
-    #[serde(default)]
-    firing: Option<String>,
-    #[serde(default)]
-    at: Option<i64>,
-    /// `created` (insert.lua): the new jobs due soon, as (id, first firing ms); `next`
-    /// (claim.lua): next firings due within the timer horizon, as (id, firing ms).
-    #[serde(default)]
-    firings: Vec<(String, String)>,
+#[serde(tag = "op", rename_all = "lowercase")]
+enum Change {
+    /// upsert.lua (create, update, pause, resume): the job's new version and next firing.
+    Upsert {
+        id: String,
+        #[serde(default)]
+        version: Option<u64>,
+        #[serde(default)]
+        next: Option<String>,
+    },
+    /// delete.lua.
+    Delete { id: String },
+    /// trigger.lua and dead-letter replays: an attempt of `firing` due at `at`.
+    Retry { firing: String, at: i64 },
+    /// heartbeat.lua: a node joined or left the live set.
+    Nodes,
+    /// claim.lua (`overlap = replace`): stop the run of `firing`.
+    Cancel { firing: String },
+    /// claim.lua: next firings due within the timer horizon, as (id, firing ms).
+    Next {
+        #[serde(default)]
+        firings: Vec<(String, String)>,
+    },
+    /// insert.lua: the new jobs due soon, as (id, first firing ms).
+    Created {
+        #[serde(default)]
+        firings: Vec<(String, String)>,
+    },
+    /// A message this version does not know (a newer node's, during a rolling upgrade).
+    #[serde(other)]
+    Unknown,
 }
 
 /// How often the subscriber re-reads which servers hold data (Sentinel failover, cluster
@@ -182,48 +198,48 @@ impl Inner {
     }
 
     fn on_change(self: &Arc<Self>, change: Change) {
-        match (change.op.as_str(), &change.firing) {
-            ("cancel", Some(firing)) => return self.cancel_run(firing),
-            ("nodes", _) => return self.on_membership_change(),
-            ("retry", Some(firing)) => {
+        match change {
+            Change::Cancel { firing } => self.cancel_run(&firing),
+            Change::Nodes => self.on_membership_change(),
+            Change::Retry { firing, at: due } => {
                 // A trigger or a dead-letter replay: an attempt due now.
-                if let (Some((job, at)), Some(due)) = (parse_firing_id(firing), change.at)
+                if let Some((job, at)) = parse_firing_id(&firing)
                     && self.owns(job, at)
                 {
                     self.arm_due(job.to_string(), at, Kind::Retry, due);
                 }
-                return;
             }
-            ("next", _) => {
+            Change::Next { firings } => {
                 // Next firings a claim scheduled within the timer horizon: their owners arm
                 // timers. The jobs did not change, so their cached specs stay.
-                return self.arm_firings(change.firings);
+                self.arm_firings(firings);
             }
-            ("created", _) => {
+            Change::Created { firings } => {
                 // Jobs created in bulk: new ids, so a cached spec is one of a deleted job
                 // (its claim would be refused by generation anyway).
                 let mut specs = self.specs.lock().expect("spec cache lock");
-                for (id, _) in &change.firings {
+                for (id, _) in &firings {
                     specs.remove(id);
                 }
                 drop(specs);
-                return self.arm_firings(change.firings);
+                self.arm_firings(firings);
             }
-            _ => {}
-        }
-        {
-            let mut specs = self.specs.lock().expect("spec cache lock");
-            let outdated = match (specs.get(&change.id), change.version) {
-                (Some(cached), Some(v)) => cached.version != v,
-                (Some(_), None) => change.op == "delete",
-                (None, _) => false,
-            };
-            if outdated {
-                specs.remove(&change.id);
+            Change::Delete { id } => {
+                self.specs.lock().expect("spec cache lock").remove(&id);
             }
-        }
-        if let Some(at) = change.next.as_deref().and_then(|n| n.parse::<i64>().ok()) {
-            self.arm_if_soon(change.id, at);
+            Change::Upsert { id, version, next } => {
+                let mut specs = self.specs.lock().expect("spec cache lock");
+                if let (Some(cached), Some(v)) = (specs.get(&id), version)
+                    && cached.version != v
+                {
+                    specs.remove(&id);
+                }
+                drop(specs);
+                if let Some(at) = next.as_deref().and_then(|n| n.parse::<i64>().ok()) {
+                    self.arm_if_soon(id, at);
+                }
+            }
+            Change::Unknown => {}
         }
     }
 
@@ -251,4 +267,60 @@ fn addresses(clients: &[redis::Client]) -> Vec<String> {
     let mut a: Vec<String> = clients.iter().map(crate::store::client_addr).collect();
     a.sort();
     a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Change;
+
+    /// The messages the scripts publish, as they encode them (cjson), decode to their kind.
+    #[test]
+    fn each_script_message_decodes() {
+        let decode = |s: &str| serde_json::from_str::<Change>(s).unwrap();
+        assert!(matches!(
+            decode(r#"{"op":"upsert","id":"a","version":3,"next":"1700000000000"}"#),
+            Change::Upsert {
+                version: Some(3),
+                next: Some(_),
+                ..
+            }
+        ));
+        assert!(matches!(
+            decode(r#"{"op":"upsert","id":"a","version":4}"#),
+            Change::Upsert { next: None, .. }
+        ));
+        assert!(matches!(
+            decode(r#"{"op":"delete","id":"a"}"#),
+            Change::Delete { .. }
+        ));
+        assert!(matches!(
+            decode(r#"{"op":"retry","id":"a","firing":"a:1700000000000","at":1700000000500}"#),
+            Change::Retry {
+                at: 1700000000500,
+                ..
+            }
+        ));
+        assert!(matches!(
+            decode(r#"{"op":"nodes","id":"n1","what":"left"}"#),
+            Change::Nodes
+        ));
+        assert!(matches!(
+            decode(r#"{"op":"cancel","id":"a","firing":"a:1"}"#),
+            Change::Cancel { .. }
+        ));
+        match decode(r#"{"op":"next","id":"","firings":[["a","1700000000000"]]}"#) {
+            Change::Next { firings } => {
+                assert_eq!(firings, [("a".to_string(), "1700000000000".to_string())])
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            decode(r#"{"op":"created","id":"","firings":[["b","1"]]}"#),
+            Change::Created { .. }
+        ));
+        assert!(matches!(
+            decode(r#"{"op":"from-a-newer-node","id":"x"}"#),
+            Change::Unknown
+        ));
+    }
 }
