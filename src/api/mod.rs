@@ -14,14 +14,18 @@
 //!   its documentation.
 //! - `/` (and `/ui/…`): the dashboard, static files that call the API; see [`app`].
 //!
-//! Errors have one shape, [`ApiError`]: `{"error": {"code", "message", "field"}}`. Bodies are
-//! limited to `api.max_body_bytes` and decoded with unknown fields refused; validation happens
-//! before any write. With `api.token` set, every other route needs `Authorization: Bearer`.
+//! Errors have one shape, [`ApiError`]: `{"error": {"code", "message", "field"}}`. Bodies must
+//! be sent as `application/json` (415 otherwise), are limited to `api.max_body_bytes` and
+//! decoded with unknown fields refused; validation happens before any write. With `api.token`
+//! set, every other route needs `Authorization: Bearer`. Browser requests from other sites may
+//! not change anything, and a node without a token answers only to local host names (see
+//! `guard`, and docs/security.md).
 
 mod auth;
 mod dashboard;
 mod error;
 mod extract;
+mod guard;
 mod jobs;
 mod metrics;
 pub mod model;
@@ -198,13 +202,20 @@ async fn method_not_allowed() -> ApiError {
 pub fn router(state: ApiState) -> Router {
     let (routes, _) = api_routes().split_for_parts();
     routes
+        // Matched routes only: it needs the route's template to name the bad parameter.
+        .route_layer(axum::middleware::from_fn(guard::utf8_path))
         .fallback(route_not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(state.max_body_bytes()))
-        // Outermost: a request without the token is refused before its body is read.
+        // A request without the token is refused before its body is read.
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_token,
+        ))
+        // Outermost: cross-site writes and foreign host names are refused before anything.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::same_site_only,
         ))
         .with_state(state)
 }
