@@ -59,6 +59,15 @@ pub struct JobView {
     pub failures: u64,
     /// Firings skipped under the misfire policy.
     pub missed: u64,
+    /// Firings skipped because the previous run still ran (overlap `forbid`).
+    #[serde(default)]
+    pub skipped: u64,
+    /// Firings that used up their attempts and became dead letters.
+    #[serde(default)]
+    pub dead: u64,
+    /// Runs started by hand (`trigger`).
+    #[serde(default)]
+    pub triggered: u64,
     /// The next five firings (fewer when the schedule ends; none while paused or finished).
     pub next_firings: Vec<FiringTime>,
 }
@@ -125,6 +134,9 @@ impl JobView {
             runs: record.runs,
             failures: record.failures,
             missed: record.missed,
+            skipped: record.skipped,
+            dead: record.dead,
+            triggered: record.triggered,
             next_firings,
         }
     }

@@ -205,3 +205,105 @@ async fn path_ids_that_are_not_utf8_get_the_documented_error() {
         .await
         .assert_error(404, "not_found");
 }
+
+#[tokio::test]
+async fn the_same_spec_again_keeps_the_version() {
+    let api = Api::new().await;
+    let spec = json!({"id": "same", "cron": "0 9 * * MON-FRI", "tz": "Europe/Berlin", "handler": "noop", "params": {"a": 1}});
+    let first = api.post("/v1/jobs", Some(spec.clone())).await;
+    assert_eq!(first.status, StatusCode::CREATED);
+    assert_eq!(first.body["version"], 1);
+    let before = api.snapshot().await;
+    // POST, POST, PUT with the same body: nothing changes, the version stays 1, and 200.
+    for a in [
+        api.post("/v1/jobs", Some(spec.clone())).await,
+        api.post("/v1/jobs", Some(spec.clone())).await,
+        api.put("/v1/jobs/same", spec.clone()).await,
+    ] {
+        assert_eq!(a.status, StatusCode::OK, "{:#}", a.body);
+        assert_eq!(a.body["version"], 1, "{:#}", a.body);
+        assert_eq!(a.headers["etag"], "\"1\"");
+    }
+    assert_eq!(
+        api.snapshot().await,
+        before,
+        "a no-op write wrote something"
+    );
+    // A client holding the version still gets its conditional write through.
+    let req = api
+        .request(Method::PUT, "/v1/jobs/same")
+        .header("if-match", "\"1\"")
+        .header("content-type", "application/json")
+        .body(Body::from(spec.to_string()))
+        .unwrap();
+    let a = api.send(req).await;
+    assert_eq!(a.status, StatusCode::OK, "{:#}", a.body);
+    assert_eq!(a.body["version"], 1);
+    // A real change bumps it.
+    let mut changed = spec.clone();
+    changed["params"] = json!({"a": 2});
+    let a = api.put("/v1/jobs/same", changed).await;
+    assert_eq!(a.body["version"], 2, "{:#}", a.body);
+}
+
+#[tokio::test]
+async fn cron_errors_name_the_field_and_the_value_and_never_firing_crons_are_refused() {
+    let api = Api::new().await;
+    let before = api.snapshot().await;
+    for (cron, words) in [
+        ("0 0 32 * *", "day-of-month: 32 is outside 1\u{2013}31"),
+        ("0 25 * * *", "hour: 25 is outside 0\u{2013}23"),
+        ("0 0 * * 9", "day-of-week: 9 is outside 0\u{2013}7"),
+        ("0 0 1 13 *", "month: 13 is outside 1\u{2013}12"),
+        ("0 0 31 2 *", "never fires"),
+        ("0 0 30 FEB *", "never fires"),
+    ] {
+        let a = api
+            .put("/v1/jobs/c", json!({"cron": cron, "handler": "noop"}))
+            .await;
+        a.assert_error(422, "invalid");
+        assert_eq!(a.field(), "cron", "{cron}");
+        let message = a.body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(words), "{cron}: {message}");
+        assert!(!message.contains("Component error"), "{cron}: {message}");
+    }
+    assert_eq!(api.snapshot().await, before);
+    // Rare is not never.
+    let a = api
+        .put(
+            "/v1/jobs/leap",
+            json!({"cron": "0 0 29 2 *", "handler": "noop"}),
+        )
+        .await;
+    assert_eq!(a.status, StatusCode::CREATED, "{:#}", a.body);
+    assert_eq!(a.body["status"], "active");
+}
+
+#[tokio::test]
+async fn the_job_view_shows_every_counter_a_job_keeps() {
+    let api = Api::new().await;
+    api.put("/v1/jobs/count", job("count")).await;
+    let a = api.get("/v1/jobs/count").await;
+    for counter in ["runs", "failures", "missed", "skipped", "dead", "triggered"] {
+        assert_eq!(a.body[counter], 0, "{counter}: {:#}", a.body);
+    }
+    assert_eq!(
+        api.post("/v1/jobs/count/trigger", None).await.status,
+        StatusCode::ACCEPTED
+    );
+    assert_eq!(
+        api.post("/v1/jobs/count/trigger", None).await.status,
+        StatusCode::ACCEPTED
+    );
+    let a = api.get("/v1/jobs/count").await;
+    assert_eq!(a.body["triggered"], 2, "{:#}", a.body);
+    // The OpenAPI document lists them too.
+    let doc = serde_json::to_value(keyfire_server::api::openapi()).unwrap();
+    let props = &doc["components"]["schemas"]["JobView"]["properties"];
+    for counter in ["skipped", "dead", "triggered"] {
+        assert!(
+            props.get(counter).is_some(),
+            "{counter} missing from JobView's schema"
+        );
+    }
+}

@@ -25,6 +25,17 @@ fn as_task(mut spec: JobSpec) -> Result<JobSpec, ValidationError> {
     Ok(spec)
 }
 
+/// What an upsert did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Upserted {
+    /// The job did not exist; it is at version 1.
+    Created,
+    /// The job existed with another spec; its version went up by one.
+    Replaced,
+    /// The job existed with this very spec: nothing was written, the version is the same.
+    Unchanged,
+}
+
 /// Optimistic updates retry this often when a concurrent change moved the version.
 const MAX_TRIES: usize = 8;
 
@@ -113,19 +124,34 @@ impl Client {
     }
 
     /// Create the job, or replace the job with the same id (idempotent). The next firing is
-    /// computed from Redis's clock. On a validation error nothing is written.
+    /// computed from Redis's clock. On a validation error nothing is written. A spec equal to
+    /// the stored one (once `after` is resolved) changes nothing and keeps the version.
     pub async fn upsert(&self, spec: JobSpec) -> Result<JobRecord> {
-        self.upsert_inner(spec, None).await
+        Ok(self.upsert_inner(spec, None).await?.0)
     }
 
     /// Create or replace the job only if it is still at version `expected` (0: only if it
     /// does not exist yet); otherwise [`Error::VersionMismatch`] and nothing is written. The
     /// check and the write are one script, so a concurrent edit cannot slip between them.
     pub async fn upsert_if_version(&self, spec: JobSpec, expected: u64) -> Result<JobRecord> {
-        self.upsert_inner(spec, Some(expected)).await
+        Ok(self.upsert_inner(spec, Some(expected)).await?.0)
     }
 
-    async fn upsert_inner(&self, spec: JobSpec, expected: Option<u64>) -> Result<JobRecord> {
+    /// [`Client::upsert`] (or, with `expected`, [`Client::upsert_if_version`]), telling
+    /// whether the job was created, replaced, or left as it was.
+    pub async fn upsert_with_outcome(
+        &self,
+        spec: JobSpec,
+        expected: Option<u64>,
+    ) -> Result<(JobRecord, Upserted)> {
+        self.upsert_inner(spec, expected).await
+    }
+
+    async fn upsert_inner(
+        &self,
+        spec: JobSpec,
+        expected: Option<u64>,
+    ) -> Result<(JobRecord, Upserted)> {
         let known = self.known_handler(&spec.handler).await?;
         for _ in 0..MAX_TRIES {
             let (state, now) = self.store.job_state(&spec.id).await?;
@@ -151,13 +177,29 @@ impl Client {
                 known_handler: Some(&|_: &str| known),
                 max_params_bytes: self.limits.max_params_bytes,
             })?;
+            // A write that changes nothing keeps the version, so a client holding it in
+            // `If-Match` is not told of a conflict after re-sending the same spec.
+            if state.version > 0
+                && let Some(stored) = self.store.get_job(&spec.id).await?
+                && stored.version == state.version
+                && stored.spec == job.spec
+            {
+                return Ok((stored, Upserted::Unchanged));
+            }
             let next = job.first_firing(now);
             match self
                 .store
                 .upsert(&job.spec, &state, next, created_ms)
                 .await?
             {
-                UpsertReply::Written { .. } => return self.get(&spec.id).await,
+                UpsertReply::Written { .. } => {
+                    let outcome = if state.version == 0 {
+                        Upserted::Created
+                    } else {
+                        Upserted::Replaced
+                    };
+                    return Ok((self.get(&spec.id).await?, outcome));
+                }
                 UpsertReply::Conflict if expected.is_some() => {
                     let (now_state, _) = self.store.job_state(&spec.id).await?;
                     return Err(mismatch(now_state.version));
@@ -173,6 +215,12 @@ impl Client {
     pub async fn enqueue(&self, spec: JobSpec) -> Result<JobRecord> {
         let spec = as_task(spec).map_err(Error::Invalid)?;
         self.upsert(spec).await
+    }
+
+    /// [`Client::enqueue`], telling whether the task was created, replaced, or left as it was.
+    pub async fn enqueue_with_outcome(&self, spec: JobSpec) -> Result<(JobRecord, Upserted)> {
+        let spec = as_task(spec).map_err(Error::Invalid)?;
+        self.upsert_inner(spec, None).await
     }
 
     /// Enqueue many one-shot tasks at once. All are checked first: if one is bad, nothing is
