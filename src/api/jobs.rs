@@ -300,7 +300,9 @@ pub(super) async fn pause_job(
     Ok(job_response(StatusCode::OK, &record))
 }
 
-/// Resume a paused job: its next firing is computed from now.
+/// Resume a paused job: it is scheduled from the first firing after the pause began, so
+/// its misfire policy decides what the pause skipped (a pause shorter than the misfire
+/// tolerance loses nothing).
 #[utoipa::path(
     post,
     path = "/v1/jobs/{id}/resume",

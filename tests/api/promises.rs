@@ -307,3 +307,178 @@ async fn the_job_view_shows_every_counter_a_job_keeps() {
         );
     }
 }
+
+const BIN: &str = env!("CARGO_BIN_EXE_keyfire");
+
+fn run(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("run keyfire")
+}
+
+fn out(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn cron_next_previews_from_a_given_instant() {
+    let o = run(&[
+        "cron",
+        "next",
+        "30 2 * * *",
+        "--tz",
+        "America/New_York",
+        "--from",
+        "2026-03-07T12:00:00Z",
+        "-n",
+        "2",
+    ]);
+    assert!(o.status.success(), "{}", out(&o));
+    let lines: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    // The spring-forward day has no 02:30: it fires at 03:00 EDT.
+    assert!(lines[0].starts_with("2026-03-08T07:00:00Z"), "{lines:?}");
+    assert!(lines[1].starts_with("2026-03-09T06:30:00Z"), "{lines:?}");
+    assert_eq!(lines.len(), 2);
+    let bad = run(&["cron", "next", "* * * * *", "--from", "next tuesday"]);
+    assert!(!bad.status.success());
+    assert!(out(&bad).contains("RFC 3339"), "{}", out(&bad));
+}
+
+#[test]
+fn cron_next_names_the_field_at_fault() {
+    let o = run(&["cron", "next", "0 0 32 * *"]);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(
+        out(&o).contains("day-of-month: 32 is outside 1\u{2013}31"),
+        "{}",
+        out(&o)
+    );
+    let o = run(&["cron", "next", "0 0 31 2 *"]);
+    assert!(out(&o).contains("never fires"), "{}", out(&o));
+}
+
+#[test]
+fn serve_refuses_a_host_name_without_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("k.toml");
+    std::fs::write(&path, "[api]\nlisten = \"myhost:8080\"\n").unwrap();
+    let o = run(&["serve", "--config", path.to_str().unwrap()]);
+    assert!(!o.status.success(), "{}", out(&o));
+    let text = out(&o);
+    assert!(
+        text.contains("api.listen") && text.contains("host name") && text.contains("api.token"),
+        "{text}"
+    );
+}
+
+/// One truth for resume: the API's document and the CLI's help say what the server does.
+#[tokio::test]
+async fn resume_runs_what_a_short_pause_skipped_and_says_so() {
+    let api = Api::new().await;
+    api.put("/v1/jobs/r", json!({"every": "1s", "handler": "noop"}))
+        .await;
+    let paused = api.post("/v1/jobs/r/pause", None).await;
+    assert_eq!(paused.body["status"], "paused");
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    let now = chrono::Utc::now();
+    let resumed = api.post("/v1/jobs/r/resume", None).await;
+    assert_eq!(resumed.body["status"], "active", "{:#}", resumed.body);
+    let next: chrono::DateTime<chrono::Utc> =
+        resumed.body["next_at"].as_str().unwrap().parse().unwrap();
+    assert!(
+        next < now,
+        "the firing the pause skipped is scheduled, not one computed from now: {next} vs {now}"
+    );
+
+    let words = "scheduled from the first firing after the pause began";
+    let doc = serde_json::to_value(keyfire_server::api::openapi()).unwrap();
+    let op = &doc["paths"]["/v1/jobs/{id}/resume"]["post"];
+    let text = format!("{} {}", op["summary"], op["description"]);
+    assert!(text.contains(words), "{text}");
+    assert!(!text.contains("computed from now"), "{text}");
+    let help = out(&run(&["job", "resume", "--help"]));
+    assert!(help.contains("after the pause began"), "{help}");
+    assert!(!help.contains("computed from now"), "{help}");
+}
+
+/// Send a raw HTTP/1.1 request (head, then the whole body) and read the status line back.
+async fn raw_exchange(
+    addr: std::net::SocketAddr,
+    head: &str,
+    body: &[u8],
+) -> std::io::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await?;
+    s.write_all(head.as_bytes()).await?;
+    s.write_all(body).await?;
+    let mut buf = vec![0u8; 4096];
+    let mut got = Vec::new();
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = s.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+    Ok(String::from_utf8_lossy(&got).to_string())
+}
+
+/// A client that sends its whole body before reading (no `Expect: 100-continue`) reads the
+/// 413, instead of a connection reset mid-upload.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_body_gets_a_413_the_client_can_read() {
+    let mut w = crate::support::World::new().await;
+    w.settings.api.listen = "127.0.0.1:0".into();
+    w.settings.api.max_body_bytes = 64 * 1024;
+    let served =
+        keyfire_server::cli::serve::start(w.settings.clone(), keyfire::Registry::with_builtins())
+            .await
+            .unwrap();
+    let addr = served.api_addr().unwrap();
+    let body = vec![b' '; 4 << 20];
+
+    // Declared length.
+    let head = format!(
+        "PUT /v1/jobs/big HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    let answer = raw_exchange(addr, &head, &body)
+        .await
+        .expect("read the answer");
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+
+    // Chunked: the limit is found while reading.
+    let mut chunked = Vec::new();
+    for piece in body.chunks(256 * 1024) {
+        chunked.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+        chunked.extend_from_slice(piece);
+        chunked.extend_from_slice(b"\r\n");
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    let head = format!(
+        "POST /v1/tasks HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+    );
+    let answer = raw_exchange(addr, &head, &chunked)
+        .await
+        .expect("read the answer");
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+
+    // A client that waits for a go-ahead is answered before it sends anything.
+    let head = format!(
+        "PUT /v1/jobs/big HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nexpect: 100-continue\r\n\r\n",
+        body.len()
+    );
+    let answer = raw_exchange(addr, &head, b"")
+        .await
+        .expect("read the answer");
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    served.shutdown().await;
+}
