@@ -422,7 +422,7 @@ pub struct JobSpecSchema {
 #[schema(as = TaskSpec)]
 #[allow(dead_code)]
 pub struct TaskSpecSchema {
-    /// Optional id; enqueueing again with the same id replaces the pending task.
+    /// Optional id; an id that exists already is left as it is (create-if-absent).
     id: Option<String>,
     /// Run at this instant (RFC 3339).
     at: Option<DateTime<Utc>>,

@@ -482,3 +482,62 @@ async fn an_oversized_body_gets_a_413_the_client_can_read() {
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
     served.shutdown().await;
 }
+
+/// One rule for an id that exists, per resource: enqueueing a task (one, a batch, the library)
+/// leaves it as it is; declaring a job replaces it.
+#[tokio::test]
+async fn an_enqueued_id_that_exists_is_left_as_it_is_everywhere() {
+    let api = Api::new().await;
+    let first = api
+        .post(
+            "/v1/tasks",
+            Some(json!({"id": "t1", "after": "1h", "handler": "noop"})),
+        )
+        .await;
+    assert_eq!(first.status, StatusCode::CREATED, "{:#}", first.body);
+    let at = first.body["spec"]["at"].clone();
+    let before = api.snapshot().await;
+
+    // REST, one task: 200 with the task as it was.
+    let again = api
+        .post(
+            "/v1/tasks",
+            Some(json!({"id": "t1", "after": "2h", "handler": "noop", "params": {"x": 1}})),
+        )
+        .await;
+    assert_eq!(again.status, StatusCode::OK, "{:#}", again.body);
+    assert_eq!(again.body["spec"]["at"], at);
+    assert_eq!(again.body["version"], 1);
+    // REST, a batch.
+    let batch = api
+        .post(
+            "/v1/tasks/batch",
+            Some(json!({"tasks": [{"id": "t1", "after": "3h", "handler": "noop"}]})),
+        )
+        .await;
+    assert_eq!(batch.body["tasks"][0]["spec"]["at"], at, "{:#}", batch.body);
+    // The library, one and many.
+    let client = api.world.client().await;
+    let kept = client
+        .enqueue(keyfire::JobSpec::after("t1", "4h", "noop"))
+        .await
+        .unwrap();
+    assert_eq!(serde_json::to_value(kept.spec.at).unwrap(), at);
+    client
+        .enqueue_many(vec![keyfire::JobSpec::after("t1", "5h", "noop")])
+        .await
+        .unwrap();
+    assert_eq!(
+        api.snapshot().await,
+        before,
+        "an enqueue of an existing id wrote something"
+    );
+
+    // A job is declared, not enqueued: the same id is replaced.
+    let replaced = api
+        .put("/v1/jobs/t1", json!({"after": "2h", "handler": "noop"}))
+        .await;
+    assert_eq!(replaced.status, StatusCode::OK);
+    assert_eq!(replaced.body["version"], 2);
+    assert_ne!(replaced.body["spec"]["at"], at);
+}

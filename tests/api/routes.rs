@@ -38,7 +38,7 @@ async fn jobs_crud_with_next_firings_and_paging() {
     let first = chrono::DateTime::parse_from_rfc3339(next[0]["utc"].as_str().unwrap()).unwrap();
     assert_eq!(next_at, first);
 
-    // Idempotent upsert: same id again replaces (200, version 2).
+    // Idempotent upsert: the same spec again changes nothing (200, still version 1).
     let again = api
         .put(
             "/v1/jobs/a-berlin",
@@ -46,7 +46,7 @@ async fn jobs_crud_with_next_firings_and_paging() {
         )
         .await;
     assert_eq!(again.status, StatusCode::OK);
-    assert_eq!(again.body["version"], 2);
+    assert_eq!(again.body["version"], 1);
 
     let b = api
         .post(

@@ -34,6 +34,8 @@ pub enum Upserted {
     Replaced,
     /// The job existed with this very spec: nothing was written, the version is the same.
     Unchanged,
+    /// An enqueue found its id taken: the existing task was left as it is.
+    Kept,
 }
 
 /// Optimistic updates retry this often when a concurrent change moved the version.
@@ -211,22 +213,37 @@ impl Client {
     }
 
     /// Enqueue a one-shot task: `spec` must be a one-shot (`at` or `after`; neither means
-    /// now); an empty id is replaced by a fresh UUID.
+    /// now); an empty id is replaced by a fresh UUID. An id that exists already is left as it
+    /// is and returned (enqueueing is create-if-absent, like [`Client::enqueue_many`] and the
+    /// delay queue's add), so a retried enqueue never runs a task twice; use
+    /// [`Client::upsert`] to replace a pending task.
     pub async fn enqueue(&self, spec: JobSpec) -> Result<JobRecord> {
-        let spec = as_task(spec).map_err(Error::Invalid)?;
-        self.upsert(spec).await
+        Ok(self.enqueue_with_outcome(spec).await?.0)
     }
 
-    /// [`Client::enqueue`], telling whether the task was created, replaced, or left as it was.
+    /// [`Client::enqueue`], telling whether the task was created ([`Upserted::Created`]) or
+    /// its id was taken ([`Upserted::Kept`]: the existing task, untouched).
     pub async fn enqueue_with_outcome(&self, spec: JobSpec) -> Result<(JobRecord, Upserted)> {
         let spec = as_task(spec).map_err(Error::Invalid)?;
-        self.upsert_inner(spec, None).await
+        let id = spec.id.clone();
+        for _ in 0..MAX_TRIES {
+            match self.upsert_inner(spec.clone(), Some(0)).await {
+                Err(Error::VersionMismatch { .. }) => match self.store.get_job(&id).await? {
+                    Some(existing) => return Ok((existing, Upserted::Kept)),
+                    // Deleted in between: try to create it again.
+                    None => continue,
+                },
+                other => return other,
+            }
+        }
+        Err(Error::Conflict(id))
     }
 
     /// Enqueue many one-shot tasks at once. All are checked first: if one is bad, nothing is
     /// written and the error names it (`tasks[3].after`). Then they are written in pipelined
-    /// batches. A task whose id exists already is left as it is, so a retried batch does not
-    /// enqueue twice. Returns the ids, in order.
+    /// batches. A task whose id exists already is left as it is (the rule of
+    /// [`Client::enqueue`]), so a retried batch does not enqueue twice. Returns the ids, in
+    /// order.
     pub async fn enqueue_many(&self, specs: Vec<JobSpec>) -> Result<Vec<String>> {
         let now = self.store.time_ms().await?;
         let mut jobs = Vec::with_capacity(specs.len());
