@@ -10,8 +10,8 @@ use super::ApiState;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiQuery, RawJson, decode, limit_param};
 use super::model::{
-    DeadCount, DeadLetterView, DeadList, DeadQuery, JobList, JobSpecSchema, JobView, ListQuery,
-    RunList, RunView, RunsQuery, Triggered,
+    DeadCount, DeadLetterView, DeadList, DeadQuery, JobList, JobView, ListQuery, RunList, RunView,
+    RunsQuery, Triggered,
 };
 use keyfire::client::Upserted;
 use keyfire::error::Error;
@@ -88,7 +88,7 @@ async fn upsert(
         ("id" = String, Path, description = "The job's id"),
         ("If-Match" = Option<String>, Header, description = "Only if the job is at this version, such as \"3\" (\"0\": only create)"),
     ),
-    request_body = JobSpecSchema,
+    request_body = JobSpec,
     responses(
         (status = 200, description = "Replaced, or unchanged (the same spec keeps its version)", body = JobView),
         (status = 201, description = "Created", body = JobView),
@@ -136,7 +136,7 @@ pub(super) async fn put_job(
     params(
         ("If-Match" = Option<String>, Header, description = "Only if the job is at this version (\"0\": only create)"),
     ),
-    request_body = JobSpecSchema,
+    request_body = JobSpec,
     responses(
         (status = 200, description = "Replaced, or unchanged (the same spec keeps its version)", body = JobView),
         (status = 201, description = "Created", body = JobView),

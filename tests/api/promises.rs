@@ -541,3 +541,49 @@ async fn an_enqueued_id_that_exists_is_left_as_it_is_everywhere() {
     assert_eq!(replaced.body["version"], 2);
     assert_ne!(replaced.body["spec"]["at"], at);
 }
+
+/// The document is derived from the types the server decodes: `params` is an optional object,
+/// and the server refuses what the document refuses.
+#[tokio::test]
+async fn params_are_an_object_or_absent_as_documented() {
+    let doc = serde_json::to_value(keyfire_server::api::openapi()).unwrap();
+    let spec = &doc["components"]["schemas"]["JobSpec"];
+    let required: Vec<&str> = spec["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(!required.contains(&"params"), "{required:?}");
+    assert!(required.contains(&"handler"), "{required:?}");
+    let params = spec["properties"]["params"].to_string();
+    assert!(params.contains("object"), "{params}");
+    assert!(doc["components"]["schemas"]["RetrySpec"]["properties"]["max_attempts"].is_object());
+
+    let api = Api::new().await;
+    let before = api.snapshot().await;
+    for bad in [json!(5), json!("x"), json!([1]), json!(true)] {
+        let a = api
+            .put(
+                "/v1/jobs/p",
+                json!({"every": "1h", "handler": "noop", "params": bad}),
+            )
+            .await;
+        a.assert_error(422, "invalid");
+        assert_eq!(a.field(), "params", "{bad}");
+        let a = api
+            .post("/v1/tasks", Some(json!({"handler": "noop", "params": bad})))
+            .await;
+        a.assert_error(422, "invalid");
+        assert_eq!(a.field(), "params", "{bad}");
+    }
+    assert_eq!(api.snapshot().await, before);
+    for ok in [
+        json!({"every": "1h", "handler": "noop"}),
+        json!({"every": "1h", "handler": "noop", "params": null}),
+        json!({"every": "1h", "handler": "noop", "params": {"a": [1]}}),
+    ] {
+        let a = api.put("/v1/jobs/p", ok.clone()).await;
+        assert!(a.status.is_success(), "{ok}: {:#}", a.body);
+    }
+}
