@@ -4,8 +4,9 @@
 //!   through the [`Client`]; every job answer carries its next five firings in UTC and in its
 //!   zone. `/v1/jobs/{id}/dead` (+ `/replay`): dead letters.
 //! - `/v1/tasks`, `/v1/tasks/batch`: one-shot tasks.
-//! - `/v1/topics` (+ `/{topic}/tasks`, `/{topic}/pop`), `/v1/tasks/{id}` (+ `/finish`,
-//!   `/touch`): the delay queue ([`keyfire::queue::Queue`]).
+//! - `/v1/topics` (+ `/{topic}/tasks`, `/{topic}/pop`, `/{topic}/tasks/{id}` (+ `/finish`,
+//!   `/touch`)): the delay queue ([`keyfire::queue::Queue`]); `/v1/tasks/{id}` (+ `/finish`,
+//!   `/touch`) are deprecated aliases of its task routes.
 //! - `/v1/nodes`: live nodes, their load and version.
 //! - `/v1/overview`: the cluster at a glance (nodes, job counts, counters, dead letters).
 //! - `/healthz` (the process is up), `/readyz` (Redis answers, expired events are on).
@@ -32,6 +33,7 @@ pub mod model;
 pub mod overview;
 mod system;
 mod tasks;
+mod topic_tasks;
 pub mod topics;
 
 use std::future::Future;
@@ -171,6 +173,12 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(topics::finish))
         .routes(routes!(topics::touch))
         .routes(routes!(topics::get_task, topics::delete_task))
+        .routes(routes!(
+            topic_tasks::get_topic_task,
+            topic_tasks::delete_topic_task
+        ))
+        .routes(routes!(topic_tasks::finish_topic_task))
+        .routes(routes!(topic_tasks::touch_topic_task))
         .routes(routes!(topics::list_topics))
         .routes(routes!(system::list_nodes))
         .routes(routes!(overview::overview))
@@ -182,8 +190,41 @@ fn api_routes() -> OpenApiRouter<ApiState> {
 
 /// The OpenAPI document of [`router`].
 pub fn openapi() -> &'static OpenApiDoc {
-    static DOC: LazyLock<OpenApiDoc> = LazyLock::new(|| api_routes().into_openapi());
+    static DOC: LazyLock<OpenApiDoc> = LazyLock::new(|| {
+        let mut doc = api_routes().into_openapi();
+        deprecate_aliases(&mut doc);
+        doc
+    });
     &DOC
+}
+
+/// Mark the older paths of queue tasks deprecated, each naming the path that replaces it.
+fn deprecate_aliases(doc: &mut OpenApiDoc) {
+    for (old, new) in topic_tasks::DEPRECATED_ALIASES {
+        let Some(item) = doc.paths.paths.get_mut(*old) else {
+            continue;
+        };
+        for op in [
+            &mut item.get,
+            &mut item.post,
+            &mut item.put,
+            &mut item.delete,
+            &mut item.patch,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            op.deprecated = Some(utoipa::openapi::Deprecated::True);
+            let note = format!(
+                "Deprecated alias of `{new}`, kept working for existing clients. \
+                 (`POST /v1/tasks` is another resource: it enqueues a one-shot job.)"
+            );
+            op.description = Some(match op.description.take() {
+                Some(d) if !d.is_empty() => format!("{d}\n\n{note}"),
+                _ => note,
+            });
+        }
+    }
 }
 
 async fn route_not_found() -> ApiError {

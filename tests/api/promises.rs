@@ -587,3 +587,92 @@ async fn params_are_an_object_or_absent_as_documented() {
         assert!(a.status.is_success(), "{ok}: {:#}", a.body);
     }
 }
+
+/// A delay-queue task lives under its topic; the older `/v1/tasks/{id}` paths still work and
+/// are marked deprecated in the document.
+#[tokio::test]
+async fn queue_tasks_are_addressed_under_their_topic() {
+    let api = Api::new().await;
+    let added = api
+        .post(
+            "/v1/topics/mail/tasks",
+            Some(json!({"payload": {"to": "a"}})),
+        )
+        .await;
+    assert_eq!(added.status, StatusCode::CREATED, "{:#}", added.body);
+    let id = added.body["id"].as_str().unwrap().to_string();
+    let t = api.get(&format!("/v1/topics/mail/tasks/{id}")).await;
+    assert_eq!(t.status, StatusCode::OK, "{:#}", t.body);
+    assert_eq!(t.body["state"], "ready");
+    api.get(&format!("/v1/topics/other/tasks/{id}"))
+        .await
+        .assert_error(404, "not_found");
+    // The old path, for existing clients.
+    assert_eq!(
+        api.get(&format!("/v1/tasks/{id}")).await.status,
+        StatusCode::OK
+    );
+
+    let p = api.post("/v1/topics/mail/pop?wait=1s", None).await;
+    let token = p.body["token"].as_str().unwrap().to_string();
+    let touched = api
+        .post(
+            &format!("/v1/topics/mail/tasks/{id}/touch"),
+            Some(json!({"token": token})),
+        )
+        .await;
+    assert_eq!(touched.status, StatusCode::OK, "{:#}", touched.body);
+    api.post(
+        &format!("/v1/topics/other/tasks/{id}/finish"),
+        Some(json!({"token": token})),
+    )
+    .await
+    .assert_error(404, "not_found");
+    let done = api
+        .post(
+            &format!("/v1/topics/mail/tasks/{id}/finish"),
+            Some(json!({"token": token})),
+        )
+        .await;
+    assert_eq!(done.status, StatusCode::NO_CONTENT, "{:#}", done.body);
+    assert_eq!(
+        api.get(&format!("/v1/topics/mail/tasks/{id}")).await.body["state"],
+        "done"
+    );
+    assert_eq!(
+        api.delete(&format!("/v1/topics/mail/tasks/{id}"))
+            .await
+            .status,
+        StatusCode::NO_CONTENT
+    );
+
+    let doc = serde_json::to_value(keyfire_server::api::openapi()).unwrap();
+    for (old, method) in [
+        ("/v1/tasks/{id}", "get"),
+        ("/v1/tasks/{id}", "delete"),
+        ("/v1/tasks/{id}/finish", "post"),
+        ("/v1/tasks/{id}/touch", "post"),
+    ] {
+        let op = &doc["paths"][old][method];
+        assert_eq!(op["deprecated"], true, "{method} {old}");
+        assert!(
+            op["description"]
+                .as_str()
+                .unwrap()
+                .contains("/v1/topics/{topic}/tasks/{id}"),
+            "{method} {old}"
+        );
+    }
+    for new in [
+        "/v1/topics/{topic}/tasks/{id}",
+        "/v1/topics/{topic}/tasks/{id}/finish",
+        "/v1/topics/{topic}/tasks/{id}/touch",
+    ] {
+        let item = doc["paths"][new].as_object().unwrap();
+        assert!(
+            item.values()
+                .all(|op| op.get("deprecated") != Some(&json!(true))),
+            "{new}"
+        );
+    }
+}
