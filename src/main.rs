@@ -63,6 +63,10 @@ enum CronCommand {
         /// How many instants.
         #[arg(short = 'n', default_value_t = 5)]
         n: usize,
+        /// Start after this instant (RFC 3339, such as 2026-10-31T00:00:00Z) instead of now,
+        /// to preview a DST change months away.
+        #[arg(long, value_parser = parse_rfc3339)]
+        from: Option<chrono::DateTime<chrono::Utc>>,
     },
 }
 
@@ -83,8 +87,13 @@ async fn main() -> ExitCode {
             return ExitCode::from(keyfire_server::cli::doctor::run(args).await);
         }
         Command::Cron {
-            command: CronCommand::Next { expr, tz, n },
-        } => match keyfire_server::cli::cron::next(&expr, &tz, n, chrono::Utc::now()) {
+            command: CronCommand::Next { expr, tz, n, from },
+        } => match keyfire_server::cli::cron::next(
+            &expr,
+            &tz,
+            n,
+            from.unwrap_or_else(chrono::Utc::now),
+        ) {
             Ok(list) => {
                 for (utc, local) in list {
                     println!("{utc}  {local}");
@@ -104,6 +113,13 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// An RFC 3339 instant for `--from`.
+fn parse_rfc3339(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    chrono::DateTime::parse_from_rfc3339(s.trim())
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .map_err(|e| format!("'{s}' is not an RFC 3339 instant such as 2026-10-31T00:00:00Z ({e})"))
 }
 
 /// The exit code of a client subcommand (documented in `keyfire job --help`).

@@ -30,9 +30,10 @@ pub struct ErrorBody {
 /// What went wrong.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorDetail {
-    /// One of `malformed_json` (400), `bad_query` (400), `unauthorized` (401), `not_found`
-    /// (404), `method_not_allowed` (405), `conflict` (409), `payload_too_large` (413),
-    /// `invalid` (422), `internal` (500), `unavailable` (503).
+    /// One of `malformed_json` (400), `bad_query` (400), `bad_path` (400), `unauthorized`
+    /// (401), `forbidden` (403), `not_found` (404), `method_not_allowed` (405), `conflict`
+    /// (409), `payload_too_large` (413), `unsupported_media_type` (415), `invalid` (422),
+    /// `internal` (500), `unavailable` (503).
     #[schema(example = "invalid")]
     pub code: String,
     /// What went wrong, in words a person can act on.
@@ -95,6 +96,26 @@ impl ApiError {
             "unauthorized",
             "missing or wrong bearer token (Authorization: Bearer <api.token>)",
         )
+    }
+
+    /// 415: a body not sent as `application/json`.
+    pub fn unsupported_media_type(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            message,
+        )
+        .field("Content-Type")
+    }
+
+    /// 403: a browser request from another site (or to a name the node does not answer to).
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
+    /// 400: a path segment that is not valid (such as an id that is not UTF-8).
+    pub fn bad_path(field: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "bad_path", message).field(field)
     }
 
     /// 413.

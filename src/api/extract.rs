@@ -1,10 +1,13 @@
 //! Request extractors that answer in the API's error shape: a JSON body ([`ApiJson`]) and a
 //! query string ([`ApiQuery`]).
 
-use axum::body::Bytes;
+use std::time::Duration;
+
+use axum::body::Body;
 use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::StatusCode;
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, header};
+use http_body_util::BodyExt;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -55,20 +58,112 @@ pub(super) fn decode<T: DeserializeOwned>(value: Value, prefix: &str) -> Result<
     })
 }
 
-/// A JSON body: 413 past `api.max_body_bytes`, 400 when it is not JSON, 422 when it does not
-/// fit `T` (unknown fields are refused), with the field named.
+/// A JSON body: 415 unless sent as `application/json`, 413 past `api.max_body_bytes`, 400 when
+/// it is not JSON, 422 when it does not fit `T` (unknown fields are refused), with the field named.
 #[derive(Debug)]
 pub struct ApiJson<T>(pub T);
 
-/// A raw JSON body, checked for size and syntax only.
-pub(super) async fn body_value(req: Request, state: &ApiState) -> Result<Value, ApiError> {
-    let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::too_large(state.max_body_bytes())
-        } else {
-            ApiError::malformed_json(format!("cannot read the body: {rejection}"))
+/// Whether a `Content-Type` names JSON: `application/json` or `application/<x>+json`, with or
+/// without parameters (`; charset=utf-8`).
+pub(super) fn is_json_type(value: &str) -> bool {
+    let essence = value.split(';').next().unwrap_or_default().trim();
+    let Some((kind, sub)) = essence.split_once('/') else {
+        return false;
+    };
+    kind.eq_ignore_ascii_case("application")
+        && (sub.eq_ignore_ascii_case("json")
+            || sub.len() > 5 && sub[sub.len() - 5..].eq_ignore_ascii_case("+json"))
+}
+
+/// Refuse a body that is not declared JSON with 415, before reading it. A `text/plain`,
+/// form-encoded or untyped body is what a browser sends cross-site without asking first (a
+/// "simple request"), so accepting one would let any web page write through a user's browser.
+pub(super) fn require_json_type(headers: &HeaderMap) -> Result<(), ApiError> {
+    let given = headers
+        .get(header::CONTENT_TYPE)
+        .map(|v| v.to_str().unwrap_or("(not text)"));
+    match given {
+        Some(t) if is_json_type(t) => Ok(()),
+        Some(t) => Err(ApiError::unsupported_media_type(format!(
+            "the body must be JSON sent with Content-Type: application/json, not '{t}'"
+        ))),
+        None => Err(ApiError::unsupported_media_type(
+            "the body must be JSON sent with Content-Type: application/json (no Content-Type was given)",
+        )),
+    }
+}
+
+/// Most bytes read and thrown away past `api.max_body_bytes` before a 413, so a client that
+/// sends its whole body before reading (most do, without `Expect: 100-continue`) gets to read
+/// the 413 instead of a reset connection. A larger declared body is answered at once.
+pub(super) const DRAIN_BYTES: usize = 8 << 20;
+/// Longest a 413 waits for the rest of a body.
+const DRAIN_TIME: Duration = Duration::from_secs(5);
+
+/// The `Content-Length` a request declares, if it is a number.
+fn declared_length(headers: &HeaderMap) -> Option<usize> {
+    headers
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Read and drop what is left of `body`, up to `budget` bytes and [`DRAIN_TIME`].
+async fn drain(mut body: Body, mut budget: usize) {
+    let _ = tokio::time::timeout(DRAIN_TIME, async move {
+        while let Some(Ok(frame)) = body.frame().await {
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            if data.len() > budget {
+                return;
+            }
+            budget -= data.len();
         }
-    })?;
+    })
+    .await;
+}
+
+/// A raw JSON body, checked for type, size and syntax only.
+///
+/// A body past the limit is a 413 that the client can read: a declared length past the limit
+/// is answered before anything is read when the client waits for a go-ahead (`Expect:
+/// 100-continue`) or sends more than can be drained; otherwise the rest of the body (up to
+/// [`DRAIN_BYTES`]) is read and dropped first.
+pub(super) async fn body_value(req: Request, state: &ApiState) -> Result<Value, ApiError> {
+    require_json_type(req.headers())?;
+    let limit = state.max_body_bytes();
+    if let Some(declared) = declared_length(req.headers())
+        && declared > limit
+    {
+        let waits = req
+            .headers()
+            .get(header::EXPECT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("100-continue"));
+        if waits || declared - limit > DRAIN_BYTES {
+            return Err(ApiError::too_large(limit));
+        }
+        drain(req.into_body(), DRAIN_BYTES + limit).await;
+        return Err(ApiError::too_large(limit));
+    }
+    let mut body = req.into_body();
+    let mut bytes = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame =
+            frame.map_err(|e| ApiError::malformed_json(format!("cannot read the body: {e}")))?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        if bytes.len() + data.len() > limit {
+            drain(body, DRAIN_BYTES).await;
+            return Err(ApiError::too_large(limit));
+        }
+        bytes.extend_from_slice(&data);
+    }
     parse_json(&bytes)
 }
 
@@ -149,6 +244,30 @@ mod tests {
     }
 
     #[test]
+    fn json_types() {
+        for ok in [
+            "application/json",
+            "application/json; charset=utf-8",
+            "Application/JSON",
+            "application/merge-patch+json",
+        ] {
+            assert!(is_json_type(ok), "{ok}");
+        }
+        for bad in [
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data; boundary=x",
+            "application/jsonx",
+            "text/json",
+            "+json",
+            "application/+json",
+            "",
+        ] {
+            assert!(!is_json_type(bad), "{bad}");
+        }
+    }
+
+    #[test]
     fn decode_names_the_field() {
         let f = |v: Value| {
             decode::<Outer>(v, "")
@@ -165,6 +284,6 @@ mod tests {
         assert_eq!(f(serde_json::json!({"itemz": []})), "itemz");
         let e = decode::<Inner>(serde_json::json!({"a": 1, "z": 0}), "tasks[3]").unwrap_err();
         assert_eq!(e.field.as_deref(), Some("tasks[3].z"));
-        assert_eq!(e.status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(e.status, axum::http::StatusCode::UNPROCESSABLE_ENTITY);
     }
 }

@@ -10,9 +10,10 @@ use super::ApiState;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiQuery, RawJson, decode, limit_param};
 use super::model::{
-    DeadCount, DeadLetterView, DeadList, DeadQuery, JobList, JobSpecSchema, JobView, ListQuery,
-    RunList, RunView, RunsQuery, Triggered,
+    DeadCount, DeadLetterView, DeadList, DeadQuery, JobList, JobView, ListQuery, RunList, RunView,
+    RunsQuery, Triggered,
 };
+use keyfire::client::Upserted;
 use keyfire::error::Error;
 use keyfire::job::JobSpec;
 use keyfire::store::{JobRecord, JobStatus};
@@ -57,20 +58,17 @@ fn if_match(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
 }
 
 /// Upsert `spec`; with `expected`, only if the stored version is still that one (0: must not
-/// exist). 201 when created, 200 when replaced.
+/// exist). 201 when created, 200 when replaced or unchanged (a spec equal to the stored one
+/// writes nothing and keeps the version).
 async fn upsert(
     state: &ApiState,
     spec: JobSpec,
     expected: Option<u64>,
 ) -> Result<Response, ApiError> {
-    let record = match expected {
-        None => state.client().upsert(spec).await?,
-        Some(version) => state.client().upsert_if_version(spec, version).await?,
-    };
-    let status = if record.version == 1 {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
+    let (record, outcome) = state.client().upsert_with_outcome(spec, expected).await?;
+    let status = match outcome {
+        Upserted::Created => StatusCode::CREATED,
+        Upserted::Replaced | Upserted::Unchanged | Upserted::Kept => StatusCode::OK,
     };
     Ok(job_response(status, &record))
 }
@@ -79,7 +77,9 @@ async fn upsert(
 ///
 /// The body is a job spec; its `id` may be left out, and must match the path when given.
 /// With `If-Match: "<version>"` the job is replaced only if it is still at that version
-/// (`"0"`: only if it does not exist yet), else 409.
+/// (`"0"`: only if it does not exist yet), else 409. Sending the spec the job already has
+/// changes nothing and keeps its version (200); `after` is resolved against the clock on
+/// each write, so re-sending an `after` sets a new instant.
 #[utoipa::path(
     put,
     path = "/v1/jobs/{id}",
@@ -88,9 +88,9 @@ async fn upsert(
         ("id" = String, Path, description = "The job's id"),
         ("If-Match" = Option<String>, Header, description = "Only if the job is at this version, such as \"3\" (\"0\": only create)"),
     ),
-    request_body = JobSpecSchema,
+    request_body = JobSpec,
     responses(
-        (status = 200, description = "Replaced", body = JobView),
+        (status = 200, description = "Replaced, or unchanged (the same spec keeps its version)", body = JobView),
         (status = 201, description = "Created", body = JobView),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 409, description = "Changed concurrently, or not at the If-Match version", body = ErrorBody),
@@ -136,9 +136,9 @@ pub(super) async fn put_job(
     params(
         ("If-Match" = Option<String>, Header, description = "Only if the job is at this version (\"0\": only create)"),
     ),
-    request_body = JobSpecSchema,
+    request_body = JobSpec,
     responses(
-        (status = 200, description = "Replaced", body = JobView),
+        (status = 200, description = "Replaced, or unchanged (the same spec keeps its version)", body = JobView),
         (status = 201, description = "Created", body = JobView),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 409, description = "Changed concurrently, or not at the If-Match version", body = ErrorBody),
@@ -300,7 +300,9 @@ pub(super) async fn pause_job(
     Ok(job_response(StatusCode::OK, &record))
 }
 
-/// Resume a paused job: its next firing is computed from now.
+/// Resume a paused job: it is scheduled from the first firing after the pause began, so
+/// its misfire policy decides what the pause skipped (a pause shorter than the misfire
+/// tolerance loses nothing).
 #[utoipa::path(
     post,
     path = "/v1/jobs/{id}/resume",

@@ -4,8 +4,9 @@
 //!   through the [`Client`]; every job answer carries its next five firings in UTC and in its
 //!   zone. `/v1/jobs/{id}/dead` (+ `/replay`): dead letters.
 //! - `/v1/tasks`, `/v1/tasks/batch`: one-shot tasks.
-//! - `/v1/topics` (+ `/{topic}/tasks`, `/{topic}/pop`), `/v1/tasks/{id}` (+ `/finish`,
-//!   `/touch`): the delay queue ([`keyfire::queue::Queue`]).
+//! - `/v1/topics` (+ `/{topic}/tasks`, `/{topic}/pop`, `/{topic}/tasks/{id}` (+ `/finish`,
+//!   `/touch`)): the delay queue ([`keyfire::queue::Queue`]); `/v1/tasks/{id}` (+ `/finish`,
+//!   `/touch`) are deprecated aliases of its task routes.
 //! - `/v1/nodes`: live nodes, their load and version.
 //! - `/v1/overview`: the cluster at a glance (nodes, job counts, counters, dead letters).
 //! - `/healthz` (the process is up), `/readyz` (Redis answers, expired events are on).
@@ -14,20 +15,25 @@
 //!   its documentation.
 //! - `/` (and `/ui/…`): the dashboard, static files that call the API; see [`app`].
 //!
-//! Errors have one shape, [`ApiError`]: `{"error": {"code", "message", "field"}}`. Bodies are
-//! limited to `api.max_body_bytes` and decoded with unknown fields refused; validation happens
-//! before any write. With `api.token` set, every other route needs `Authorization: Bearer`.
+//! Errors have one shape, [`ApiError`]: `{"error": {"code", "message", "field"}}`. Bodies must
+//! be sent as `application/json` (415 otherwise), are limited to `api.max_body_bytes` and
+//! decoded with unknown fields refused; validation happens before any write. With `api.token`
+//! set, every other route needs `Authorization: Bearer`. Browser requests from other sites may
+//! not change anything, and a node without a token answers only to local host names (see
+//! `guard`, and docs/security.md).
 
 mod auth;
 mod dashboard;
 mod error;
 mod extract;
+mod guard;
 mod jobs;
 mod metrics;
 pub mod model;
 pub mod overview;
 mod system;
 mod tasks;
+mod topic_tasks;
 pub mod topics;
 
 use std::future::Future;
@@ -167,6 +173,12 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(topics::finish))
         .routes(routes!(topics::touch))
         .routes(routes!(topics::get_task, topics::delete_task))
+        .routes(routes!(
+            topic_tasks::get_topic_task,
+            topic_tasks::delete_topic_task
+        ))
+        .routes(routes!(topic_tasks::finish_topic_task))
+        .routes(routes!(topic_tasks::touch_topic_task))
         .routes(routes!(topics::list_topics))
         .routes(routes!(system::list_nodes))
         .routes(routes!(overview::overview))
@@ -178,8 +190,41 @@ fn api_routes() -> OpenApiRouter<ApiState> {
 
 /// The OpenAPI document of [`router`].
 pub fn openapi() -> &'static OpenApiDoc {
-    static DOC: LazyLock<OpenApiDoc> = LazyLock::new(|| api_routes().into_openapi());
+    static DOC: LazyLock<OpenApiDoc> = LazyLock::new(|| {
+        let mut doc = api_routes().into_openapi();
+        deprecate_aliases(&mut doc);
+        doc
+    });
     &DOC
+}
+
+/// Mark the older paths of queue tasks deprecated, each naming the path that replaces it.
+fn deprecate_aliases(doc: &mut OpenApiDoc) {
+    for (old, new) in topic_tasks::DEPRECATED_ALIASES {
+        let Some(item) = doc.paths.paths.get_mut(*old) else {
+            continue;
+        };
+        for op in [
+            &mut item.get,
+            &mut item.post,
+            &mut item.put,
+            &mut item.delete,
+            &mut item.patch,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            op.deprecated = Some(utoipa::openapi::Deprecated::True);
+            let note = format!(
+                "Deprecated alias of `{new}`, kept working for existing clients. \
+                 (`POST /v1/tasks` is another resource: it enqueues a one-shot job.)"
+            );
+            op.description = Some(match op.description.take() {
+                Some(d) if !d.is_empty() => format!("{d}\n\n{note}"),
+                _ => note,
+            });
+        }
+    }
 }
 
 async fn route_not_found() -> ApiError {
@@ -198,13 +243,20 @@ async fn method_not_allowed() -> ApiError {
 pub fn router(state: ApiState) -> Router {
     let (routes, _) = api_routes().split_for_parts();
     routes
+        // Matched routes only: it needs the route's template to name the bad parameter.
+        .route_layer(axum::middleware::from_fn(guard::utf8_path))
         .fallback(route_not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(state.max_body_bytes()))
-        // Outermost: a request without the token is refused before its body is read.
+        // A request without the token is refused before its body is read.
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_token,
+        ))
+        // Outermost: cross-site writes and foreign host names are refused before anything.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::same_site_only,
         ))
         .with_state(state)
 }

@@ -1,15 +1,16 @@
 //! What the API sends and accepts, and their OpenAPI schemas.
 //!
-//! Jobs are accepted as [`JobSpec`] (the library's type, decoded with unknown fields refused).
-//! `JobSpec` lives in the job model, which does not depend on the API, so its OpenAPI schema is
-//! the mirror [`JobSpecSchema`]; a test checks that the mirror names exactly `JobSpec`'s fields.
+//! Jobs are accepted as [`JobSpec`] (the library's type, decoded with unknown fields refused),
+//! and its OpenAPI schema is derived from that type (the library's `openapi` feature), so the
+//! document says what the server takes. A one-shot task's schema, [`TaskSpecSchema`], names a
+//! subset of its fields; a test checks that it stays one.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use keyfire::job::{Job, JobSpec, Validation};
+use keyfire::job::{Job, JobSpec, RetrySpec, Validation};
 use keyfire::store::{DeadLetter, JobRecord, JobStatus, RunRecord};
 
 /// How many next firings a job view shows.
@@ -41,7 +42,7 @@ pub struct JobView {
     /// Bumped by every change of the spec; send it back in `If-Match` to update only that version.
     pub version: u64,
     /// The job as declared (`after` is shown resolved to `at`).
-    #[schema(value_type = JobSpecSchema)]
+    #[schema(value_type = JobSpec)]
     pub spec: Value,
     /// The zone `next_firings[].local` is shown in (the cron `tz`, else `UTC`).
     pub tz: String,
@@ -59,6 +60,15 @@ pub struct JobView {
     pub failures: u64,
     /// Firings skipped under the misfire policy.
     pub missed: u64,
+    /// Firings skipped because the previous run still ran (overlap `forbid`).
+    #[serde(default)]
+    pub skipped: u64,
+    /// Firings that used up their attempts and became dead letters.
+    #[serde(default)]
+    pub dead: u64,
+    /// Runs started by hand (`trigger`).
+    #[serde(default)]
+    pub triggered: u64,
     /// The next five firings (fewer when the schedule ends; none while paused or finished).
     pub next_firings: Vec<FiringTime>,
 }
@@ -125,6 +135,9 @@ impl JobView {
             runs: record.runs,
             failures: record.failures,
             missed: record.missed,
+            skipped: record.skipped,
+            dead: record.dead,
+            triggered: record.triggered,
             next_firings,
         }
     }
@@ -341,76 +354,13 @@ pub struct Health {
     pub checks: serde_json::Map<String, Value>,
 }
 
-/// Retry settings of a job (OpenAPI schema of the library's `RetrySpec`).
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-#[schema(as = RetrySpec)]
-#[allow(dead_code)]
-pub struct RetrySpecSchema {
-    /// Attempts in all, the first included (default 3). 1 disables retries.
-    max_attempts: Option<u32>,
-    /// `fixed` or `exponential` (default).
-    backoff: Option<String>,
-    /// The fixed interval, or the first delay of an exponential backoff (default `1s`).
-    interval: Option<String>,
-    /// Cap of an exponential backoff (default `5m`).
-    max_interval: Option<String>,
-    /// Randomise exponential delays (default true).
-    jitter: Option<bool>,
-}
-
-/// A job as declared (OpenAPI schema of the library's `JobSpec`). Exactly one of `cron`,
-/// `every`, `at`, `after` gives the schedule. Unknown fields are refused.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-#[schema(as = JobSpec)]
-#[allow(dead_code)]
-pub struct JobSpecSchema {
-    /// Unique id: `[A-Za-z0-9][A-Za-z0-9_.-]*`, at most 128 bytes. In `PUT /v1/jobs/{id}` it
-    /// may be left out (the path gives it).
-    #[schema(example = "nightly-report")]
-    id: String,
-    /// Cron expression: 5 fields, 6 with seconds, or a macro such as `@hourly`.
-    #[schema(example = "0 9 * * MON-FRI")]
-    cron: Option<String>,
-    /// IANA zone the cron expression is read in (default `UTC`).
-    #[schema(example = "Europe/Berlin")]
-    tz: Option<String>,
-    /// Fixed rate, such as `30s` or `1h 30m`.
-    every: Option<String>,
-    /// One-shot at this instant (RFC 3339).
-    at: Option<DateTime<Utc>>,
-    /// One-shot after this delay from creation, such as `10m`.
-    after: Option<String>,
-    /// Nothing fires before this instant.
-    start_at: Option<DateTime<Utc>>,
-    /// Nothing fires after this instant.
-    end_at: Option<DateTime<Utc>>,
-    /// Name of the handler that runs the job.
-    #[schema(example = "http")]
-    handler: String,
-    /// JSON given to the handler.
-    #[schema(value_type = Object)]
-    params: Option<Value>,
-    /// How late a firing may be found and still count as on time (default `10s`).
-    misfire_tolerance: Option<String>,
-    /// `fire_once` (default), `skip` or `catch_up`: firings found later than the tolerance.
-    misfire: Option<String>,
-    /// Most late firings `catch_up` runs (default 100).
-    catch_up_limit: Option<u32>,
-    /// `allow` (default), `forbid` or `replace`: a firing that comes while the previous run runs.
-    overlap: Option<String>,
-    /// Longest a run may take (default `1h`).
-    timeout: Option<String>,
-    /// Retries of a failed run.
-    retry: Option<RetrySpecSchema>,
-}
-
 /// A one-shot task: a job with `at` or `after` (neither: at once) and an optional id (a UUID is
 /// chosen when it is left out).
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[schema(as = TaskSpec)]
 #[allow(dead_code)]
 pub struct TaskSpecSchema {
-    /// Optional id; enqueueing again with the same id replaces the pending task.
+    /// Optional id; an id that exists already is left as it is (create-if-absent).
     id: Option<String>,
     /// Run at this instant (RFC 3339).
     at: Option<DateTime<Utc>>,
@@ -420,15 +370,15 @@ pub struct TaskSpecSchema {
     /// Name of the handler that runs the task.
     #[schema(example = "http")]
     handler: String,
-    /// JSON given to the handler.
-    #[schema(value_type = Object)]
+    /// A JSON object given to the handler; absent (or null) gives none.
+    #[schema(value_type = Option<Object>)]
     params: Option<Value>,
     /// How late it may be found and still count as on time (default `10s`).
     misfire_tolerance: Option<String>,
     /// Longest a run may take (default `1h`).
     timeout: Option<String>,
     /// Retries of a failed run (default: 3 attempts, exponential backoff from `1s`).
-    retry: Option<RetrySpecSchema>,
+    retry: Option<RetrySpec>,
 }
 
 /// The field names of the library's `JobSpec`, read from its own "unknown field" error, so a

@@ -11,6 +11,7 @@ use super::ApiState;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, RawJson, decode};
 use super::model::{JobView, TaskBatch, TaskList, TaskSpecSchema};
+use keyfire::client::Upserted;
 use keyfire::error::Error;
 use keyfire::job::JobSpec;
 
@@ -65,13 +66,16 @@ fn prefixed(e: Error, prefix: &str) -> ApiError {
 /// Enqueue a one-shot task.
 ///
 /// Runs at `at`, or `after` a delay, or at once when neither is given. Without an `id`, a UUID
-/// is chosen; with one, enqueueing again replaces the pending task (idempotent).
+/// is chosen. An `id` that exists already is left as it is and answered with 200 (enqueueing
+/// is create-if-absent, so a retried request never runs a task twice); replace a pending task
+/// with `PUT /v1/jobs/{id}`.
 #[utoipa::path(
     post,
     path = "/v1/tasks",
     tag = "tasks",
     request_body = TaskSpecSchema,
     responses(
+        (status = 200, description = "The id exists: the task as it is, untouched", body = JobView),
         (status = 201, description = "Enqueued", body = JobView),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 409, description = "Changed concurrently", body = ErrorBody),
@@ -85,12 +89,18 @@ pub(super) async fn post_task(
     RawJson(body): RawJson,
 ) -> Result<(StatusCode, Json<JobView>), ApiError> {
     let spec = task_spec(body, "")?;
-    let record = state.client().enqueue(spec).await?;
-    Ok((StatusCode::CREATED, Json(JobView::from_record(&record))))
+    let (record, outcome) = state.client().enqueue_with_outcome(spec).await?;
+    let status = if outcome == Upserted::Created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(JobView::from_record(&record))))
 }
 
 /// Enqueue many one-shot tasks. Every task is checked before any is written: one bad task
-/// refuses the whole batch (422 naming `tasks[i].field`) and nothing is enqueued.
+/// refuses the whole batch (422 naming `tasks[i].field`) and nothing is enqueued. As with one
+/// task, an id that exists already is left as it is (and listed as it is).
 #[utoipa::path(
     post,
     path = "/v1/tasks/batch",

@@ -111,7 +111,9 @@ enum JobCommand {
         /// The job's id.
         id: String,
     },
-    /// Resume a paused job: its next firing is computed from now.
+    /// Resume a paused job: it is scheduled from the first firing after the pause began, so
+    /// its misfire policy decides what the pause skipped (a pause shorter than the misfire
+    /// tolerance loses nothing).
     Resume {
         /// The job's id.
         id: String,

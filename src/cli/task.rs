@@ -39,8 +39,8 @@ enum TaskCommand {
         /// Run after this delay, such as 30m.
         #[arg(long, conflicts_with = "topic")]
         after: Option<String>,
-        /// The task's id (default: a new one); adding the same id again replaces a one-shot
-        /// task, and leaves a topic's task as it is.
+        /// The task's id (default: a new one); adding an id that exists leaves that task as
+        /// it is (one-shot or topic task alike).
         #[arg(long)]
         id: Option<String>,
         /// Add to this delay-queue topic: the task is handed to a consumer that pops it.

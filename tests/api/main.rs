@@ -12,6 +12,7 @@ mod declared;
 mod fuzz;
 mod handlers;
 mod openapi;
+mod promises;
 mod routes;
 mod socket;
 mod topics;

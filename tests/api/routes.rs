@@ -38,7 +38,7 @@ async fn jobs_crud_with_next_firings_and_paging() {
     let first = chrono::DateTime::parse_from_rfc3339(next[0]["utc"].as_str().unwrap()).unwrap();
     assert_eq!(next_at, first);
 
-    // Idempotent upsert: same id again replaces (200, version 2).
+    // Idempotent upsert: the same spec again changes nothing (200, still version 1).
     let again = api
         .put(
             "/v1/jobs/a-berlin",
@@ -46,7 +46,7 @@ async fn jobs_crud_with_next_firings_and_paging() {
         )
         .await;
     assert_eq!(again.status, StatusCode::OK);
-    assert_eq!(again.body["version"], 2);
+    assert_eq!(again.body["version"], 1);
 
     let b = api
         .post(
@@ -396,12 +396,14 @@ async fn every_error_code_and_nothing_written() {
     let req = api
         .request(Method::PUT, "/v1/jobs/keep")
         .header("if-match", "\"7\"")
+        .header("content-type", "application/json")
         .body(json!({"every": "2h", "handler": "log"}).to_string().into())
         .unwrap();
     api.send(req).await.assert_error(409, "conflict");
     let req = api
         .request(Method::POST, "/v1/jobs")
         .header("if-match", "0")
+        .header("content-type", "application/json")
         .body(
             json!({"id": "keep", "every": "2h", "handler": "log"})
                 .to_string()
@@ -413,6 +415,7 @@ async fn every_error_code_and_nothing_written() {
     let req = api
         .request(Method::PUT, "/v1/jobs/keep")
         .header("if-match", "yesterday")
+        .header("content-type", "application/json")
         .body(json!({"every": "2h", "handler": "log"}).to_string().into())
         .unwrap();
     let e = api.send(req).await;
@@ -425,6 +428,7 @@ async fn every_error_code_and_nothing_written() {
     let req = api
         .request(Method::PUT, "/v1/jobs/keep")
         .header("if-match", "\"1\"")
+        .header("content-type", "application/json")
         .body(json!({"every": "2h", "handler": "log"}).to_string().into())
         .unwrap();
     let ok = api.send(req).await;
@@ -433,6 +437,7 @@ async fn every_error_code_and_nothing_written() {
     let req = api
         .request(Method::PUT, "/v1/jobs/fresh")
         .header("if-match", "\"0\"")
+        .header("content-type", "application/json")
         .body(json!({"every": "2h", "handler": "log"}).to_string().into())
         .unwrap();
     assert_eq!(api.send(req).await.status, StatusCode::CREATED);

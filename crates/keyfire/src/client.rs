@@ -25,6 +25,19 @@ fn as_task(mut spec: JobSpec) -> Result<JobSpec, ValidationError> {
     Ok(spec)
 }
 
+/// What an upsert did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Upserted {
+    /// The job did not exist; it is at version 1.
+    Created,
+    /// The job existed with another spec; its version went up by one.
+    Replaced,
+    /// The job existed with this very spec: nothing was written, the version is the same.
+    Unchanged,
+    /// An enqueue found its id taken: the existing task was left as it is.
+    Kept,
+}
+
 /// Optimistic updates retry this often when a concurrent change moved the version.
 const MAX_TRIES: usize = 8;
 
@@ -113,19 +126,34 @@ impl Client {
     }
 
     /// Create the job, or replace the job with the same id (idempotent). The next firing is
-    /// computed from Redis's clock. On a validation error nothing is written.
+    /// computed from Redis's clock. On a validation error nothing is written. A spec equal to
+    /// the stored one (once `after` is resolved) changes nothing and keeps the version.
     pub async fn upsert(&self, spec: JobSpec) -> Result<JobRecord> {
-        self.upsert_inner(spec, None).await
+        Ok(self.upsert_inner(spec, None).await?.0)
     }
 
     /// Create or replace the job only if it is still at version `expected` (0: only if it
     /// does not exist yet); otherwise [`Error::VersionMismatch`] and nothing is written. The
     /// check and the write are one script, so a concurrent edit cannot slip between them.
     pub async fn upsert_if_version(&self, spec: JobSpec, expected: u64) -> Result<JobRecord> {
-        self.upsert_inner(spec, Some(expected)).await
+        Ok(self.upsert_inner(spec, Some(expected)).await?.0)
     }
 
-    async fn upsert_inner(&self, spec: JobSpec, expected: Option<u64>) -> Result<JobRecord> {
+    /// [`Client::upsert`] (or, with `expected`, [`Client::upsert_if_version`]), telling
+    /// whether the job was created, replaced, or left as it was.
+    pub async fn upsert_with_outcome(
+        &self,
+        spec: JobSpec,
+        expected: Option<u64>,
+    ) -> Result<(JobRecord, Upserted)> {
+        self.upsert_inner(spec, expected).await
+    }
+
+    async fn upsert_inner(
+        &self,
+        spec: JobSpec,
+        expected: Option<u64>,
+    ) -> Result<(JobRecord, Upserted)> {
         let known = self.known_handler(&spec.handler).await?;
         for _ in 0..MAX_TRIES {
             let (state, now) = self.store.job_state(&spec.id).await?;
@@ -151,13 +179,29 @@ impl Client {
                 known_handler: Some(&|_: &str| known),
                 max_params_bytes: self.limits.max_params_bytes,
             })?;
+            // A write that changes nothing keeps the version, so a client holding it in
+            // `If-Match` is not told of a conflict after re-sending the same spec.
+            if state.version > 0
+                && let Some(stored) = self.store.get_job(&spec.id).await?
+                && stored.version == state.version
+                && stored.spec == job.spec
+            {
+                return Ok((stored, Upserted::Unchanged));
+            }
             let next = job.first_firing(now);
             match self
                 .store
                 .upsert(&job.spec, &state, next, created_ms)
                 .await?
             {
-                UpsertReply::Written { .. } => return self.get(&spec.id).await,
+                UpsertReply::Written { .. } => {
+                    let outcome = if state.version == 0 {
+                        Upserted::Created
+                    } else {
+                        Upserted::Replaced
+                    };
+                    return Ok((self.get(&spec.id).await?, outcome));
+                }
                 UpsertReply::Conflict if expected.is_some() => {
                     let (now_state, _) = self.store.job_state(&spec.id).await?;
                     return Err(mismatch(now_state.version));
@@ -169,16 +213,37 @@ impl Client {
     }
 
     /// Enqueue a one-shot task: `spec` must be a one-shot (`at` or `after`; neither means
-    /// now); an empty id is replaced by a fresh UUID.
+    /// now); an empty id is replaced by a fresh UUID. An id that exists already is left as it
+    /// is and returned (enqueueing is create-if-absent, like [`Client::enqueue_many`] and the
+    /// delay queue's add), so a retried enqueue never runs a task twice; use
+    /// [`Client::upsert`] to replace a pending task.
     pub async fn enqueue(&self, spec: JobSpec) -> Result<JobRecord> {
+        Ok(self.enqueue_with_outcome(spec).await?.0)
+    }
+
+    /// [`Client::enqueue`], telling whether the task was created ([`Upserted::Created`]) or
+    /// its id was taken ([`Upserted::Kept`]: the existing task, untouched).
+    pub async fn enqueue_with_outcome(&self, spec: JobSpec) -> Result<(JobRecord, Upserted)> {
         let spec = as_task(spec).map_err(Error::Invalid)?;
-        self.upsert(spec).await
+        let id = spec.id.clone();
+        for _ in 0..MAX_TRIES {
+            match self.upsert_inner(spec.clone(), Some(0)).await {
+                Err(Error::VersionMismatch { .. }) => match self.store.get_job(&id).await? {
+                    Some(existing) => return Ok((existing, Upserted::Kept)),
+                    // Deleted in between: try to create it again.
+                    None => continue,
+                },
+                other => return other,
+            }
+        }
+        Err(Error::Conflict(id))
     }
 
     /// Enqueue many one-shot tasks at once. All are checked first: if one is bad, nothing is
     /// written and the error names it (`tasks[3].after`). Then they are written in pipelined
-    /// batches. A task whose id exists already is left as it is, so a retried batch does not
-    /// enqueue twice. Returns the ids, in order.
+    /// batches. A task whose id exists already is left as it is (the rule of
+    /// [`Client::enqueue`]), so a retried batch does not enqueue twice. Returns the ids, in
+    /// order.
     pub async fn enqueue_many(&self, specs: Vec<JobSpec>) -> Result<Vec<String>> {
         let now = self.store.time_ms().await?;
         let mut jobs = Vec::with_capacity(specs.len());

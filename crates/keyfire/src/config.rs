@@ -36,7 +36,8 @@ pub struct Settings {
 pub struct ApiSettings {
     /// Serve the API from `keyfire serve`.
     pub enabled: bool,
-    /// `host:port` to listen on. A non-loopback address needs a `token`.
+    /// `host:port` to listen on. A non-loopback address needs a `token`, and so does a host
+    /// name other than `localhost` (it may resolve to any address).
     pub listen: String,
     /// Bearer token every `/v1` request must carry; empty: no auth (loopback only).
     pub token: String,
@@ -528,15 +529,28 @@ impl Settings {
         if self.api.max_body_bytes == 0 {
             return bad("api.max_body_bytes", "must be at least 1");
         }
-        if self.api.enabled
-            && let Ok(addr) = self.api.listen.parse::<std::net::SocketAddr>()
-            && !addr.ip().is_loopback()
-            && self.api.token.is_empty()
-        {
-            return bad(
-                "api.listen",
-                "a non-loopback address needs api.token (bearer auth); set a token or listen on 127.0.0.1",
-            );
+        if self.api.enabled && self.api.token.is_empty() {
+            match self.api.listen.parse::<std::net::SocketAddr>() {
+                Ok(addr) if !addr.ip().is_loopback() => {
+                    return bad(
+                        "api.listen",
+                        "a non-loopback address needs api.token (bearer auth); set a token or listen on 127.0.0.1",
+                    );
+                }
+                Ok(_) => {}
+                // A host name may resolve to any address, and to another one tomorrow: without
+                // a token only `localhost` (loopback by definition) is taken.
+                Err(_) if !is_localhost_name(&self.api.listen) => {
+                    return Err(Error::Config(format!(
+                        "api.listen: '{}' is a host name, which may resolve to a non-loopback \
+                         address; without api.token only a loopback address (127.0.0.1:8080, \
+                         [::1]:8080) or localhost is allowed: set api.token (bearer auth) or \
+                         listen on 127.0.0.1",
+                        self.api.listen
+                    )));
+                }
+                Err(_) => {}
+            }
         }
         for (name, d) in [
             ("handlers.http.timeout", self.handlers.http.timeout),
@@ -556,9 +570,44 @@ impl Settings {
     }
 }
 
+/// Whether a `host:port` listen address names `localhost` (or a name under it, RFC 6761).
+fn is_localhost_name(listen: &str) -> bool {
+    let host = listen.rsplit_once(':').map_or(listen, |(h, _)| h);
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    host == "localhost" || host.ends_with(".localhost")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_host_name_without_a_token_is_refused() {
+        let mut s = Settings::default();
+        for name in ["myhost:8080", "keyfire.example.com:80", "0:8080"] {
+            s.api.listen = name.into();
+            let err = s.check().unwrap_err().to_string();
+            assert!(
+                err.contains("api.listen") && err.contains("api.token"),
+                "{name}: {err}"
+            );
+        }
+        for ok in [
+            "localhost:8080",
+            "LOCALHOST:1",
+            "127.0.0.1:8080",
+            "[::1]:8080",
+        ] {
+            s.api.listen = ok.into();
+            s.check().unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
+        s.api.listen = "myhost:8080".into();
+        s.api.token = "t".into();
+        s.check().unwrap();
+        s.api.token.clear();
+        s.api.enabled = false;
+        s.check().unwrap();
+    }
 
     #[test]
     fn example_file_loads_and_matches_defaults_where_it_says_so() {

@@ -6,6 +6,7 @@ use super::validation::{ValidationError, duration_ms};
 
 /// Retry settings as declared (`retry = { max_attempts = 5, backoff = "exponential", … }`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RetrySpec {
     /// Attempts in all, the first included (default 3). 1 disables retries.

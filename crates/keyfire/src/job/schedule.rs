@@ -43,12 +43,231 @@ pub(super) fn parse_cron(expr: &str) -> Result<Cron, String> {
             "expected 5 fields (6 with seconds) or a macro like @hourly, got {fields}"
         ));
     }
-    CronParser::builder()
+    let cron = CronParser::builder()
         .seconds(Seconds::Optional)
         .year(Year::Disallowed)
         .build()
         .parse(expr)
-        .map_err(|e| e.to_string())
+        .map_err(|e| {
+            // The parser's words ("Component error: Number out of bounds.") name neither the
+            // field nor the value: say which, when the fields can be read.
+            diagnose(expr).unwrap_or_else(|| {
+                let words = e.to_string();
+                let words = words
+                    .strip_prefix("Component error: ")
+                    .unwrap_or(&words)
+                    .trim_end_matches('.');
+                format!("'{expr}' is not a cron expression: {words}")
+            })
+        })?;
+    if let Some(why) = never_fires(expr) {
+        return Err(why);
+    }
+    Ok(cron)
+}
+
+/// A cron field: its name, its bounds, and the names it takes for its values.
+struct Field {
+    name: &'static str,
+    lo: u64,
+    hi: u64,
+    /// Names for `lo`, `lo + 1`, … (month and day-of-week), with what to call them.
+    names: &'static [&'static str],
+    names_are: &'static str,
+}
+
+const MONTHS: &[&str] = &[
+    "JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC",
+];
+const DAYS: &[&str] = &["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"];
+
+const SECOND: Field = Field {
+    name: "second",
+    lo: 0,
+    hi: 59,
+    names: &[],
+    names_are: "",
+};
+const MINUTE: Field = Field {
+    name: "minute",
+    ..SECOND
+};
+const HOUR: Field = Field {
+    name: "hour",
+    hi: 23,
+    ..SECOND
+};
+const DAY_OF_MONTH: Field = Field {
+    name: "day-of-month",
+    lo: 1,
+    hi: 31,
+    ..SECOND
+};
+const MONTH: Field = Field {
+    name: "month",
+    lo: 1,
+    hi: 12,
+    names: MONTHS,
+    names_are: " or a month name (JAN-DEC)",
+};
+const DAY_OF_WEEK: Field = Field {
+    name: "day-of-week",
+    lo: 0,
+    hi: 7,
+    names: DAYS,
+    names_are: " or a day name (SUN-SAT)",
+};
+
+/// The fields of a 5- or 6-field expression, each with its text; `None` for a macro.
+fn fields(expr: &str) -> Option<Vec<(&'static Field, &str)>> {
+    let parts: Vec<&str> = expr.split_whitespace().collect();
+    let layout: &[&'static Field] = match parts.len() {
+        5 => &[&MINUTE, &HOUR, &DAY_OF_MONTH, &MONTH, &DAY_OF_WEEK],
+        6 => &[&SECOND, &MINUTE, &HOUR, &DAY_OF_MONTH, &MONTH, &DAY_OF_WEEK],
+        _ => return None,
+    };
+    Some(layout.iter().copied().zip(parts).collect())
+}
+
+impl Field {
+    /// One value: a number within bounds, or a name.
+    fn value(&self, token: &str) -> Result<u64, String> {
+        if !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit()) {
+            let n = token.parse::<u64>().unwrap_or(u64::MAX);
+            if n < self.lo || n > self.hi {
+                return Err(format!(
+                    "{}: {token} is outside {}\u{2013}{}",
+                    self.name, self.lo, self.hi
+                ));
+            }
+            return Ok(n);
+        }
+        if let Some(i) = self
+            .names
+            .iter()
+            .position(|n| n.eq_ignore_ascii_case(token))
+        {
+            return Ok(self.lo + i as u64);
+        }
+        Err(format!(
+            "{}: '{token}' is not a number{}",
+            self.name, self.names_are
+        ))
+    }
+
+    /// The values a field's text selects, `Ok(None)` when it uses `L`, `W`, `#` or `?` (whose
+    /// days depend on the month), or what is wrong with it.
+    fn values(&self, text: &str) -> Result<Option<Vec<u64>>, String> {
+        let mut out = Vec::new();
+        let mut exact = true;
+        for part in text.split(',').filter(|p| !p.is_empty()) {
+            let (body, step) = match part.split_once('/') {
+                Some((b, s)) => {
+                    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+                        return Err(format!("{}: step '{s}' is not a number", self.name));
+                    }
+                    let step = s.parse::<u64>().unwrap_or(u64::MAX);
+                    if step == 0 {
+                        return Err(format!("{}: step 0 must be at least 1", self.name));
+                    }
+                    (b, Some(step))
+                }
+                None => (part, None),
+            };
+            let upper = body.to_ascii_uppercase();
+            let (from, to) = if body == "*" || body == "?" {
+                exact &= body == "*";
+                (self.lo, self.hi)
+            } else if self.name == "day-of-month"
+                && (upper == "L" || upper == "LW" || upper.ends_with('W'))
+            {
+                exact = false;
+                if let Some(day) = upper.strip_suffix('W').filter(|d| *d != "L") {
+                    self.value(day)?;
+                }
+                continue;
+            } else if self.name == "day-of-week" && (upper.contains('#') || upper.ends_with('L')) {
+                exact = false;
+                let (day, nth) = match upper.split_once('#') {
+                    Some((d, n)) => (d, Some(n)),
+                    None => (upper.trim_end_matches('L'), None),
+                };
+                if !day.is_empty() {
+                    self.value(day)?;
+                }
+                if let Some(n) = nth
+                    && n != "L"
+                    && !matches!(n.parse::<u8>(), Ok(1..=5))
+                {
+                    return Err(format!("{}: #{n} is outside #1\u{2013}#5", self.name));
+                }
+                continue;
+            } else {
+                let ends: Vec<&str> = body.split('-').collect();
+                match ends.as_slice() {
+                    [one] => {
+                        let v = self.value(one)?;
+                        (v, if step.is_some() { self.hi } else { v })
+                    }
+                    [a, b] => {
+                        let (from, to) = (self.value(a)?, self.value(b)?);
+                        if from > to {
+                            return Err(format!(
+                                "{}: range {a}-{b} runs backwards (write it as two ranges, such as {a}-{},{}-{b})",
+                                self.name, self.hi, self.lo
+                            ));
+                        }
+                        (from, to)
+                    }
+                    _ => {
+                        return Err(format!(
+                            "{}: '{body}' is not a value or a range such as 1-5",
+                            self.name
+                        ));
+                    }
+                }
+            };
+            out.extend((from..=to).step_by(step.unwrap_or(1) as usize));
+        }
+        Ok(exact.then_some(out))
+    }
+}
+
+/// Name the field and the value at fault in an expression the parser refused, if that can be
+/// found (`day-of-month: 32 is outside 1–31`).
+fn diagnose(expr: &str) -> Option<String> {
+    fields(expr)?
+        .into_iter()
+        .find_map(|(field, text)| field.values(text).err())
+}
+
+/// Why an expression the parser took can never fire, if it cannot: its days of the month
+/// exist in none of its months (`0 0 31 2 *`, `0 0 30 2 *`). A day-of-week other than `*`
+/// makes it fire on those weekdays (either field may match), so only `*` is looked at.
+fn never_fires(expr: &str) -> Option<String> {
+    let fields = fields(expr)?;
+    let n = fields.len();
+    let (dom, month, dow) = (fields[n - 3].1, fields[n - 2].1, fields[n - 1].1);
+    if dow != "*" && dow != "?" {
+        return None;
+    }
+    let days = DAY_OF_MONTH.values(dom).ok()??;
+    let months = MONTH.values(month).ok()??;
+    let longest = |m: u64| match m {
+        2 => 29,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    let first_day = *days.iter().min()?;
+    if months.iter().any(|&m| first_day <= longest(m)) {
+        return None;
+    }
+    let list = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+    Some(format!(
+        "'{expr}' never fires: day-of-month {} occurs in none of its months ({})",
+        list(&days),
+        list(&months)
+    ))
 }
 
 /// Parse an IANA zone name such as `Europe/Berlin`.
@@ -157,6 +376,59 @@ mod tests {
         }
         for bad in ["", "* * * *", "61 * * * *", "* * * * * * *", "nonsense"] {
             assert!(parse_cron(bad).is_err(), "{bad} should be refused");
+        }
+    }
+
+    #[test]
+    fn errors_name_the_field_and_the_value() {
+        let err = |e: &str| parse_cron(e).unwrap_err();
+        assert_eq!(err("0 0 32 * *"), "day-of-month: 32 is outside 1\u{2013}31");
+        assert_eq!(err("61 * * * *"), "minute: 61 is outside 0\u{2013}59");
+        assert_eq!(err("0 61 * * * *"), "minute: 61 is outside 0\u{2013}59");
+        assert_eq!(err("60 * * * * *"), "second: 60 is outside 0\u{2013}59");
+        assert_eq!(err("0 24 * * *"), "hour: 24 is outside 0\u{2013}23");
+        assert_eq!(err("0 0 1 13 *"), "month: 13 is outside 1\u{2013}12");
+        assert_eq!(err("0 0 0 * *"), "day-of-month: 0 is outside 1\u{2013}31");
+        assert_eq!(err("0 0 * * 8"), "day-of-week: 8 is outside 0\u{2013}7");
+        assert_eq!(
+            err("0 0 * FOO *"),
+            "month: 'FOO' is not a number or a month name (JAN-DEC)"
+        );
+        assert_eq!(err("*/0 * * * *"), "minute: step 0 must be at least 1");
+        assert_eq!(
+            err("0 0 * * 1#6"),
+            "day-of-week: #6 is outside #1\u{2013}#5"
+        );
+        assert!(err("0 22-2 * * *").starts_with("hour: range 22-2 runs backwards"));
+        assert!(err("1-2-3 * * * *").starts_with("minute: '1-2-3'"));
+        assert_eq!(
+            err("0 0 99999999999999999999 * *"),
+            "day-of-month: 99999999999999999999 is outside 1\u{2013}31"
+        );
+    }
+
+    #[test]
+    fn a_cron_that_can_never_fire_is_refused() {
+        for never in [
+            "0 0 31 2 *",
+            "0 0 30 2 *",
+            "0 0 30,31 2 ?",
+            "0 0 0 31 4,6,9,11 *",
+            "0 0 31 FEB *",
+        ] {
+            let e = parse_cron(never).unwrap_err();
+            assert!(e.contains("never fires"), "{never}: {e}");
+        }
+        // Rare is not never; a day-of-week makes either field match; L and W exist every month.
+        for ok in [
+            "0 0 29 2 *",
+            "0 0 31 * *",
+            "0 0 30 2 MON",
+            "0 0 L 2 *",
+            "0 0 30W 2 *",
+            "0 0 31 1-2 *",
+        ] {
+            parse_cron(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
         }
     }
 
