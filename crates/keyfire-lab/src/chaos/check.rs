@@ -673,9 +673,19 @@ impl Run<'_> {
 pub fn check(workload: &Workload, history: &History, faults: &[FaultEvent]) -> Report {
     let mut c = Checker::new(workload, faults);
     c.derive();
-    let b = workload.bounds;
+    let runs = group_runs(history);
+    let evidence = Evidence::new(&c, workload, history, faults, &runs);
+    let mut f = Findings::new(workload, history, faults);
+    evidence.check_runs(&mut f);
+    evidence.check_expected_firings(&mut f);
+    evidence.check_accepted_outcomes(&mut f);
+    evidence.check_queue(&mut f);
+    evidence.check_leftovers(&mut f);
+    evidence.sort(f)
+}
 
-    // Handler runs, grouped.
+/// The handler's runs, by run id: a start and, if written, its end.
+fn group_runs(history: &History) -> BTreeMap<&str, Run<'_>> {
     let mut runs: BTreeMap<&str, Run> = BTreeMap::new();
     for e in &history.runs {
         match e.ev {
@@ -694,446 +704,538 @@ pub fn check(workload: &Workload, history: &History, faults: &[FaultEvent]) -> R
             }
         }
     }
-    let mut by_firing: BTreeMap<&str, Vec<&Run>> = BTreeMap::new();
-    for r in runs.values() {
-        by_firing.entry(r.ev.firing.as_str()).or_default().push(r);
+    runs
+}
+
+/// What a round left to judge, grouped for the checks: the handler's runs and keyfire's
+/// records by firing, and what the workload expected. Each `check_*` method looks at one kind
+/// of evidence and records what it finds in [`Findings`].
+struct Evidence<'a> {
+    c: &'a Checker<'a>,
+    workload: &'a Workload,
+    history: &'a History,
+    faults: &'a [FaultEvent],
+    runs: &'a BTreeMap<&'a str, Run<'a>>,
+    by_firing: BTreeMap<&'a str, Vec<&'a Run<'a>>>,
+    /// keyfire's run records by firing: what is left at the end, plus what deletes dropped.
+    kf: BTreeMap<&'a str, Vec<&'a RunRecord>>,
+    /// Firings in the dead letters (at the end, or dropped by a delete).
+    dead: BTreeSet<&'a str>,
+}
+
+/// The report being built and the violations found so far.
+struct Findings {
+    report: Report,
+    found: Vec<Violation>,
+    /// Queue tasks with an event inside a window an AOF loss may have undone.
+    queue_touched: BTreeSet<String>,
+}
+
+impl Findings {
+    fn new(workload: &Workload, history: &History, faults: &[FaultEvent]) -> Self {
+        let mut report = Report {
+            seed: workload.seed,
+            torn: history.torn,
+            ..Report::default()
+        };
+        for f in faults {
+            *report.faults.entry(f.kind).or_default() += 1;
+        }
+        Self {
+            report,
+            found: Vec::new(),
+            queue_touched: BTreeSet::new(),
+        }
     }
 
-    // keyfire's own records: what is left at the end, plus what deletes dropped.
-    let mut kf: BTreeMap<&str, Vec<&RunRecord>> = BTreeMap::new();
-    let mut dead: BTreeSet<&str> = BTreeSet::new();
-    for records in history.keyfire_runs.values() {
-        for r in records {
-            kf.entry(r.firing_id.as_str()).or_default().push(r);
-        }
-    }
-    for letters in history.dead.values() {
-        for d in letters {
-            dead.insert(d.firing_id.as_str());
-        }
-    }
-    for op in &workload.ops {
-        if let OpKind::Delete {
-            runs,
-            dead: letters,
-        } = &op.kind
-        {
-            for r in runs {
-                kf.entry(r.firing_id.as_str()).or_default().push(r);
-            }
-            for d in letters {
-                dead.insert(d.firing_id.as_str());
-            }
-        }
-    }
-
-    let mut report = Report {
-        seed: workload.seed,
-        torn: history.torn,
-        ..Report::default()
-    };
-    for f in faults {
-        *report.faults.entry(f.kind).or_default() += 1;
-    }
-    let mut found: Vec<Violation> = Vec::new();
-    let mut flag = |kind: ViolationKind, firing: &str, detail: String| {
-        found.push(Violation {
+    fn flag(&mut self, kind: ViolationKind, firing: &str, detail: String) {
+        self.found.push(Violation {
             kind,
             firing: firing.to_string(),
             detail,
         });
-    };
+    }
+}
 
-    // Per run.
-    report.runs = runs.len();
-    let mut per_attempt: BTreeMap<(&str, u32), usize> = BTreeMap::new();
-    for r in runs.values() {
-        let e = r.ev;
-        if e.attempt > 1 {
-            report.retries += 1;
+impl<'a> Evidence<'a> {
+    fn new(
+        c: &'a Checker<'a>,
+        workload: &'a Workload,
+        history: &'a History,
+        faults: &'a [FaultEvent],
+        runs: &'a BTreeMap<&'a str, Run<'a>>,
+    ) -> Self {
+        let mut by_firing: BTreeMap<&str, Vec<&Run>> = BTreeMap::new();
+        for r in runs.values() {
+            by_firing.entry(r.ev.firing.as_str()).or_default().push(r);
         }
-        match r.end.and_then(|e| e.outcome) {
-            Some(Outcome::Failed) => *report.faults.entry(FaultKind::HandlerFail).or_default() += 1,
-            Some(Outcome::Dropped) => {
-                *report.faults.entry(FaultKind::HandlerHang).or_default() += 1
+        let mut kf: BTreeMap<&str, Vec<&RunRecord>> = BTreeMap::new();
+        let mut dead: BTreeSet<&str> = BTreeSet::new();
+        for records in history.keyfire_runs.values() {
+            for r in records {
+                kf.entry(r.firing_id.as_str()).or_default().push(r);
             }
-            _ => {}
         }
-        *per_attempt
-            .entry((e.firing.as_str(), e.attempt))
-            .or_default() += 1;
-        let Some((_, instant)) = parse_firing_id(&e.firing) else {
-            flag(
-                ViolationKind::Unexpected,
-                &e.firing,
-                "not a firing id".into(),
-            );
-            continue;
-        };
-        let what = format!(
-            "node {} attempt {} v{} claimed {} (instant {instant})",
-            e.node, e.attempt, e.v, e.claimed_ms
-        );
-        if e.claimed_ms < instant {
-            flag(
-                ViolationKind::Early,
-                &e.firing,
-                format!(
-                    "claimed {} ms before its instant: {what}",
-                    instant - e.claimed_ms
-                ),
-            );
+        for letters in history.dead.values() {
+            for d in letters {
+                dead.insert(d.firing_id.as_str());
+            }
         }
-        match c.expects.get(&e.firing) {
-            None => {
-                let maybe = c
-                    .uncertain
-                    .get(&e.job)
-                    .is_some_and(|w| w.iter().any(|(a, z)| instant >= *a && instant <= *z));
-                if !maybe {
-                    flag(
-                        ViolationKind::Unexpected,
-                        &e.firing,
-                        format!("no schedule of the workload produces it: {what}"),
-                    );
+        for op in &workload.ops {
+            if let OpKind::Delete {
+                runs,
+                dead: letters,
+            } = &op.kind
+            {
+                for r in runs {
+                    kf.entry(r.firing_id.as_str()).or_default().push(r);
+                }
+                for d in letters {
+                    dead.insert(d.firing_id.as_str());
                 }
             }
-            Some(x) => {
-                let stale = if e.attempt == 1 && !x.trigger {
-                    !x.versions.contains(&e.v)
-                } else {
-                    x.versions.first().is_some_and(|min| e.v < *min)
-                };
-                if stale {
-                    flag(
-                        ViolationKind::StaleVersion,
-                        &e.firing,
-                        format!("scheduled under v{:?}, ran with {what}", x.versions),
-                    );
+        }
+        Self {
+            c,
+            workload,
+            history,
+            faults,
+            runs,
+            by_firing,
+            kf,
+            dead,
+        }
+    }
+
+    /// Each handler run: early, unexpected, of a stale version, past a `skip` tolerance, while
+    /// paused, after a delete; and attempts started twice.
+    fn check_runs(&self, f: &mut Findings) {
+        // Per run.
+        f.report.runs = self.runs.len();
+        let mut per_attempt: BTreeMap<(&str, u32), usize> = BTreeMap::new();
+        for r in self.runs.values() {
+            let e = r.ev;
+            if e.attempt > 1 {
+                f.report.retries += 1;
+            }
+            match r.end.and_then(|e| e.outcome) {
+                Some(Outcome::Failed) => {
+                    *f.report.faults.entry(FaultKind::HandlerFail).or_default() += 1
                 }
-                if let Some(tol) = x.skip_tolerance
-                    && e.attempt == 1
-                    && !x.trigger
-                    && e.claimed_ms - instant > tol
-                {
-                    flag(
-                        ViolationKind::Misfire,
-                        &e.firing,
+                Some(Outcome::Dropped) => {
+                    *f.report.faults.entry(FaultKind::HandlerHang).or_default() += 1
+                }
+                _ => {}
+            }
+            *per_attempt
+                .entry((e.firing.as_str(), e.attempt))
+                .or_default() += 1;
+            let Some((_, instant)) = parse_firing_id(&e.firing) else {
+                f.flag(
+                    ViolationKind::Unexpected,
+                    &e.firing,
+                    "not a firing id".into(),
+                );
+                continue;
+            };
+            let what = format!(
+                "node {} attempt {} v{} claimed {} (instant {instant})",
+                e.node, e.attempt, e.v, e.claimed_ms
+            );
+            if e.claimed_ms < instant {
+                f.flag(
+                    ViolationKind::Early,
+                    &e.firing,
+                    format!(
+                        "claimed {} ms before its instant: {what}",
+                        instant - e.claimed_ms
+                    ),
+                );
+            }
+            match self.c.expects.get(&e.firing) {
+                None => {
+                    let maybe = self
+                        .c
+                        .uncertain
+                        .get(&e.job)
+                        .is_some_and(|w| w.iter().any(|(a, z)| instant >= *a && instant <= *z));
+                    if !maybe {
+                        f.flag(
+                            ViolationKind::Unexpected,
+                            &e.firing,
+                            format!("no schedule of the workload produces it: {what}"),
+                        );
+                    }
+                }
+                Some(x) => {
+                    let stale = if e.attempt == 1 && !x.trigger {
+                        !x.versions.contains(&e.v)
+                    } else {
+                        x.versions.first().is_some_and(|min| e.v < *min)
+                    };
+                    if stale {
+                        f.flag(
+                            ViolationKind::StaleVersion,
+                            &e.firing,
+                            format!("scheduled under v{:?}, ran with {what}", x.versions),
+                        );
+                    }
+                    if let Some(tol) = x.skip_tolerance
+                        && e.attempt == 1
+                        && !x.trigger
+                        && e.claimed_ms - instant > tol
+                    {
+                        f.flag(
+                            ViolationKind::Misfire,
+                            &e.firing,
+                            format!(
+                                "misfire = skip, tolerance {tol} ms, yet claimed {} ms late: {what}",
+                                e.claimed_ms - instant
+                            ),
+                        );
+                    }
+                }
+            }
+            if let Some(spans) = self.c.paused.get(&e.job) {
+                for (p, r) in spans {
+                    if e.claimed_ms > *p && e.claimed_ms < *r {
+                        f.flag(
+                            ViolationKind::RanWhilePaused,
+                            &e.firing,
+                            format!("paused at {p} (returned), resumed at {r}: {what}"),
+                        );
+                    }
+                }
+            }
+            if let Some(dels) = self.c.deleted.get(&e.job) {
+                for (_, ret) in dels {
+                    if instant <= *ret && e.claimed_ms > *ret {
+                        f.flag(
+                            ViolationKind::RanAfterDelete,
+                            &e.firing,
+                            format!("delete returned at {ret}: {what}"),
+                        );
+                    }
+                }
+            }
+        }
+        for ((firing, attempt), n) in &per_attempt {
+            if *n > 1 {
+                f.flag(
+                    ViolationKind::DoubleClaim,
+                    firing,
+                    format!("attempt {attempt} started {n} times"),
+                );
+            }
+        }
+    }
+
+    /// Each firing the workload expected: late, missed, lost, or succeeded without keyfire
+    /// recording it; and the lateness figures.
+    fn check_expected_firings(&self, f: &mut Findings) {
+        // Per expected firing.
+        f.report.firings = self.c.expects.len();
+        for (fid, x) in &self.c.expects {
+            if x.required {
+                f.report.required += 1;
+            } else {
+                *f.report
+                    .optional
+                    .entry(x.why_optional.to_string())
+                    .or_default() += 1;
+            }
+            let rs: &[&Run] = self
+                .by_firing
+                .get(fid.as_str())
+                .map_or(&[], |v| v.as_slice());
+            let records: &[&RunRecord] = self.kf.get(fid.as_str()).map_or(&[], |v| v.as_slice());
+            let is_dead = self.dead.contains(fid.as_str());
+            let oks = rs.iter().filter(|r| r.ok()).count();
+            if oks > 1 {
+                f.report.reruns += 1;
+            }
+            // Lateness of the first claim.
+            if let Some(first) = rs
+                .iter()
+                .filter(|r| r.ev.attempt == 1)
+                .map(|r| r.ev.claimed_ms)
+                .min()
+            {
+                let late = first - x.ready;
+                let mut kinds: BTreeSet<&str> = self
+                    .faults
+                    .iter()
+                    .filter(|f| {
+                        f.start_ms <= first
+                            && f.end_ms + self.workload.bounds.late_ms >= x.instant - 1_000
+                    })
+                    .map(|f| f.kind.name())
+                    .collect();
+                if kinds.is_empty() {
+                    kinds.insert("none");
+                }
+                for k in kinds {
+                    let l = f.report.lateness.entry(k.to_string()).or_default();
+                    l.firings += 1;
+                    l.worst_ms = l.worst_ms.max(late);
+                }
+                if first > x.deadline {
+                    f.flag(
+                        ViolationKind::Late,
+                        fid,
                         format!(
-                            "misfire = skip, tolerance {tol} ms, yet claimed {} ms late: {what}",
-                            e.claimed_ms - instant
+                            "first claimed at {first}, {late} ms after it was due at {}; deadline {}",
+                            x.ready, x.deadline
                         ),
                     );
                 }
             }
-        }
-        if let Some(spans) = c.paused.get(&e.job) {
-            for (p, r) in spans {
-                if e.claimed_ms > *p && e.claimed_ms < *r {
-                    flag(
-                        ViolationKind::RanWhilePaused,
-                        &e.firing,
-                        format!("paused at {p} (returned), resumed at {r}: {what}"),
-                    );
-                }
-            }
-        }
-        if let Some(dels) = c.deleted.get(&e.job) {
-            for (_, ret) in dels {
-                if instant <= *ret && e.claimed_ms > *ret {
-                    flag(
-                        ViolationKind::RanAfterDelete,
-                        &e.firing,
-                        format!("delete returned at {ret}: {what}"),
-                    );
-                }
-            }
-        }
-    }
-    for ((firing, attempt), n) in &per_attempt {
-        if *n > 1 {
-            flag(
-                ViolationKind::DoubleClaim,
-                firing,
-                format!("attempt {attempt} started {n} times"),
-            );
-        }
-    }
-
-    // Per expected firing.
-    report.firings = c.expects.len();
-    for (fid, x) in &c.expects {
-        if x.required {
-            report.required += 1;
-        } else {
-            *report
-                .optional
-                .entry(x.why_optional.to_string())
-                .or_default() += 1;
-        }
-        let rs: &[&Run] = by_firing.get(fid.as_str()).map_or(&[], |v| v.as_slice());
-        let records: &[&RunRecord] = kf.get(fid.as_str()).map_or(&[], |v| v.as_slice());
-        let is_dead = dead.contains(fid.as_str());
-        let oks = rs.iter().filter(|r| r.ok()).count();
-        if oks > 1 {
-            report.reruns += 1;
-        }
-        // Lateness of the first claim.
-        if let Some(first) = rs
-            .iter()
-            .filter(|r| r.ev.attempt == 1)
-            .map(|r| r.ev.claimed_ms)
-            .min()
-        {
-            let late = first - x.ready;
-            let mut kinds: BTreeSet<&str> = faults
-                .iter()
-                .filter(|f| f.start_ms <= first && f.end_ms + b.late_ms >= x.instant - 1_000)
-                .map(|f| f.kind.name())
-                .collect();
-            if kinds.is_empty() {
-                kinds.insert("none");
-            }
-            for k in kinds {
-                let l = report.lateness.entry(k.to_string()).or_default();
-                l.firings += 1;
-                l.worst_ms = l.worst_ms.max(late);
-            }
-            if first > x.deadline {
-                flag(
-                    ViolationKind::Late,
+            let dropped_later = self
+                .c
+                .drops
+                .get(&x.job)
+                .is_some_and(|d| d.iter().any(|t| *t > x.instant));
+            if x.required && rs.is_empty() && records.is_empty() && !is_dead {
+                f.flag(
+                    ViolationKind::Missed,
                     fid,
                     format!(
-                        "first claimed at {first}, {late} ms after it was due at {}; deadline {}",
+                        "required (due {}, deadline {}), never ran",
                         x.ready, x.deadline
                     ),
                 );
-            }
-        }
-        let dropped_later = c
-            .drops
-            .get(&x.job)
-            .is_some_and(|d| d.iter().any(|t| *t > x.instant));
-        if x.required && rs.is_empty() && records.is_empty() && !is_dead {
-            flag(
-                ViolationKind::Missed,
-                fid,
-                format!(
-                    "required (due {}, deadline {}), never ran",
-                    x.ready, x.deadline
-                ),
-            );
-        } else if x.required && !dropped_later {
-            if x.doomed {
-                if !is_dead {
-                    flag(
+            } else if x.required && !dropped_later {
+                if x.doomed {
+                    if !is_dead {
+                        f.flag(
+                            ViolationKind::Lost,
+                            fid,
+                            format!(
+                                "fails every attempt, yet not in the dead letters ({} runs)",
+                                rs.len()
+                            ),
+                        );
+                    }
+                } else if oks == 0 {
+                    let why = if is_dead {
+                        "ended in the dead letters"
+                    } else {
+                        "no run succeeded"
+                    };
+                    f.flag(
                         ViolationKind::Lost,
                         fid,
+                        format!("{why} ({} runs, {} records)", rs.len(), records.len()),
+                    );
+                }
+            }
+            // keyfire must have recorded the outcome of a firing that succeeded (history of jobs
+            // never deleted: a delete drops the history).
+            let known = self.history.keyfire_runs.contains_key(&x.job)
+                && !self.c.deleted.contains_key(&x.job);
+            if known && oks > 0 && x.instant <= self.workload.cutoff_ms {
+                let accepted = records.iter().any(|r| r.outcome == "ok");
+                if !accepted && !is_dead && !dropped_later {
+                    f.flag(
+                        ViolationKind::Unrecorded,
+                        fid,
                         format!(
-                            "fails every attempt, yet not in the dead letters ({} runs)",
-                            rs.len()
+                            "the handler succeeded {oks} times; keyfire holds {} records, none ok",
+                            records.len()
                         ),
                     );
                 }
-            } else if oks == 0 {
-                let why = if is_dead {
-                    "ended in the dead letters"
-                } else {
-                    "no run succeeded"
-                };
-                flag(
+            }
+        }
+    }
+
+    /// Two successful outcomes accepted by keyfire for one firing.
+    fn check_accepted_outcomes(&self, f: &mut Findings) {
+        // Two successful completions accepted by keyfire.
+        for (fid, records) in &self.kf {
+            let mut seen = BTreeSet::new();
+            let oks: Vec<&&RunRecord> = records
+                .iter()
+                .filter(|r| r.outcome == "ok")
+                // A delete snapshot and the final history may hold the same record.
+                .filter(|r| seen.insert((r.attempt, r.node.clone(), r.claimed_ms)))
+                .collect();
+            if oks.len() > 1 {
+                let who: Vec<String> = oks
+                    .iter()
+                    .map(|r| format!("{}#{}", r.node, r.attempt))
+                    .collect();
+                f.flag(
+                    ViolationKind::Doubled,
+                    fid,
+                    format!(
+                        "keyfire accepted {} ok outcomes: {}",
+                        oks.len(),
+                        who.join(", ")
+                    ),
+                );
+            }
+        }
+    }
+
+    /// Delay-queue tasks: delivered once due, never early, finished once, never after.
+    fn check_queue(&self, f: &mut Findings) {
+        // Delay-queue tasks: delivered once due, never early, finished once, never after.
+        let mut qev: BTreeMap<&str, Vec<&QueueEvent>> = BTreeMap::new();
+        for e in &self.history.queue {
+            qev.entry(e.task.as_str()).or_default().push(e);
+        }
+        for op in &self.workload.ops {
+            let OpKind::QueueAdd { due_ms, .. } = &op.kind else {
+                continue;
+            };
+            let due = *due_ms;
+            let key = format!("queue:{}", op.job);
+            f.report.queue_tasks += 1;
+            let evs: &[&QueueEvent] = qev.get(op.job.as_str()).map_or(&[], |v| v.as_slice());
+            if evs
+                .iter()
+                .any(|e| self.c.in_aof_window(e.at_ms) || self.c.in_aof_window(e.reserved_ms))
+                || self.c.in_aof_window(due)
+            {
+                f.queue_touched.insert(key.clone());
+            }
+            let ready = due.max(op.ret_ms);
+            let deadline = self.c.deadline(ready);
+            let required = due <= self.workload.cutoff_ms && deadline < self.workload.end_ms;
+            let pops: Vec<&&QueueEvent> = evs.iter().filter(|e| e.ev == QueueEv::Pop).collect();
+            f.report.deliveries += pops.len();
+            let state = self.history.queue_states.get(&op.job).map(String::as_str);
+            for p in &pops {
+                if p.reserved_ms < due || p.ready_ms < due {
+                    f.flag(
+                        ViolationKind::Early,
+                        &key,
+                        format!(
+                            "due {due}, made ready at {} and reserved at {} by {}",
+                            p.ready_ms, p.reserved_ms, p.consumer
+                        ),
+                    );
+                }
+            }
+            if let Some(first) = pops.iter().map(|p| p.ready_ms).min() {
+                let late = first - ready;
+                let l = f.report.lateness.entry("queue".into()).or_default();
+                l.firings += 1;
+                l.worst_ms = l.worst_ms.max(late);
+                if first > deadline {
+                    f.flag(
+                        ViolationKind::Late,
+                        &key,
+                        format!("made ready at {first}, {late} ms after it was due at {ready}"),
+                    );
+                }
+            }
+            let mut numbers: BTreeMap<u32, usize> = BTreeMap::new();
+            for p in &pops {
+                *numbers.entry(p.deliveries).or_default() += 1;
+            }
+            for (n, k) in numbers {
+                if k > 1 {
+                    f.flag(
+                        ViolationKind::DoubleClaim,
+                        &key,
+                        format!("delivery {n} given {k} times"),
+                    );
+                }
+            }
+            let finishes: Vec<&&QueueEvent> =
+                evs.iter().filter(|e| e.ev == QueueEv::FinishOk).collect();
+            if finishes.len() > 1 {
+                let who: Vec<String> = finishes
+                    .iter()
+                    .map(|e| format!("{}#{}", e.consumer, e.deliveries))
+                    .collect();
+                f.flag(
+                    ViolationKind::Doubled,
+                    &key,
+                    format!("{} finishes accepted: {}", finishes.len(), who.join(", ")),
+                );
+            }
+            if let Some(done) = finishes.iter().map(|e| e.at_ms).min() {
+                for p in pops.iter().filter(|p| p.reserved_ms > done) {
+                    f.flag(
+                        ViolationKind::RedeliveredAfterFinish,
+                        &key,
+                        format!(
+                            "finished at {done}, delivered again (#{}) at {} to {}",
+                            p.deliveries, p.reserved_ms, p.consumer
+                        ),
+                    );
+                }
+            }
+            if required && pops.is_empty() {
+                f.flag(
+                    ViolationKind::Missed,
+                    &key,
+                    format!("due {due} (deadline {deadline}), never delivered; state {state:?}"),
+                );
+            } else if required && finishes.is_empty() && !matches!(state, Some("done" | "dead")) {
+                f.flag(
                     ViolationKind::Lost,
-                    fid,
-                    format!("{why} ({} runs, {} records)", rs.len(), records.len()),
-                );
-            }
-        }
-        // keyfire must have recorded the outcome of a firing that succeeded (history of jobs
-        // never deleted: a delete drops the history).
-        let known = history.keyfire_runs.contains_key(&x.job) && !c.deleted.contains_key(&x.job);
-        if known && oks > 0 && x.instant <= workload.cutoff_ms {
-            let accepted = records.iter().any(|r| r.outcome == "ok");
-            if !accepted && !is_dead && !dropped_later {
-                flag(
-                    ViolationKind::Unrecorded,
-                    fid,
+                    &key,
                     format!(
-                        "the handler succeeded {oks} times; keyfire holds {} records, none ok",
-                        records.len()
+                        "delivered {} times, never finished; state {state:?}",
+                        pops.len()
                     ),
                 );
             }
         }
     }
-    // Two successful completions accepted by keyfire.
-    for (fid, records) in &kf {
-        let mut seen = BTreeSet::new();
-        let oks: Vec<&&RunRecord> = records
-            .iter()
-            .filter(|r| r.outcome == "ok")
-            // A delete snapshot and the final history may hold the same record.
-            .filter(|r| seen.insert((r.attempt, r.node.clone(), r.claimed_ms)))
-            .collect();
-        if oks.len() > 1 {
-            let who: Vec<String> = oks
-                .iter()
-                .map(|r| format!("{}#{}", r.node, r.attempt))
-                .collect();
-            flag(
-                ViolationKind::Doubled,
-                fid,
-                format!(
-                    "keyfire accepted {} ok outcomes: {}",
-                    oks.len(),
-                    who.join(", ")
-                ),
-            );
-        }
-    }
-    // Delay-queue tasks: delivered once due, never early, finished once, never after.
-    let mut qev: BTreeMap<&str, Vec<&QueueEvent>> = BTreeMap::new();
-    for e in &history.queue {
-        qev.entry(e.task.as_str()).or_default().push(e);
-    }
-    let mut queue_touched: BTreeSet<String> = BTreeSet::new();
-    for op in &workload.ops {
-        let OpKind::QueueAdd { due_ms, .. } = &op.kind else {
-            continue;
-        };
-        let due = *due_ms;
-        let key = format!("queue:{}", op.job);
-        report.queue_tasks += 1;
-        let evs: &[&QueueEvent] = qev.get(op.job.as_str()).map_or(&[], |v| v.as_slice());
-        if evs
-            .iter()
-            .any(|e| c.in_aof_window(e.at_ms) || c.in_aof_window(e.reserved_ms))
-            || c.in_aof_window(due)
-        {
-            queue_touched.insert(key.clone());
-        }
-        let ready = due.max(op.ret_ms);
-        let deadline = c.deadline(ready);
-        let required = due <= workload.cutoff_ms && deadline < workload.end_ms;
-        let pops: Vec<&&QueueEvent> = evs.iter().filter(|e| e.ev == QueueEv::Pop).collect();
-        report.deliveries += pops.len();
-        let state = history.queue_states.get(&op.job).map(String::as_str);
-        for p in &pops {
-            if p.reserved_ms < due || p.ready_ms < due {
-                flag(
-                    ViolationKind::Early,
-                    &key,
-                    format!(
-                        "due {due}, made ready at {} and reserved at {} by {}",
-                        p.ready_ms, p.reserved_ms, p.consumer
-                    ),
-                );
-            }
-        }
-        if let Some(first) = pops.iter().map(|p| p.ready_ms).min() {
-            let late = first - ready;
-            let l = report.lateness.entry("queue".into()).or_default();
-            l.firings += 1;
-            l.worst_ms = l.worst_ms.max(late);
-            if first > deadline {
-                flag(
-                    ViolationKind::Late,
-                    &key,
-                    format!("made ready at {first}, {late} ms after it was due at {ready}"),
-                );
-            }
-        }
-        let mut numbers: BTreeMap<u32, usize> = BTreeMap::new();
-        for p in &pops {
-            *numbers.entry(p.deliveries).or_default() += 1;
-        }
-        for (n, k) in numbers {
-            if k > 1 {
-                flag(
-                    ViolationKind::DoubleClaim,
-                    &key,
-                    format!("delivery {n} given {k} times"),
-                );
-            }
-        }
-        let finishes: Vec<&&QueueEvent> =
-            evs.iter().filter(|e| e.ev == QueueEv::FinishOk).collect();
-        if finishes.len() > 1 {
-            let who: Vec<String> = finishes
-                .iter()
-                .map(|e| format!("{}#{}", e.consumer, e.deliveries))
-                .collect();
-            flag(
-                ViolationKind::Doubled,
-                &key,
-                format!("{} finishes accepted: {}", finishes.len(), who.join(", ")),
-            );
-        }
-        if let Some(done) = finishes.iter().map(|e| e.at_ms).min() {
-            for p in pops.iter().filter(|p| p.reserved_ms > done) {
-                flag(
-                    ViolationKind::RedeliveredAfterFinish,
-                    &key,
-                    format!(
-                        "finished at {done}, delivered again (#{}) at {} to {}",
-                        p.deliveries, p.reserved_ms, p.consumer
-                    ),
-                );
-            }
-        }
-        if required && pops.is_empty() {
-            flag(
-                ViolationKind::Missed,
-                &key,
-                format!("due {due} (deadline {deadline}), never delivered; state {state:?}"),
-            );
-        } else if required && finishes.is_empty() && !matches!(state, Some("done" | "dead")) {
-            flag(
-                ViolationKind::Lost,
-                &key,
-                format!(
-                    "delivered {} times, never finished; state {state:?}",
-                    pops.len()
-                ),
+
+    /// Runs or queued attempts still there after the drain.
+    fn check_leftovers(&self, f: &mut Findings) {
+        for l in &self.history.leftovers {
+            f.flag(
+                ViolationKind::Stuck,
+                l,
+                "still running or queued after the drain".into(),
             );
         }
     }
 
-    for l in &history.leftovers {
-        flag(
-            ViolationKind::Stuck,
-            l,
-            "still running or queued after the drain".into(),
-        );
-    }
-
-    // Sort findings into violations and exemptions.
-    for v in found {
-        let job = parse_firing_id(&v.firing).map_or(v.firing.as_str(), |(j, _)| j);
-        let touched = || {
-            let instant = parse_firing_id(&v.firing).map(|(_, t)| t);
-            instant.is_some_and(|t| c.in_aof_window(t))
-                || by_firing.get(v.firing.as_str()).is_some_and(|rs| {
-                    rs.iter().any(|r| {
-                        c.in_aof_window(r.ev.claimed_ms)
-                            || r.end.is_some_and(|e| c.in_aof_window(e.at_ms))
+    /// Sort the findings into violations and exemptions (a fault that explains them).
+    fn sort(&self, f: Findings) -> Report {
+        let Findings {
+            mut report,
+            found,
+            queue_touched,
+        } = f;
+        // Sort findings into violations and exemptions.
+        for v in found {
+            let job = parse_firing_id(&v.firing).map_or(v.firing.as_str(), |(j, _)| j);
+            let touched = || {
+                let instant = parse_firing_id(&v.firing).map(|(_, t)| t);
+                instant.is_some_and(|t| self.c.in_aof_window(t))
+                    || self.by_firing.get(v.firing.as_str()).is_some_and(|rs| {
+                        rs.iter().any(|r| {
+                            self.c.in_aof_window(r.ev.claimed_ms)
+                                || r.end.is_some_and(|e| self.c.in_aof_window(e.at_ms))
+                        })
                     })
-                })
-                || kf.get(v.firing.as_str()).is_some_and(|rs| {
-                    rs.iter().any(|r| {
-                        c.in_aof_window(r.claimed_ms)
-                            || r.finished_ms.is_some_and(|t| c.in_aof_window(t))
+                    || self.kf.get(v.firing.as_str()).is_some_and(|rs| {
+                        rs.iter().any(|r| {
+                            self.c.in_aof_window(r.claimed_ms)
+                                || r.finished_ms.is_some_and(|t| self.c.in_aof_window(t))
+                        })
                     })
-                })
-        };
-        let exempt = (v.kind.aof_explainable() && (touched() || queue_touched.contains(&v.firing)))
-            || (v.kind.op_explainable() && c.undone.contains(job));
-        if exempt {
-            report.exempt.push(v);
-        } else {
-            report.violations.push(v);
+            };
+            let exempt = (v.kind.aof_explainable()
+                && (touched() || queue_touched.contains(&v.firing)))
+                || (v.kind.op_explainable() && self.c.undone.contains(job));
+            if exempt {
+                report.exempt.push(v);
+            } else {
+                report.violations.push(v);
+            }
         }
+        report
     }
-    report
 }
 
 #[cfg(test)]
