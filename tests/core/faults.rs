@@ -214,3 +214,41 @@ async fn skewed_clocks_fire_nothing_early_twice_or_never() {
         n.shutdown().await;
     }
 }
+
+/// The sweeper as a step: with expiry events off, no timers and no periodic sweep, a due
+/// firing waits until the test runs one sweep, and that sweep claims it exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_sweep_claims_what_events_and_timers_missed() {
+    let mut w = World::new().await;
+    w.settings.node.timer_horizon = Duration::ZERO;
+    w.settings.node.sweep_interval = Duration::from_secs(3_600);
+    w.settings.redis.enable_notifications = false;
+    let node = w.node("stepped").await;
+    let mut conn = w.conn().await;
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("notify-keyspace-events")
+        .arg("")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let client = w.client().await;
+    client
+        .enqueue(JobSpec::after("stepped-task", "100ms", "rec"))
+        .await
+        .unwrap();
+    // Well past its instant: nothing claimed it (no event, no timer, no periodic sweep).
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert!(
+        w.recorder.seen_of("stepped-task").is_empty(),
+        "ran without a sweep: {:?}",
+        w.recorder.seen_of("stepped-task")
+    );
+    node.sweep_once().await.unwrap();
+    w.recorder.wait_count(1, Duration::from_secs(10)).await;
+    node.sweep_once().await.unwrap();
+    w.wait_idle(Duration::from_secs(10)).await;
+    assert_eq!(w.recorder.seen_of("stepped-task").len(), 1, "claimed once");
+    assert_eq!(node.stats().swept.load(Relaxed), 1, "the sweep took it");
+    node.shutdown().await;
+}
