@@ -841,4 +841,65 @@ mod tests {
         assert_eq!(node_addr("h"), Some(("h".to_string(), 6379)));
         assert_eq!(node_addr("http://h:1"), None);
     }
+    #[test]
+    fn http_handler_settings_are_checked_by_name_and_secrets_never_debug_printed() {
+        let refused = |f: &dyn Fn(&mut HttpHandlerSettings)| {
+            let mut s = Settings::default();
+            f(&mut s.handlers.http);
+            s.check().unwrap_err().to_string()
+        };
+        let err = refused(&|h| h.blocked_networks.push("10.0.0.0/33".into()));
+        assert!(
+            err.contains("handlers.http.blocked_networks") && err.contains("10.0.0.0/33"),
+            "{err}"
+        );
+        let err = refused(&|h| {
+            h.signing_secrets
+                .insert("api.example.com".into(), vec!["nope".into()]);
+        });
+        assert!(
+            err.contains("handlers.http.signing_secrets.\"api.example.com\"[0]"),
+            "{err}"
+        );
+        let err = refused(&|h| {
+            h.signing_secrets.insert("*".into(), vec![]);
+        });
+        assert!(err.contains("handlers.http.signing_secrets"), "{err}");
+        let err = refused(&|h| h.max_timeout = Duration::from_secs(1));
+        assert!(err.contains("handlers.http.max_timeout"), "{err}");
+        let err = refused(&|h| h.timeout = Duration::ZERO);
+        assert!(err.contains("handlers.http.timeout"), "{err}");
+
+        let secret = crate::handler::webhook::SigningSecret::from_key(vec![1u8; 32]).expose();
+        let mut s = Settings::default();
+        s.handlers
+            .http
+            .signing_secrets
+            .insert("*".into(), vec![secret.clone()]);
+        s.handlers.http.blocked_networks.push("10.0.0.1".into());
+        s.check().unwrap();
+        let shown = format!("{s:?}");
+        let b64 = secret.trim_start_matches("whsec_");
+        assert!(
+            !shown.contains(b64) && shown.contains("redacted"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn blocked_networks_come_from_the_environment() {
+        let s = Settings::load_from(
+            None,
+            env(&[(
+                "KEYFIRE__HANDLERS__HTTP__BLOCKED_NETWORKS",
+                "169.254.0.0/16, 10.0.0.0/8",
+            )]),
+        )
+        .unwrap();
+        assert_eq!(
+            s.handlers.http.blocked_networks,
+            ["169.254.0.0/16", "10.0.0.0/8"]
+        );
+        assert_eq!(s.handlers.http.blocked_nets().unwrap().len(), 2);
+    }
 }

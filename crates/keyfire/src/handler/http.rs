@@ -1069,4 +1069,152 @@ mod tests {
         );
         assert_eq!(truncate("héllo", 2), "h");
     }
+    fn guard(extra: &[&str], own: Option<&str>) -> Guard {
+        let mut s = HttpHandlerSettings::default();
+        s.blocked_networks
+            .extend(extra.iter().map(|e| e.to_string()));
+        Guard::new(&s, own)
+    }
+
+    #[test]
+    fn the_guard_refuses_metadata_in_every_spelling() {
+        let g = guard(&[], None);
+        for ip in [
+            "169.254.169.254",
+            "169.254.170.2",
+            "fe80::1",
+            "fd00:ec2::254",
+            "100.100.100.200",
+            "::ffff:169.254.169.254",
+            "64:ff9b::a9fe:a9fe",
+            "2002:a9fe:a9fe::1",
+            "::169.254.169.254",
+        ] {
+            let why = g.refuse(ip.parse().unwrap(), false);
+            assert!(why.is_some_and(|w| w.contains("blocked_networks")), "{ip}");
+        }
+        // Private ranges and loopback stay allowed by default.
+        for ip in [
+            "10.1.2.3",
+            "192.168.1.1",
+            "172.16.0.1",
+            "127.0.0.1",
+            "::1",
+            "fd00::1",
+        ] {
+            assert_eq!(g.refuse(ip.parse().unwrap(), false), None, "{ip}");
+        }
+        let g = guard(&["10.0.0.0/8"], None);
+        assert!(g.refuse("10.1.2.3".parse().unwrap(), false).is_some());
+    }
+
+    #[test]
+    fn the_guard_knows_the_nodes_own_api() {
+        let g = guard(&[], Some("127.0.0.1:8080"));
+        assert_eq!(g.own.as_ref().unwrap().port, 8080);
+        for ip in [
+            "127.0.0.1",
+            "0.0.0.0",
+            "::",
+            "::ffff:127.0.0.1",
+            "127.0.0.2",
+        ] {
+            let why = g.refuse(ip.parse().unwrap(), true);
+            assert!(why.is_some_and(|w| w.contains("block_own_api")), "{ip}");
+            // Another port: an ordinary local receiver.
+            assert_eq!(g.refuse(ip.parse().unwrap(), false), None, "{ip}");
+        }
+        assert_eq!(g.refuse("10.9.9.9".parse().unwrap(), true), None);
+        let any = guard(&[], Some("0.0.0.0:8080"));
+        assert!(any.refuse("127.0.0.1".parse().unwrap(), true).is_some());
+        let mut off = HttpHandlerSettings::default();
+        off.block_own_api = false;
+        assert!(Guard::new(&off, Some("127.0.0.1:8080")).own.is_none());
+    }
+
+    #[test]
+    fn params_are_checked_naming_the_field() {
+        let s = HttpHandlerSettings {
+            allowed_hosts: vec!["*.example.com".into()],
+            ..Default::default()
+        };
+        let field = |p: Value| check_params(&p, &s).map_err(|e| e.field);
+        assert_eq!(field(json!({"url": "https://a.example.com/x"})), Ok(()));
+        assert_eq!(field(json!({"url": "https://{{job_id}}.other/x"})), Ok(()));
+        assert_eq!(
+            field(json!({"url": "https://other.com/"})),
+            Err("params.url".into())
+        );
+        assert_eq!(
+            field(json!({"url": "ftp://a.example.com/"})),
+            Err("params.url".into())
+        );
+        assert_eq!(
+            field(json!({"url": "https://a.example.com/", "method": "NOT A METHOD"})),
+            Err("params.method".into())
+        );
+        assert_eq!(
+            field(json!({"url": "https://a.example.com/", "timeout": "soon"})),
+            Err("params.timeout".into())
+        );
+        assert_eq!(
+            field(
+                json!({"url": "https://a.example.com/", "callbacks": {"failure": "https://b.other/"}})
+            ),
+            Err("params.callbacks.failure".into())
+        );
+        assert_eq!(
+            field(json!({"url": "https://a.example.com/", "headers": {"Webhook-Id": "x"}})),
+            Err("params.headers.Webhook-Id".into())
+        );
+        assert_eq!(field(json!({"url": 5})), Err("params".into()));
+    }
+
+    #[test]
+    fn host_secrets_pick_the_most_specific_pattern() {
+        let mut s = HttpHandlerSettings::default();
+        let key = |b: u8| SigningSecret::from_key(vec![b; 32]);
+        for (pattern, b) in [
+            ("*", 1),
+            ("*.example.com", 2),
+            ("api.example.com", 3),
+            ("*.b.example.com", 4),
+        ] {
+            s.signing_secrets
+                .insert(pattern.into(), vec![key(b).expose()]);
+        }
+        let h = HttpHandler::new(&s);
+        let pick = |host: &str| h.inner.secrets_for_host(host);
+        assert_eq!(pick("api.example.com"), vec![key(3)]);
+        assert_eq!(pick("x.b.example.com"), vec![key(4)]);
+        assert_eq!(pick("x.example.com"), vec![key(2)]);
+        assert_eq!(pick("elsewhere.org"), vec![key(1)]);
+        assert!(
+            HttpHandler::new(&HttpHandlerSettings::default())
+                .inner
+                .secrets_for_host("a")
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn traceparents_are_w3c_and_stable_per_firing() {
+        let a1 = traceparent("job:1000", 1);
+        let a2 = traceparent("job:1000", 2);
+        let other = traceparent("job:2000", 1);
+        let parts: Vec<&str> = a1.split('-').collect();
+        assert_eq!(parts.len(), 4);
+        assert_eq!(
+            (parts[0], parts[1].len(), parts[2].len(), parts[3]),
+            ("00", 32, 16, "01")
+        );
+        assert!(
+            parts[1]
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        );
+        assert_eq!(a1.split('-').nth(1), a2.split('-').nth(1));
+        assert_ne!(a1, a2);
+        assert_ne!(a1.split('-').nth(1), other.split('-').nth(1));
+    }
 }
