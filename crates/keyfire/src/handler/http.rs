@@ -1217,4 +1217,98 @@ mod tests {
         assert_ne!(a1, a2);
         assert_ne!(a1.split('-').nth(1), other.split('-').nth(1));
     }
+    /// What signing adds to a delivery: the same burst through the handler to a minimal local
+    /// HTTP/1.1 receiver, unsigned and signed alternately (median of 5), and the HMAC alone.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore = "a measurement: cargo test -p keyfire --release --lib signing_overhead -- --ignored --nocapture"]
+    async fn signing_overhead() {
+        use futures::StreamExt;
+        use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+        const N: usize = 4000;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((conn, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut conn = BufReader::new(conn);
+                    loop {
+                        let mut len = 0usize;
+                        loop {
+                            let mut line = String::new();
+                            if conn.read_line(&mut line).await.unwrap_or(0) == 0 {
+                                return;
+                            }
+                            if line == "\r\n" {
+                                break;
+                            }
+                            if let Some(v) =
+                                line.to_ascii_lowercase().strip_prefix("content-length:")
+                            {
+                                len = v.trim().parse().unwrap();
+                            }
+                        }
+                        let mut body = vec![0; len];
+                        conn.read_exact(&mut body).await.unwrap();
+                        let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nfine";
+                        if conn.get_mut().write_all(ok).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        let handler = HttpHandler::new(&HttpHandlerSettings::default());
+        let secret = SigningSecret::from_key(vec![1u8; 32]).expose();
+        let body = json!({"order": 42, "customer": "c-1234567", "items": [1, 2, 3], "note": "x".repeat(150)});
+        let burst = |signed: bool| {
+            let handler = handler.clone();
+            let mut params = json!({"url": format!("http://{addr}/ok"), "body": body});
+            if signed {
+                params["signing_secrets"] = json!([secret]);
+            }
+            async move {
+                let start = Instant::now();
+                futures::stream::iter(0..N)
+                    .for_each_concurrent(64, |i| {
+                        let run = handler.run(Firing {
+                            job_id: "bench".into(),
+                            firing_id: format!("bench:{i}"),
+                            scheduled_at: chrono::Utc::now(),
+                            claimed_at: chrono::Utc::now(),
+                            attempt: 1,
+                            params: params.clone(),
+                            node_id: "n".into(),
+                            cancel: Default::default(),
+                        });
+                        async move { run.await.unwrap() }
+                    })
+                    .await;
+                start.elapsed()
+            }
+        };
+        burst(false).await; // warm up
+        let (mut plain, mut signed) = (Vec::new(), Vec::new());
+        for _ in 0..5 {
+            plain.push(burst(false).await);
+            signed.push(burst(true).await);
+        }
+        plain.sort();
+        signed.sort();
+        let (p, s) = (plain[2], signed[2]);
+        let per = |d: Duration| d.as_secs_f64() * 1e6 / N as f64;
+        let key = SigningSecret::from_key(vec![1u8; 32]);
+        let bytes = body.to_string().into_bytes();
+        let start = Instant::now();
+        for i in 0..100_000 {
+            std::hint::black_box(key.sign("bench:1", i, &bytes));
+        }
+        let hmac = start.elapsed().as_secs_f64() * 1e6 / 100_000.0;
+        println!(
+            "{N} deliveries, median of 5: unsigned {p:?} ({:.1} us each), signed {s:?} ({:.1} us each): {:+.1} %; one signature of {} bytes: {hmac:.2} us",
+            per(p),
+            per(s),
+            (s.as_secs_f64() / p.as_secs_f64() - 1.0) * 100.0,
+            bytes.len()
+        );
+    }
 }
