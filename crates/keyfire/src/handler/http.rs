@@ -1127,8 +1127,10 @@ mod tests {
         assert_eq!(g.refuse("10.9.9.9".parse().unwrap(), true), None);
         let any = guard(&[], Some("0.0.0.0:8080"));
         assert!(any.refuse("127.0.0.1".parse().unwrap(), true).is_some());
-        let mut off = HttpHandlerSettings::default();
-        off.block_own_api = false;
+        let off = HttpHandlerSettings {
+            block_own_api: false,
+            ..Default::default()
+        };
         assert!(Guard::new(&off, Some("127.0.0.1:8080")).own.is_none());
     }
 
@@ -1168,6 +1170,16 @@ mod tests {
             Err("params.headers.Webhook-Id".into())
         );
         assert_eq!(field(json!({"url": 5})), Err("params".into()));
+        // Numeric spellings of an IPv4 address are normalised before the check.
+        let any = HttpHandlerSettings::default();
+        for url in [
+            "http://2852039166/",
+            "http://0xa9fea9fe/",
+            "http://169.254.43518/",
+        ] {
+            let err = check_params(&json!({ "url": url }), &any).unwrap_err();
+            assert_eq!(err.field, "params.url", "{url}");
+        }
     }
 
     #[test]
