@@ -676,10 +676,14 @@ mod tests {
 
     #[test]
     fn example_file_loads_and_matches_defaults_where_it_says_so() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("keyfire.example.toml");
+        // The shipped example lives at the workspace root.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../keyfire.example.toml");
         let s = Settings::load(Some(&path)).unwrap();
         assert_eq!(s.redis.prefix, "keyfire");
         assert!(!s.jobs.is_empty());
+        let http = HttpHandlerSettings::default();
+        assert_eq!(s.handlers.http.blocked_networks, http.blocked_networks);
+        assert_eq!(s.handlers.http.block_own_api, http.block_own_api);
     }
 
     #[test]
