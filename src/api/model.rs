@@ -97,6 +97,18 @@ pub fn validated(record: &JobRecord) -> Option<Job> {
         .ok()
 }
 
+/// A stored spec as the API shows it: the `http` handler's signing secrets redacted to their
+/// fingerprints (a secret is never shown back in full).
+fn shown_spec(record: &JobRecord) -> Value {
+    let mut spec = serde_json::to_value(&record.spec).unwrap_or(Value::Null);
+    if record.spec.handler == "http"
+        && let Some(params) = spec.get_mut("params")
+    {
+        keyfire::handler::http::redact_params(params);
+    }
+    spec
+}
+
 impl JobView {
     /// The view of a stored job.
     pub fn from_record(record: &JobRecord) -> Self {
@@ -126,7 +138,7 @@ impl JobView {
             id: record.spec.id.clone(),
             status: record.status.as_str().to_string(),
             version: record.version,
-            spec: serde_json::to_value(&record.spec).unwrap_or(Value::Null),
+            spec: shown_spec(record),
             tz: tz_name,
             next_at: record.next_ms.and_then(at_ms),
             last_at: record.last_ms.and_then(at_ms),

@@ -152,10 +152,14 @@ async fn http_handler_success_500_timeout_and_hosts() {
         refused.error.as_deref().unwrap().contains("allowed_hosts"),
         "{refused:?}"
     );
-    let bad = run_once(&client, "call-bad", "http", json!({"uri": "x"})).await;
+    // Params the handler cannot work with are refused when the job is written.
+    let bad = client
+        .upsert(JobSpec::after("call-bad", "0s", "http").params(json!({"uri": "x"})))
+        .await
+        .unwrap_err();
     assert!(
-        bad.error.as_deref().unwrap().contains("bad params"),
-        "{bad:?}"
+        matches!(bad, Error::Invalid(ref e) if e.field == "params" && e.message.contains("uri")),
+        "{bad}"
     );
     node.shutdown().await;
 }

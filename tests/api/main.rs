@@ -9,6 +9,7 @@ mod support;
 mod cli;
 mod common;
 mod declared;
+mod delivery;
 mod fuzz;
 mod handlers;
 mod openapi;

@@ -3,9 +3,9 @@
 use std::collections::HashSet;
 use std::sync::RwLock;
 
-use crate::config::{Limits, Settings};
+use crate::config::{HttpHandlerSettings, Limits, Settings};
 use crate::error::{Error, Result};
-use crate::job::{JobSpec, Validation, ValidationError};
+use crate::job::{Job, JobSpec, Validation, ValidationError};
 use crate::store::{DeadLetter, JobRecord, JobStatus, RunRecord, Store, UpsertReply};
 
 /// Check that `spec` is one-shot and give it an id and an instant when it has none.
@@ -46,6 +46,8 @@ const MAX_TRIES: usize = 8;
 pub struct Client {
     store: Store,
     limits: Limits,
+    /// The `http` handler's settings: its params are checked against them on writes.
+    http: HttpHandlerSettings,
     /// Handler names known to be valid: those nodes registered in Redis, plus local ones.
     handlers: RwLock<HashSet<String>>,
 }
@@ -63,7 +65,9 @@ impl Client {
     pub async fn connect(settings: &Settings) -> Result<Self> {
         let store = Store::open(&settings.redis).await?;
         store.check_layout().await?;
-        Ok(Self::new(store, settings.limits.clone()))
+        let mut client = Self::new(store, settings.limits.clone());
+        client.http = settings.handlers.http.clone();
+        Ok(client)
     }
 
     /// A client over an existing store.
@@ -71,6 +75,7 @@ impl Client {
         Self {
             store,
             limits,
+            http: HttpHandlerSettings::default(),
             handlers: RwLock::new(HashSet::new()),
         }
     }
@@ -112,16 +117,34 @@ impl Client {
         Ok(set.contains(name))
     }
 
+    /// Validate a spec written by a user: its fields, then the params of the built-in `http`
+    /// handler (signing secrets, callback URLs, host rules), so they are refused at once
+    /// rather than failing every run.
+    fn check(
+        &self,
+        spec: JobSpec,
+        v: &Validation<'_>,
+    ) -> std::result::Result<Job, ValidationError> {
+        let job = spec.validate(v)?;
+        if job.spec.handler == "http" {
+            crate::handler::http::check_params(&job.spec.params, &self.http)?;
+        }
+        Ok(job)
+    }
+
     /// Check a spec as [`Client::upsert`] would, without writing anything.
     pub async fn validate(&self, spec: &JobSpec) -> Result<()> {
         let now = self.store.time_ms().await?;
         let known = self.known_handler(&spec.handler).await?;
-        spec.clone().validate(&Validation {
-            now_ms: now,
-            created_ms: now,
-            known_handler: Some(&|_: &str| known),
-            max_params_bytes: self.limits.max_params_bytes,
-        })?;
+        self.check(
+            spec.clone(),
+            &Validation {
+                now_ms: now,
+                created_ms: now,
+                known_handler: Some(&|_: &str| known),
+                max_params_bytes: self.limits.max_params_bytes,
+            },
+        )?;
         Ok(())
     }
 
@@ -164,21 +187,27 @@ impl Client {
             };
             if expected.is_some_and(|v| v != state.version) {
                 // Still validate first: bad input is reported as such, not as a conflict.
-                spec.clone().validate(&Validation {
-                    now_ms: now,
-                    created_ms: now,
-                    known_handler: Some(&|_: &str| known),
-                    max_params_bytes: self.limits.max_params_bytes,
-                })?;
+                self.check(
+                    spec.clone(),
+                    &Validation {
+                        now_ms: now,
+                        created_ms: now,
+                        known_handler: Some(&|_: &str| known),
+                        max_params_bytes: self.limits.max_params_bytes,
+                    },
+                )?;
                 return Err(mismatch(state.version));
             }
             let created_ms = state.created_ms.unwrap_or(now);
-            let job = spec.clone().validate(&Validation {
-                now_ms: now,
-                created_ms,
-                known_handler: Some(&|_: &str| known),
-                max_params_bytes: self.limits.max_params_bytes,
-            })?;
+            let job = self.check(
+                spec.clone(),
+                &Validation {
+                    now_ms: now,
+                    created_ms,
+                    known_handler: Some(&|_: &str| known),
+                    max_params_bytes: self.limits.max_params_bytes,
+                },
+            )?;
             // A write that changes nothing keeps the version, so a client holding it in
             // `If-Match` is not told of a conflict after re-sending the same spec.
             if state.version > 0
@@ -256,13 +285,16 @@ impl Client {
             };
             let spec = as_task(spec).map_err(named)?;
             let known = self.known_handler(&spec.handler).await?;
-            let job = spec
-                .validate(&Validation {
-                    now_ms: now,
-                    created_ms: now,
-                    known_handler: Some(&|_: &str| known),
-                    max_params_bytes: self.limits.max_params_bytes,
-                })
+            let job = self
+                .check(
+                    spec,
+                    &Validation {
+                        now_ms: now,
+                        created_ms: now,
+                        known_handler: Some(&|_: &str| known),
+                        max_params_bytes: self.limits.max_params_bytes,
+                    },
+                )
                 .map_err(named)?;
             let first = job.first_firing(now);
             jobs.push((job.spec, first));

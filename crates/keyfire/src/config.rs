@@ -1,5 +1,6 @@
 //! Node settings: shipped defaults, then a TOML file, then `KEYFIRE__SECTION__KEY` env vars.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -67,30 +68,143 @@ pub struct HandlerSettings {
 }
 
 /// The `http` handler: calls a URL, success on 2xx.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HttpHandlerSettings {
     /// Hosts it may call: `example.com`, `*.example.com` (any subdomain), or `*` (any host).
     /// An empty list refuses every call.
     pub allowed_hosts: Vec<String>,
+    /// Networks it never connects to, judged on the address a name resolves to (at connect
+    /// time, on every redirect), so DNS rebinding and redirects cannot get around it. CIDRs or
+    /// single addresses. The default refuses link-local addresses and the cloud metadata
+    /// services; private ranges are allowed (add `10.0.0.0/8` etc. to refuse them, or set
+    /// `[]` to allow everything).
+    pub blocked_networks: Vec<String>,
+    /// Refuse calls to this node's own API (`api.listen`: its address and port, or, when it
+    /// listens on every interface, any local address at that port).
+    pub block_own_api: bool,
+    /// Signing secrets by target host (patterns as in `allowed_hosts`; the most specific
+    /// matching pattern wins): `"orders.internal" = ["whsec_…"]`. Two secrets sign with both
+    /// (a rotation). A job's own `signing_secrets` win over these.
+    pub signing_secrets: BTreeMap<String, Vec<String>>,
     /// Timeout of one call when the job's params give none.
     #[serde(with = "humantime_serde")]
     pub timeout: Duration,
     /// Longest timeout a job's params may ask for.
     #[serde(with = "humantime_serde")]
     pub max_timeout: Duration,
-    /// Bytes of a failed response's body kept in the run's error.
+    /// Bytes of a failed response's body kept in the run's error (and of any response's
+    /// body sent in a callback).
     pub max_error_body_bytes: usize,
 }
+
+/// What [`HttpHandlerSettings::blocked_networks`] holds by default: link-local addresses
+/// (where AWS, GCP, Azure and Oracle serve instance metadata at 169.254.169.254, and ECS task
+/// credentials at 169.254.170.2), AWS's IPv6 metadata address, Alibaba Cloud's metadata
+/// address and Oracle Cloud Classic's.
+pub const DEFAULT_BLOCKED_NETWORKS: &[&str] = &[
+    "169.254.0.0/16",
+    "fe80::/10",
+    "fd00:ec2::254/128",
+    "100.100.100.200/32",
+    "192.0.0.192/32",
+];
 
 impl Default for HttpHandlerSettings {
     fn default() -> Self {
         Self {
             allowed_hosts: vec!["*".into()],
+            blocked_networks: DEFAULT_BLOCKED_NETWORKS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            block_own_api: true,
+            signing_secrets: BTreeMap::new(),
             timeout: Duration::from_secs(30),
             max_timeout: Duration::from_secs(300),
             max_error_body_bytes: 1024,
         }
+    }
+}
+
+/// Secrets never appear in debug output (logs), only their fingerprints.
+impl std::fmt::Debug for HttpHandlerSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secrets: BTreeMap<&String, Vec<String>> = self
+            .signing_secrets
+            .iter()
+            .map(|(host, list)| {
+                let shown = list
+                    .iter()
+                    .map(|s| crate::handler::webhook::redact(s))
+                    .collect();
+                (host, shown)
+            })
+            .collect();
+        f.debug_struct("HttpHandlerSettings")
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("blocked_networks", &self.blocked_networks)
+            .field("block_own_api", &self.block_own_api)
+            .field("signing_secrets", &secrets)
+            .field("timeout", &self.timeout)
+            .field("max_timeout", &self.max_timeout)
+            .field("max_error_body_bytes", &self.max_error_body_bytes)
+            .finish()
+    }
+}
+
+impl HttpHandlerSettings {
+    /// The parsed [`HttpHandlerSettings::blocked_networks`]; the error names the entry.
+    pub fn blocked_nets(&self) -> Result<Vec<ipnet::IpNet>> {
+        self.blocked_networks
+            .iter()
+            .map(|text| {
+                let t = text.trim();
+                t.parse::<ipnet::IpNet>()
+                    .or_else(|_| t.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                    .map_err(|_| {
+                        Error::Config(format!(
+                            "handlers.http.blocked_networks: '{text}' is not a network such as 169.254.0.0/16 or an address"
+                        ))
+                    })
+            })
+            .collect()
+    }
+
+    /// Refuse settings that cannot work, naming the setting.
+    pub fn check(&self) -> Result<()> {
+        let bad = |name: &str, why: String| Err(Error::Config(format!("{name}: {why}")));
+        if self.timeout.is_zero() {
+            return bad("handlers.http.timeout", "must be greater than zero".into());
+        }
+        if self.max_timeout < self.timeout {
+            return bad(
+                "handlers.http.max_timeout",
+                "must be at least handlers.http.timeout".into(),
+            );
+        }
+        self.blocked_nets()?;
+        for (host, secrets) in &self.signing_secrets {
+            let name = format!("handlers.http.signing_secrets.\"{host}\"");
+            if host.trim().is_empty() {
+                return bad(
+                    &name,
+                    "name a host pattern (example.com, *.example.com or *)".into(),
+                );
+            }
+            if secrets.is_empty() || secrets.len() > crate::handler::webhook::MAX_ACTIVE_SECRETS {
+                return bad(
+                    &name,
+                    "give one secret, or two while rotating (both sign)".into(),
+                );
+            }
+            for (i, s) in secrets.iter().enumerate() {
+                if let Err(why) = crate::handler::webhook::SigningSecret::parse(s) {
+                    return bad(&format!("{name}[{i}]"), why);
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -406,6 +520,10 @@ const LIST_VARS: &[(&str, &str)] = &[
         "handlers.http.allowed_hosts",
     ),
     (
+        "KEYFIRE__HANDLERS__HTTP__BLOCKED_NETWORKS",
+        "handlers.http.blocked_networks",
+    ),
+    (
         "KEYFIRE__HANDLERS__COMMAND__ALLOWED_PROGRAMS",
         "handlers.command.allowed_programs",
     ),
@@ -552,13 +670,9 @@ impl Settings {
                 Err(_) => {}
             }
         }
-        for (name, d) in [
-            ("handlers.http.timeout", self.handlers.http.timeout),
-            ("handlers.command.timeout", self.handlers.command.timeout),
-        ] {
-            if d.is_zero() {
-                return bad(name, "must be greater than zero");
-            }
+        self.handlers.http.check()?;
+        if self.handlers.command.timeout.is_zero() {
+            return bad("handlers.command.timeout", "must be greater than zero");
         }
         if self.handlers.command.enabled && self.handlers.command.allowed_programs.is_empty() {
             return bad(
@@ -611,10 +725,14 @@ mod tests {
 
     #[test]
     fn example_file_loads_and_matches_defaults_where_it_says_so() {
+        // The shipped example lives at the workspace root.
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../keyfire.example.toml");
         let s = Settings::load(Some(&path)).unwrap();
         assert_eq!(s.redis.prefix, "keyfire");
         assert!(!s.jobs.is_empty());
+        let http = HttpHandlerSettings::default();
+        assert_eq!(s.handlers.http.blocked_networks, http.blocked_networks);
+        assert_eq!(s.handlers.http.block_own_api, http.block_own_api);
     }
 
     #[test]
@@ -775,5 +893,66 @@ mod tests {
         assert_eq!(node_addr("h:26379"), Some(("h".to_string(), 26379)));
         assert_eq!(node_addr("h"), Some(("h".to_string(), 6379)));
         assert_eq!(node_addr("http://h:1"), None);
+    }
+    #[test]
+    fn http_handler_settings_are_checked_by_name_and_secrets_never_debug_printed() {
+        let refused = |f: &dyn Fn(&mut HttpHandlerSettings)| {
+            let mut s = Settings::default();
+            f(&mut s.handlers.http);
+            s.check().unwrap_err().to_string()
+        };
+        let err = refused(&|h| h.blocked_networks.push("10.0.0.0/33".into()));
+        assert!(
+            err.contains("handlers.http.blocked_networks") && err.contains("10.0.0.0/33"),
+            "{err}"
+        );
+        let err = refused(&|h| {
+            h.signing_secrets
+                .insert("api.example.com".into(), vec!["nope".into()]);
+        });
+        assert!(
+            err.contains("handlers.http.signing_secrets.\"api.example.com\"[0]"),
+            "{err}"
+        );
+        let err = refused(&|h| {
+            h.signing_secrets.insert("*".into(), vec![]);
+        });
+        assert!(err.contains("handlers.http.signing_secrets"), "{err}");
+        let err = refused(&|h| h.max_timeout = Duration::from_secs(1));
+        assert!(err.contains("handlers.http.max_timeout"), "{err}");
+        let err = refused(&|h| h.timeout = Duration::ZERO);
+        assert!(err.contains("handlers.http.timeout"), "{err}");
+
+        let secret = crate::handler::webhook::SigningSecret::from_key(vec![1u8; 32]).expose();
+        let mut s = Settings::default();
+        s.handlers
+            .http
+            .signing_secrets
+            .insert("*".into(), vec![secret.clone()]);
+        s.handlers.http.blocked_networks.push("10.0.0.1".into());
+        s.check().unwrap();
+        let shown = format!("{s:?}");
+        let b64 = secret.trim_start_matches("whsec_");
+        assert!(
+            !shown.contains(b64) && shown.contains("redacted"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn blocked_networks_come_from_the_environment() {
+        let s = Settings::load_from(
+            None,
+            env(&[(
+                "KEYFIRE__HANDLERS__HTTP__BLOCKED_NETWORKS",
+                "169.254.0.0/16, 10.0.0.0/8",
+            )]),
+        )
+        .unwrap();
+        assert_eq!(
+            s.handlers.http.blocked_networks,
+            ["169.254.0.0/16", "10.0.0.0/8"]
+        );
+        assert_eq!(s.handlers.http.blocked_nets().unwrap().len(), 2);
     }
 }

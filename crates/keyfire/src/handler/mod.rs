@@ -4,6 +4,7 @@ mod builtin;
 mod command;
 pub mod http;
 mod topic;
+pub mod webhook;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -146,6 +147,9 @@ impl Registry {
     /// of `settings.redis`. Without `topic` on some node, delayed tasks never become ready.
     pub fn for_node(settings: &crate::config::Settings) -> Self {
         let mut r = Self::with_builtins_from(&settings.handlers);
+        // The node's `http`: it also refuses the node's own API and reads retry policies for
+        // failure callbacks.
+        r.register("http", http::HttpHandler::for_node(settings));
         builtin::register_topic(&mut r, &settings.redis);
         r
     }
