@@ -1979,11 +1979,24 @@ mod tests {
             .iter()
             .map(|f| f.check)
             .collect();
-        assert_eq!(server.len(), CHECKS.len() - 1);
-        assert!(!server.contains(&"layout"));
-        let data = evaluate_scope(&good(), Scope::Data);
-        assert_eq!(data.len(), 1);
-        assert_eq!(data[0].check, "layout");
+        assert_eq!(server.len(), CHECKS.len() - 2);
+        assert!(!server.contains(&"layout") && !server.contains(&"acl"));
+        let data: Vec<&str> = evaluate_scope(&good(), Scope::Data)
+            .iter()
+            .map(|f| f.check)
+            .collect();
+        assert_eq!(data, ["layout", "acl"]);
+    }
+
+    #[test]
+    fn acl_names_what_the_user_is_refused() {
+        let mut f = good();
+        f.acl_denied = Some(vec![]);
+        assert_eq!(status_of(&f, "acl"), Status::Ok);
+        f.acl_denied = Some(vec!["EVALSHA ... 1 {keyfire}:doctor:probe".into()]);
+        assert_eq!(status_of(&f, "acl"), Status::Fail);
+        let finding = evaluate(&f).into_iter().find(|x| x.check == "acl").unwrap();
+        assert!(finding.message.contains("EVALSHA"), "{}", finding.message);
     }
 
     fn masters(counts: &[usize]) -> Vec<(String, usize)> {
