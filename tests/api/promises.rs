@@ -800,3 +800,18 @@ async fn a_node_runs_with_only_the_shipped_redis_acl() {
     assert_eq!(status, StatusCode::NO_CONTENT);
     node.shutdown().await;
 }
+
+/// A delay-queue payload is any JSON value, and the document says so (it said object).
+#[tokio::test]
+async fn a_queue_payload_is_any_json_as_documented() {
+    let doc = serde_json::to_value(keyfire_server::api::openapi()).unwrap();
+    let payload = &doc["components"]["schemas"]["AddTask"]["properties"]["payload"];
+    assert_ne!(payload["type"], "object", "{payload:#}");
+    let api = Api::new().await;
+    for p in [json!(5), json!("text"), json!([1, 2]), json!({"a": 1})] {
+        let a = api
+            .post("/v1/topics/any/tasks", Some(json!({"payload": p})))
+            .await;
+        assert_eq!(a.status, StatusCode::CREATED, "{p}: {:#}", a.body);
+    }
+}
