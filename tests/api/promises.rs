@@ -685,29 +685,7 @@ async fn a_node_runs_with_only_the_shipped_redis_acl() {
     use std::time::Duration;
 
     let mut w = crate::support::World::new().await;
-    let prefix = w.settings.redis.prefix.clone();
-    let text =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/redis/keyfire.acl")).unwrap();
-    let rule: Vec<String> = text
-        .lines()
-        .find(|l| l.starts_with("user keyfire "))
-        .unwrap()
-        .split_whitespace()
-        .skip(2)
-        .map(|t| {
-            t.replace(">CHANGE-ME", ">acl-pw")
-                .replace("{keyfire", &format!("{{{prefix}"))
-        })
-        .collect();
-    let mut admin = w.conn().await;
-    let _: () = redis::cmd("ACL")
-        .arg("SETUSER")
-        .arg("kf")
-        .arg(&rule)
-        .query_async(&mut admin)
-        .await
-        .unwrap();
-    w.settings.redis.url = format!("redis://kf:acl-pw@127.0.0.1:{}/0", w.redis.port());
+    w.settings.redis.url = crate::support::confined_user(&w.redis, &w.settings.redis.prefix).await;
     // The user really is confined: it cannot read outside its prefix.
     let mut confined = redis::Client::open(w.settings.redis.url.as_str())
         .unwrap()
