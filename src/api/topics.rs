@@ -31,9 +31,10 @@ pub const MAX_WAIT: Duration = Duration::from_secs(60);
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AddTask {
-    /// Any JSON, handed to the consumer (at most `limits.max_params_bytes` serialized).
+    /// Any JSON value (an object, an array, a string, a number, …), handed to the consumer
+    /// as it is (at most `limits.max_params_bytes` serialized).
     #[serde(default)]
-    #[schema(value_type = Object)]
+    #[schema(value_type = Value)]
     pub payload: Value,
     /// Its id (idempotent add: an id that exists is left as it is); a fresh one when absent.
     pub id: Option<String>,

@@ -553,3 +553,31 @@ pub(crate) fn check_layout(f: &Facts) -> Finding {
 }
 
 pub use keyfire::store::parse_info;
+
+/// Where the least privilege keyfire needs is written down.
+pub(crate) const ACL_FILE: &str = "redis/keyfire.acl";
+
+pub(crate) fn check_acl(f: &Facts) -> Finding {
+    match &f.acl_denied {
+        None => Finding::ok("acl", "not checked (the data could not be read)"),
+        Some(denied) if denied.is_empty() => Finding::ok(
+            "acl",
+            format!(
+                "the Redis user may run what keyfire needs on the keys and channels of \
+                 prefix '{}' (the least it needs is in {ACL_FILE})",
+                f.prefix
+            ),
+        ),
+        Some(denied) => Finding::fail(
+            "acl",
+            format!(
+                "the Redis user is refused (NOPERM) what keyfire needs: {}",
+                denied.join("; ")
+            ),
+            format!(
+                "grant the user the rule in {ACL_FILE} (ACL SETUSER <user> ..., with your \
+                 prefix in the key and channel patterns), on every server"
+            ),
+        ),
+    }
+}

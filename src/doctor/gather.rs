@@ -85,6 +85,7 @@ pub async fn gather_server(conn: &mut MultiplexedConnection) -> Facts {
 /// under `facts.prefix`, and the jobs of every shard. `conn` must route each key to its
 /// master (a [`Conn`] does, in every mode).
 pub async fn gather_data<C: ConnectionLike>(conn: &mut C, facts: &mut Facts) {
+    facts.acl_denied = Some(probe_acl(conn, &facts.prefix).await);
     let keys = Keys::new(&facts.prefix);
     let read = |key: String| {
         let mut cmd = redis::cmd("GET");
@@ -130,4 +131,55 @@ pub async fn gather_data<C: ConnectionLike>(conn: &mut C, facts: &mut Facts) {
         }
     }
     facts.jobs = Some(jobs);
+}
+
+/// Probe, without changing anything, whether the connected user may run what keyfire needs
+/// on the keys and channels of `prefix`: read and write a key of the meta tag and of another
+/// shard's tag, load and run scripts, publish on its channels, read the clock. Each probe
+/// refused with `NOPERM` is named.
+pub async fn probe_acl<C: ConnectionLike>(conn: &mut C, prefix: &str) -> Vec<String> {
+    let meta = format!("{{{prefix}}}:doctor:probe");
+    let shard = format!("{{{prefix}:1}}:doctor:probe");
+    let no_script = "0".repeat(40);
+    let probes: Vec<(String, redis::Cmd)> = vec![
+        (
+            format!("EXISTS {meta}"),
+            redis::cmd("EXISTS").arg(&meta).clone(),
+        ),
+        (format!("DEL {meta}"), redis::cmd("DEL").arg(&meta).clone()),
+        (
+            format!("EXISTS {shard}"),
+            redis::cmd("EXISTS").arg(&shard).clone(),
+        ),
+        (
+            format!("DEL {shard}"),
+            redis::cmd("DEL").arg(&shard).clone(),
+        ),
+        (
+            format!("EVALSHA ... 1 {meta}"),
+            redis::cmd("EVALSHA")
+                .arg(&no_script)
+                .arg(1)
+                .arg(&meta)
+                .clone(),
+        ),
+        (
+            "SCRIPT LOAD".to_string(),
+            redis::cmd("SCRIPT").arg("LOAD").arg("return 0").clone(),
+        ),
+        (
+            format!("PUBLISH {meta}"),
+            redis::cmd("PUBLISH").arg(&meta).arg("").clone(),
+        ),
+        ("TIME".to_string(), redis::cmd("TIME").clone()),
+    ];
+    let mut denied = Vec::new();
+    for (name, cmd) in probes {
+        if let Err(e) = cmd.query_async::<redis::Value>(conn).await
+            && (e.code() == Some("NOPERM") || e.to_string().contains("NOPERM"))
+        {
+            denied.push(name);
+        }
+    }
+    denied
 }

@@ -156,6 +156,9 @@ pub struct Facts {
     pub expected_shards: Option<u32>,
     /// The master (`host:port`) holding the meta tag, when there are several (cluster mode).
     pub meta_server: Option<String>,
+    /// What the Redis user was refused (`NOPERM`) among the probes of what keyfire needs;
+    /// `None` when not probed.
+    pub acl_denied: Option<Vec<String>>,
 }
 
 impl Facts {
@@ -272,6 +275,12 @@ pub const CHECKS: &[Check] = &[
         about: "key-layout version under the prefix",
         scope: Scope::Data,
         eval: check_layout,
+    },
+    Check {
+        name: "acl",
+        about: "the Redis user may run what keyfire needs on its keys and channels",
+        scope: Scope::Data,
+        eval: check_acl,
     },
 ];
 
@@ -529,11 +538,24 @@ mod tests {
             .iter()
             .map(|f| f.check)
             .collect();
-        assert_eq!(server.len(), CHECKS.len() - 1);
-        assert!(!server.contains(&"layout"));
-        let data = evaluate_scope(&good(), Scope::Data);
-        assert_eq!(data.len(), 1);
-        assert_eq!(data[0].check, "layout");
+        assert_eq!(server.len(), CHECKS.len() - 2);
+        assert!(!server.contains(&"layout") && !server.contains(&"acl"));
+        let data: Vec<&str> = evaluate_scope(&good(), Scope::Data)
+            .iter()
+            .map(|f| f.check)
+            .collect();
+        assert_eq!(data, ["layout", "acl"]);
+    }
+
+    #[test]
+    fn acl_names_what_the_user_is_refused() {
+        let mut f = good();
+        f.acl_denied = Some(vec![]);
+        assert_eq!(status_of(&f, "acl"), Status::Ok);
+        f.acl_denied = Some(vec!["EVALSHA ... 1 {keyfire}:doctor:probe".into()]);
+        assert_eq!(status_of(&f, "acl"), Status::Fail);
+        let finding = evaluate(&f).into_iter().find(|x| x.check == "acl").unwrap();
+        assert!(finding.message.contains("EVALSHA"), "{}", finding.message);
     }
 
     fn masters(counts: &[usize]) -> Vec<(String, usize)> {

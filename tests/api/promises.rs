@@ -676,3 +676,120 @@ async fn queue_tasks_are_addressed_under_their_topic() {
         );
     }
 }
+
+/// A node, the client and the REST API work with a Redis user that has only the shipped
+/// least-privilege ACL (`redis/keyfire.acl`): cron, fixed-rate and one-shot firings, and the
+/// delay queue's add, pop and finish.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_runs_with_only_the_shipped_redis_acl() {
+    use std::time::Duration;
+
+    let mut w = crate::support::World::new().await;
+    w.settings.redis.url = crate::support::confined_user(&w.redis, &w.settings.redis.prefix).await;
+    // The user really is confined: it cannot read outside its prefix.
+    let mut confined = redis::Client::open(w.settings.redis.url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let refused: redis::RedisResult<Option<String>> = redis::cmd("GET")
+        .arg("other:key")
+        .query_async(&mut confined)
+        .await;
+    let refused = refused.unwrap_err();
+    assert!(
+        refused.code() == Some("NOPERM")
+            || refused.to_string().to_lowercase().contains("permission"),
+        "{refused:?}"
+    );
+
+    let node = w.node("acl").await;
+    let client = w.client().await;
+    client
+        .upsert(keyfire::JobSpec::every("e", "300ms", "rec"))
+        .await
+        .unwrap();
+    client
+        .upsert(keyfire::JobSpec::cron("c", "* * * * * *", "rec"))
+        .await
+        .unwrap();
+    client
+        .enqueue(keyfire::JobSpec::after("t", "200ms", "rec"))
+        .await
+        .unwrap();
+    w.recorder
+        .wait_until(
+            Duration::from_secs(15),
+            "cron, every and one-shot firings",
+            |seen| {
+                ["e", "c", "t"]
+                    .iter()
+                    .all(|id| seen.iter().any(|s| s.job_id == *id))
+            },
+        )
+        .await;
+
+    let api = keyfire_server::api::router(keyfire_server::api::ApiState::new(
+        w.client().await,
+        &w.settings,
+    ));
+    let call = |method: Method, uri: String, body: Option<Value>| {
+        let api = api.clone();
+        async move {
+            use tower::ServiceExt;
+            let mut b = axum::http::Request::builder().method(method).uri(uri);
+            let body = match body {
+                Some(v) => {
+                    b = b.header("content-type", "application/json");
+                    Body::from(v.to_string())
+                }
+                None => Body::empty(),
+            };
+            let resp = api.oneshot(b.body(body).unwrap()).await.unwrap();
+            let status = resp.status();
+            let bytes = http_body_util::BodyExt::collect(resp.into_body())
+                .await
+                .unwrap()
+                .to_bytes();
+            (
+                status,
+                serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null),
+            )
+        }
+    };
+    let (status, added) = call(
+        Method::POST,
+        "/v1/topics/acl/tasks".into(),
+        Some(json!({"payload": {"n": 1}})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{added:#}");
+    let (status, popped) = call(Method::POST, "/v1/topics/acl/pop?wait=2s".into(), None).await;
+    assert_eq!(status, StatusCode::OK, "{popped:#}");
+    let (status, _) = call(
+        Method::POST,
+        format!(
+            "/v1/topics/acl/tasks/{}/finish",
+            added["id"].as_str().unwrap()
+        ),
+        Some(json!({"token": popped["token"]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    node.shutdown().await;
+}
+
+/// A delay-queue payload is any JSON value, and the document says so (it said object).
+#[tokio::test]
+async fn a_queue_payload_is_any_json_as_documented() {
+    let doc = serde_json::to_value(keyfire_server::api::openapi()).unwrap();
+    let payload = &doc["components"]["schemas"]["AddTask"]["properties"]["payload"];
+    assert_ne!(payload["type"], "object", "{payload:#}");
+    let api = Api::new().await;
+    for p in [json!(5), json!("text"), json!([1, 2]), json!({"a": 1})] {
+        let a = api
+            .post("/v1/topics/any/tasks", Some(json!({"payload": p})))
+            .await;
+        assert_eq!(a.status, StatusCode::CREATED, "{p}: {:#}", a.body);
+    }
+}

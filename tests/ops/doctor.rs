@@ -84,7 +84,8 @@ fn the_shipped_redis_conf_passes() {
             "clock",
             "pubsub-buffer",
             "hash-encoding",
-            "layout"
+            "layout",
+            "acl"
         ]
     );
 
@@ -461,4 +462,68 @@ fn a_sentinel_deployment_is_checked_through_its_sentinels() {
         .collect();
     assert_eq!(failed, ["persistence"], "{report:#}");
     assert_eq!(code, 1);
+}
+
+/// The rule of the shipped `redis/keyfire.acl`, with a password, as `ACL SETUSER` arguments.
+fn shipped_acl_rule(password: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/redis/keyfire.acl"))
+        .expect("redis/keyfire.acl");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("user keyfire "))
+        .expect("a user line");
+    line.split_whitespace()
+        .skip(2)
+        .map(|t| t.replace(">CHANGE-ME", &format!(">{password}")))
+        .collect()
+}
+
+/// A user with only the shipped ACL passes the acl check; one without scripting fails it,
+/// and the finding names what was refused.
+#[test]
+fn doctor_checks_the_redis_user_against_what_keyfire_needs() {
+    let redis = RedisServer::start().unwrap();
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut c = client.get_connection().unwrap();
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("keyfire")
+        .arg(shipped_acl_rule("pw1"))
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("weak")
+        .arg(&["on", ">pw2", "~*", "&*", "+@all", "-@scripting"][..])
+        .query(&mut c)
+        .unwrap();
+    let port = redis.port();
+
+    let url = format!("redis://keyfire:pw1@127.0.0.1:{port}/0");
+    let (_, out) = doctor(&["--redis", &url, "--json"]);
+    let report = findings(&out);
+    assert_eq!(status_of(&report, "acl"), "ok", "{report:#}");
+    // The shipped ACL is enough for the other checks to read what they need, too.
+    assert_eq!(status_of(&report, "notifications"), "ok", "{report:#}");
+
+    let url = format!("redis://weak:pw2@127.0.0.1:{port}/0");
+    let (code, out) = doctor(&["--redis", &url, "--json"]);
+    let report = findings(&out);
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(status_of(&report, "acl"), "fail", "{report:#}");
+    let acl = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "acl")
+        .unwrap();
+    let message = acl["message"].as_str().unwrap();
+    assert!(
+        message.contains("EVALSHA") && message.contains("SCRIPT LOAD"),
+        "{message}"
+    );
+    assert!(
+        acl["fix"].as_str().unwrap().contains("redis/keyfire.acl"),
+        "{acl:#}"
+    );
 }

@@ -23,6 +23,36 @@ pub(crate) struct World {
     pub recorder: Recorder,
 }
 
+/// Create a Redis user with only the shipped `redis/keyfire.acl` rule for `prefix`; its URL.
+pub(crate) async fn confined_user(redis: &RedisServer, prefix: &str) -> String {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/redis/keyfire.acl"))
+        .expect("redis/keyfire.acl");
+    let rule: Vec<String> = text
+        .lines()
+        .find(|l| l.starts_with("user keyfire "))
+        .expect("a user line")
+        .split_whitespace()
+        .skip(2)
+        .map(|t| {
+            t.replace(">CHANGE-ME", ">confined-pw")
+                .replace("{keyfire", &format!("{{{prefix}"))
+        })
+        .collect();
+    let mut admin = redis::Client::open(redis.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("confined")
+        .arg(&rule)
+        .query_async(&mut admin)
+        .await
+        .expect("ACL SETUSER");
+    format!("redis://confined:confined-pw@127.0.0.1:{}/0", redis.port())
+}
+
 impl World {
     pub(crate) async fn new() -> Self {
         Self::with(RedisOptions::default()).await
@@ -34,6 +64,11 @@ impl World {
         settings.redis.url = redis.url();
         settings.redis.prefix = format!("kt{}", PREFIX.fetch_add(1, Ordering::Relaxed));
         fast_node(&mut settings.node);
+        // KEYFIRE_TEST_REDIS_ACL=1: keyfire connects as a user with only the shipped
+        // redis/keyfire.acl (the fixtures' own reads stay on the default user).
+        if std::env::var("KEYFIRE_TEST_REDIS_ACL").is_ok_and(|v| !v.is_empty()) {
+            settings.redis.url = confined_user(&redis, &settings.redis.prefix).await;
+        }
         let recorder = Recorder::new(&redis.url()).await;
         Self {
             redis,
