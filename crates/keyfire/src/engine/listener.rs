@@ -171,7 +171,7 @@ impl Inner {
 
     fn on_expired(self: &Arc<Self>, key: &str) {
         let Some((_, job_id, at)) = self.store.shards().parse_fire(key) else {
-            return;
+            return self.expired_for_hooks(key);
         };
         Inner::bump(&self.stats.events);
         // Only the owner claims at once; the others leave it to the sweeper after the grace
@@ -183,6 +183,9 @@ impl Inner {
 
     fn on_change(self: &Arc<Self>, change: Change) {
         match (change.op.as_str(), &change.firing) {
+            (op, _) if super::hooks::HOOK_OPS.contains(&op) => {
+                return self.message_for_hooks(op, &change.id, change.at);
+            }
             ("cancel", Some(firing)) => return self.cancel_run(firing),
             ("nodes", _) => return self.on_membership_change(),
             ("retry", Some(firing)) => {
