@@ -416,11 +416,7 @@ pub async fn finish_many(
             ));
         }
     }
-    let pairs: Vec<(String, String)> = body
-        .tasks
-        .into_iter()
-        .map(|t| (t.id, t.token))
-        .collect();
+    let pairs: Vec<(String, String)> = body.tasks.into_iter().map(|t| (t.id, t.token)).collect();
     let outcomes = state.queue().finish_many(&pairs).await?;
     let results = pairs
         .into_iter()

@@ -212,9 +212,7 @@ pub async fn run(mut args: TaskArgs) -> CliResult {
                 .iter()
                 .map(|t| match t.split_once('=') {
                     Some((id, token)) => Ok(json!({"id": id, "token": token})),
-                    None => Err(CliError::usage(format!(
-                        "each task is ID=TOKEN, not '{t}'"
-                    ))),
+                    None => Err(CliError::usage(format!("each task is ID=TOKEN, not '{t}'"))),
                 })
                 .collect::<CliResult<Vec<_>>>()?;
             let path = format!("/v1/topics/{}/finish", segment(&topic));

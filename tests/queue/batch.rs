@@ -72,7 +72,11 @@ async fn a_batch_finish_answers_each_task() {
     let q = w.queue().await;
     let ttr = Duration::from_millis(200);
     let ids = q
-        .add_many((0..3).map(|i| NewTask::new("f", json!(i)).ttr(ttr)).collect())
+        .add_many(
+            (0..3)
+                .map(|i| NewTask::new("f", json!(i)).ttr(ttr))
+                .collect(),
+        )
         .await
         .unwrap();
     let old = q.pop_many("f", 3, Duration::ZERO).await.unwrap();

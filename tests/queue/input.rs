@@ -66,11 +66,17 @@ async fn bad_input_is_refused_naming_the_field() {
     let pair = |id: &str, token: &str| (id.to_string(), token.to_string());
     assert_eq!(field(q.finish_many(&[]).await), "tasks");
     assert_eq!(
-        field(q.finish_many(&[pair("x", &token), pair("y", "forged")]).await),
+        field(
+            q.finish_many(&[pair("x", &token), pair("y", "forged")])
+                .await
+        ),
         "tasks[1].token"
     );
     assert_eq!(
-        field(q.finish_many(&[pair("x", &format!("{}.t", "g".repeat(32)))]).await),
+        field(
+            q.finish_many(&[pair("x", &format!("{}.t", "g".repeat(32)))])
+                .await
+        ),
         "tasks[0].token"
     );
     assert_eq!(

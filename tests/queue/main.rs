@@ -79,8 +79,7 @@ impl Consumers {
                     while finished.load(Ordering::Relaxed) < n && tokio::time::Instant::now() < end
                     {
                         if max == 1 {
-                            let Some(r) =
-                                q.pop(&topic, Duration::from_millis(300)).await.unwrap()
+                            let Some(r) = q.pop(&topic, Duration::from_millis(300)).await.unwrap()
                             else {
                                 continue;
                             };

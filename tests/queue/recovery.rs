@@ -60,7 +60,12 @@ async fn a_stranded_delayed_task_is_made_ready_by_a_running_node() {
     }
     got.sort();
     assert_eq!(got, ["stranded-0", "stranded-1"]);
-    assert!(q.pop("s", Duration::from_millis(300)).await.unwrap().is_none());
+    assert!(
+        q.pop("s", Duration::from_millis(300))
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
 
 /// A topic nobody pops: its expired reservations are taken back by the running node's sweep,

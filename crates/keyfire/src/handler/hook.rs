@@ -31,8 +31,11 @@ pub trait NodeView: Send + Sync + 'static {
 /// A part a node runs beside its handlers.
 pub trait NodeHook: Send + Sync + 'static {
     /// Run until `stop` is cancelled; started once the node has joined the live set.
-    fn run(self: Arc<Self>, node: Arc<dyn NodeView>, stop: CancellationToken)
-    -> BoxFuture<'static, ()>;
+    fn run(
+        self: Arc<Self>,
+        node: Arc<dyn NodeView>,
+        stop: CancellationToken,
+    ) -> BoxFuture<'static, ()>;
 
     /// An `expired` event for a key the scheduler does not know. Returns whether the key was
     /// this hook's; must return at once (spawn any work).

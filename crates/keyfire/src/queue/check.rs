@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use super::{
-    MAX_DELAY, MAX_DELIVERIES_LIMIT, MAX_NEW_ID_LEN, MAX_TASK_ID_LEN, MAX_TOPIC_LEN, MAX_TTR,
-    MAX_POP, MAX_WAIT, NewTask, When, duration_ms,
+    MAX_DELAY, MAX_DELIVERIES_LIMIT, MAX_NEW_ID_LEN, MAX_POP, MAX_TASK_ID_LEN, MAX_TOPIC_LEN,
+    MAX_TTR, MAX_WAIT, NewTask, When, duration_ms,
 };
 use crate::error::{Error, Result};
 use crate::job::ValidationError;

@@ -373,7 +373,9 @@ impl Queue {
         let notify = self.store.keys().qnotify(topic);
         let mut backoff = Backoff::new();
         loop {
-            let candidates = self.read_candidates(topic, max + max.clamp(16, 256)).await?;
+            let candidates = self
+                .read_candidates(topic, max + max.clamp(16, 256))
+                .await?;
             let reply = self.pop_script(topic, max, &candidates).await?;
             if !reply.taken.is_empty() {
                 return reply
@@ -541,7 +543,10 @@ impl Queue {
                 .collect();
             let reply = self.finish_script(topic, &items).await?;
             if reply.0.len() != idx.len() {
-                return Err(Error::Corrupt(format!("finish answered {reply:?}", reply = reply.0)));
+                return Err(Error::Corrupt(format!(
+                    "finish answered {reply:?}",
+                    reply = reply.0
+                )));
             }
             for (&i, &c) in idx.iter().zip(&reply.0) {
                 out[i] = match c {

@@ -265,8 +265,9 @@ impl Loop {
                 pipe.zrange_withscores(k.qdelayed(t), 0, 0)
                     .zrange_withscores(k.qreserved(t), 0, 0);
             }
-            let heads: Vec<Vec<(String, f64)>> =
-                pipe.query_async(&mut self.queue.store().connection()).await?;
+            let heads: Vec<Vec<(String, f64)>> = pipe
+                .query_async(&mut self.queue.store().connection())
+                .await?;
             let now = self.view.redis_now_ms();
             for (topic, pair) in chunk.iter().zip(heads.chunks(2)) {
                 let owner = self.view.owns(topic);
@@ -285,7 +286,9 @@ impl Loop {
                         tokio::spawn(async move {
                             match queue.recover(&topic, RECOVER_BUDGET).await {
                                 Ok(r) if r.requeued + r.dead > 0 => tracing::debug!(
-                                    topic, requeued = r.requeued, dead = r.dead,
+                                    topic,
+                                    requeued = r.requeued,
+                                    dead = r.dead,
                                     "expired reservations taken back"
                                 ),
                                 Ok(_) => {}
