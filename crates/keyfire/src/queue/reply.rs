@@ -50,7 +50,7 @@ pub(super) struct AddReply(pub(super) Vec<Added>);
 impl FromRedisValue for AddReply {
     fn from_redis_value(v: Value) -> std::result::Result<Self, ParsingError> {
         let items: Vec<Value> = Vec::from_redis_value_ref(&v)?;
-        if items.is_empty() || (items.len() - 1) % 3 != 0 {
+        if items.is_empty() || !(items.len() - 1).is_multiple_of(3) {
             return Err(parse_err("add", &v));
         }
         items[1..]
