@@ -130,7 +130,7 @@ impl ApiState {
             every route but /healthz, /readyz and this document needs `Authorization: Bearer <token>`."
     ),
     modifiers(&BearerAuth),
-    components(schemas(ErrorBody, ErrorDetail)),
+    components(schemas(ErrorBody, ErrorDetail, topics::Popped)),
     tags(
         (name = "jobs", description = "Recurring and one-shot jobs"),
         (name = "dead letters", description = "Firings that used up their attempts"),
@@ -171,6 +171,7 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(topics::add_task))
         .routes(routes!(topics::pop))
         .routes(routes!(topics::finish))
+        .routes(routes!(topics::finish_many))
         .routes(routes!(topics::touch))
         .routes(routes!(topics::get_task, topics::delete_task))
         .routes(routes!(

@@ -20,12 +20,12 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, ApiQuery};
 use keyfire::error::Error;
 use keyfire::queue::{
-    DEFAULT_MAX_DELIVERIES, DEFAULT_TTR, NewTask, Reserved, TaskInfo, TopicCounts, When,
+    DEFAULT_MAX_DELIVERIES, DEFAULT_TTR, Finished, MAX_POP, NewTask, Reserved, TaskInfo,
+    TopicCounts, When,
 };
 
-/// Longest a pop waits; a longer `wait` is capped to it, so a request never outlives the
-/// timeouts of the proxies between a consumer and the node.
-pub const MAX_WAIT: Duration = Duration::from_secs(60);
+/// Longest `wait` of a pop.
+pub use keyfire::queue::MAX_WAIT;
 
 /// A task to add to a topic.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -64,8 +64,55 @@ pub struct Added {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct PopQuery {
-    /// How long to wait for a task (`10s`; default `0s`, at most `60s`: longer is capped).
+    /// How long to wait for a task (`10s`; default `0s`, at most `60s`).
     pub wait: Option<String>,
+    /// Take up to this many tasks (1 to 1000). With `max`, the reply is a list
+    /// ([`Popped`]), empty when none came; without it, one task or 204.
+    pub max: Option<String>,
+}
+
+/// The tasks a pop with `max` reserved, each with its own token.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Popped {
+    /// The reserved tasks, the longest ready first (empty when none came within `wait`).
+    pub tasks: Vec<ReservedView>,
+}
+
+/// One task to finish in a batch.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FinishItem {
+    /// The task's id.
+    pub id: String,
+    /// The reservation token its pop returned.
+    pub token: String,
+}
+
+/// A batch finish: the tasks, with the tokens their pops returned.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FinishMany {
+    /// 1 to 1000 tasks.
+    pub tasks: Vec<FinishItem>,
+}
+
+/// How a batch finish answered one task.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct FinishOutcome {
+    /// The task's id.
+    pub id: String,
+    /// `done` (also when done already under this token), `lost` (the reservation is no
+    /// longer this token's: the task went back to ready, to another consumer or to the dead
+    /// letters), `not_found` (no such task, or deleted).
+    #[schema(value_type = String, example = "done")]
+    pub outcome: Finished,
+}
+
+/// The answers of a batch finish, in the order of the request.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct FinishedMany {
+    /// One per task of the request.
+    pub results: Vec<FinishOutcome>,
 }
 
 /// A popped task and its reservation. Instants are Redis time.
@@ -279,9 +326,9 @@ pub async fn add_task(
     tag = "topics",
     params(("topic" = String, Path, description = "The topic"), PopQuery),
     responses(
-        (status = 200, description = "A task, reserved", body = ReservedView),
-        (status = 204, description = "No task became ready within `wait`"),
-        (status = 400, description = "Bad query parameter", body = ErrorBody),
+        (status = 200, description = "A task, reserved; with `max`, a list of up to `max` (`Popped`, maybe empty)", body = ReservedView),
+        (status = 204, description = "No task became ready within `wait` (without `max`)"),
+        (status = 400, description = "Bad query parameter: `wait` not a duration or above 60s, `max` not 1 to 1000", body = ErrorBody),
         (status = 422, description = "Invalid topic name", body = ErrorBody),
     ),
     security(("bearer" = []))
@@ -293,19 +340,91 @@ pub async fn pop(
 ) -> Result<Response, ApiError> {
     let wait = match q.wait.as_deref() {
         None => Duration::ZERO,
-        Some(w) => humantime::parse_duration(w.trim())
-            .map_err(|e| {
-                ApiError::bad_query(
-                    "wait",
-                    format!("wait must be a duration such as 10s, not '{w}' ({e})"),
-                )
-            })?
-            .min(MAX_WAIT),
+        Some(w) => humantime::parse_duration(w.trim()).map_err(|e| {
+            ApiError::bad_query(
+                "wait",
+                format!("wait must be a duration such as 10s, not '{w}' ({e})"),
+            )
+        })?,
     };
-    match state.queue().pop(&topic, wait).await? {
+    if wait > MAX_WAIT {
+        return Err(ApiError::bad_query(
+            "wait",
+            format!(
+                "wait must be at most {}, not {}",
+                humantime::format_duration(MAX_WAIT),
+                humantime::format_duration(wait)
+            ),
+        ));
+    }
+    let max = match q.max.as_deref() {
+        None => None,
+        Some(m) => match m.trim().parse::<usize>() {
+            Ok(n) if (1..=MAX_POP).contains(&n) => Some(n),
+            _ => {
+                return Err(ApiError::bad_query(
+                    "max",
+                    format!("max must be a whole number from 1 to {MAX_POP}, not '{m}'"),
+                ));
+            }
+        },
+    };
+    let popped = state
+        .queue()
+        .pop_many(&topic, max.unwrap_or(1), wait)
+        .await?;
+    if max.is_some() {
+        let tasks = popped.into_iter().map(ReservedView::from).collect();
+        return Ok((StatusCode::OK, Json(Popped { tasks })).into_response());
+    }
+    match popped.into_iter().next() {
         Some(r) => Ok((StatusCode::OK, Json(ReservedView::from(r))).into_response()),
         None => Ok(StatusCode::NO_CONTENT.into_response()),
     }
+}
+
+/// Finish many reserved tasks of a topic in one call.
+///
+/// The batch is checked first, all or nothing: an empty list, more than 1000 tasks, a bad id
+/// or a token no pop could have given (or one of another topic) is refused with 422 naming
+/// the task (`tasks[2].token`), and nothing is finished. Then each task is answered on its
+/// own, in order: a stale token (`lost`) does not keep the others from finishing.
+#[utoipa::path(
+    post,
+    path = "/v1/topics/{topic}/finish",
+    tag = "topics",
+    params(("topic" = String, Path, description = "The topic the tasks were popped from")),
+    request_body = FinishMany,
+    responses(
+        (status = 200, description = "Each task's outcome, in order", body = FinishedMany),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 422, description = "Invalid field (the batch is refused whole)", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn finish_many(
+    State(state): State<ApiState>,
+    Path(topic): Path<String>,
+    ApiJson(body): ApiJson<FinishMany>,
+) -> Result<Json<FinishedMany>, ApiError> {
+    keyfire::queue::check_topic(&topic)?;
+    for (i, t) in body.tasks.iter().enumerate() {
+        let field = format!("tasks[{i}].token");
+        if keyfire::queue::token_topic(&field, &t.token)? != topic {
+            return Err(ApiError::invalid(
+                &field,
+                format!("the token is of another topic than '{topic}'"),
+            ));
+        }
+    }
+    let pairs: Vec<(String, String)> = body.tasks.into_iter().map(|t| (t.id, t.token)).collect();
+    let outcomes = state.queue().finish_many(&pairs).await?;
+    let results = pairs
+        .into_iter()
+        .zip(outcomes)
+        .map(|((id, _), outcome)| FinishOutcome { id, outcome })
+        .collect();
+    Ok(Json(FinishedMany { results }))
 }
 
 /// Finish (acknowledge) a reserved task with its reservation token: it is done.

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use super::job::print_next_firings;
 use super::remote::{Api, CliError, CliResult, EXIT_CODES_HELP, Remote, exit, segment};
 use crate::api::model::JobView;
-use crate::api::topics::{Added, MAX_WAIT, ReservedView, TaskView, Touched};
+use crate::api::topics::{Added, FinishedMany, MAX_WAIT, Popped, ReservedView, TaskView, Touched};
 
 /// `keyfire task …`.
 #[derive(Debug, Args)]
@@ -59,14 +59,26 @@ enum TaskCommand {
         #[arg(long, requires = "topic")]
         max_deliveries: Option<u32>,
     },
-    /// Pop the oldest ready task of a topic and reserve it; prints it and its token. Exit 3
-    /// when none came within --wait.
+    /// Pop the oldest ready task of a topic (or up to --max tasks) and reserve it; prints it
+    /// and its token. Exit 3 when none came within --wait.
     Pop {
         /// The topic.
         topic: String,
         /// How long to wait for a task, such as 10s (at most 60s).
         #[arg(long, default_value = "0s")]
         wait: String,
+        /// Take up to this many tasks (1 to 1000), each with its own reservation token.
+        #[arg(long)]
+        max: Option<usize>,
+    },
+    /// Finish many popped tasks of a topic at once; prints each one's outcome (done, lost,
+    /// not_found). Exit 4 when any reservation was lost.
+    FinishMany {
+        /// The topic they were popped from.
+        topic: String,
+        /// The tasks, as ID=TOKEN (the reservation token its pop printed).
+        #[arg(required = true, value_name = "ID=TOKEN")]
+        tasks: Vec<String>,
     },
     /// Finish (acknowledge) a popped task. Exit 4 when the reservation was lost.
     Finish {
@@ -104,6 +116,7 @@ enum TaskCommand {
 /// Run `keyfire task …`.
 pub async fn run(mut args: TaskArgs) -> CliResult {
     if let TaskCommand::Pop { wait, .. } = &args.command {
+        // (A wait above the limit is refused by the node, naming `wait`.)
         // The answer may take the whole wait: give the request that long and more.
         let wait = parse_duration("--wait", wait)?.min(MAX_WAIT);
         args.remote.timeout = args.remote.timeout.max(wait.as_secs() + 10);
@@ -154,24 +167,76 @@ pub async fn run(mut args: TaskArgs) -> CliResult {
             id,
             ..
         } => add_one_shot(&api, handler.unwrap_or_default(), params, at, after, id).await,
-        TaskCommand::Pop { topic, wait } => {
-            let path = format!("/v1/topics/{}/pop?wait={}", segment(&topic), segment(&wait));
-            let popped: Option<ReservedView> = api.send(Method::POST, &path, None, &[]).await?;
-            let Some(task) = popped else {
+        TaskCommand::Pop { topic, wait, max } => {
+            let mut path = format!("/v1/topics/{}/pop?wait={}", segment(&topic), segment(&wait));
+            let tasks = match max {
+                Some(n) => {
+                    path.push_str(&format!("&max={n}"));
+                    let popped: Popped = api.send(Method::POST, &path, None, &[]).await?;
+                    popped.tasks
+                }
+                None => {
+                    let popped: Option<ReservedView> =
+                        api.send(Method::POST, &path, None, &[]).await?;
+                    popped.into_iter().collect()
+                }
+            };
+            if tasks.is_empty() {
                 return Err(CliError::new(
                     exit::NOT_FOUND,
                     format!("no task of topic '{topic}' became ready within {wait}"),
                 ));
-            };
+            }
             if api.json {
-                api.print_json(&task);
-            } else {
+                match max {
+                    Some(_) => api.print_json(&Popped { tasks }),
+                    None => api.print_json(&tasks[0]),
+                }
+                return Ok(());
+            }
+            for (i, task) in tasks.iter().enumerate() {
+                if i > 0 {
+                    println!();
+                }
                 println!("id          {}", task.id);
                 println!("reservation {}", task.token);
                 println!("topic       {}", task.topic);
                 println!("deliveries  {}", task.deliveries);
                 println!("deadline    {}", task.deadline.to_rfc3339());
                 println!("payload     {}", task.payload);
+            }
+            Ok(())
+        }
+        TaskCommand::FinishMany { topic, tasks } => {
+            let items = tasks
+                .iter()
+                .map(|t| match t.split_once('=') {
+                    Some((id, token)) => Ok(json!({"id": id, "token": token})),
+                    None => Err(CliError::usage(format!("each task is ID=TOKEN, not '{t}'"))),
+                })
+                .collect::<CliResult<Vec<_>>>()?;
+            let path = format!("/v1/topics/{}/finish", segment(&topic));
+            let done: FinishedMany = api
+                .send(Method::POST, &path, Some(&json!({"tasks": items})), &[])
+                .await?;
+            let lost = done
+                .results
+                .iter()
+                .filter(|r| r.outcome != keyfire::queue::Finished::Done)
+                .count();
+            if api.json {
+                api.print_json(&done);
+            } else {
+                for r in &done.results {
+                    let outcome = serde_json::to_value(r.outcome).unwrap_or_default();
+                    println!("{} {}", r.id, outcome.as_str().unwrap_or("?"));
+                }
+            }
+            if lost > 0 {
+                return Err(CliError::new(
+                    exit::CONFLICT,
+                    format!("{lost} of {} tasks were not finished", done.results.len()),
+                ));
             }
             Ok(())
         }

@@ -39,6 +39,7 @@ const EXPECTED: &[(&str, &str)] = &[
     ("GET", "/v1/topics"),
     ("POST", "/v1/topics/{topic}/tasks"),
     ("POST", "/v1/topics/{topic}/pop"),
+    ("POST", "/v1/topics/{topic}/finish"),
     ("GET", "/v1/nodes"),
     ("GET", "/v1/overview"),
 ];

@@ -312,3 +312,113 @@ async fn a_delayed_add_without_a_topic_node_is_refused() {
             .contains("topic")
     );
 }
+
+/// `pop?max=N` reserves up to N tasks in one call, each with its own token; a batch finish
+/// answers each task, in order.
+#[tokio::test]
+async fn batch_pop_and_batch_finish() {
+    let api = Api::new().await;
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        ids.push(add(&api, "bulk", json!({"payload": i, "ttr": "30s"})).await);
+    }
+    let p = api.post("/v1/topics/bulk/pop?max=3&wait=1s", None).await;
+    assert_eq!(p.status, StatusCode::OK, "{:#}", p.body);
+    let first = p.body["tasks"].as_array().unwrap().clone();
+    assert_eq!(first.len(), 3);
+    let p = api.post("/v1/topics/bulk/pop?max=10", None).await;
+    let second = p.body["tasks"].as_array().unwrap().clone();
+    assert_eq!(second.len(), 2);
+    let mut tokens: Vec<&str> = first
+        .iter()
+        .chain(&second)
+        .map(|t| t["token"].as_str().unwrap())
+        .collect();
+    tokens.sort();
+    tokens.dedup();
+    assert_eq!(tokens.len(), 5, "a token per task");
+    // None left: an empty list, not 204.
+    let p = api.post("/v1/topics/bulk/pop?max=10", None).await;
+    assert_eq!(p.status, StatusCode::OK);
+    assert_eq!(p.body["tasks"], json!([]));
+
+    let mut items: Vec<Value> = first
+        .iter()
+        .chain(&second)
+        .map(|t| json!({"id": t["id"], "token": t["token"]}))
+        .collect();
+    // A well-formed token that is not the task's is refused for that task alone.
+    items.push(json!({"id": "unknown", "token": first[0]["token"]}));
+    let f = api
+        .post("/v1/topics/bulk/finish", Some(json!({ "tasks": items })))
+        .await;
+    assert_eq!(f.status, StatusCode::OK, "{:#}", f.body);
+    let outcomes: Vec<&str> = f.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        outcomes,
+        ["done", "done", "done", "done", "done", "not_found"]
+    );
+    for id in &ids {
+        assert_eq!(
+            api.get(&format!("/v1/tasks/{id}")).await.body["state"],
+            "done"
+        );
+    }
+}
+
+/// Bad input of batch pops and finishes: 400 or 422 naming the field, nothing changed.
+#[tokio::test]
+async fn batch_bad_input_names_the_field() {
+    let api = Api::new().await;
+    let id = add(&api, "t", json!({"payload": 1})).await;
+    for (query, field) in [
+        ("max=0", "max"),
+        ("max=1001", "max"),
+        ("max=lots", "max"),
+        ("wait=61s", "wait"),
+        ("max=2&wait=2m", "wait"),
+    ] {
+        let a = api.post(&format!("/v1/topics/t/pop?{query}"), None).await;
+        a.assert_error(400, "bad_query");
+        assert_eq!(a.field(), field, "{query}");
+    }
+    assert_eq!(
+        api.get(&format!("/v1/tasks/{id}")).await.body["state"],
+        "ready",
+        "no pop took it"
+    );
+    let p = api.post("/v1/topics/t/pop", None).await;
+    let token = p.body["token"].as_str().unwrap().to_string();
+    let api = &api;
+    let bad = move |tasks: Value| async move {
+        let a = api
+            .post("/v1/topics/t/finish", Some(json!({ "tasks": tasks })))
+            .await;
+        a.assert_error(422, "invalid");
+        a.field().to_string()
+    };
+    assert_eq!(bad(json!([])).await, "tasks");
+    assert_eq!(
+        bad(json!([{"id": id, "token": token}, {"id": id, "token": "forged"}])).await,
+        "tasks[1].token"
+    );
+    let other = format!("{}.u", "a".repeat(32));
+    assert_eq!(
+        bad(json!([{"id": id, "token": other}])).await,
+        "tasks[0].token"
+    );
+    assert_eq!(
+        bad(json!([{"id": "a:b", "token": token}])).await,
+        "tasks[0].id"
+    );
+    // All or nothing: the good pair of a refused batch was not finished.
+    assert_eq!(
+        api.get(&format!("/v1/tasks/{id}")).await.body["state"],
+        "reserved"
+    );
+}

@@ -1,11 +1,10 @@
 //! The `topic` handler: recurring jobs feed a topic; a re-run of a firing (at-least-once
-//! execution after a crash) never makes a task ready twice; a delayed task whose job is gone is
-//! still delivered.
+//! execution after a crash) never makes a task ready twice.
 
 use std::time::Duration;
 
 use chrono::Utc;
-use keyfire::handler::TopicHandler;
+use keyfire::queue::TopicHandler;
 use keyfire::queue::{TaskState, When};
 use keyfire::{Firing, Handler, JobSpec};
 use serde_json::json;
@@ -129,40 +128,4 @@ async fn a_rerun_firing_makes_nothing_ready_twice() {
         "{bad:?}"
     );
     node.shutdown().await;
-}
-
-/// A delayed task whose keyfire job is gone (deleted by hand, or an add that crashed between
-/// its writes) is made ready by the queue's maintenance once the orphan grace has passed.
-#[tokio::test]
-async fn a_delayed_task_without_its_job_is_still_delivered() {
-    let w = World::new().await;
-    // A node registers `topic`, then stops, so nothing fires the job meanwhile.
-    w.queue_node("a").await.shutdown().await;
-    let q = w
-        .queue()
-        .await
-        .with_orphan_grace(Duration::from_millis(200));
-    let id = q
-        .add(
-            "t",
-            json!(1),
-            When::Delay(Duration::from_millis(100)),
-            Duration::from_secs(5),
-            1,
-        )
-        .await
-        .unwrap();
-    w.client()
-        .await
-        .delete(&keyfire::queue::job_id(&id))
-        .await
-        .unwrap();
-    assert_eq!(
-        q.requeue_expired("t").await.unwrap().orphans,
-        0,
-        "not before the grace"
-    );
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    assert_eq!(q.requeue_expired("t").await.unwrap().orphans, 1);
-    assert_eq!(q.pop("t", Duration::ZERO).await.unwrap().unwrap().id, id);
 }

@@ -4,18 +4,21 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod batch;
 mod deletes;
 mod delivery;
 mod feed;
 mod input;
+mod recovery;
 mod redelivery;
+mod upgrade;
 mod waiting;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use keyfire::queue::{Queue, Reserved};
+use keyfire::queue::{Finished, Queue, Reserved};
 
 /// One delivery, as a consumer saw it (instants: Redis time, ms).
 #[derive(Debug, Clone)]
@@ -52,6 +55,18 @@ pub(crate) struct Consumers {
 
 impl Consumers {
     pub(crate) fn start(queues: Vec<Queue>, topic: &str, n: usize, limit: Duration) -> Self {
+        Self::start_batched(queues, topic, n, limit, 1)
+    }
+
+    /// Consumers that pop up to `max` tasks at a time and finish them in one batch finish
+    /// (`max` 1: one pop and one finish per task).
+    pub(crate) fn start_batched(
+        queues: Vec<Queue>,
+        topic: &str,
+        n: usize,
+        limit: Duration,
+        max: usize,
+    ) -> Self {
         let log = Arc::new(Mutex::new(Vec::new()));
         let finished = Arc::new(AtomicUsize::new(0));
         let handles = queues
@@ -63,13 +78,37 @@ impl Consumers {
                     let end = tokio::time::Instant::now() + limit;
                     while finished.load(Ordering::Relaxed) < n && tokio::time::Instant::now() < end
                     {
-                        let Some(r) = q.pop(&topic, Duration::from_millis(300)).await.unwrap()
-                        else {
+                        if max == 1 {
+                            let Some(r) = q.pop(&topic, Duration::from_millis(300)).await.unwrap()
+                            else {
+                                continue;
+                            };
+                            log.lock().unwrap().push(Delivery::of(&r, c));
+                            q.finish(&r.id, &r.token).await.unwrap();
+                            finished.fetch_add(1, Ordering::Relaxed);
                             continue;
-                        };
-                        log.lock().unwrap().push(Delivery::of(&r, c));
-                        q.finish(&r.id, &r.token).await.unwrap();
-                        finished.fetch_add(1, Ordering::Relaxed);
+                        }
+                        let popped = q
+                            .pop_many(&topic, max, Duration::from_millis(300))
+                            .await
+                            .unwrap();
+                        assert!(popped.len() <= max);
+                        if popped.is_empty() {
+                            continue;
+                        }
+                        log.lock()
+                            .unwrap()
+                            .extend(popped.iter().map(|r| Delivery::of(r, c)));
+                        let pairs: Vec<(String, String)> = popped
+                            .iter()
+                            .map(|r| (r.id.clone(), r.token.clone()))
+                            .collect();
+                        let outcomes = q.finish_many(&pairs).await.unwrap();
+                        assert!(
+                            outcomes.iter().all(|o| *o == Finished::Done),
+                            "{outcomes:?}"
+                        );
+                        finished.fetch_add(popped.len(), Ordering::Relaxed);
                     }
                 })
             })

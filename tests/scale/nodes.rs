@@ -404,10 +404,7 @@ async fn delay_queue_works_on_a_sharded_cluster() {
     s.redis.nodes = cluster.nodes();
     s.redis.shards = 12;
     let mut registry = registry(&recorder);
-    registry.register(
-        keyfire::queue::TOPIC_HANDLER,
-        keyfire::handler::TopicHandler::connect_lazily(&s.redis),
-    );
+    keyfire::queue::serve_topics(&mut registry, &s.redis);
     let mut node_settings = s.clone();
     node_settings.node.id = "q".into();
     let node = Node::new(node_settings, registry).start().await.unwrap();

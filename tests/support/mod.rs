@@ -432,10 +432,7 @@ impl World {
     /// [`World::registry`] plus the `topic` handler on this world's Redis.
     pub(crate) fn queue_registry(&self) -> Registry {
         let mut r = self.registry();
-        r.register(
-            keyfire::queue::TOPIC_HANDLER,
-            keyfire::handler::TopicHandler::connect_lazily(&self.settings.redis),
-        );
+        keyfire::queue::serve_topics(&mut r, &self.settings.redis);
         r
     }
 

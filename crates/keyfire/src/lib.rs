@@ -13,10 +13,11 @@
 //!   ([`store::Keys`]); every atomic change is one Lua script.
 //! - [`engine`]: the [`Node`]: expiry-event listener, precision timers, claims, the
 //!   sweeper, membership and the bounded executor.
-//! - [`handler`]: the handler contract ([`Handler`], [`Firing`], [`Registry`]) and the
-//!   built-in handlers.
-//! - [`queue`]: the delay queue: tasks in topics that consumers pop, with time-to-run
-//!   redelivery.
+//! - [`handler`]: the handler contract ([`Handler`], [`Firing`], [`Registry`]), the node
+//!   hooks contract ([`handler::NodeHook`]) and the built-in handlers.
+//! - [`queue`]: the delay queue: tasks in topics that consumers pop in batches, with
+//!   time-to-run redelivery; its topic promotion is a node hook, and its `topic` handler
+//!   lives with it ([`Registry::for_node`] registers both).
 //! - [`client`]: the [`Client`] that creates and manages jobs without running a node.
 //! - [`clock`]: wall clocks (real or skewed for tests) and the offset to Redis time.
 //! - [`config`]: node settings, loaded from defaults, a TOML file and `KEYFIRE__…` env vars.

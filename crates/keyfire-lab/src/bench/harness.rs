@@ -281,10 +281,7 @@ impl Harness {
             s.node.id = format!("bench-{i}");
             // The `topic` handler too, so delayed tasks of the `queue` scenario become ready.
             let mut registry = recorder.registry();
-            registry.register(
-                keyfire::queue::TOPIC_HANDLER,
-                keyfire::handler::TopicHandler::connect_lazily(&s.redis),
-            );
+            keyfire::queue::serve_topics(&mut registry, &s.redis);
             handles.push(Node::new(s, registry).start().await?);
         }
         let client = Client::connect(&settings).await?.allow_handlers([HANDLER]);

@@ -1,15 +1,19 @@
-//! The `queue` scenario: `n` delay-queue tasks through add → ready → pop → finish,
-//! with [`CONSUMERS`] consumers popping concurrently.
+//! The `queue` scenario: `n` delay-queue tasks through add → ready → pop → finish, with
+//! [`CONSUMERS`] consumers popping concurrently.
 //!
 //! The tasks are added in bulk ([`Queue::add_many`]) to one topic, due evenly over `duration`
 //! (`0s`: all at one instant) starting after a lead long enough for the add to end first. The
-//! harness's nodes serve the `topic` handler, so each delayed task becomes ready through its
-//! keyfire job; consumers pop with blocking waits and finish what they pop.
+//! harness's nodes serve topics, so the delayed tasks become ready through the topic's
+//! promotion; consumers pop batches of up to [`POP_MAX`] with blocking waits and finish what
+//! they pop in one batch finish.
 //!
 //! In the report, the lateness is *ready minus due* (Redis time, as the pop hands both back):
 //! what the firing machinery adds. `firings_per_s` is tasks finished per second from the first
 //! due instant to the last finish; `tasks_per_s` is the add rate; `doubled` counts tasks
 //! delivered more than once (their ttr, 60 s, is far longer than the run, so none should be).
+//! `redis_commands_per_task` counts every command Redis ran from the first add to the last
+//! finish (the scripts' own calls included) per task; `redis_memory_bytes_per_pending_job` is
+//! the change of Redis's data memory over adding the delayed tasks, per task.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -21,7 +25,7 @@ use anyhow::Context;
 use super::harness::Harness;
 use super::metrics::{Delta, Percentiles, round2};
 use super::{BenchRun, Report};
-use keyfire::queue::{NewTask, Queue};
+use keyfire::queue::{Finished, NewTask, Queue};
 
 /// Concurrent consumers.
 pub const CONSUMERS: usize = 8;
@@ -33,6 +37,8 @@ const TTR: Duration = Duration::from_secs(60);
 const POP_WAIT: Duration = Duration::from_millis(500);
 /// Tasks added per `add_many` call (one progress step).
 const CHUNK: usize = 5_000;
+/// Most tasks one pop takes.
+pub const POP_MAX: usize = 100;
 
 /// One delivery as a consumer saw it (Redis ms, local instant of the finish).
 struct Delivery {
@@ -81,6 +87,7 @@ pub(super) async fn run(
     let last_due = first_due + duration_ms;
 
     let snap0 = h.snapshot().await;
+    let mem0 = h.data_memory().await;
     let pb = h.progress.bar(n as u64, "adding");
     let started = Instant::now();
     let mut i = 0;
@@ -100,6 +107,7 @@ pub(super) async fn run(
     }
     pb.finish_and_clear();
     let add_s = started.elapsed().as_secs_f64();
+    let mem1 = h.data_memory().await;
     h.progress.note(format!(
         "queue: {n} tasks added in {add_s:.1} s ({:.0}/s)",
         n as f64 / add_s.max(1e-6)
@@ -122,18 +130,31 @@ pub(super) async fn run(
         let log = log.clone();
         consumers.push(tokio::spawn(async move {
             while finished.load(Ordering::Relaxed) < n && redis_now() < deadline_ms {
-                let Some(r) = q.pop(TOPIC, POP_WAIT).await? else {
+                let popped = q.pop_many(TOPIC, POP_MAX, POP_WAIT).await?;
+                if popped.is_empty() {
                     continue;
-                };
-                q.finish(&r.id, &r.token).await?;
-                finished.fetch_add(1, Ordering::Relaxed);
-                log.lock().expect("log lock").push(Delivery {
-                    id: r.id,
-                    deliveries: r.deliveries,
-                    due_ms: r.due_at.timestamp_millis(),
-                    ready_ms: r.ready_at.timestamp_millis(),
-                    finished_redis_ms: redis_now(),
-                });
+                }
+                let pairs: Vec<(String, String)> = popped
+                    .iter()
+                    .map(|r| (r.id.clone(), r.token.clone()))
+                    .collect();
+                let outcomes = q.finish_many(&pairs).await?;
+                anyhow::ensure!(
+                    outcomes.iter().all(|o| *o == Finished::Done),
+                    "a finish was refused: {outcomes:?}"
+                );
+                finished.fetch_add(popped.len(), Ordering::Relaxed);
+                let at = redis_now();
+                let mut log = log.lock().expect("log lock");
+                for r in popped {
+                    log.push(Delivery {
+                        id: r.id,
+                        deliveries: r.deliveries,
+                        due_ms: r.due_at.timestamp_millis(),
+                        ready_ms: r.ready_at.timestamp_millis(),
+                        finished_redis_ms: at,
+                    });
+                }
             }
             anyhow::Ok(())
         }));
@@ -177,6 +198,10 @@ pub(super) async fn run(
     report.tasks_per_s = Some(round2(n as f64 / add_s.max(1e-6)));
     report.redis_commands_per_firing = d.per(d.total_calls(), log.len());
     report.redis_scripts_per_firing = d.per(d.script_calls(), log.len());
+    report.redis_commands_per_task = report.redis_commands_per_firing;
+    if let (Some(m0), Some(m1)) = (mem0, mem1) {
+        report.redis_memory_bytes_per_pending_job = Some(round2((m1 - m0) / n.max(1) as f64));
+    }
     h.progress
         .note(format!("redis commands per task: {}", d.mix(log.len())));
     Ok(BenchRun {

@@ -40,6 +40,13 @@ enum Change {
         #[serde(default)]
         firings: Vec<(String, String)>,
     },
+    /// The delay queue's add.lua: topic `id` has a task due at `at`, earlier than its
+    /// sentinel key says; handed to the node's hooks (the topic promoter).
+    Wake {
+        id: String,
+        #[serde(default)]
+        at: Option<i64>,
+    },
     /// A message this version does not know (a newer node's, during a rolling upgrade).
     #[serde(other)]
     Unknown,
@@ -187,7 +194,7 @@ impl Inner {
 
     fn on_expired(self: &Arc<Self>, key: &str) {
         let Some((_, job_id, at)) = self.store.shards().parse_fire(key) else {
-            return;
+            return self.expired_for_hooks(key);
         };
         Inner::bump(&self.stats.events);
         // Only the owner claims at once; the others leave it to the sweeper after the grace
@@ -239,6 +246,7 @@ impl Inner {
                     self.arm_if_soon(id, at);
                 }
             }
+            Change::Wake { id, at } => self.message_for_hooks("wake", &id, at),
             Change::Unknown => {}
         }
     }
@@ -317,6 +325,13 @@ mod tests {
         assert!(matches!(
             decode(r#"{"op":"created","id":"","firings":[["b","1"]]}"#),
             Change::Created { .. }
+        ));
+        assert!(matches!(
+            decode(r#"{"op":"wake","id":"emails","at":1700000000000}"#),
+            Change::Wake {
+                at: Some(1700000000000),
+                ..
+            }
         ));
         assert!(matches!(
             decode(r#"{"op":"from-a-newer-node","id":"x"}"#),

@@ -7,9 +7,12 @@
 //!   (re)subscribe it asks for a sweep, since messages are lost while disconnected;
 //! - `timers`: local timers for firings this node owns that are due within the horizon;
 //! - `sweeper`: claims overdue firings from the due ZSET (the owner's at once, anyone's after
-//!   the grace period) and arms timers for the owner's upcoming ones.
+//!   the grace period) and arms timers for the owner's upcoming ones;
+//! - the registry's hooks (`hooks`: the delay queue's topic promotion), each given a view of the
+//!   node and the expired keys and change messages that are theirs.
 
 mod claim;
+mod hooks;
 mod listener;
 pub mod membership;
 use crate::store::notify;
@@ -124,6 +127,7 @@ impl Node {
             settings: settings.node.clone(),
             notifications_allowed: settings.redis.enable_notifications,
             store,
+            hooks: registry.hooks().to_vec(),
             registry: Arc::new(registry),
             clock: RedisClock::new(clock),
             live: RwLock::new(Vec::new()),
@@ -152,6 +156,7 @@ impl Node {
         tasks.spawn(inner.clone().listener_loop());
         tasks.spawn(inner.clone().timer_loop(timer_rx));
         tasks.spawn(inner.clone().sweeper_loop());
+        inner.start_hooks(&mut tasks);
         for rx in claim_rx {
             tasks.spawn(inner.clone().claim_batcher(rx));
         }
@@ -279,6 +284,8 @@ pub(crate) struct Inner {
     notifications_allowed: bool,
     store: Store,
     registry: Arc<Registry>,
+    /// The registry's hooks (see [`crate::handler::NodeHook`]).
+    hooks: Vec<Arc<dyn crate::handler::NodeHook>>,
     clock: RedisClock,
     /// Live node ids, sorted, as of the last heartbeat.
     live: RwLock<Vec<String>>,

@@ -1,8 +1,8 @@
-//! Built-in handlers that need no code: `log`, `noop`, `http`, (when enabled) `command`, and
-//! `topic` (which needs the node's Redis settings).
+//! Built-in handlers that need no code: `log`, `noop`, `http`, (when enabled) `command`. The
+//! delay queue's `topic` handler lives with the queue (`crate::queue`).
 
 use super::{Firing, HandlerResult, Registry};
-use crate::config::{HandlerSettings, RedisSettings};
+use crate::config::HandlerSettings;
 
 /// Register every built-in handler. `command` runs programs on the node, so it is registered
 /// only when the node's config turns it on: a job naming it is then refused at creation
@@ -17,15 +17,6 @@ pub(super) fn register_all(r: &mut Registry, settings: &HandlerSettings) {
             super::command::CommandHandler::new(&settings.command),
         );
     }
-}
-
-/// Register `topic`: it makes delayed delay-queue tasks ready and lets recurring jobs feed
-/// topics, through the Redis of `redis` (connected on its first run).
-pub(super) fn register_topic(r: &mut Registry, redis: &RedisSettings) {
-    r.register(
-        crate::queue::TOPIC_HANDLER,
-        super::topic::TopicHandler::connect_lazily(redis),
-    );
 }
 
 /// Logs the firing and its params at info level.

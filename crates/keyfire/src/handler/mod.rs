@@ -2,8 +2,8 @@
 
 mod builtin;
 mod command;
+mod hook;
 pub mod http;
-mod topic;
 pub mod webhook;
 
 use std::collections::HashMap;
@@ -17,7 +17,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-pub use topic::TopicHandler;
+pub use hook::{NodeHook, NodeView};
 
 /// One run of one firing, as a handler sees it.
 #[derive(Debug, Clone)]
@@ -114,6 +114,7 @@ where
 #[derive(Clone, Default)]
 pub struct Registry {
     handlers: HashMap<String, Arc<dyn Handler>>,
+    hooks: Vec<Arc<dyn NodeHook>>,
 }
 
 impl fmt::Debug for Registry {
@@ -142,18 +143,6 @@ impl Registry {
         r
     }
 
-    /// What a node of `settings` runs: the built-ins of `settings.handlers` plus `topic`, which
-    /// makes delayed delay-queue tasks ready (and feeds topics from recurring jobs) in the Redis
-    /// of `settings.redis`. Without `topic` on some node, delayed tasks never become ready.
-    pub fn for_node(settings: &crate::config::Settings) -> Self {
-        let mut r = Self::with_builtins_from(&settings.handlers);
-        // The node's `http`: it also refuses the node's own API and reads retry policies for
-        // failure callbacks.
-        r.register("http", http::HttpHandler::for_node(settings));
-        builtin::register_topic(&mut r, &settings.redis);
-        r
-    }
-
     /// Register `handler` under `name`, replacing any handler of that name.
     pub fn register(&mut self, name: impl Into<String>, handler: impl Handler) -> &mut Self {
         self.handlers.insert(name.into(), Arc::new(handler));
@@ -168,6 +157,17 @@ impl Registry {
     /// Whether `name` is registered.
     pub fn contains(&self, name: &str) -> bool {
         self.handlers.contains_key(name)
+    }
+
+    /// Run `hook` on the nodes built with this registry.
+    pub fn add_hook(&mut self, hook: Arc<dyn NodeHook>) -> &mut Self {
+        self.hooks.push(hook);
+        self
+    }
+
+    /// The hooks added.
+    pub fn hooks(&self) -> &[Arc<dyn NodeHook>] {
+        &self.hooks
     }
 
     /// Every registered name, sorted.

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use super::{
-    MAX_DELAY, MAX_DELIVERIES_LIMIT, MAX_NEW_ID_LEN, MAX_TASK_ID_LEN, MAX_TOPIC_LEN, MAX_TTR,
-    NOTIFY_CAP, NewTask, When, duration_ms, job_id,
+    MAX_DELAY, MAX_DELIVERIES_LIMIT, MAX_NEW_ID_LEN, MAX_POP, MAX_TASK_ID_LEN, MAX_TOPIC_LEN,
+    MAX_TTR, MAX_WAIT, NewTask, When, duration_ms,
 };
 use crate::error::{Error, Result};
 use crate::job::ValidationError;
@@ -20,18 +20,46 @@ pub(super) struct Checked {
     pub(super) when: (&'static str, i64),
 }
 
-pub(super) fn add_args(t: &Checked) -> Vec<String> {
-    vec![
+/// The six arguments of one task in `add.lua`.
+pub(super) fn add_args(t: &Checked) -> [String; 6] {
+    [
         t.id.clone(),
-        t.topic.clone(),
         t.payload.clone(),
         t.ttr_ms.to_string(),
         t.max_deliveries.to_string(),
         t.when.0.to_string(),
         t.when.1.to_string(),
-        job_id(&t.id),
-        NOTIFY_CAP.to_string(),
     ]
+}
+
+/// How many tasks one pop may take: 1 to [`MAX_POP`].
+pub fn check_max(max: usize) -> Result<()> {
+    if max == 0 || max > MAX_POP {
+        return Err(invalid("max", format!("must be 1 to {MAX_POP}, not {max}")));
+    }
+    Ok(())
+}
+
+/// How long one pop may wait: at most [`MAX_WAIT`].
+pub fn check_wait(wait: Duration) -> Result<()> {
+    if wait > MAX_WAIT {
+        return Err(invalid(
+            "wait",
+            format!("must be at most {}", humantime::format_duration(MAX_WAIT)),
+        ));
+    }
+    Ok(())
+}
+
+/// The topic a reservation token names (`<32 hex digits>.<topic>`), or an error naming
+/// `field`: a token no pop could have given.
+pub fn token_topic<'a>(field: &str, token: &'a str) -> Result<&'a str> {
+    let topic = token
+        .split_at_checked(32)
+        .filter(|(hex, _)| hex.bytes().all(|b| b.is_ascii_hexdigit()))
+        .and_then(|(_, rest)| rest.strip_prefix('.'))
+        .filter(|topic| check_topic(topic).is_ok());
+    topic.ok_or_else(|| invalid(field, "not a reservation token (as a pop returns it)"))
 }
 
 pub(super) fn check(task: &NewTask, max_payload_bytes: usize) -> Result<Checked> {
@@ -239,6 +267,6 @@ mod tests {
     fn generated_ids_fit_a_job_id() {
         let t = check(&NewTask::new("t", json!(null)), 1024).unwrap();
         assert_eq!(t.id.len(), 32);
-        assert!(job_id(&t.id).len() <= 128);
+        assert!(super::super::job_id(&t.id).len() <= 128);
     }
 }

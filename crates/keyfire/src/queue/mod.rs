@@ -1,88 +1,106 @@
 //! Delay queue with topics: tasks handed to consumers in any language, after a delay.
 //!
 //! A producer [`Queue::add`]s a task (a JSON payload) to a topic, due after a delay or at an
-//! instant. When it is due it becomes *ready*; a consumer [`Queue::pop`]s it (long-polling up to a
-//! wait) and holds a *reservation* for the task's time-to-run (ttr), then [`Queue::finish`]es it.
-//! A reservation not finished in time goes back to ready for another consumer, counted as a
-//! redelivery; a task delivered `max_deliveries` times without a finish goes to the topic's dead
-//! letters instead.
+//! instant. When it is due it becomes *ready*; a consumer [`Queue::pop_many`]s up to `max` ready
+//! tasks in one call (long-polling up to a wait) and holds a *reservation* on each for the task's
+//! time-to-run (ttr), then [`Queue::finish_many`]es them. A reservation not finished in time
+//! goes back to ready for another consumer, counted as a redelivery; a task delivered
+//! `max_deliveries` times without a finish goes to the topic's dead letters instead.
 //!
 //! ```text
-//!   add ──► delayed ──(its keyfire job fires)──► ready ──pop──► reserved ──finish──► done
+//!   add ──► delayed ──(its topic is promoted)──► ready ──pop──► reserved ──finish──► done
 //!             │ (due now: ready at once)           ▲              │ ttr passed
 //!             │                                    └──────────────┤ (deliveries < max)
 //!             │                                                   └──► dead (deliveries = max)
 //!   delete: any state ──► deleted
 //! ```
 //!
-//! **Delays ride the scheduler.** A delayed task is a one-shot keyfire job (id `q.<task id>`,
-//! handler [`TOPIC_HANDLER`], params `{topic, task}`), enqueued through [`Client::enqueue`] after
-//! the task's record is written. So a task becomes ready through the same due ZSET, sentinel keys,
-//! precision timers and sweeper as any firing: exactly once per delay (the claim's
-//! compare-and-set, G1), never lost when expiry events are (the sweeper, G2), on time by Redis's
-//! clock (G3). The `topic` handler runs `q_ready.lua`, which acts only on a task still `delayed`,
-//! so an at-least-once re-run of the firing (a node died mid-run, G5) cannot make it ready twice.
-//! The same handler lets a recurring job feed a topic: with params `{topic, payload}` (and
-//! optionally `ttr`, `max_deliveries`) each firing adds a ready task whose id is derived from the
-//! firing, so a re-run adds nothing.
+//! **The unit of firing is the topic.** Each topic has a delayed ZSET (by due instant) and a
+//! ready ZSET (by the instant each task became ready). One script (`lua/promote.lua`) moves every
+//! due task of a topic, by Redis's clock, from delayed to ready in a batch; the move itself is
+//! the claim, so a task becomes ready exactly once however many nodes promote the topic at
+//! once, and never before its instant (G1, G3). What triggers the promotion is keyfire's firing
+//! shape at topic granularity ([`TopicPromoter`], a hook every node built by
+//! [`crate::Registry::for_node`] runs): a sentinel key per topic expiring at its earliest due
+//! instant (set by the add or the previous promotion), its `expired` event on every node, the
+//! owner's precision timer (armed from the add's `wake` message and from each promotion's next
+//! due instant), and every node's sweep of the topics' heads as the fallback: the owner
+//! promotes an overdue topic at once, any node after the grace period, so a lost event or a
+//! dead owner loses nothing (G2). The same sweep takes back expired reservations of topics
+//! nobody pops, bounded per sweep.
 //!
-//! **Reservations are fenced.** Every pop gives the reservation a fresh token; `finish` and
-//! `touch` must show it. When a reservation expired and the task went back to ready (and maybe to
-//! another consumer), the late consumer's finish is refused with [`Error::ReservationLost`], so
-//! work is never acknowledged twice.
+//! **Reservations are fenced.** Every reserved task gets a fresh token of its own; `finish` and
+//! `touch` must show it. When a reservation expired and the task went back to ready (and maybe
+//! to another consumer), the late consumer's finish is refused ([`Error::ReservationLost`], or
+//! [`Finished::Lost`] in a batch), so work is never acknowledged twice.
 //!
-//! **Redis layout** (names in [`crate::store::Keys`], one Lua script per change in
-//! `src/store/lua/q_*.lua`): a hash per task; per topic a `delayed` ZSET (by due instant), a
-//! `ready` ZSET (by due instant, so the earliest due is popped first; a redelivery by the time it
-//! came back), a `reserved` ZSET (by deadline, Redis time), a `dead` ZSET, a notify list that wakes
-//! blocked pops, and a counters hash; a SET of topic names. Done and deleted tasks keep a small
-//! record without their payload for a retention (10 minutes by default), dead ones for the
-//! dead-letter retention (7 days): memory is bounded by rate times retention.
+//! **Tasks queued by an earlier version** were one-shot keyfire jobs (`q.<task id>`, handler
+//! [`TOPIC_HANDLER`]) beside an entry in the topic's delayed set. Both paths are served: the
+//! topic's promotion moves such a task when it is due, and when its job fires, the `topic`
+//! handler ([`TopicHandler`]) makes it ready only if it takes it out of the delayed set itself,
+//! so whichever comes first wins and the other does nothing. Deleting such a task deletes its
+//! job too.
+//!
+//! **Redis layout** (names in [`crate::store::Keys`], one Lua script per change in `lua/`, the
+//! calls in `store.rs`): a hash per task; per topic a `delayed` ZSET, a `ready` ZSET, a
+//! `reserved` ZSET (by deadline, Redis time), a `dead` ZSET, a notify list that wakes blocked
+//! pops, a counters hash and a sentinel key; a SET of topic names. A task's record is not
+//! written when it is promoted (a record that says `delayed` is ready while its id is in the
+//! ready set), which keeps a task to about ten Redis commands end to end. Done and deleted tasks
+//! keep a small record without their payload for a retention (10 minutes by default), dead ones
+//! for the dead-letter retention (7 days): memory is bounded by rate times retention.
 
 mod check;
+mod handler;
+mod promoter;
 mod reply;
-mod scripts;
+mod store;
 mod task;
 mod wait;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use redis::{FromRedisValue, Value};
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::client::Client;
 use crate::config::{Limits, Settings};
 use crate::error::{Error, Result};
 use crate::handler::{Firing, HandlerError, HandlerResult};
-use crate::job::{JobSpec, RetrySpec, ValidationError};
+use crate::job::ValidationError;
 use crate::store::Store;
-use check::{Checked, add_args, check, check_max_deliveries, check_payload, check_ttr};
-pub use check::{check_task_id, check_topic};
-use reply::{AddReply, PopReply, RequeueReply, code, fenced, text};
-use scripts::{Q_ADD, Q_DELETE, Q_FINISH, Q_POP, Q_READY, Q_REQUEUE, Q_TOUCH};
+use check::{Checked, check, check_max_deliveries, check_payload, check_ttr};
+pub use check::{check_max, check_task_id, check_topic, check_wait, token_topic};
+pub use handler::{TopicHandler, serve_topics};
+pub use promoter::TopicPromoter;
+use reply::{code, fenced, text};
 use task::decode_task;
-pub use task::{NewTask, Requeued, Reserved, TaskInfo, TaskState, TopicCounts, When};
+pub use task::{Finished, NewTask, Requeued, Reserved, TaskInfo, TaskState, TopicCounts, When};
 use wait::{Backoff, Waiter};
 
-/// The name of the built-in handler that makes delayed tasks ready and feeds topics.
+/// The name of the built-in handler that feeds topics from recurring jobs and delivers the
+/// delayed tasks an earlier version queued as one-shot jobs.
 pub const TOPIC_HANDLER: &str = "topic";
-/// Prefix of the keyfire job that makes a delayed task ready: `q.<task id>`.
+/// Prefix of the keyfire job of a task queued by an earlier version: `q.<task id>`.
 pub const JOB_PREFIX: &str = "q.";
 /// Longest topic name, in bytes.
 pub const MAX_TOPIC_LEN: usize = 128;
 /// Longest task id, in bytes (ids of tasks fed by a recurring job are `<job id>.<instant ms>`).
 pub const MAX_TASK_ID_LEN: usize = 160;
-/// Longest id a caller may give [`NewTask::id`], in bytes: its job id `q.<id>` must be a valid
-/// job id (at most 128 bytes).
+/// Longest id a caller may give [`NewTask::id`], in bytes.
 pub const MAX_NEW_ID_LEN: usize = 128 - JOB_PREFIX.len();
 /// Longest time-to-run.
 pub const MAX_TTR: Duration = Duration::from_secs(24 * 3600);
 /// Most deliveries a task may be given.
 pub const MAX_DELIVERIES_LIMIT: u32 = 1_000;
+/// Most tasks one pop may take, and one batch finish acknowledge.
+pub const MAX_POP: usize = 1_000;
+/// Longest a pop may wait.
+pub const MAX_WAIT: Duration = Duration::from_secs(60);
 /// Time-to-run of a task when none is given (a topic fed by a recurring job).
 pub const DEFAULT_TTR: Duration = Duration::from_secs(60);
 /// Deliveries of a task when none are given (a topic fed by a recurring job).
@@ -93,28 +111,26 @@ pub const DEFAULT_RETENTION: Duration = Duration::from_secs(600);
 pub const DEFAULT_DEAD_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 /// Longest delay, so an instant stays a valid timestamp (about 100 years).
 const MAX_DELAY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
-/// Tasks at the head of a set read before a pop or a requeue: concurrent pops of the same topic
-/// that read the same head each take a different one of these.
+/// Reservations at the head of the reserved set read before a pop or a requeue.
 const CANDIDATES: usize = 16;
-/// Wake-up tokens kept in a topic's notify list (each wakes one blocked pop; a pop that takes a
-/// task while more are ready passes a token on).
+/// Wake-up tokens kept in a topic's notify list (each wakes one blocked pop; a pop that takes
+/// tasks while more are ready passes a token on).
 const NOTIFY_CAP: usize = 64;
-/// A delayed task whose keyfire job is gone this long after its instant is made ready by
-/// [`Queue::requeue_expired`] (an add that crashed between its two writes, or a job deleted by
-/// hand). Far longer than an add takes, so it never races one.
-pub const DEFAULT_ORPHAN_GRACE: Duration = Duration::from_secs(5 * 60);
-/// Tasks per pipelined batch in [`Queue::add_many`]: small enough that a batch answers well
+/// Tasks per `add.lua` call in [`Queue::add_many`]: small enough that a call answers well
 /// within the store connection's 500 ms response timeout on a busy Redis.
-const BATCH: usize = 200;
-/// How long the next ready ids named by a pop's reply may stand in for reading the head.
-const HINT_TTL: Duration = Duration::from_millis(100);
+const BATCH: usize = 500;
+/// Tasks one `promote.lua` call moves (it runs again while more are due).
+const PROMOTE_BATCH: usize = 1_000;
+/// Calls of `promote.lua` in one [`Queue::promote`]: a larger backlog is left to the next
+/// trigger (the promotion sets the sentinel key only once nothing due is left).
+const PROMOTE_ROUNDS: usize = 100;
 
 /// Delay-queue operations over one keyfire prefix. Cheap to clone.
 ///
 /// Get one with [`Client::queue`] (waits by short polls), [`Queue::connect`] (waits by blocking
 /// `BLPOP`, preferred for consumers) or [`Queue::new`] over a store. Delayed tasks become ready
-/// only while a keyfire node that registered the [`TOPIC_HANDLER`] runs (see
-/// [`crate::Registry::for_node`]); tasks due at once need no node.
+/// only while a keyfire node runs the topic promotion (see [`crate::Registry::for_node`]);
+/// tasks due at once need no node.
 #[derive(Clone)]
 pub struct Queue {
     store: Store,
@@ -123,16 +139,8 @@ pub struct Queue {
     max_payload_bytes: usize,
     retention: Duration,
     dead_retention: Duration,
-    orphan_grace: Duration,
-    /// Per topic, the next ready ids the last pop's reply named (saves reading the head).
-    hints: Arc<Mutex<HashMap<String, Hint>>>,
-}
-
-/// The next ready ids of a topic, as a pop's reply named them.
-struct Hint {
-    ids: Vec<String>,
-    /// Until then neither the hint is stale nor a reservation of the topic expired.
-    until: tokio::time::Instant,
+    /// Set once a node serving topics was seen registered (it stays registered).
+    served: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Queue {
@@ -142,6 +150,17 @@ impl std::fmt::Debug for Queue {
             .field("blocking", &self.waiter.is_blocking())
             .finish()
     }
+}
+
+/// What one [`Queue::promote`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Promotion {
+    /// Tasks made ready.
+    pub moved: u64,
+    /// Redis's clock when it ended (ms).
+    pub now_ms: i64,
+    /// The topic's next due instant (ms), if a task is delayed.
+    pub next_due_ms: Option<i64>,
 }
 
 impl Queue {
@@ -157,8 +176,7 @@ impl Queue {
             waiter: Arc::new(Waiter::Poll),
             retention: DEFAULT_RETENTION,
             dead_retention: DEFAULT_DEAD_RETENTION,
-            orphan_grace: DEFAULT_ORPHAN_GRACE,
-            hints: Arc::default(),
+            served: Arc::default(),
         }
     }
 
@@ -178,9 +196,9 @@ impl Queue {
         })
     }
 
-    /// Wait in [`Queue::pop`] by blocking on connections opened with `client` (the same Redis as
-    /// the store): a pop then returns within about a millisecond of a task becoming ready,
-    /// where polling may take up to 50 ms.
+    /// Wait in pops by blocking on connections opened with `client` (the same Redis as the
+    /// store): a pop then returns within about a millisecond of a task becoming ready, where
+    /// polling may take up to 50 ms.
     pub fn with_blocking_pops(mut self, client: redis::Client) -> Self {
         self.waiter = Arc::new(Waiter::blocking(client));
         self
@@ -204,13 +222,6 @@ impl Queue {
         self
     }
 
-    /// Make a delayed task whose keyfire job is gone ready this long after its instant (in
-    /// [`Queue::requeue_expired`]); keep it far longer than an add takes.
-    pub fn with_orphan_grace(mut self, grace: Duration) -> Self {
-        self.orphan_grace = grace;
-        self
-    }
-
     /// The store this queue works through.
     pub fn store(&self) -> &Store {
         &self.store
@@ -220,9 +231,9 @@ impl Queue {
     /// up to `ttr`, delivered at most `max_deliveries` times. Returns its id.
     ///
     /// Refused, naming the field: a bad topic name, a zero or over-long ttr, `max_deliveries`
-    /// 0 or over 1,000, a payload over the limit. A delayed task needs a node serving the
-    /// [`TOPIC_HANDLER`]: without one registered in Redis the add is refused
-    /// ([`Error::Setup`]) and nothing is left behind.
+    /// 0 or over 1,000, a payload over the limit. A delayed task needs a node serving topics:
+    /// without one registered in Redis the add is refused ([`Error::Setup`]) and nothing is
+    /// written.
     pub async fn add(
         &self,
         topic: &str,
@@ -244,24 +255,14 @@ impl Queue {
 
     /// Add one task (see [`Queue::add`]); an id that exists is left as it is. Returns its id.
     pub async fn add_task(&self, task: NewTask) -> Result<String> {
-        let t = check(&task, self.max_payload_bytes)?;
-        let reply: AddReply = self
-            .add_invocation(&t)
-            .invoke_async(&mut self.store.connection())
-            .await?;
-        if reply.added && reply.state == TaskState::Delayed {
-            let spec = job_spec(&t.id, &t.topic, reply.due_ms)?;
-            if let Err(e) = self.jobs.enqueue(spec).await {
-                self.undo_add(&t.id, &t.topic).await;
-                return Err(no_topic_handler(e));
-            }
-        }
-        Ok(t.id)
+        let checked = check(&task, self.max_payload_bytes)?;
+        let mut ids = self.add_checked(vec![checked]).await?;
+        Ok(ids.pop().unwrap_or_default())
     }
 
-    /// Add many tasks, in pipelined batches. All are checked first: if one is bad nothing is
-    /// written and the error names it (`tasks[3].ttr`). Ids that exist are left as they are.
-    /// Returns the ids, in order.
+    /// Add many tasks: one script call per topic and 500 tasks, in one pipeline. All are
+    /// checked first: if one is bad nothing is written and the error names it (`tasks[3].ttr`).
+    /// Ids that exist are left as they are. Returns the ids, in order.
     pub async fn add_many(&self, tasks: Vec<NewTask>) -> Result<Vec<String>> {
         let checked = tasks
             .iter()
@@ -276,172 +277,149 @@ impl Queue {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        let mut conn = self.store.connection();
-        // EVALSHA is not retried on NOSCRIPT inside a pipeline: load the script first.
-        Q_ADD.load_async(&mut conn).await?;
-        for chunk in checked.chunks(BATCH) {
-            let mut pipe = redis::pipe();
-            for t in chunk {
-                let keys = self.add_keys(t);
-                let args = add_args(t);
-                pipe.cmd("EVALSHA")
-                    .arg(Q_ADD.get_hash())
-                    .arg(keys.len())
-                    .arg(&keys[..])
-                    .arg(&args[..]);
-            }
-            let replies: Vec<AddReply> = pipe.query_async(&mut conn).await?;
-            let mut specs = Vec::new();
-            let mut added = Vec::new();
-            for (t, r) in chunk.iter().zip(&replies) {
-                if r.added && r.state == TaskState::Delayed {
-                    specs.push(job_spec(&t.id, &t.topic, r.due_ms)?);
-                    added.push(t);
-                }
-            }
-            if !specs.is_empty()
-                && let Err(e) = self.jobs.enqueue_many(specs).await
-            {
-                for t in added {
-                    self.undo_add(&t.id, &t.topic).await;
-                }
-                return Err(no_topic_handler(e));
+        self.add_checked(checked).await
+    }
+
+    async fn add_checked(&self, checked: Vec<Checked>) -> Result<Vec<String>> {
+        if checked.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Whether a task may be delayed, by this node's clock with a second to spare (Redis's
+        // decides): only then is a node that promotes topics needed.
+        let soon = Utc::now().timestamp_millis() - 1_000;
+        if checked.iter().any(|t| match t.when {
+            ("delay", ms) => ms > 0,
+            (_, at) => at > soon,
+        }) {
+            self.ensure_served().await?;
+        }
+        let mut by_topic: BTreeMap<&str, Vec<&Checked>> = BTreeMap::new();
+        for t in &checked {
+            by_topic.entry(t.topic.as_str()).or_default().push(t);
+        }
+        let cmds = by_topic
+            .iter()
+            .flat_map(|(topic, ts)| ts.chunks(BATCH).map(|c| self.add_invocation(topic, c)))
+            .collect();
+        let replies = self.run_adds(cmds).await?;
+        for r in replies.iter().flat_map(|r| &r.0) {
+            if r.added {
+                TaskState::parse(&r.state)?;
             }
         }
         Ok(checked.into_iter().map(|t| t.id).collect())
     }
 
-    fn add_keys(&self, t: &Checked) -> Vec<String> {
-        let k = self.store.keys();
-        vec![
-            k.qtask(&t.id),
-            k.qdelayed(&t.topic),
-            k.qready(&t.topic),
-            k.qnotify(&t.topic),
-            k.qtopics(),
-            k.qstats(&t.topic),
-        ]
+    /// A delayed task needs a node that promotes topics: refuse the add when none ever
+    /// registered (the `topic` handler is registered with the promotion).
+    async fn ensure_served(&self) -> Result<()> {
+        if self.served.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        if self
+            .store
+            .handlers()
+            .await?
+            .iter()
+            .any(|h| h == TOPIC_HANDLER)
+        {
+            self.served.store(true, Ordering::Relaxed);
+            return Ok(());
+        }
+        Err(Error::Setup(format!(
+            "no keyfire node serves topics (the `{TOPIC_HANDLER}` handler and the topic \
+             promotion), so a delayed task would never become ready; run a node whose registry \
+             has them (Registry::for_node or queue::serve_topics)"
+        )))
     }
 
-    fn add_invocation(&self, t: &Checked) -> redis::ScriptInvocation<'static> {
-        let mut inv = Q_ADD.prepare_invoke();
-        for key in self.add_keys(t) {
-            inv.key(key);
-        }
-        for arg in add_args(t) {
-            inv.arg(arg);
-        }
-        inv
-    }
-
-    /// Remove the record of an add whose keyfire job could not be enqueued (best effort: if
-    /// this fails too, [`Queue::requeue_expired`] makes the task ready after its instant).
-    async fn undo_add(&self, id: &str, topic: &str) {
-        let reply: Result<Vec<Value>> = self
-            .delete_invocation(id, topic, Duration::ZERO, true)
-            .invoke_async(&mut self.store.connection())
-            .await
-            .map_err(Error::from);
-        if let Err(e) = reply {
-            tracing::warn!(task = id, error = %e, "could not undo a failed add");
-        }
-    }
-
-    /// Pop the oldest ready task of `topic` (the earliest due; a redelivery by the time it came
-    /// back) and reserve it for its ttr. Waits up to `wait` for one (long poll); `None` when none
-    /// came. Reservations of the topic past their deadline are taken back first (to ready, or to
-    /// the dead letters), and a pop waiting for a task wakes when one expires.
-    pub async fn pop(&self, topic: &str, wait: Duration) -> Result<Option<Reserved>> {
+    /// Make every due task of `topic` ready (by Redis's clock), in batches. Nodes do this on
+    /// their own (see [`TopicPromoter`]); calling it is always safe, since a task leaves the
+    /// delayed set once.
+    pub async fn promote(&self, topic: &str) -> Result<Promotion> {
         check_topic(topic)?;
+        let mut done = Promotion::default();
+        for _ in 0..PROMOTE_ROUNDS {
+            let r = self.promote_once(topic).await?;
+            done.moved += r.moved;
+            done.now_ms = r.now_ms;
+            done.next_due_ms = r.next_due;
+            if !r.more {
+                break;
+            }
+        }
+        Ok(done)
+    }
+
+    /// Pop the oldest ready task of `topic` and reserve it for its ttr, waiting up to `wait`
+    /// for one (long poll); `None` when none came. See [`Queue::pop_many`].
+    pub async fn pop(&self, topic: &str, wait: Duration) -> Result<Option<Reserved>> {
+        Ok(self.pop_many(topic, 1, wait).await?.pop())
+    }
+
+    /// Pop up to `max` ready tasks of `topic` (the longest ready first) in one round trip,
+    /// each reserved for its ttr under a token of its own. When none is ready, waits up to
+    /// `wait` for some (long poll) and returns an empty list if none came. Reservations of the
+    /// topic past their deadline are taken back first (to ready, or to the dead letters), and a
+    /// waiting pop wakes when one expires.
+    ///
+    /// Refused, naming the field: `max` of 0 or above [`MAX_POP`], `wait` above [`MAX_WAIT`],
+    /// a bad topic name.
+    pub async fn pop_many(&self, topic: &str, max: usize, wait: Duration) -> Result<Vec<Reserved>> {
+        check_topic(topic)?;
+        check_max(max)?;
+        check_wait(wait)?;
         let end = tokio::time::Instant::now() + wait;
         let notify = self.store.keys().qnotify(topic);
         let mut backoff = Backoff::new();
         loop {
-            match self.try_pop(topic).await? {
-                Attempt::Reserved(r) => return Ok(Some(*r)),
-                Attempt::Contended => continue,
-                Attempt::Empty { until_expiry } => {
-                    let left = end.saturating_duration_since(tokio::time::Instant::now());
-                    if left.is_zero() {
-                        return Ok(None);
-                    }
-                    let limit = until_expiry.map_or(left, |e| e.min(left));
-                    self.waiter.wait(&notify, limit, &mut backoff).await?;
-                }
+            let candidates = self
+                .read_candidates(topic, max + max.clamp(16, 256))
+                .await?;
+            let reply = self.pop_script(topic, max, &candidates).await?;
+            if !reply.taken.is_empty() {
+                return reply
+                    .taken
+                    .into_iter()
+                    .map(|t| {
+                        Ok(Reserved {
+                            payload: serde_json::from_str(&t.payload)?,
+                            id: t.id,
+                            topic: topic.to_string(),
+                            deliveries: t.deliveries,
+                            token: t.token,
+                            ttr: ms_duration(t.ttr_ms),
+                            due_at: instant(t.due_ms),
+                            ready_at: instant(t.ready_ms),
+                            reserved_at: instant(reply.now_ms),
+                            deadline: instant(t.deadline_ms),
+                        })
+                    })
+                    .collect();
             }
+            if reply.left > 0 {
+                // Others took the candidates read: read the head again.
+                continue;
+            }
+            let left = end.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return Ok(Vec::new());
+            }
+            let until_expiry = reply
+                .earliest_deadline
+                .map(|d| ms_duration((d - reply.now_ms).max(0) + 1));
+            let limit = until_expiry.map_or(left, |e| e.min(left));
+            self.waiter.wait(&notify, limit, &mut backoff).await?;
         }
     }
 
-    /// One pop attempt: read the heads of the ready and reserved sets (or take the ids the last
-    /// pop's reply named, while no reservation can have expired), take back expired
-    /// reservations, then reserve the first candidate still ready.
-    async fn try_pop(&self, topic: &str) -> Result<Attempt> {
-        let k = self.store.keys();
-        let mut conn = self.store.connection();
-        let candidates = match self.take_hint(topic) {
-            Some(ids) => ids,
-            None => self.read_candidates(topic).await?,
-        };
-        // The topic rides in the token, so finish and touch need not read it first.
-        let token = format!("{}.{topic}", uuid::Uuid::new_v4().simple());
-        let mut inv = Q_POP.prepare_invoke();
-        inv.key(k.qready(topic))
-            .key(k.qreserved(topic))
-            .key(k.qnotify(topic))
-            .key(k.qstats(topic));
-        for id in &candidates {
-            inv.key(k.qtask(id));
-        }
-        inv.arg(&token).arg(CANDIDATES);
-        for id in &candidates {
-            inv.arg(id);
-        }
-        let reply: PopReply = inv.invoke_async(&mut conn).await?;
-        Ok(match reply {
-            PopReply::Reserved {
-                id,
-                payload,
-                deliveries,
-                ttr_ms,
-                due_ms,
-                ready_ms,
-                now_ms,
-                deadline_ms,
-                earliest_deadline,
-                next,
-            } => {
-                self.put_hint(topic, next, earliest_deadline.map(|d| d - now_ms));
-                Attempt::Reserved(Box::new(Reserved {
-                    id,
-                    topic: topic.to_string(),
-                    payload: serde_json::from_str(&payload)?,
-                    deliveries,
-                    token,
-                    ttr: ms_duration(ttr_ms),
-                    due_at: instant(due_ms),
-                    ready_at: instant(ready_ms),
-                    reserved_at: instant(now_ms),
-                    deadline: instant(deadline_ms),
-                }))
-            }
-            PopReply::Empty { ready, .. } if ready > 0 => Attempt::Contended,
-            PopReply::Empty {
-                earliest_deadline,
-                now_ms,
-                ..
-            } => Attempt::Empty {
-                until_expiry: earliest_deadline.map(|d| ms_duration((d - now_ms).max(0) + 1)),
-            },
-        })
-    }
-
-    /// The head of the ready set, after taking back the expired reservations at the head of the
-    /// reserved set (those made ready are candidates too).
-    async fn read_candidates(&self, topic: &str) -> Result<Vec<String>> {
+    /// The head of the ready set (`n` ids), after taking back the expired reservations at the
+    /// head of the reserved set (those made ready are candidates too).
+    async fn read_candidates(&self, topic: &str, n: usize) -> Result<Vec<String>> {
         let k = self.store.keys();
         type Heads = (Vec<String>, Vec<(String, f64)>, (i64, i64));
         let (mut candidates, reserved, (s, us)): Heads = redis::pipe()
-            .zrange(k.qready(topic), 0, CANDIDATES as isize - 1)
+            .zrange(k.qready(topic), 0, n as isize - 1)
             .zrange_withscores(k.qreserved(topic), 0, CANDIDATES as isize - 1)
             .cmd("TIME")
             .query_async(&mut self.store.connection())
@@ -453,60 +431,33 @@ impl Queue {
             .map(|(id, _)| id)
             .collect();
         if !expired.is_empty() {
-            let back = self.requeue(topic, &expired).await?;
-            candidates.extend(back.ids);
+            self.requeue(topic, &expired).await?;
+            // They went to the tail of the ready set: read the head again.
+            candidates = redis::cmd("ZRANGE")
+                .arg(k.qready(topic))
+                .arg(0)
+                .arg(n as isize - 1)
+                .query_async(&mut self.store.connection())
+                .await?;
         }
         Ok(candidates)
     }
 
-    fn take_hint(&self, topic: &str) -> Option<Vec<String>> {
-        let hint = self.hints.lock().expect("hints lock").remove(topic)?;
-        (tokio::time::Instant::now() < hint.until).then_some(hint.ids)
-    }
-
-    /// Keep the next ready ids a reply named, valid for [`HINT_TTL`] or until the earliest
-    /// reservation of the topic expires (in `expires_in_ms`), whichever comes first.
-    fn put_hint(&self, topic: &str, ids: Vec<String>, expires_in_ms: Option<i64>) {
-        if ids.is_empty() {
-            return;
-        }
-        let ttl = expires_in_ms.map_or(HINT_TTL, |ms| HINT_TTL.min(ms_duration(ms)));
-        let until = tokio::time::Instant::now() + ttl;
-        self.hints
-            .lock()
-            .expect("hints lock")
-            .insert(topic.to_string(), Hint { ids, until });
-    }
-
-    /// Run `q_requeue.lua` over these reserved ids (those not yet expired are left alone).
-    async fn requeue(&self, topic: &str, ids: &[String]) -> Result<RequeueReply> {
-        let k = self.store.keys();
-        let mut inv = Q_REQUEUE.prepare_invoke();
-        inv.key(k.qready(topic))
-            .key(k.qreserved(topic))
-            .key(k.qdead(topic))
-            .key(k.qnotify(topic))
-            .key(k.qstats(topic));
-        for id in ids {
-            inv.key(k.qtask(id));
-        }
-        inv.arg(duration_ms(self.dead_retention).max(1))
-            .arg(NOTIFY_CAP);
-        for id in ids {
-            inv.arg(id);
-        }
-        Ok(inv.invoke_async(&mut self.store.connection()).await?)
-    }
-
-    /// Take back every reservation of `topic` past its deadline (to ready, or to the dead letters
-    /// when its deliveries are used up), and make ready the delayed tasks whose keyfire job is
-    /// gone [`DEFAULT_ORPHAN_GRACE`] after their instant. [`Queue::pop`] does the first part itself; call this
-    /// periodically so the counts and dead letters of a topic nobody pops stay current.
+    /// Take back every reservation of `topic` past its deadline (to ready, or to the dead
+    /// letters when its deliveries are used up), and make ready the delayed tasks that are due
+    /// (a promotion that events and timers missed). Pops do the first part themselves, and
+    /// every node's sweep does both for every topic; calling it is always safe.
     pub async fn requeue_expired(&self, topic: &str) -> Result<Requeued> {
+        self.recover(topic, usize::MAX).await
+    }
+
+    /// [`Queue::requeue_expired`], taking back at most `budget` reservations.
+    pub(crate) async fn recover(&self, topic: &str, budget: usize) -> Result<Requeued> {
         check_topic(topic)?;
         let k = self.store.keys();
         let mut done = Requeued::default();
-        loop {
+        let mut seen = 0;
+        while seen < budget {
             let (reserved, (s, us)): (Vec<(String, f64)>, (i64, i64)) = redis::pipe()
                 .zrange_withscores(k.qreserved(topic), 0, CANDIDATES as isize - 1)
                 .cmd("TIME")
@@ -521,6 +472,7 @@ impl Queue {
             if expired.is_empty() {
                 break;
             }
+            seen += expired.len();
             let r = self.requeue(topic, &expired).await?;
             done.requeued += r.requeued;
             done.dead += r.dead;
@@ -528,7 +480,7 @@ impl Queue {
                 break;
             }
         }
-        done.orphans = self.ready_orphans(topic).await?;
+        done.promoted = self.promote(topic).await?.moved;
         Ok(done)
     }
 
@@ -539,63 +491,9 @@ impl Queue {
             let r = self.requeue_expired(&topic).await?;
             all.requeued += r.requeued;
             all.dead += r.dead;
-            all.orphans += r.orphans;
+            all.promoted += r.promoted;
         }
         Ok(all)
-    }
-
-    /// Make ready the delayed tasks of `topic` that are overdue by the orphan grace and whose
-    /// keyfire job does not exist.
-    async fn ready_orphans(&self, topic: &str) -> Result<u64> {
-        let k = self.store.keys();
-        let (delayed, (s, us)): (Vec<(String, f64)>, (i64, i64)) = redis::pipe()
-            .zrange_withscores(k.qdelayed(topic), 0, CANDIDATES as isize - 1)
-            .cmd("TIME")
-            .query_async(&mut self.store.connection())
-            .await?;
-        let before = s * 1000 + us / 1000 - duration_ms(self.orphan_grace);
-        let mut made = 0;
-        for (id, _) in delayed.iter().filter(|(_, due)| (*due as i64) <= before) {
-            // The job lives on its shard (another slot in a cluster): asked apart. A job
-            // deleted after this answer is caught by the next maintenance.
-            let jid = job_id(id);
-            let exists: bool = redis::cmd("EXISTS")
-                .arg(self.store.job_keys(&jid).job(&jid))
-                .query_async(&mut self.store.connection())
-                .await?;
-            let reply: Vec<Value> = self
-                .ready_invocation(id, topic, "orphan")
-                .arg(before)
-                .arg(if exists { "1" } else { "0" })
-                .invoke_async(&mut self.store.connection())
-                .await?;
-            if code(&reply)? == 1 {
-                tracing::warn!(task = %id, topic, "delayed task without its keyfire job: made it ready");
-                made += 1;
-            }
-        }
-        Ok(made)
-    }
-
-    fn ready_invocation(
-        &self,
-        id: &str,
-        topic: &str,
-        mode: &str,
-    ) -> redis::ScriptInvocation<'static> {
-        let k = self.store.keys();
-        let mut inv = Q_READY.prepare_invoke();
-        inv.key(k.qtask(id))
-            .key(k.qdelayed(topic))
-            .key(k.qready(topic))
-            .key(k.qnotify(topic))
-            .key(k.qtopics())
-            .key(k.qstats(topic))
-            .arg(id)
-            .arg(mode)
-            .arg(topic)
-            .arg(NOTIFY_CAP);
-        inv
     }
 
     /// Acknowledge a reserved task with the token its pop returned: it is done. Refused with
@@ -605,17 +503,60 @@ impl Queue {
     /// Finishing again with the token that finished it succeeds (a retried request).
     pub async fn finish(&self, id: &str, token: &str) -> Result<()> {
         let topic = self.topic_for(id, token).await?;
-        let k = self.store.keys();
-        let reply: Vec<Value> = Q_FINISH
-            .key(k.qtask(id))
-            .key(k.qreserved(&topic))
-            .key(k.qstats(&topic))
-            .arg(id)
-            .arg(token)
-            .arg(duration_ms(self.retention))
-            .invoke_async(&mut self.store.connection())
-            .await?;
-        fenced(id, &reply).map(|_| ())
+        let reply = self.finish_script(&topic, &[(id, token)]).await?;
+        match reply.0.first().copied() {
+            Some(1) => Ok(()),
+            Some(0) => Err(Error::ReservationLost(id.to_string())),
+            Some(_) => Err(Error::TaskNotFound(id.to_string())),
+            None => Err(Error::Corrupt("empty finish reply".into())),
+        }
+    }
+
+    /// Acknowledge many reserved tasks, `(id, token)` pairs as pops returned them, in one
+    /// script call per topic. The input is checked first, all or nothing: an empty list, more
+    /// than [`MAX_POP`] pairs, a bad id or a token no pop could have given is refused naming
+    /// the pair (`tasks[2].token`) and nothing changes. Then each pair is answered on its own,
+    /// in order ([`Finished`]): a stale token does not keep the others from finishing.
+    pub async fn finish_many(&self, tasks: &[(String, String)]) -> Result<Vec<Finished>> {
+        if tasks.is_empty() || tasks.len() > MAX_POP {
+            return Err(Error::Invalid(ValidationError::new(
+                "tasks",
+                format!("give 1 to {MAX_POP} tasks, not {}", tasks.len()),
+            )));
+        }
+        let mut by_topic: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (i, (id, token)) in tasks.iter().enumerate() {
+            check_task_id(id).map_err(|_| {
+                Error::Invalid(ValidationError::new(
+                    format!("tasks[{i}].id"),
+                    "not a task id",
+                ))
+            })?;
+            let topic = token_topic(&format!("tasks[{i}].token"), token)?;
+            by_topic.entry(topic).or_default().push(i);
+        }
+        let mut out = vec![Finished::Lost; tasks.len()];
+        for (topic, idx) in by_topic {
+            let items: Vec<(&str, &str)> = idx
+                .iter()
+                .map(|&i| (tasks[i].0.as_str(), tasks[i].1.as_str()))
+                .collect();
+            let reply = self.finish_script(topic, &items).await?;
+            if reply.0.len() != idx.len() {
+                return Err(Error::Corrupt(format!(
+                    "finish answered {reply:?}",
+                    reply = reply.0
+                )));
+            }
+            for (&i, &c) in idx.iter().zip(&reply.0) {
+                out[i] = match c {
+                    1 => Finished::Done,
+                    0 => Finished::Lost,
+                    _ => Finished::NotFound,
+                };
+            }
+        }
+        Ok(out)
     }
 
     /// Extend a reservation: its deadline becomes now plus `ttr` (or the task's own ttr).
@@ -630,35 +571,25 @@ impl Queue {
             check_ttr(t)?;
         }
         let topic = self.topic_for(id, token).await?;
-        let k = self.store.keys();
-        let reply: Vec<Value> = Q_TOUCH
-            .key(k.qtask(id))
-            .key(k.qreserved(&topic))
-            .arg(id)
-            .arg(token)
-            .arg(ttr.map(|t| duration_ms(t).to_string()).unwrap_or_default())
-            .invoke_async(&mut self.store.connection())
+        let reply = self
+            .touch_script(&topic, id, token, ttr.map(duration_ms))
             .await?;
         fenced(id, &reply).map(instant)
     }
 
-    /// Delete a task, whatever its state, for good: it is never delivered (again). A delayed
-    /// task's keyfire job is deleted too. Its record stays as `deleted`, without its payload,
-    /// for the retention. [`Error::TaskNotFound`] when there is no such task or it was deleted.
+    /// Delete a task, whatever its state, for good: it is never delivered (again). Its record
+    /// stays as `deleted`, without its payload, for the retention. [`Error::TaskNotFound`] when
+    /// there is no such task or it was deleted.
     pub async fn delete(&self, id: &str) -> Result<()> {
         let topic = self.topic_of(id).await?;
-        let reply: Vec<Value> = self
-            .delete_invocation(id, &topic, self.retention, false)
-            .invoke_async(&mut self.store.connection())
-            .await?;
+        let reply = self.delete_script(&topic, id).await?;
         if code(&reply)? != 1 {
             return Err(Error::TaskNotFound(id.to_string()));
         }
-        // The record says 'deleted' now, so a firing of the job that runs anyway changes
-        // nothing; deleting the job keeps it from firing at all.
-        let prev = reply.get(1).map(text).transpose()?.unwrap_or_default();
+        // A task queued by an earlier version names its one-shot job: delete it, so it never
+        // fires (a firing that runs anyway finds the task out of the delayed set).
         let job = reply.get(2).map(text).transpose()?.unwrap_or_default();
-        if prev == "delayed" && !job.is_empty() {
+        if !job.is_empty() {
             match self.jobs.delete(&job).await {
                 Ok(()) | Err(Error::NotFound(_)) => {}
                 Err(e) => return Err(e),
@@ -667,39 +598,32 @@ impl Queue {
         Ok(())
     }
 
-    fn delete_invocation(
-        &self,
-        id: &str,
-        topic: &str,
-        retention: Duration,
-        undo: bool,
-    ) -> redis::ScriptInvocation<'static> {
-        let k = self.store.keys();
-        let mut inv = Q_DELETE.prepare_invoke();
-        inv.key(k.qtask(id))
-            .key(k.qdelayed(topic))
-            .key(k.qready(topic))
-            .key(k.qreserved(topic))
-            .key(k.qdead(topic))
-            .key(k.qstats(topic))
-            .arg(id)
-            .arg(duration_ms(retention))
-            .arg(if undo { "1" } else { "0" });
-        inv
-    }
-
     /// A task's state, deliveries, topic and instants. [`Error::TaskNotFound`] when there is no
     /// such task (a done or deleted one is shown for the retention, then forgotten).
     pub async fn get(&self, id: &str) -> Result<TaskInfo> {
         check_task_id(id)?;
+        let k = self.store.keys();
         let map: HashMap<String, String> = redis::cmd("HGETALL")
-            .arg(self.store.keys().qtask(id))
+            .arg(k.qtask(id))
             .query_async(&mut self.store.connection())
             .await?;
         if map.is_empty() {
             return Err(Error::TaskNotFound(id.to_string()));
         }
-        decode_task(id, &map)
+        let mut info = decode_task(id, &map)?;
+        if info.state == TaskState::Delayed {
+            // Promotion leaves the record alone: in the ready set, it is ready.
+            let ready: Option<f64> = redis::cmd("ZSCORE")
+                .arg(k.qready(&info.topic))
+                .arg(id)
+                .query_async(&mut self.store.connection())
+                .await?;
+            if let Some(at) = ready {
+                info.state = TaskState::Ready;
+                info.ready_at = Some(instant(at as i64));
+            }
+        }
+        Ok(info)
     }
 
     /// The dead letters of `topic`, the most recent first.
@@ -771,7 +695,8 @@ impl Queue {
         Ok(out)
     }
 
-    async fn topic_names(&self) -> Result<Vec<String>> {
+    /// Every topic name, sorted.
+    pub(crate) async fn topic_names(&self) -> Result<Vec<String>> {
         let mut names: Vec<String> = redis::cmd("SMEMBERS")
             .arg(self.store.keys().qtopics())
             .query_async(&mut self.store.connection())
@@ -780,19 +705,14 @@ impl Queue {
         Ok(names)
     }
 
-    /// The topic named by a reservation token (`<32 hex>.<topic>`, see [`Queue::pop`]), or else
-    /// the task's own. A token naming another topic than the task's cannot match the task's
-    /// token, so the scripts refuse it whatever keys it led to.
+    /// The topic named by a reservation token, or else the task's own. A token naming another
+    /// topic than the task's cannot match the task's token, so the scripts refuse it whatever
+    /// keys it led to.
     async fn topic_for(&self, id: &str, token: &str) -> Result<String> {
         check_task_id(id)?;
-        match token.split_at_checked(32) {
-            Some((hex, rest)) if hex.bytes().all(|b| b.is_ascii_hexdigit()) => {
-                match rest.strip_prefix('.') {
-                    Some(topic) if check_topic(topic).is_ok() => Ok(topic.to_string()),
-                    _ => self.topic_of(id).await,
-                }
-            }
-            _ => self.topic_of(id).await,
+        match token_topic("token", token) {
+            Ok(topic) => Ok(topic.to_string()),
+            Err(_) => self.topic_of(id).await,
         }
     }
 
@@ -807,10 +727,11 @@ impl Queue {
         topic.ok_or_else(|| Error::TaskNotFound(id.to_string()))
     }
 
-    /// What the [`TOPIC_HANDLER`] does with a firing (see [`crate::handler::TopicHandler`]):
+    /// What the [`TOPIC_HANDLER`] does with a firing (see [`TopicHandler`]):
     ///
-    /// - params `{topic, task}` (the job of a delayed task, `q.<task>`): make the task ready if
-    ///   it is still delayed, then delete the job, which has done its work;
+    /// - params `{topic, task}` (the job `q.<task>` of a task queued by an earlier version):
+    ///   make the task ready if it is still in the delayed set, then delete the job, which has
+    ///   done its work;
     /// - params `{topic, payload, ttr?, max_deliveries?}` (a recurring job feeding a topic):
     ///   add a ready task with id `<job id>.<instant ms>`, once per firing.
     ///
@@ -880,38 +801,9 @@ struct TopicParams {
     max_deliveries: Option<u32>,
 }
 
-/// The keyfire job id of a delayed task.
+/// The keyfire job id of a task queued by an earlier version.
 pub fn job_id(task_id: &str) -> String {
     format!("{JOB_PREFIX}{task_id}")
-}
-
-/// The one-shot job that makes a delayed task ready at `due_ms`. Its handler is idempotent, so
-/// it retries freely (a Redis hiccup must not strand a task in `delayed`).
-fn job_spec(id: &str, topic: &str, due_ms: i64) -> Result<JobSpec> {
-    let at = DateTime::<Utc>::from_timestamp_millis(due_ms)
-        .ok_or_else(|| Error::Invalid(ValidationError::new("at", "out of range")))?;
-    let mut spec =
-        JobSpec::at(job_id(id), at, TOPIC_HANDLER).params(json!({"topic": topic, "task": id}));
-    spec.timeout = Some("30s".into());
-    spec.retry = Some(RetrySpec {
-        max_attempts: Some(20),
-        backoff: Some("exponential".into()),
-        interval: Some("100ms".into()),
-        max_interval: Some("10s".into()),
-        jitter: Some(true),
-    });
-    Ok(spec)
-}
-
-/// An unknown `topic` handler means no node could ever make the task ready: say so.
-fn no_topic_handler(e: Error) -> Error {
-    match e {
-        Error::Invalid(v) if v.field.ends_with("handler") => Error::Setup(format!(
-            "no keyfire node has registered the `{TOPIC_HANDLER}` handler, so a delayed task would \
-             never become ready; run a node whose registry has it (Registry::for_node)"
-        )),
-        other => other,
-    }
 }
 
 pub(super) fn duration_ms(d: Duration) -> i64 {
@@ -924,15 +816,4 @@ pub(super) fn ms_duration(ms: i64) -> Duration {
 
 pub(super) fn instant(ms: i64) -> DateTime<Utc> {
     DateTime::<Utc>::from_timestamp_millis(ms).unwrap_or_default()
-}
-
-/// One pop attempt's result.
-enum Attempt {
-    Reserved(Box<Reserved>),
-    /// Tasks are ready but others took the candidates read: read the head again.
-    Contended,
-    /// Nothing ready; the earliest reservation expires in this long.
-    Empty {
-        until_expiry: Option<Duration>,
-    },
 }

@@ -2,7 +2,6 @@
 
 use redis::{FromRedisValue, ParsingError, Value};
 
-use super::TaskState;
 use crate::error::{Error, Result};
 
 fn parse_err(what: &str, v: &Value) -> ParsingError {
@@ -20,7 +19,7 @@ pub(super) fn code(reply: &[Value]) -> Result<i64> {
     }
 }
 
-/// Decode the `{1, value} | {0, state} | {-1, 'missing'}` reply of finish and touch.
+/// Decode the `{1, value} | {0, state} | {-1, 'missing'}` reply of touch.
 pub(super) fn fenced(id: &str, reply: &[Value]) -> Result<i64> {
     match code(reply)? {
         1 => match reply.get(1) {
@@ -39,103 +38,143 @@ pub(super) fn fenced(id: &str, reply: &[Value]) -> Result<i64> {
     }
 }
 
-/// The reply of `q_add.lua`.
-pub(super) struct AddReply {
+/// One task's answer in the reply of `add.lua`.
+pub(super) struct Added {
     pub(super) added: bool,
-    pub(super) state: TaskState,
-    pub(super) due_ms: i64,
+    pub(super) state: String,
 }
+
+/// The reply of `add.lua`: per task, whether it was added and its state.
+pub(super) struct AddReply(pub(super) Vec<Added>);
 
 impl FromRedisValue for AddReply {
     fn from_redis_value(v: Value) -> std::result::Result<Self, ParsingError> {
-        let (added, state, due_ms, _now): (i64, String, i64, i64) =
-            FromRedisValue::from_redis_value_ref(&v).map_err(|_| parse_err("q_add", &v))?;
-        Ok(Self {
-            added: added == 1,
-            state: TaskState::parse(&state).map_err(|_| parse_err("q_add", &v))?,
-            due_ms,
-        })
+        let items: Vec<Value> = Vec::from_redis_value_ref(&v)?;
+        if items.is_empty() || !(items.len() - 1).is_multiple_of(3) {
+            return Err(parse_err("add", &v));
+        }
+        items[1..]
+            .chunks(3)
+            .map(|c| {
+                Ok(Added {
+                    added: i64::from_redis_value_ref(&c[0])? == 1,
+                    state: String::from_redis_value_ref(&c[1])?,
+                })
+            })
+            .collect::<std::result::Result<_, ParsingError>>()
+            .map(AddReply)
     }
 }
 
-/// The reply of `q_pop.lua`.
-pub(super) enum PopReply {
-    Reserved {
-        id: String,
-        payload: String,
-        deliveries: u32,
-        ttr_ms: i64,
-        due_ms: i64,
-        ready_ms: i64,
-        now_ms: i64,
-        deadline_ms: i64,
-        earliest_deadline: Option<i64>,
-        next: Vec<String>,
-    },
-    Empty {
-        ready: u64,
-        earliest_deadline: Option<i64>,
-        now_ms: i64,
-    },
+/// One task a pop reserved, as `pop.lua` answers it.
+pub(super) struct Taken {
+    pub(super) id: String,
+    pub(super) payload: String,
+    pub(super) deliveries: u32,
+    pub(super) ttr_ms: i64,
+    pub(super) due_ms: i64,
+    pub(super) ready_ms: i64,
+    pub(super) deadline_ms: i64,
+    pub(super) token: String,
+}
+
+/// The reply of `pop.lua`.
+pub(super) struct PopReply {
+    pub(super) now_ms: i64,
+    /// Ready tasks left after this pop.
+    pub(super) left: u64,
+    pub(super) earliest_deadline: Option<i64>,
+    pub(super) taken: Vec<Taken>,
 }
 
 impl FromRedisValue for PopReply {
     fn from_redis_value(v: Value) -> std::result::Result<Self, ParsingError> {
         let items: Vec<Value> = Vec::from_redis_value_ref(&v)?;
-        let err = || parse_err("q_pop", &v);
+        let err = || parse_err("pop", &v);
         let num = |i: usize| -> std::result::Result<i64, ParsingError> {
             items
                 .get(i)
                 .map(i64::from_redis_value_ref)
                 .ok_or_else(err)?
         };
-        match num(0)? {
-            1 if items.len() >= 10 => Ok(PopReply::Reserved {
-                id: String::from_redis_value_ref(&items[1])?,
-                payload: String::from_redis_value_ref(&items[2])?,
-                deliveries: u32::try_from(num(3)?).map_err(|_| err())?,
-                ttr_ms: num(4)?,
-                due_ms: num(5)?,
-                ready_ms: num(6)?,
-                now_ms: num(7)?,
-                deadline_ms: num(8)?,
-                earliest_deadline: Some(num(9)?).filter(|d| *d >= 0),
-                next: items[10..]
-                    .iter()
-                    .map(String::from_redis_value_ref)
-                    .collect::<std::result::Result<_, _>>()?,
-            }),
-            0 if items.len() == 4 => Ok(PopReply::Empty {
-                ready: num(1)?.max(0) as u64,
-                earliest_deadline: Some(num(2)?).filter(|d| *d >= 0),
-                now_ms: num(3)?,
-            }),
-            _ => Err(err()),
+        let n = usize::try_from(num(0)?).map_err(|_| err())?;
+        if items.len() != 4 + 8 * n {
+            return Err(err());
         }
+        let taken = items[4..]
+            .chunks(8)
+            .map(|c| {
+                Ok(Taken {
+                    id: String::from_redis_value_ref(&c[0])?,
+                    payload: String::from_redis_value_ref(&c[1])?,
+                    deliveries: u32::from_redis_value_ref(&c[2])?,
+                    ttr_ms: i64::from_redis_value_ref(&c[3])?,
+                    due_ms: i64::from_redis_value_ref(&c[4])?,
+                    ready_ms: i64::from_redis_value_ref(&c[5])?,
+                    deadline_ms: i64::from_redis_value_ref(&c[6])?,
+                    token: String::from_redis_value_ref(&c[7])?,
+                })
+            })
+            .collect::<std::result::Result<_, ParsingError>>()?;
+        Ok(PopReply {
+            now_ms: num(1)?,
+            left: num(2)?.max(0) as u64,
+            earliest_deadline: Some(num(3)?).filter(|d| *d >= 0),
+            taken,
+        })
     }
 }
 
-/// The reply of `q_requeue.lua`.
+/// The reply of `promote.lua`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PromoteReply {
+    pub(super) moved: u64,
+    pub(super) now_ms: i64,
+    pub(super) next_due: Option<i64>,
+    pub(super) more: bool,
+}
+
+impl FromRedisValue for PromoteReply {
+    fn from_redis_value(v: Value) -> std::result::Result<Self, ParsingError> {
+        let (moved, now_ms, next, more): (u64, i64, i64, i64) =
+            FromRedisValue::from_redis_value_ref(&v).map_err(|_| parse_err("promote", &v))?;
+        Ok(Self {
+            moved,
+            now_ms,
+            next_due: Some(next).filter(|n| *n >= 0),
+            more: more == 1,
+        })
+    }
+}
+
+/// The reply of `finish.lua`: per task, 1 done, 0 refused, -1 missing, -2 deleted.
+pub(super) struct FinishReply(pub(super) Vec<i64>);
+
+impl FromRedisValue for FinishReply {
+    fn from_redis_value(v: Value) -> std::result::Result<Self, ParsingError> {
+        let items: Vec<i64> = Vec::from_redis_value_ref(&v)?;
+        if items.is_empty() {
+            return Err(parse_err("finish", &v));
+        }
+        Ok(FinishReply(items[1..].to_vec()))
+    }
+}
+
+/// The reply of `requeue.lua`.
 pub(super) struct RequeueReply {
     pub(super) requeued: u64,
     pub(super) dead: u64,
-    /// The ids made ready.
-    pub(super) ids: Vec<String>,
 }
 
 impl FromRedisValue for RequeueReply {
     fn from_redis_value(v: Value) -> std::result::Result<Self, ParsingError> {
         let items: Vec<Value> = Vec::from_redis_value_ref(&v)?;
         if items.len() < 3 {
-            return Err(parse_err("q_requeue", &v));
+            return Err(parse_err("requeue", &v));
         }
         Ok(Self {
             requeued: u64::from_redis_value_ref(&items[0])?,
             dead: u64::from_redis_value_ref(&items[1])?,
-            ids: items[3..]
-                .iter()
-                .map(String::from_redis_value_ref)
-                .collect::<std::result::Result<_, _>>()?,
         })
     }
 }

@@ -216,8 +216,22 @@ pub struct Requeued {
     pub requeued: u64,
     /// Expired reservations that used up their deliveries: now dead letters.
     pub dead: u64,
-    /// Delayed tasks whose keyfire job was gone, made ready.
-    pub orphans: u64,
+    /// Delayed tasks found due and made ready (a promotion that events and timers missed).
+    pub promoted: u64,
+}
+
+/// How [`Queue::finish_many`] answered one `(id, token)` pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum Finished {
+    /// Done (also when it was done already under this token: a retried finish).
+    Done,
+    /// Refused: the reservation is no longer this token's (it expired and the task went back
+    /// to ready or to another consumer, or to the dead letters).
+    Lost,
+    /// No such task, or it was deleted.
+    NotFound,
 }
 
 pub(super) fn decode_task(id: &str, map: &HashMap<String, String>) -> Result<TaskInfo> {

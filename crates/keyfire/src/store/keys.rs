@@ -310,6 +310,21 @@ impl Keys {
     pub fn qtopics(&self) -> String {
         format!("{}:q:topics", self.tag)
     }
+
+    /// A topic's sentinel key: it expires at the topic's earliest due instant, and its
+    /// `expired` event (the name carries the topic) asks for the topic's promotion.
+    pub fn qwake(&self, topic: &str) -> String {
+        format!("{}{topic}", self.qwake_prefix())
+    }
+
+    /// The topic named by a sentinel key of [`Keys::qwake`], if `key` is one.
+    pub fn parse_qwake<'a>(&self, key: &'a str) -> Option<&'a str> {
+        key.strip_prefix(&self.qwake_prefix())
+    }
+
+    fn qwake_prefix(&self) -> String {
+        format!("{}:q:wake:", self.tag)
+    }
 }
 
 /// The firing id handed to handlers: `<job id>:<instant ms>`. Stable across attempts.

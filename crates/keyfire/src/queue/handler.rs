@@ -1,11 +1,11 @@
-//! The `topic` built-in handler: the bridge from the scheduler to the delay queue.
+//! The `topic` built-in handler, and what a node needs to serve topics.
 //!
 //! Params (JSON):
 //!
 //! | field | meaning |
 //! | --- | --- |
 //! | `topic` | required; the topic to feed |
-//! | `task` | the id of a delayed task to make ready (set by [`Queue::add`] on the job `q.<id>`) |
+//! | `task` | the id of a delayed task queued by an earlier version (its job `q.<id>`) |
 //! | `payload` | without `task`: the payload of the task each firing adds (any JSON) |
 //! | `ttr` | without `task`: time-to-run of those tasks, such as `"30s"` (default 60 s) |
 //! | `max_deliveries` | without `task`: deliveries before the dead letters (default 5) |
@@ -20,9 +20,9 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use tokio::sync::OnceCell;
 
-use super::{Firing, Handler, HandlerError, HandlerResult};
-use crate::config::RedisSettings;
-use crate::queue::Queue;
+use super::{Queue, TOPIC_HANDLER, TopicPromoter};
+use crate::config::{RedisSettings, Settings};
+use crate::handler::{Firing, Handler, HandlerError, HandlerResult, Registry};
 use crate::store::Store;
 
 /// The `topic` handler. It needs the Redis of the node it runs on: give it a [`Queue`], or the
@@ -80,5 +80,30 @@ impl Handler for TopicHandler {
     fn run(&self, firing: Firing) -> BoxFuture<'static, HandlerResult> {
         let inner = self.inner.clone();
         Box::pin(async move { inner.queue().await?.handle_firing(&firing).await })
+    }
+}
+
+/// Make the nodes built with `registry` serve the delay queue in the Redis of `redis`: the
+/// `topic` handler, and the topic promotion ([`TopicPromoter`]) that makes delayed tasks ready.
+pub fn serve_topics(registry: &mut Registry, redis: &RedisSettings) {
+    registry.register(TOPIC_HANDLER, TopicHandler::connect_lazily(redis));
+    registry.add_hook(Arc::new(TopicPromoter::connect_lazily(redis)));
+}
+
+impl Registry {
+    /// What a node of `settings` runs: the built-ins of `settings.handlers`, plus the delay
+    /// queue ([`serve_topics`]) in the Redis of `settings.redis`. Without a node serving topics,
+    /// delayed tasks never become ready.
+    pub fn for_node(settings: &Settings) -> Self {
+        let mut r = Self::with_builtins_from(&settings.handlers);
+        // The node's `http`: it also refuses the node's own API and reads retry policies for
+        // failure callbacks.
+        #[cfg(feature = "http")]
+        r.register(
+            "http",
+            crate::handler::http::HttpHandler::for_node(settings),
+        );
+        serve_topics(&mut r, &settings.redis);
+        r
     }
 }

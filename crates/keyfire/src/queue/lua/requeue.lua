@@ -8,7 +8,7 @@
 -- ARGV[1] dead-letter retention ms   ARGV[2] most wake-up tokens kept
 -- ARGV[3..] candidate ids (as KEYS[6..])
 -- Reply: {requeued, dead, now, ids made ready...}
-assert(#KEYS >= 5 and #KEYS == #ARGV + 3, 'q_requeue: wrong arity')
+assert(#KEYS >= 5 and #KEYS == #ARGV + 3, 'requeue: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local retention = tonumber(ARGV[1])

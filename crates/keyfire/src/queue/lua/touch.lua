@@ -4,7 +4,7 @@
 -- ARGV[1] task id   ARGV[2] token   ARGV[3] ttr ms, or '' for the task's own
 -- Reply: {1, deadline} extended   {0, state} refused: not reserved under this token
 --        {-1, 'missing'} no such task
-assert(#KEYS == 2 and #ARGV == 3, 'q_touch: wrong arity')
+assert(#KEYS == 2 and #ARGV == 3, 'touch: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local f = redis.call('HMGET', KEYS[1], 'state', 'token', 'ttr')

@@ -1,26 +1,21 @@
 -- Delete a task in any state, for good: out of whichever set holds it, its payload dropped, its
 -- record kept as a 'deleted' tombstone for the retention (so a late firing of its keyfire job,
--- a late finish or a re-add of the id finds it deleted). The caller then deletes the keyfire job
--- of a task that was delayed, so its firing never comes; a firing already running finds the
--- task deleted and does nothing (q_ready.lua acts only on 'delayed' tasks).
+-- a late finish or a re-add of the id finds it deleted). A task queued by an earlier version
+-- names its one-shot keyfire job (field `job`): the caller deletes that job, so its firing never
+-- comes; a firing already running finds the task out of the delayed set and does nothing.
 -- KEYS[1] task hash   KEYS[2] delayed zset   KEYS[3] ready zset   KEYS[4] reserved zset
 -- KEYS[5] dead zset   KEYS[6] topic stats hash
 -- ARGV[1] task id   ARGV[2] retention ms of the tombstone (0: delete the record now)
--- ARGV[3] '1': undo an add whose job could not be enqueued (counted as never added)
 -- Reply: {1, previous state, job id or ''} deleted   {0, 'deleted'} deleted already
 --        {-1, 'missing'} no such task
-assert(#KEYS == 6 and #ARGV == 3, 'q_delete: wrong arity')
+assert(#KEYS == 6 and #ARGV == 2, 'delete: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local f = redis.call('HMGET', KEYS[1], 'state', 'job')
 if not f[1] then return {-1, 'missing'} end
 if f[1] == 'deleted' then return {0, 'deleted'} end
 for k = 2, 5 do redis.call('ZREM', KEYS[k], ARGV[1]) end
-if ARGV[3] == '1' then
-  redis.call('HINCRBY', KEYS[6], 'added', -1)
-else
-  redis.call('HINCRBY', KEYS[6], 'deleted', 1)
-end
+redis.call('HINCRBY', KEYS[6], 'deleted', 1)
 if tonumber(ARGV[2]) <= 0 then
   redis.call('DEL', KEYS[1])
 else

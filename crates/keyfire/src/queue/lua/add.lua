@@ -1,0 +1,81 @@
+-- Add delay-queue tasks to one topic, in one call. Each new task gets its record; one due
+-- later goes into the topic's delayed set (the topic's promotion makes it ready), one already
+-- due (by Redis's clock) into the ready set at once. When the adds bring the topic's earliest
+-- due instant forward, the topic's sentinel key is set to expire at it and a `wake` message on
+-- the change channel tells the topic's owner to arm its precision timer.
+-- Idempotent by id: an id that exists, in any state, is left as it is.
+-- KEYS[1] delayed zset   KEYS[2] ready zset   KEYS[3] notify list   KEYS[4] topics set
+-- KEYS[5] topic stats hash   KEYS[6] topic sentinel key   KEYS[7] change channel
+-- KEYS[8..] task hashes, one per task
+-- ARGV[1] topic   ARGV[2] most wake-up tokens kept
+-- ARGV[3..] six per task: id, payload JSON, ttr ms, max deliveries, 'delay' | 'at', the delay
+--           ms or the instant ms
+-- Reply: {now, then per task: added (1|0), state, due}; an existing id answers 0 and its
+--        stored state and due, having written nothing
+assert(#KEYS >= 8 and #ARGV == 2 + 6 * (#KEYS - 7), 'add: wrong arity')
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local topic = ARGV[1]
+local reply = {now}
+local delayed, ready = {}, {}
+local earliest
+local added = 0
+for i = 8, #KEYS do
+  local a = 3 + 6 * (i - 8)
+  local id = ARGV[a]
+  local f = redis.call('HMGET', KEYS[i], 'state', 'due')
+  if f[1] then
+    reply[#reply + 1] = 0
+    reply[#reply + 1] = f[1]
+    reply[#reply + 1] = tonumber(f[2]) or 0
+  else
+    local due = tonumber(ARGV[a + 5])
+    if ARGV[a + 4] == 'delay' then due = now + due end
+    if due > now then
+      redis.call('HSET', KEYS[i], 'state', 'delayed', 'topic', topic, 'payload', ARGV[a + 1],
+        'ttr', ARGV[a + 2], 'max', ARGV[a + 3], 'deliveries', 0, 'created', now, 'due', due)
+      delayed[#delayed + 1] = due
+      delayed[#delayed + 1] = id
+      if not earliest or due < earliest then earliest = due end
+      reply[#reply + 1] = 1
+      reply[#reply + 1] = 'delayed'
+    else
+      redis.call('HSET', KEYS[i], 'state', 'ready', 'topic', topic, 'payload', ARGV[a + 1],
+        'ttr', ARGV[a + 2], 'max', ARGV[a + 3], 'deliveries', 0, 'created', now, 'due', due,
+        'ready_at', now)
+      ready[#ready + 1] = now
+      ready[#ready + 1] = id
+      reply[#reply + 1] = 1
+      reply[#reply + 1] = 'ready'
+    end
+    reply[#reply + 1] = due
+    added = added + 1
+  end
+end
+if earliest then
+  local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  if not head[2] or earliest < tonumber(head[2]) then
+    redis.call('SET', KEYS[6], earliest, 'PXAT', earliest)
+    redis.call('PUBLISH', KEYS[7], cjson.encode({op = 'wake', id = topic, at = earliest}))
+  end
+  for j = 1, #delayed, 1000 do
+    redis.call('ZADD', KEYS[1], unpack(delayed, j, math.min(j + 999, #delayed)))
+  end
+end
+if #ready > 0 then
+  for j = 1, #ready, 1000 do
+    redis.call('ZADD', KEYS[2], unpack(ready, j, math.min(j + 999, #ready)))
+  end
+  local room = tonumber(ARGV[2]) - redis.call('LLEN', KEYS[3])
+  local n = math.min(room, #ready / 2)
+  if n > 0 then
+    local tokens = {}
+    for j = 1, n do tokens[j] = 1 end
+    redis.call('RPUSH', KEYS[3], unpack(tokens))
+  end
+end
+if added > 0 then
+  redis.call('SADD', KEYS[4], topic)
+  redis.call('HINCRBY', KEYS[5], 'added', added)
+end
+return reply

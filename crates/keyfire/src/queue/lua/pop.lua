@@ -1,0 +1,73 @@
+-- Reserve up to `max` ready tasks of a topic for one consumer: each moves from the ready set
+-- to the reserved set scored by its deadline (Redis time now + its ttr), its delivery counted,
+-- with a fresh token of its own that finish and touch must show (fencing).
+-- The caller read the head of the ready set (the candidates) just before: the first `max`
+-- candidates still ready are taken, so concurrent pops that read the same head each take
+-- different tasks.
+-- KEYS[1] ready zset   KEYS[2] reserved zset   KEYS[3] notify list   KEYS[4] topic stats hash
+-- KEYS[5..] task hashes of the candidates
+-- ARGV[1] max   ARGV[2..] pairs: candidate id (as KEYS[5..]), the token it gets if taken
+-- Reply: {taken, now, ready left, earliest reservation deadline or -1,
+--         then per task taken: id, payload, deliveries, ttr, due, ready_at, deadline, token}
+--        with nothing taken and nothing ready the notify list is cleared (its tokens announce
+--        nothing any more)
+assert(#KEYS >= 4 and #ARGV == 1 + 2 * (#KEYS - 4), 'pop: wrong arity')
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local max = tonumber(ARGV[1])
+local out = {}
+local taken = 0
+if #KEYS > 4 then
+  local ids = {}
+  for i = 5, #KEYS do ids[#ids + 1] = ARGV[2 * (i - 4)] end
+  local scores = redis.call('ZMSCORE', KEYS[1], unpack(ids))
+  local chosen, reserved = {}, {}
+  for i = 1, #ids do
+    if taken >= max then break end
+    local score = scores[i]
+    if score then
+      local key = KEYS[i + 4]
+      chosen[#chosen + 1] = ids[i]
+      local f = redis.call('HMGET', key, 'state', 'ttr', 'payload', 'due', 'deliveries')
+      -- An entry whose record is not waiting (gone with its retention) is only dropped.
+      if f[1] == 'ready' or f[1] == 'delayed' then
+        local deliveries = (tonumber(f[5]) or 0) + 1
+        local deadline = now + tonumber(f[2])
+        local token = ARGV[2 * i + 1]
+        local ready_at = tonumber(score)
+        redis.call('HSET', key, 'state', 'reserved', 'token', token, 'reserved_at', now,
+          'deadline', deadline, 'deliveries', deliveries, 'ready_at', ready_at)
+        reserved[#reserved + 1] = deadline
+        reserved[#reserved + 1] = ids[i]
+        taken = taken + 1
+        local n = #out
+        out[n + 1] = ids[i]
+        out[n + 2] = f[3] or 'null'
+        out[n + 3] = deliveries
+        out[n + 4] = tonumber(f[2])
+        out[n + 5] = tonumber(f[4]) or now
+        out[n + 6] = ready_at
+        out[n + 7] = deadline
+        out[n + 8] = token
+      end
+    end
+  end
+  if #chosen > 0 then redis.call('ZREM', KEYS[1], unpack(chosen)) end
+  if taken > 0 then
+    redis.call('ZADD', KEYS[2], unpack(reserved))
+    redis.call('HINCRBY', KEYS[4], 'delivered', taken)
+  end
+end
+local left = redis.call('ZCARD', KEYS[1])
+if left == 0 then
+  if taken == 0 then redis.call('DEL', KEYS[3]) end
+elseif taken > 0 and redis.call('LLEN', KEYS[3]) == 0 then
+  -- Pass the wake-up on: another waiting consumer can take the next ready tasks.
+  redis.call('RPUSH', KEYS[3], 1)
+end
+local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+local earliest = -1
+if first[2] then earliest = tonumber(first[2]) end
+local reply = {taken, now, left, earliest}
+for _, v in ipairs(out) do reply[#reply + 1] = v end
+return reply

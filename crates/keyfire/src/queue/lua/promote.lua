@@ -1,0 +1,44 @@
+-- Promote a topic: move every task of its delayed set that is due by Redis's clock (up to a
+-- batch) to its ready set, scored by this instant (when they became ready). The move is the
+-- claim: a task leaves the delayed set once, so concurrent promotions (an expiry event on one
+-- node, a timer or a sweep on another) never make it ready twice, and one found not yet due
+-- stays where it is. Task records are not touched: a record whose state says 'delayed' is
+-- ready while its id is in the ready set.
+-- Then the topic's sentinel key is set to expire at the next due instant, if any.
+-- KEYS[1] delayed zset   KEYS[2] ready zset   KEYS[3] notify list   KEYS[4] topic sentinel key
+-- ARGV[1] most tasks moved   ARGV[2] most wake-up tokens kept
+-- Reply: {moved, now, next due instant or -1, more due now (1|0)}
+assert(#KEYS == 4 and #ARGV == 2, 'promote: wrong arity')
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+local moved = #due
+if moved > 0 then
+  local pairs_ = {}
+  for i, id in ipairs(due) do
+    pairs_[2 * i - 1] = now
+    pairs_[2 * i] = id
+  end
+  for j = 1, moved, 1000 do
+    local last = math.min(j + 999, moved)
+    redis.call('ZREM', KEYS[1], unpack(due, j, last))
+    redis.call('ZADD', KEYS[2], unpack(pairs_, 2 * j - 1, 2 * last))
+  end
+  local n = math.min(tonumber(ARGV[2]) - redis.call('LLEN', KEYS[3]), moved)
+  if n > 0 then
+    local tokens = {}
+    for j = 1, n do tokens[j] = 1 end
+    redis.call('RPUSH', KEYS[3], unpack(tokens))
+  end
+end
+local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local next_due, more = -1, 0
+if head[2] then
+  next_due = tonumber(head[2])
+  if next_due <= now then
+    more = 1
+  else
+    redis.call('SET', KEYS[4], next_due, 'PXAT', next_due)
+  end
+end
+return {moved, now, next_due, more}

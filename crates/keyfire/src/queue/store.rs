@@ -1,0 +1,202 @@
+//! The delay queue's Redis calls: one Lua script per atomic change (`lua/*.lua`, each with a
+//! header naming its KEYS, ARGV and reply, loaded once and run by EVALSHA), every key named by
+//! [`crate::store::Keys`] and passed in KEYS. All of a topic's keys and its tasks' records live
+//! under the meta hash tag, so each script touches one slot (Redis Cluster).
+
+use std::sync::LazyLock;
+
+use redis::{Script, Value};
+
+use super::check::{Checked, add_args};
+use super::reply::{AddReply, FinishReply, PopReply, PromoteReply, RequeueReply};
+use super::{NOTIFY_CAP, PROMOTE_BATCH, Queue, duration_ms};
+use crate::error::Result;
+
+macro_rules! script {
+    ($name:ident, $file:literal) => {
+        pub(super) static $name: LazyLock<Script> =
+            LazyLock::new(|| Script::new(include_str!(concat!("lua/", $file))));
+    };
+}
+
+script!(ADD, "add.lua");
+script!(PROMOTE, "promote.lua");
+script!(POP, "pop.lua");
+script!(FINISH, "finish.lua");
+script!(REQUEUE, "requeue.lua");
+script!(TOUCH, "touch.lua");
+script!(DELETE, "delete.lua");
+script!(READY, "ready.lua");
+
+impl Queue {
+    /// `add.lua` over tasks of one topic.
+    pub(super) fn add_invocation(&self, topic: &str, tasks: &[&Checked]) -> redis::Cmd {
+        let k = self.store.keys();
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(ADD.get_hash())
+            .arg(7 + tasks.len())
+            .arg(k.qdelayed(topic))
+            .arg(k.qready(topic))
+            .arg(k.qnotify(topic))
+            .arg(k.qtopics())
+            .arg(k.qstats(topic))
+            .arg(k.qwake(topic))
+            .arg(k.changes());
+        for t in tasks {
+            cmd.arg(k.qtask(&t.id));
+        }
+        cmd.arg(topic).arg(NOTIFY_CAP);
+        for t in tasks {
+            cmd.arg(&add_args(t)[..]);
+        }
+        cmd
+    }
+
+    /// Run `add.lua` commands in one pipeline (the script loaded first: EVALSHA is not retried
+    /// on NOSCRIPT inside a pipeline).
+    pub(super) async fn run_adds(&self, cmds: Vec<redis::Cmd>) -> Result<Vec<AddReply>> {
+        let mut conn = self.store.connection();
+        ADD.load_async(&mut conn).await?;
+        let mut pipe = redis::pipe();
+        for c in cmds {
+            pipe.add_command(c);
+        }
+        Ok(pipe.query_async(&mut conn).await?)
+    }
+
+    /// One run of `promote.lua`: moves up to [`PROMOTE_BATCH`] due tasks of `topic` to ready.
+    pub(super) async fn promote_once(&self, topic: &str) -> Result<PromoteReply> {
+        let k = self.store.keys();
+        Ok(PROMOTE
+            .key(k.qdelayed(topic))
+            .key(k.qready(topic))
+            .key(k.qnotify(topic))
+            .key(k.qwake(topic))
+            .arg(PROMOTE_BATCH)
+            .arg(NOTIFY_CAP)
+            .invoke_async(&mut self.store.connection())
+            .await?)
+    }
+
+    /// `pop.lua`: reserve up to `max` of the candidates, each under its own token.
+    pub(super) async fn pop_script(
+        &self,
+        topic: &str,
+        max: usize,
+        candidates: &[String],
+    ) -> Result<PopReply> {
+        let k = self.store.keys();
+        let mut inv = POP.prepare_invoke();
+        inv.key(k.qready(topic))
+            .key(k.qreserved(topic))
+            .key(k.qnotify(topic))
+            .key(k.qstats(topic));
+        for id in candidates {
+            inv.key(k.qtask(id));
+        }
+        inv.arg(max);
+        for id in candidates {
+            // The topic rides in the token, so finish and touch need not read it first.
+            inv.arg(id)
+                .arg(format!("{}.{topic}", uuid::Uuid::new_v4().simple()));
+        }
+        Ok(inv.invoke_async(&mut self.store.connection()).await?)
+    }
+
+    /// `finish.lua` over `(id, token)` pairs of one topic.
+    pub(super) async fn finish_script(
+        &self,
+        topic: &str,
+        items: &[(&str, &str)],
+    ) -> Result<FinishReply> {
+        let k = self.store.keys();
+        let mut inv = FINISH.prepare_invoke();
+        inv.key(k.qreserved(topic)).key(k.qstats(topic));
+        for (id, _) in items {
+            inv.key(k.qtask(id));
+        }
+        inv.arg(duration_ms(self.retention));
+        for (id, token) in items {
+            inv.arg(*id).arg(*token);
+        }
+        Ok(inv.invoke_async(&mut self.store.connection()).await?)
+    }
+
+    /// `requeue.lua` over these reserved ids (those not yet expired are left alone).
+    pub(super) async fn requeue(&self, topic: &str, ids: &[String]) -> Result<RequeueReply> {
+        let k = self.store.keys();
+        let mut inv = REQUEUE.prepare_invoke();
+        inv.key(k.qready(topic))
+            .key(k.qreserved(topic))
+            .key(k.qdead(topic))
+            .key(k.qnotify(topic))
+            .key(k.qstats(topic));
+        for id in ids {
+            inv.key(k.qtask(id));
+        }
+        inv.arg(duration_ms(self.dead_retention).max(1))
+            .arg(NOTIFY_CAP);
+        for id in ids {
+            inv.arg(id);
+        }
+        Ok(inv.invoke_async(&mut self.store.connection()).await?)
+    }
+
+    /// `touch.lua`.
+    pub(super) async fn touch_script(
+        &self,
+        topic: &str,
+        id: &str,
+        token: &str,
+        ttr_ms: Option<i64>,
+    ) -> Result<Vec<Value>> {
+        let k = self.store.keys();
+        Ok(TOUCH
+            .key(k.qtask(id))
+            .key(k.qreserved(topic))
+            .arg(id)
+            .arg(token)
+            .arg(ttr_ms.map(|t| t.to_string()).unwrap_or_default())
+            .invoke_async(&mut self.store.connection())
+            .await?)
+    }
+
+    /// `delete.lua`.
+    pub(super) async fn delete_script(&self, topic: &str, id: &str) -> Result<Vec<Value>> {
+        let k = self.store.keys();
+        Ok(DELETE
+            .key(k.qtask(id))
+            .key(k.qdelayed(topic))
+            .key(k.qready(topic))
+            .key(k.qreserved(topic))
+            .key(k.qdead(topic))
+            .key(k.qstats(topic))
+            .arg(id)
+            .arg(duration_ms(self.retention))
+            .invoke_async(&mut self.store.connection())
+            .await?)
+    }
+
+    /// `ready.lua`, for the `topic` handler: `promote` a task queued by an earlier version,
+    /// or `create` a ready one (with its payload, ttr, max deliveries and due instant).
+    pub(super) fn ready_invocation(
+        &self,
+        id: &str,
+        topic: &str,
+        mode: &str,
+    ) -> redis::ScriptInvocation<'static> {
+        let k = self.store.keys();
+        let mut inv = READY.prepare_invoke();
+        inv.key(k.qtask(id))
+            .key(k.qdelayed(topic))
+            .key(k.qready(topic))
+            .key(k.qnotify(topic))
+            .key(k.qtopics())
+            .key(k.qstats(topic))
+            .arg(id)
+            .arg(mode)
+            .arg(topic)
+            .arg(NOTIFY_CAP);
+        inv
+    }
+}
