@@ -177,6 +177,8 @@ pub(super) async fn run(
     report.tasks_per_s = Some(round2(n as f64 / add_s.max(1e-6)));
     report.redis_commands_per_firing = d.per(d.total_calls(), log.len());
     report.redis_scripts_per_firing = d.per(d.script_calls(), log.len());
+    report.redis_usec_per_firing = d.per(d.total_usec(), log.len());
+    report.redis_script_usec_per_firing = d.per(d.script_usec(), log.len());
     h.progress
         .note(format!("redis commands per task: {}", d.mix(log.len())));
     Ok(BenchRun {
