@@ -46,12 +46,7 @@ fn spawn_node(w: &World, id: &str, log: &std::path::Path) -> NodeProcess {
     spawn_node_with_lease(w, id, log, "2s")
 }
 
-fn spawn_node_with_lease(
-    w: &World,
-    id: &str,
-    log: &std::path::Path,
-    lease: &str,
-) -> NodeProcess {
+fn spawn_node_with_lease(w: &World, id: &str, log: &std::path::Path, lease: &str) -> NodeProcess {
     let s = &w.settings;
     Command::new(example_bin())
         .env("KEYFIRE__REDIS__URL", &s.redis.url)
@@ -279,11 +274,15 @@ async fn sigkilled_node_runs_are_taken_over_within_seconds_not_after_the_lease()
     );
 
     w.recorder
-        .wait_until(Duration::from_secs(15), "the victim's runs taken over", |s| {
-            victim_runs
-                .iter()
-                .all(|f| s.iter().any(|r| &r.firing_id == f && r.attempt == 2))
-        })
+        .wait_until(
+            Duration::from_secs(15),
+            "the victim's runs taken over",
+            |s| {
+                victim_runs
+                    .iter()
+                    .all(|f| s.iter().any(|r| &r.firing_id == f && r.attempt == 2))
+            },
+        )
         .await;
     for f in &victim_runs {
         let again: Vec<_> = w
@@ -309,18 +308,33 @@ async fn sigkilled_node_runs_are_taken_over_within_seconds_not_after_the_lease()
         let lost: Vec<_> = runs.iter().filter(|r| r.outcome == "lost").collect();
         assert_eq!(lost.len(), 1, "{runs:?}");
         let lost = lost[0];
-        assert_eq!((lost.node.as_str(), lost.attempt), ("victim", 1), "{lost:?}");
+        assert_eq!(
+            (lost.node.as_str(), lost.attempt),
+            ("victim", 1),
+            "{lost:?}"
+        );
         assert!(
             lost.claimed_ms > 0 && lost.claimed_ms <= killed_at,
             "claim time of the lost attempt: {lost:?}"
         );
         assert_eq!(lost.fate.as_deref(), Some("retry"), "{lost:?}");
         let due = lost.retry_at_ms.expect("when the next attempt is due");
-        assert!(due >= lost.claimed_ms && due <= killed_at + 10_000, "{lost:?}");
+        assert!(
+            due >= lost.claimed_ms && due <= killed_at + 10_000,
+            "{lost:?}"
+        );
         let ok: Vec<_> = runs.iter().filter(|r| r.outcome == "ok").collect();
         assert_eq!(ok.len(), 1, "{runs:?}");
         assert_eq!(ok[0].attempt, 2);
-        late.push(w.recorder.seen().iter().find(|r| &r.firing_id == f).unwrap().claimed_ms - killed_at);
+        late.push(
+            w.recorder
+                .seen()
+                .iter()
+                .find(|r| &r.firing_id == f)
+                .unwrap()
+                .claimed_ms
+                - killed_at,
+        );
     }
     eprintln!(
         "takeover by membership: {} runs of the killed node taken over {} ms to {} ms after the kill (lease 120 s, node_ttl 1 s)",

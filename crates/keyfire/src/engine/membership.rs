@@ -80,7 +80,9 @@ impl Inner {
         let (now, mut live) = self.store.heartbeat(&self.id, ttl_ms, &info, beat).await?;
         *left = beat != Beat::Alive;
         self.beat_ok(sent_at);
-        self.started_redis_ms.compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed).ok();
+        self.started_redis_ms
+            .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed)
+            .ok();
         let received = self.clock.local_ms();
         self.clock.observe(sent, now, received);
         live.sort();

@@ -260,7 +260,11 @@ impl NodeHandle {
         let _ = self.fence.await;
         let info = String::new();
         let ttl_ms = Inner::ms(inner.settings.node_ttl);
-        if let Err(e) = inner.store.heartbeat(&inner.id, ttl_ms, &info, Beat::Gone).await {
+        if let Err(e) = inner
+            .store
+            .heartbeat(&inner.id, ttl_ms, &info, Beat::Gone)
+            .await
+        {
             tracing::warn!(error = %e, "could not say this node is gone; its entry expires");
         }
         tracing::info!(node = %inner.id, "node stopped");
@@ -374,7 +378,11 @@ impl Inner {
         loop {
             tokio::time::sleep(self.settings.heartbeat_interval).await;
             let sent_at = std::time::Instant::now();
-            match self.store.heartbeat(&self.id, ttl_ms, &info, Beat::Draining).await {
+            match self
+                .store
+                .heartbeat(&self.id, ttl_ms, &info, Beat::Draining)
+                .await
+            {
                 Ok(_) => self.beat_ok(sent_at),
                 Err(e) => tracing::warn!(error = %e, "heartbeat while draining failed"),
             }

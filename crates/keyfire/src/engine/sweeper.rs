@@ -199,7 +199,14 @@ impl Inner {
         let mut suspects: Vec<Lease> = Vec::new();
         for lease in leases {
             if lease.expiry_ms <= now {
-                self.take(lease.job_id, lease.at_ms, Kind::Lease, lease.expiry_ms, now, grace);
+                self.take(
+                    lease.job_id,
+                    lease.at_ms,
+                    Kind::Lease,
+                    lease.expiry_ms,
+                    now,
+                    grace,
+                );
                 continue;
             }
             match lease.node.as_deref() {

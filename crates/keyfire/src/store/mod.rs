@@ -810,15 +810,8 @@ impl Store {
         dead_limit: usize,
         history_limit: usize,
     ) -> Result<Option<u32>> {
-        self.take_over(
-            job_id,
-            at_ms,
-            None,
-            max_attempts,
-            dead_limit,
-            history_limit,
-        )
-        .await
+        self.take_over(job_id, at_ms, None, max_attempts, dead_limit, history_limit)
+            .await
     }
 
     /// Take over a lost run: once its lease expired (`holder` None), or at once if `holder`
