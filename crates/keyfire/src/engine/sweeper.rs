@@ -210,12 +210,12 @@ impl Inner {
                 continue;
             }
             match lease.node.as_deref() {
-                Some(n) if n == self.id => {
-                    if lease.claimed_ms < started {
-                        let holder = self.id.clone();
-                        self.spawn_takeover(lease.job_id, lease.at_ms, holder);
-                    }
+                // Held by this node's id but claimed before it started: an earlier process's.
+                Some(n) if n == self.id && lease.claimed_ms < started => {
+                    let holder = self.id.clone();
+                    self.spawn_takeover(lease.job_id, lease.at_ms, holder);
                 }
+                Some(n) if n == self.id => {}
                 Some(n) if !live.contains(n) => suspects.push(lease),
                 _ => {}
             }
