@@ -15,9 +15,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use keyfire_lab::chaos::record::{Ev, Outcome, RunEvent, RunLog, host_ms};
 use keyfire::clock::SkewedClock;
 use keyfire::{Firing, HandlerError, HandlerResult, Node, Registry, Settings};
-use keyfire_lab::chaos::record::{Ev, Outcome, RunEvent, RunLog, host_ms};
 
 /// Writes the end event when dropped, so a run that keyfire drops (a hang past its timeout)
 /// still leaves its end in the log.

@@ -77,9 +77,7 @@ async fn main() -> ExitCode {
         Command::Topics(args) => return client_exit(keyfire_server::cli::topics::run(args).await),
         Command::Nodes(args) => return client_exit(keyfire_server::cli::nodes::run(args).await),
         Command::Dead(args) => return client_exit(keyfire_server::cli::dead::run(args).await),
-        Command::Doctor(args) => {
-            return ExitCode::from(keyfire_server::cli::doctor::run(args).await);
-        }
+        Command::Doctor(args) => return ExitCode::from(keyfire_server::cli::doctor::run(args).await),
         Command::Cron {
             command: CronCommand::Next { expr, tz, n },
         } => match keyfire_server::cli::cron::next(&expr, &tz, n, chrono::Utc::now()) {

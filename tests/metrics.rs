@@ -10,8 +10,8 @@ use axum::body::Body;
 use axum::http::Request;
 use http_body_util::BodyExt;
 use keyfire::JobSpec;
-use keyfire::job::RetrySpec;
 use keyfire_server::api::{ApiState, router};
+use keyfire::job::RetrySpec;
 use serde_json::json;
 use tower::ServiceExt;
 

@@ -25,11 +25,7 @@ pub fn token_matches(presented: &[u8], expected: &[u8]) -> bool {
 }
 
 /// The middleware.
-pub(super) async fn require_token(
-    State(state): State<ApiState>,
-    req: Request,
-    next: Next,
-) -> Response {
+pub(super) async fn require_token(State(state): State<ApiState>, req: Request, next: Next) -> Response {
     let Some(expected) = state.token() else {
         return next.run(req).await;
     };

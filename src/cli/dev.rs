@@ -1,9 +1,9 @@
 //! `keyfire dev`: a Redis of its own plus a node with demo jobs, to see firings at once.
 
 use keyfire::config::{RedisMode, Settings};
+use keyfire_testkit::{RedisCluster, RedisOptions, RedisServer};
 use keyfire::handler::Registry;
 use keyfire::job::JobSpec;
-use keyfire_testkit::{RedisCluster, RedisOptions, RedisServer};
 
 /// The demo jobs `keyfire dev` declares.
 pub fn demo_jobs() -> Vec<JobSpec> {

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::doctor::{self, Finding, Report};
 use keyfire::config::{RedisMode, Settings};
+use crate::doctor::{self, Finding, Report};
 
 /// Exit codes of `keyfire doctor`.
 pub mod exit {

@@ -85,10 +85,7 @@ async fn document_and_router_agree() {
         "documented operations differ from the expected routes"
     );
     // The served document is the one the library builds.
-    assert_eq!(
-        doc,
-        serde_json::to_value(keyfire_server::api::openapi()).unwrap()
-    );
+    assert_eq!(doc, serde_json::to_value(keyfire_server::api::openapi()).unwrap());
 
     let paths: BTreeSet<&String> = ops.iter().map(|(_, p)| p).collect();
     for path in &paths {
@@ -144,9 +141,7 @@ fn job_schema_names_every_job_spec_field() {
         .keys()
         .cloned()
         .collect();
-    let fields: BTreeSet<String> = keyfire_server::api::model::job_spec_fields()
-        .into_iter()
-        .collect();
+    let fields: BTreeSet<String> = keyfire_server::api::model::job_spec_fields().into_iter().collect();
     assert!(
         fields.contains("cron") && fields.contains("handler"),
         "{fields:?}"

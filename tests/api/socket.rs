@@ -86,10 +86,7 @@ async fn non_loopback_without_token_is_refused() {
     // `bind` refuses too, for names that resolve elsewhere than loopback.
     let mut api = w.settings.api.clone();
     api.listen = "0.0.0.0:0".into();
-    let err = keyfire_server::api::bind(&api)
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = keyfire_server::api::bind(&api).await.unwrap_err().to_string();
     assert!(err.contains("api.token"), "{err}");
     api.token = "t".into();
     keyfire_server::api::bind(&api)

@@ -4,10 +4,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use keyfire::store::Keys;
-use keyfire::{Client, Firing, JobSpec, Node, Registry, Settings};
 use keyfire_lab::chaos::proxy::{Mode, Proxy};
 use keyfire_testkit::RedisServer;
+use keyfire::store::Keys;
+use keyfire::{Client, Firing, JobSpec, Node, Registry, Settings};
 use serde_json::json;
 
 /// (firing id, `v` param) of every run.

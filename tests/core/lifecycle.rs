@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use chrono::DateTime;
-use keyfire::{Error, JobSpec, Node, Registry};
 use keyfire_testkit::RedisOptions;
+use keyfire::{Error, JobSpec, Node, Registry};
 use serde_json::json;
 
 use crate::support::{World, doubles};

@@ -7,9 +7,9 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use http_body_util::BodyExt;
+use keyfire_server::api::{ApiState, app};
 use keyfire::job::RetrySpec;
 use keyfire::{Firing, HandlerError, JobSpec};
-use keyfire_server::api::{ApiState, app};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 

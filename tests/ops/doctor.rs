@@ -4,8 +4,8 @@
 
 use std::process::Command;
 
-use keyfire::store::{Keys, slot_of};
 use keyfire_testkit::{RedisCluster, RedisOptions, RedisSentinelSet, RedisServer};
+use keyfire::store::{Keys, slot_of};
 use serde_json::Value;
 
 /// Run `keyfire doctor <args>`; its exit code and stdout. KEYFIRE__ variables of the

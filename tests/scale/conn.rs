@@ -8,8 +8,8 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use keyfire::config::{RedisMode, RedisSettings};
-use keyfire::store::{Conn, Mode};
 use keyfire_testkit::{RedisCluster, RedisOptions, RedisSentinelSet, RedisServer};
+use keyfire::store::{Conn, Mode};
 use redis::AsyncCommands;
 use tokio::task::block_in_place;
 

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use chrono::DateTime;
 use keyfire::config::RedisMode;
+use keyfire_testkit::{RedisCluster, RedisSentinelSet, RedisServer};
 use keyfire::engine::NodeHandle;
 use keyfire::store::{Store, slot_of};
 use keyfire::{Client, Firing, JobSpec, Node, Registry, Settings};
-use keyfire_testkit::{RedisCluster, RedisSentinelSet, RedisServer};
 
 use crate::support::{Recorder, Seen, assert_exactly_once, doubles, fast_node, wait_for};
 

@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use keyfire::clock::Clock;
+use keyfire_testkit::{RedisOptions, RedisServer};
 use keyfire::engine::NodeHandle;
 use keyfire::{Client, Firing, HandlerResult, Node, Registry, Settings};
-use keyfire_testkit::{RedisOptions, RedisServer};
 use redis::aio::ConnectionManager;
 use tokio::sync::Notify;
 
@@ -311,12 +311,7 @@ impl Recorder {
     }
 
     /// Wait until `pred` holds over the records, or fail after `limit`.
-    pub(crate) async fn wait_until(
-        &self,
-        limit: Duration,
-        what: &str,
-        pred: impl Fn(&[Seen]) -> bool,
-    ) {
+    pub(crate) async fn wait_until(&self, limit: Duration, what: &str, pred: impl Fn(&[Seen]) -> bool) {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
             let notified = self.changed.notified();

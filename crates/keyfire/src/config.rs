@@ -417,18 +417,16 @@ fn is_log_filter(filter: &str) -> bool {
     const LEVELS: [&str; 6] = ["trace", "debug", "info", "warn", "error", "off"];
     let is_level = |s: &str| LEVELS.contains(&s.trim().to_ascii_lowercase().as_str());
     !filter.trim().is_empty()
-        && filter
-            .split(',')
-            .all(|directive| match directive.rsplit_once('=') {
-                // `target=level`, `target[span]=level`, `[span{f=v}]=level`.
-                Some((target, level)) if !level.contains(['}', ']']) => {
-                    is_level(level)
-                        && !target.trim().is_empty()
-                        && target.matches('[').count() == target.matches(']').count()
-                        && target.matches('{').count() == target.matches('}').count()
-                }
-                _ => is_level(directive),
-            })
+        && filter.split(',').all(|directive| match directive.rsplit_once('=') {
+            // `target=level`, `target[span]=level`, `[span{f=v}]=level`.
+            Some((target, level)) if !level.contains(['}', ']']) => {
+                is_level(level)
+                    && !target.trim().is_empty()
+                    && target.matches('[').count() == target.matches(']').count()
+                    && target.matches('{').count() == target.matches('}').count()
+            }
+            _ => is_level(directive),
+        })
 }
 
 impl Settings {

@@ -17,11 +17,11 @@ use redis::aio::MultiplexedConnection;
 use super::RedisMode;
 use super::metrics::{self, Snapshot};
 use keyfire::config::Settings;
+use keyfire_testkit::{RedisCluster, RedisOptions, RedisServer};
 use keyfire::engine::NodeHandle;
 use keyfire::handler::{Firing, Registry};
 use keyfire::job::JobSpec;
 use keyfire::{Client, Node};
-use keyfire_testkit::{RedisCluster, RedisOptions, RedisServer};
 
 /// The handler every bench job names.
 pub const HANDLER: &str = "bench";

@@ -25,11 +25,11 @@ use super::proxy::{Mode, Proxy};
 use super::record::{host_ms, read_events};
 use keyfire::client::Client;
 use keyfire::config::Settings;
+use keyfire_testkit::{RedisOptions, RedisServer};
 use keyfire::error::Error;
 use keyfire::job::{JobSpec, RetrySpec};
 use keyfire::queue::{NewTask, Queue, When};
 use keyfire::store::{JobStatus, Keys, parse_firing_id};
-use keyfire_testkit::{RedisOptions, RedisServer};
 
 /// Key prefix of the round's data.
 const PREFIX: &str = "chaos";
