@@ -43,6 +43,10 @@ impl Drop for NodeProcess {
 }
 
 fn spawn_node(w: &World, id: &str, log: &std::path::Path) -> NodeProcess {
+    spawn_node_with_lease(w, id, log, "2s")
+}
+
+fn spawn_node_with_lease(w: &World, id: &str, log: &std::path::Path, lease: &str) -> NodeProcess {
     let s = &w.settings;
     Command::new(example_bin())
         .env("KEYFIRE__REDIS__URL", &s.redis.url)
@@ -50,7 +54,7 @@ fn spawn_node(w: &World, id: &str, log: &std::path::Path) -> NodeProcess {
         .env("KEYFIRE__NODE__ID", id)
         // No REST API: several of these run at once, and 8080 may be taken.
         .env("KEYFIRE__API__ENABLED", "false")
-        .env("KEYFIRE__NODE__LEASE", "2s")
+        .env("KEYFIRE__NODE__LEASE", lease)
         .env("KEYFIRE__NODE__HEARTBEAT_INTERVAL", "200ms")
         .env("KEYFIRE__NODE__NODE_TTL", "1s")
         .env("KEYFIRE__NODE__SWEEP_INTERVAL", "500ms")
@@ -208,7 +212,137 @@ async fn frozen_node_cannot_record_over_the_takeover() {
     let ok: Vec<_> = runs.iter().filter(|r| r.outcome == "ok").collect();
     assert_eq!(ok.len(), 1, "{runs:?}");
     assert_eq!((ok[0].node.as_str(), ok[0].attempt), ("b", 2));
-    // Whatever the woken run ended with (ok, or cancelled on its lost lease), it was refused.
-    assert!(runs.iter().all(|r| r.node != "frozen"), "{runs:?}");
+    // Whatever the woken run ended with (ok, or cancelled on its lost lease), it was refused:
+    // the only record naming the frozen node is the takeover's record of its lost attempt.
+    assert!(
+        runs.iter()
+            .all(|r| r.node != "frozen" || (r.outcome == "lost" && r.attempt == 1)),
+        "{runs:?}"
+    );
     node.shutdown().await;
+}
+
+/// A node process SIGKILLed with runs in flight and a lease far longer than the test: its
+/// runs are taken over once it has left the live set (no heartbeat for node_ttl), within
+/// seconds of the kill and not after the lease, each once, as attempt 2; the record of each
+/// lost attempt names the dead node, its claim time and when the next attempt was due.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sigkilled_node_runs_are_taken_over_within_seconds_not_after_the_lease() {
+    let w = World::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    // Survivors run first, so the takeover is by membership alone (no node starts after the
+    // kill, which would look at every holder as it starts).
+    let nodes = [w.node("b").await, w.node("c").await];
+    let mut victim = spawn_node_with_lease(&w, "victim", &log, "120s");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !nodes[0].live_nodes().iter().any(|n| n == "victim") {
+        assert!(std::time::Instant::now() < deadline, "victim never joined");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let client = w.client().await.allow_handlers(["slow"]);
+    let n = 30;
+    // Each node runs the firings it owns: about a third of them start on the victim.
+    let specs: Vec<JobSpec> = (0..n)
+        .map(|i| JobSpec::after(format!("k{i}"), "0s", "slow").params(json!({"sleep_ms": 3_000})))
+        .collect();
+    client.enqueue_many(specs).await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    // Some runs start on the survivors (the firings they own): wait until the victim holds
+    // at least one, then kill it with whatever it holds in flight.
+    let victim_runs = loop {
+        let started: Vec<String> = log_lines(&log)
+            .into_iter()
+            .filter(|l| l.0 == "start")
+            .map(|l| l.1)
+            .collect();
+        if !started.is_empty() && w.recorder.seen().len() + started.len() >= n {
+            break started;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the runs did not all start"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    kill(Pid::from_raw(victim.id() as i32), Signal::SIGKILL).unwrap();
+    victim.wait().unwrap();
+    let killed_at = w.redis_ms().await;
+    assert!(
+        log_lines(&log).iter().all(|l| l.0 == "start"),
+        "a run ended on the victim before the kill"
+    );
+
+    w.recorder
+        .wait_until(
+            Duration::from_secs(15),
+            "the victim's runs taken over",
+            |s| {
+                victim_runs
+                    .iter()
+                    .all(|f| s.iter().any(|r| &r.firing_id == f && r.attempt == 2))
+            },
+        )
+        .await;
+    for f in &victim_runs {
+        let again: Vec<_> = w
+            .recorder
+            .seen()
+            .into_iter()
+            .filter(|r| &r.firing_id == f)
+            .collect();
+        assert_eq!(again.len(), 1, "{f} ran again more than once: {again:?}");
+        let r = &again[0];
+        assert_eq!(r.attempt, 2);
+        assert!(
+            r.claimed_ms - killed_at <= 10_000,
+            "{f} taken over {} ms after the kill (lease 120 s)",
+            r.claimed_ms - killed_at
+        );
+    }
+    w.wait_idle(Duration::from_secs(15)).await;
+    let mut late = Vec::new();
+    for f in &victim_runs {
+        let (job, _) = keyfire::store::parse_firing_id(f).unwrap();
+        let runs = client.runs(job, 10).await.unwrap();
+        let lost: Vec<_> = runs.iter().filter(|r| r.outcome == "lost").collect();
+        assert_eq!(lost.len(), 1, "{runs:?}");
+        let lost = lost[0];
+        assert_eq!(
+            (lost.node.as_str(), lost.attempt),
+            ("victim", 1),
+            "{lost:?}"
+        );
+        assert!(
+            lost.claimed_ms > 0 && lost.claimed_ms <= killed_at,
+            "claim time of the lost attempt: {lost:?}"
+        );
+        assert_eq!(lost.fate.as_deref(), Some("retry"), "{lost:?}");
+        let due = lost.retry_at_ms.expect("when the next attempt is due");
+        assert!(
+            due >= lost.claimed_ms && due <= killed_at + 10_000,
+            "{lost:?}"
+        );
+        let ok: Vec<_> = runs.iter().filter(|r| r.outcome == "ok").collect();
+        assert_eq!(ok.len(), 1, "{runs:?}");
+        assert_eq!(ok[0].attempt, 2);
+        late.push(
+            w.recorder
+                .seen()
+                .iter()
+                .find(|r| &r.firing_id == f)
+                .unwrap()
+                .claimed_ms
+                - killed_at,
+        );
+    }
+    eprintln!(
+        "takeover by membership: {} runs of the killed node taken over {} ms to {} ms after the kill (lease 120 s, node_ttl 1 s)",
+        victim_runs.len(),
+        late.iter().min().unwrap(),
+        late.iter().max().unwrap()
+    );
+    for n in nodes {
+        n.shutdown().await;
+    }
 }

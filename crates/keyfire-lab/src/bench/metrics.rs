@@ -61,18 +61,34 @@ pub fn sum_commandstats(texts: &[String]) -> HashMap<String, u64> {
     total
 }
 
+/// `INFO commandstats` of several masters, added up per command: microseconds spent.
+pub fn sum_commandstats_usec(texts: &[String]) -> HashMap<String, u64> {
+    let mut total: HashMap<String, u64> = HashMap::new();
+    for t in texts {
+        for (name, usec) in parse_commandstats_field(t, "usec=") {
+            *total.entry(name).or_default() += usec;
+        }
+    }
+    total
+}
+
 /// `INFO commandstats` as command name → calls.
 pub fn parse_commandstats(text: &str) -> HashMap<String, u64> {
+    parse_commandstats_field(text, "calls=")
+}
+
+/// `INFO commandstats` as command name → one of its counters (`calls=`, `usec=`).
+fn parse_commandstats_field(text: &str, field: &str) -> HashMap<String, u64> {
     info_fields(text)
         .into_iter()
         .filter_map(|(k, v)| {
             let name = k.strip_prefix("cmdstat_")?;
-            let calls = v
+            let n = v
                 .split(',')
-                .find_map(|kv| kv.strip_prefix("calls="))?
+                .find_map(|kv| kv.strip_prefix(field))?
                 .parse()
                 .ok()?;
-            Some((name.to_string(), calls))
+            Some((name.to_string(), n))
         })
         .collect()
 }
@@ -107,6 +123,9 @@ pub struct Snapshot {
     /// Calls per command, summed over the masters; None when `INFO commandstats` is not
     /// available.
     pub commands: Option<HashMap<String, u64>>,
+    /// Microseconds Redis spent per command (`usec` of `INFO commandstats`), summed over
+    /// the masters.
+    pub usec: Option<HashMap<String, u64>>,
     /// Firings the bench handler had recorded.
     pub recorded: usize,
 }
@@ -127,6 +146,7 @@ impl Snapshot {
                 })
             }),
             commands: stats.as_deref().map(sum_commandstats),
+            usec: stats.as_deref().map(sum_commandstats_usec),
             recorded,
         }
     }
@@ -143,6 +163,8 @@ pub struct Delta {
     pub cpu_redis_s: Option<f64>,
     /// Calls per command between them, the harness's own left out, most first.
     pub commands: Option<Vec<(String, u64)>>,
+    /// Microseconds Redis spent per command between them, the harness's own left out.
+    pub usec: Option<Vec<(String, u64)>>,
     /// Firings recorded between them.
     pub recorded: usize,
 }
@@ -150,27 +172,12 @@ pub struct Delta {
 impl Delta {
     /// The change from `a` to `b`.
     pub fn between(a: &Snapshot, b: &Snapshot) -> Self {
-        let commands = match (&a.commands, &b.commands) {
-            (Some(x), Some(y)) => {
-                let mut v: Vec<(String, u64)> = y
-                    .iter()
-                    .filter(|(name, _)| !HARNESS_COMMANDS.contains(&name.as_str()))
-                    .map(|(name, calls)| {
-                        let before = x.get(name).copied().unwrap_or(0);
-                        (name.clone(), calls.saturating_sub(before))
-                    })
-                    .filter(|(_, n)| *n > 0)
-                    .collect();
-                v.sort_by(|p, q| q.1.cmp(&p.1).then(p.0.cmp(&q.0)));
-                Some(v)
-            }
-            _ => None,
-        };
         Self {
+            commands: counter_delta(&a.commands, &b.commands),
+            usec: counter_delta(&a.usec, &b.usec),
             wall_s: b.at.duration_since(a.at).as_secs_f64(),
             cpu_node_s: b.cpu_node_s - a.cpu_node_s,
             cpu_redis_s: a.cpu_redis_s.zip(b.cpu_redis_s).map(|(x, y)| y - x),
-            commands,
             recorded: b.recorded.saturating_sub(a.recorded),
         }
     }
@@ -178,6 +185,27 @@ impl Delta {
     /// Every command Redis executed, those run inside scripts included.
     pub fn total_calls(&self) -> Option<u64> {
         Some(self.commands.as_ref()?.iter().map(|(_, n)| n).sum())
+    }
+
+    /// Microseconds Redis spent executing commands, counted as the calls are: a script's
+    /// time includes what it called, and each of those calls counts again on its own
+    /// (`INFO commandstats` gives no other split). Unlike `used_cpu_*` it leaves out the
+    /// event loop, I/O and the machine's other load, so it moves with the work done, not
+    /// with noise: the figure to compare two builds by.
+    pub fn total_usec(&self) -> Option<u64> {
+        Some(self.usec.as_ref()?.iter().map(|(_, n)| n).sum())
+    }
+
+    /// Microseconds Redis spent in scripts (`EVALSHA` and kin), what they called included.
+    pub fn script_usec(&self) -> Option<u64> {
+        Some(
+            self.usec
+                .as_ref()?
+                .iter()
+                .filter(|(name, _)| SCRIPT_COMMANDS.contains(&name.as_str()))
+                .map(|(_, n)| n)
+                .sum(),
+        )
     }
 
     /// Script invocations (`EVALSHA` and kin), each counted once.
@@ -208,6 +236,25 @@ impl Delta {
             .collect::<Vec<_>>()
             .join(" ")
     }
+}
+
+/// Per-command counters from `a` to `b`, the harness's own left out, most first.
+fn counter_delta(
+    a: &Option<HashMap<String, u64>>,
+    b: &Option<HashMap<String, u64>>,
+) -> Option<Vec<(String, u64)>> {
+    let (x, y) = (a.as_ref()?, b.as_ref()?);
+    let mut v: Vec<(String, u64)> = y
+        .iter()
+        .filter(|(name, _)| !HARNESS_COMMANDS.contains(&name.as_str()))
+        .map(|(name, n)| {
+            let before = x.get(name).copied().unwrap_or(0);
+            (name.clone(), n.saturating_sub(before))
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    v.sort_by(|p, q| q.1.cmp(&p.1).then(p.0.cmp(&q.0)));
+    Some(v)
 }
 
 /// `x` rounded to two decimals (for the JSON line).
@@ -270,6 +317,32 @@ mod tests {
         let m = parse_commandstats(text);
         assert_eq!(m["evalsha"], 12);
         assert_eq!(m["config|get"], 3);
+        let u = sum_commandstats_usec(&[text.to_string()]);
+        assert_eq!((u["evalsha"], u["config|get"]), (80, 9));
+    }
+
+    #[test]
+    fn usec_deltas_leave_the_harness_out_and_split_scripts() {
+        let snap = |text: &str, recorded| Snapshot {
+            at: Instant::now(),
+            cpu_node_s: 0.0,
+            cpu_redis_s: None,
+            commands: Some(sum_commandstats(&[text.to_string()])),
+            usec: Some(sum_commandstats_usec(&[text.to_string()])),
+            recorded,
+        };
+        let a = snap(
+            "cmdstat_evalsha:calls=1,usec=100\r\ncmdstat_set:calls=1,usec=10\r\ncmdstat_info:calls=1,usec=50\r\n",
+            0,
+        );
+        let b = snap(
+            "cmdstat_evalsha:calls=3,usec=400\r\ncmdstat_set:calls=5,usec=30\r\ncmdstat_info:calls=9,usec=900\r\n",
+            2,
+        );
+        let d = Delta::between(&a, &b);
+        assert_eq!(d.total_usec(), Some(320));
+        assert_eq!(d.script_usec(), Some(300));
+        assert_eq!(d.per(d.total_usec(), d.recorded), Some(160.0));
     }
 
     #[test]

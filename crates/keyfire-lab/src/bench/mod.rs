@@ -214,6 +214,12 @@ pub struct Report {
     pub redis_commands_per_firing: Option<f64>,
     /// Of which script invocations (`EVALSHA`): round trips that ran Lua.
     pub redis_scripts_per_firing: Option<f64>,
+    /// Microseconds Redis spent executing commands per firing (`INFO commandstats` `usec`),
+    /// counted as commands are: a script's time includes its calls, which count again on
+    /// their own. It follows the work done, not the machine's noise: compare builds by it.
+    pub redis_usec_per_firing: Option<f64>,
+    /// Of which in scripts (`EVALSHA`), what they called included.
+    pub redis_script_usec_per_firing: Option<f64>,
     /// Commands per second over the measured phase.
     pub redis_commands_per_s: Option<f64>,
     /// Change of `used_memory` (client buffers left out) over loading the pending jobs, per job.

@@ -202,6 +202,8 @@ pub(super) async fn run(
     if let (Some(m0), Some(m1)) = (mem0, mem1) {
         report.redis_memory_bytes_per_pending_job = Some(round2((m1 - m0) / n.max(1) as f64));
     }
+    report.redis_usec_per_firing = d.per(d.total_usec(), log.len());
+    report.redis_script_usec_per_firing = d.per(d.script_usec(), log.len());
     h.progress
         .note(format!("redis commands per task: {}", d.mix(log.len())));
     Ok(BenchRun {

@@ -114,6 +114,8 @@ fn blank(p: &Params) -> Report {
         doubled: 0,
         redis_commands_per_firing: None,
         redis_scripts_per_firing: None,
+        redis_usec_per_firing: None,
+        redis_script_usec_per_firing: None,
         redis_commands_per_s: None,
         redis_memory_bytes_per_pending_job: None,
         cpu_s_node: 0.0,
@@ -139,6 +141,8 @@ fn apply_delta(r: &mut Report, d: &Delta, nodes: usize) {
     if d.recorded > 0 {
         r.redis_commands_per_firing = d.per(d.total_calls(), d.recorded);
         r.redis_scripts_per_firing = d.per(d.script_calls(), d.recorded);
+        r.redis_usec_per_firing = d.per(d.total_usec(), d.recorded);
+        r.redis_script_usec_per_firing = d.per(d.script_usec(), d.recorded);
     }
 }
 

@@ -4,6 +4,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -80,7 +81,7 @@ enum Step {
 }
 
 /// After a cancel request, how long a handler may take to return before it is dropped.
-const CANCEL_GRACE: Duration = Duration::from_secs(1);
+pub(super) const CANCEL_GRACE: Duration = Duration::from_secs(1);
 
 /// A firing this node holds.
 struct Claimed {
@@ -173,7 +174,9 @@ impl Inner {
         kind: Kind,
         source: Source,
     ) {
-        if self.claiming.is_cancelled() {
+        // A node that fenced itself (no heartbeat) claims nothing: its peers may be taking
+        // its runs over.
+        if self.claiming.is_cancelled() || self.fenced.load(Ordering::SeqCst) {
             return;
         }
         let key = (job_id, at_ms, kind);
@@ -193,9 +196,34 @@ impl Inner {
         });
     }
 
+    /// Take over a run that `holder` holds, lease or not: that node is gone (no heartbeat
+    /// for node_ttl), or it is this node and the run no longer runs.
+    pub(super) fn spawn_takeover(self: &Arc<Self>, job_id: String, at_ms: i64, holder: String) {
+        if self.claiming.is_cancelled() || self.fenced.load(Ordering::SeqCst) {
+            return;
+        }
+        let key = (job_id, at_ms, Kind::Lease);
+        if !self
+            .inflight
+            .lock()
+            .expect("inflight lock")
+            .insert(key.clone())
+        {
+            return;
+        }
+        let me = self.clone();
+        self.runs.spawn(async move {
+            if let Err(e) = me.recover(&key.0, key.1, Some(&holder)).await {
+                tracing::warn!(job = %key.0, at = key.1, error = %e, "takeover failed; the sweeper retries");
+                me.check_holders.store(true, Ordering::Relaxed);
+            }
+            me.claim_done(&key.0, key.1, Kind::Lease);
+        });
+    }
+
     async fn claim(self: &Arc<Self>, job_id: &str, at_ms: i64, kind: Kind, source: Source) {
         if kind == Kind::Lease {
-            if let Err(e) = self.recover(job_id, at_ms).await {
+            if let Err(e) = self.recover(job_id, at_ms, None).await {
                 tracing::warn!(job = job_id, at = at_ms, error = %e, "lease takeover failed; the sweeper retries");
             }
             return self.claim_done(job_id, at_ms, kind);
@@ -610,8 +638,13 @@ impl Inner {
         }
     }
 
-    /// Take over a run whose lease expired.
-    async fn recover(self: &Arc<Self>, job_id: &str, at_ms: i64) -> crate::Result<()> {
+    /// Take over a run whose lease expired (`holder` None) or whose holder is gone.
+    async fn recover(
+        self: &Arc<Self>,
+        job_id: &str,
+        at_ms: i64,
+        holder: Option<&str>,
+    ) -> crate::Result<()> {
         let max_attempts = match self.spec(job_id).await? {
             Some(c) => c.job.retry.max_attempts,
             None => 1,
@@ -619,7 +652,14 @@ impl Inner {
         let limits = self.history_limits();
         if let Some(next) = self
             .store
-            .recover(job_id, at_ms, max_attempts, limits.dead, limits.history)
+            .take_over(
+                job_id,
+                at_ms,
+                holder,
+                max_attempts,
+                limits.dead,
+                limits.history,
+            )
             .await?
         {
             Inner::bump(&self.stats.recovered);
@@ -631,7 +671,8 @@ impl Inner {
                 job = job_id,
                 at = at_ms,
                 next_attempt = next,
-                "took over a run whose lease expired"
+                holder,
+                "took over a run: its lease expired or its node left"
             );
             if next > 0 {
                 self.spawn_claim(job_id.to_string(), at_ms, Kind::Retry, Source::Sweep);
@@ -672,9 +713,18 @@ impl Inner {
                 c.attempt,
                 token.clone(),
             ));
-            let outcome = self
-                .invoke(&spec.handler, firing, job.timeout_ms, &token)
-                .await;
+            let fence = self.fence.lock().expect("fence lock").clone();
+            let outcome = tokio::select! {
+                o = self.invoke(&spec.handler, firing, job.timeout_ms, &token) => o,
+                // Fenced (no heartbeat): cancel the run, which then has CANCEL_GRACE to
+                // return before it is dropped, all before others may take it over.
+                _ = async {
+                    fence.cancelled().await;
+                    token.cancel();
+                    std::future::pending::<()>().await
+                } => unreachable!("pending never resolves"),
+            };
+            let cut_off = fence.is_cancelled();
             // Did the run lose its lease (renewal found another attempt, or the lock gone)?
             let lease_lost = if renewer.is_finished() {
                 renewer.await.unwrap_or(false)
@@ -685,6 +735,16 @@ impl Inner {
             self.active_runs.lock().expect("active runs lock").remove(&fid);
             metrics::histogram!(name::DURATION, "node" => self.id.clone(), "handler" => spec.handler.clone())
                 .record(started.elapsed().as_secs_f64());
+            if cut_off && !matches!(outcome, RunOutcome::Ok) {
+                // Its peers may take it over; the next heartbeat that succeeds hands it over
+                // at once if none did (this node knows it no longer runs).
+                tracing::warn!("run cut off by the fence");
+                self.released
+                    .lock()
+                    .expect("released lock")
+                    .push((spec.id.clone(), c.at_ms));
+                return;
+            }
             if (self.runs_cancel.is_cancelled() || lease_lost) && !matches!(outcome, RunOutcome::Ok)
             {
                 // Stopped past the drain timeout, or its lease was lost: the firing is not

@@ -1,9 +1,24 @@
 //! Membership: heartbeats in Redis time, the live set, and who owns a firing.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use super::Inner;
 use crate::metrics::name;
+use crate::store::Beat;
+
+/// How long after sending its last heartbeat that succeeded a node fences itself: 3/5 of
+/// node_ttl. Its runs are cancelled then and dropped [`CANCEL_GRACE`](super::claim::CANCEL_GRACE)
+/// later at most (the fence is checked every 100 ms). The others may take its runs over once
+/// its heartbeat is node_ttl old by Redis's clock, and that heartbeat ran in Redis after it
+/// was sent; so two attempts of a firing overlap for at most
+/// `max(0, 3/5 node_ttl + 1.1 s - node_ttl)`: never with node_ttl ≥ 2.75 s (5 s by default),
+/// as long as the node's process runs (a process frozen whole cannot fence itself; its
+/// outcome is refused when it wakes).
+pub(super) fn fence_after(node_ttl: Duration) -> Duration {
+    node_ttl * 3 / 5
+}
 
 pub use crate::store::stable_hash;
 
@@ -36,7 +51,7 @@ impl Inner {
         }
         let me = self.clone();
         tokio::spawn(async move {
-            match me.heartbeat(false).await {
+            match me.heartbeat(Beat::Alive).await {
                 Ok(()) => me.sweep_now.notify_one(),
                 Err(e) => tracing::warn!(error = %e, "live set refresh failed"),
             }
@@ -44,7 +59,7 @@ impl Inner {
     }
 
     /// One heartbeat: announce this node (or its leaving), read the live set and Redis time.
-    pub(super) async fn heartbeat(self: &Arc<Self>, leaving: bool) -> crate::Result<()> {
+    pub(super) async fn heartbeat(self: &Arc<Self>, beat: Beat) -> crate::Result<()> {
         let info = serde_json::json!({
             "version": env!("CARGO_PKG_VERSION"),
             "running": self.running(),
@@ -61,11 +76,13 @@ impl Inner {
         }
         let ttl_ms = self.settings.node_ttl.as_millis() as i64;
         let sent = self.clock.local_ms();
-        let (now, mut live) = self
-            .store
-            .heartbeat(&self.id, ttl_ms, &info, leaving)
-            .await?;
-        *left = leaving;
+        let sent_at = Instant::now();
+        let (now, mut live) = self.store.heartbeat(&self.id, ttl_ms, &info, beat).await?;
+        *left = beat != Beat::Alive;
+        self.beat_ok(sent_at);
+        self.started_redis_ms
+            .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed)
+            .ok();
         let received = self.clock.local_ms();
         self.clock.observe(sent, now, received);
         live.sort();
@@ -76,11 +93,71 @@ impl Inner {
         metrics::gauge!(name::RUNNING, "node" => node).set(self.running() as f64);
         let mut current = self.live.write().expect("live set lock");
         if *current != live {
-            // Ownership moved: the next sweep reads the whole horizon again.
+            // Ownership moved: the next sweep reads the whole horizon again, and looks for
+            // runs held by nodes that left.
             self.armed_upto.lock().expect("armed_upto lock").clear();
+            self.check_holders.store(true, Ordering::Relaxed);
         }
         *current = live;
         Ok(())
+    }
+}
+
+impl Inner {
+    /// A heartbeat sent at `sent_at` succeeded: the node is in touch with Redis. If it had
+    /// fenced itself, it claims again, and the runs it cut off are handed over at once.
+    pub(super) fn beat_ok(self: &Arc<Self>, sent_at: Instant) {
+        {
+            let mut last = self.last_beat.lock().expect("last beat lock");
+            *last = (*last).max(sent_at);
+        }
+        if self.fenced.swap(false, Ordering::SeqCst) {
+            tracing::warn!(node = %self.id, "heartbeat again: claiming again");
+            *self.fence.lock().expect("fence lock") = tokio_util::sync::CancellationToken::new();
+            self.check_holders.store(true, Ordering::Relaxed);
+            self.sweep_now.notify_one();
+        }
+        let released: Vec<(String, i64)> =
+            std::mem::take(&mut *self.released.lock().expect("released lock"));
+        for (job_id, at_ms) in released {
+            let holder = self.id.clone();
+            self.spawn_takeover(job_id, at_ms, holder);
+        }
+    }
+
+    /// Fence this node when its last heartbeat that succeeded was sent longer ago than
+    /// [`fence_after`]: stop claiming and stop every run at once, before other nodes may
+    /// take them over. Checked every 100 ms until the node's runs end.
+    pub(super) async fn fence_loop(self: Arc<Self>) {
+        let after = fence_after(self.settings.node_ttl);
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            tokio::select! {
+                _ = self.runs_cancel.cancelled() => break,
+                _ = tick.tick() => {}
+            }
+            let since = self.last_beat.lock().expect("last beat lock").elapsed();
+            if since > after && !self.fenced.swap(true, Ordering::SeqCst) {
+                self.fence_runs(since);
+            }
+        }
+    }
+
+    fn fence_runs(&self, since: Duration) {
+        let runs: Vec<String> = self
+            .active_runs
+            .lock()
+            .expect("active runs lock")
+            .keys()
+            .cloned()
+            .collect();
+        tracing::error!(
+            node = %self.id,
+            silent_ms = since.as_millis() as u64,
+            runs = runs.len(),
+            "no heartbeat: fencing this node (its runs stop, it claims nothing) before others take its runs over"
+        );
+        self.fence.lock().expect("fence lock").cancel();
     }
 }
 

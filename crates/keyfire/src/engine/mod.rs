@@ -21,7 +21,7 @@ mod timers;
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -35,7 +35,7 @@ use crate::config::{NodeSettings, Settings};
 use crate::error::Result;
 use crate::handler::Registry;
 use crate::job::Job;
-use crate::store::{HistoryLimits, Store};
+use crate::store::{Beat, HistoryLimits, Store};
 
 /// Counters a node keeps about itself (for tests, logs and, later, metrics).
 #[derive(Debug, Default)]
@@ -146,10 +146,16 @@ impl Node {
             left: tokio::sync::Mutex::new(false),
             sweeping: Mutex::new(HashSet::new()),
             armed_upto: Mutex::new(HashMap::new()),
+            last_beat: Mutex::new(std::time::Instant::now()),
+            fenced: AtomicBool::new(false),
+            fence: Mutex::new(CancellationToken::new()),
+            released: Mutex::new(Vec::new()),
+            check_holders: AtomicBool::new(true),
+            started_redis_ms: AtomicI64::new(0),
             stats: Stats::default(),
         });
         // Join the live set and learn Redis's clock before claiming anything.
-        inner.heartbeat(false).await?;
+        inner.heartbeat(Beat::Alive).await?;
 
         let mut tasks = JoinSet::new();
         tasks.spawn(inner.clone().membership_loop());
@@ -157,6 +163,8 @@ impl Node {
         tasks.spawn(inner.clone().timer_loop(timer_rx));
         tasks.spawn(inner.clone().sweeper_loop());
         inner.start_hooks(&mut tasks);
+        // Not with the loops above either: a draining node still fences itself.
+        let fence = tokio::spawn(inner.clone().fence_loop());
         for rx in claim_rx {
             tasks.spawn(inner.clone().claim_batcher(rx));
         }
@@ -171,6 +179,7 @@ impl Node {
             inner,
             tasks,
             completers,
+            fence,
         })
     }
 }
@@ -190,6 +199,7 @@ pub struct NodeHandle {
     inner: Arc<Inner>,
     tasks: JoinSet<()>,
     completers: Vec<tokio::task::JoinHandle<()>>,
+    fence: tokio::task::JoinHandle<()>,
 }
 
 impl NodeHandle {
@@ -235,9 +245,12 @@ impl NodeHandle {
         // the firings that follow at once.
         inner.claiming.cancel();
         while self.tasks.join_next().await.is_some() {}
-        if let Err(e) = inner.heartbeat(true).await {
+        if let Err(e) = inner.heartbeat(Beat::Draining).await {
             tracing::warn!(error = %e, "could not leave the live set; it expires after node_ttl");
         }
+        // Out of the live set, but alive: keep saying so while the runs drain, or the other
+        // nodes would take them over after node_ttl.
+        let keepalive = tokio::spawn(inner.clone().draining_loop());
         inner.runs.close();
         let drain = inner.settings.drain_timeout;
         if tokio::time::timeout(drain, inner.runs.wait())
@@ -256,6 +269,17 @@ impl NodeHandle {
         for c in self.completers {
             let _ = c.await;
         }
+        keepalive.abort();
+        let _ = self.fence.await;
+        let info = String::new();
+        let ttl_ms = Inner::ms(inner.settings.node_ttl);
+        if let Err(e) = inner
+            .store
+            .heartbeat(&inner.id, ttl_ms, &info, Beat::Gone)
+            .await
+        {
+            tracing::warn!(error = %e, "could not say this node is gone; its entry expires");
+        }
         tracing::info!(node = %inner.id, "node stopped");
     }
 
@@ -263,6 +287,7 @@ impl NodeHandle {
     /// stays in the live set until its heartbeat goes stale.
     pub fn abort(mut self) {
         self.inner.runs_cancel.cancel();
+        self.fence.abort();
         self.tasks.abort_all();
         for c in &self.completers {
             c.abort();
@@ -323,6 +348,23 @@ pub(crate) struct Inner {
     armed_upto: Mutex<HashMap<usize, i64>>,
     /// Set once the node left the live set; held during each heartbeat.
     left: tokio::sync::Mutex<bool>,
+    /// When the last heartbeat that succeeded was sent (the node fences itself when this is
+    /// too long ago: [`membership::fence_after`]).
+    last_beat: Mutex<std::time::Instant>,
+    /// Whether the node fenced itself: it claims nothing until a heartbeat succeeds.
+    fenced: AtomicBool,
+    /// Cancelled when the node fences itself: every run stops at once (no grace). Replaced
+    /// by a fresh token when a heartbeat succeeds again.
+    fence: Mutex<CancellationToken>,
+    /// Runs the fence cut off and that have ended: handed over (taken over by this node,
+    /// which knows they no longer run) at the next heartbeat that succeeds.
+    released: Mutex<Vec<(String, i64)>>,
+    /// Whether the next sweep should look for runs held by nodes that left the live set
+    /// (set at start, when the live set changes, and while such runs are found).
+    check_holders: AtomicBool,
+    /// Redis time of this node's first heartbeat: a run its id holds that was claimed
+    /// before is a previous process's (crashed and restarted under the same id).
+    started_redis_ms: AtomicI64,
     stats: Stats,
 }
 
@@ -341,6 +383,25 @@ impl Inner {
 
     fn ms(d: Duration) -> i64 {
         d.as_millis() as i64
+    }
+
+    /// While the node drains (out of the live set), beat every heartbeat interval so that
+    /// its runs are not taken over; a beat that succeeds keeps the fence away too.
+    async fn draining_loop(self: Arc<Self>) {
+        let ttl_ms = Inner::ms(self.settings.node_ttl);
+        let info = String::from("{}");
+        loop {
+            tokio::time::sleep(self.settings.heartbeat_interval).await;
+            let sent_at = std::time::Instant::now();
+            match self
+                .store
+                .heartbeat(&self.id, ttl_ms, &info, Beat::Draining)
+                .await
+            {
+                Ok(_) => self.beat_ok(sent_at),
+                Err(e) => tracing::warn!(error = %e, "heartbeat while draining failed"),
+            }
+        }
     }
 
     fn bump(counter: &AtomicU64) {

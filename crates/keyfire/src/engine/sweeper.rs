@@ -3,13 +3,16 @@
 //! arms timers for the firings this node owns within the horizon, and cleans up finished
 //! one-shot tasks.
 
+use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::time::MissedTickBehavior;
 
 use super::Inner;
 use super::claim::{Kind, Source};
+use crate::store::Lease;
 use crate::store::notify;
 
 /// Entries read per page.
@@ -37,6 +40,11 @@ impl Inner {
                 tracing::warn!(error = %e, "sweep failed");
             }
             Inner::bump(&self.stats.sweeps);
+            // Now and then, look at every run's holder even with no change seen: a change
+            // missed (a node that left and came back between two heartbeats) costs a lease.
+            if self.stats.sweeps.load(Ordering::Relaxed).is_multiple_of(10) {
+                self.check_holders.store(true, Ordering::Relaxed);
+            }
             if self.clock.local_ms() - last_cleanup >= cleanup_every {
                 last_cleanup = self.clock.local_ms();
                 if let Err(e) = self.clean_up_tasks().await {
@@ -159,8 +167,82 @@ impl Inner {
         metrics::gauge!(crate::metrics::name::SENTINELS, "node" => node, "shard" => shard_label)
             .set(sentinels as f64);
         // A lease is already a grace period: the owner takes it over at once.
-        for (job_id, at, expiry) in self.store.expired_leases(shard, now, SWEEP_BATCH).await? {
-            self.take(job_id, at, Kind::Lease, expiry, now, grace);
+        if self.check_holders.load(Ordering::Relaxed) {
+            self.take_over_orphans(shard, now, grace).await?;
+        } else {
+            for (job_id, at, expiry) in self.store.expired_leases(shard, now, SWEEP_BATCH).await? {
+                self.take(job_id, at, Kind::Lease, expiry, now, grace);
+            }
+        }
+        Ok(())
+    }
+
+    /// Read every run in progress on the shard with its holder: take over those whose
+    /// lease expired, and at once those held by a node that left the live set without a
+    /// heartbeat for node_ttl (it fenced itself before then), or by an earlier process of
+    /// this node. Done when the live set changed (and at start), until no such run is left.
+    async fn take_over_orphans(
+        self: &Arc<Self>,
+        shard: usize,
+        now: i64,
+        grace: i64,
+    ) -> crate::Result<()> {
+        let leases = self.store.leases(shard, SWEEP_BATCH).await?;
+        let started = self.started_redis_ms.load(Ordering::Relaxed);
+        let live: HashSet<String> = self
+            .live
+            .read()
+            .expect("live set lock")
+            .iter()
+            .cloned()
+            .collect();
+        let mut suspects: Vec<Lease> = Vec::new();
+        for lease in leases {
+            if lease.expiry_ms <= now {
+                self.take(
+                    lease.job_id,
+                    lease.at_ms,
+                    Kind::Lease,
+                    lease.expiry_ms,
+                    now,
+                    grace,
+                );
+                continue;
+            }
+            match lease.node.as_deref() {
+                // Held by this node's id but claimed before it started: an earlier process's.
+                Some(n) if n == self.id && lease.claimed_ms < started => {
+                    let holder = self.id.clone();
+                    self.spawn_takeover(lease.job_id, lease.at_ms, holder);
+                }
+                Some(n) if n == self.id => {}
+                Some(n) if !live.contains(n) => suspects.push(lease),
+                _ => {}
+            }
+        }
+        if suspects.is_empty() {
+            self.check_holders.store(false, Ordering::Relaxed);
+            return Ok(());
+        }
+        // Their nodes are gone by this node's view: ask Redis when each last beat (a node
+        // that drains has left the live set but still beats).
+        let mut nodes: Vec<&str> = suspects.iter().filter_map(|l| l.node.as_deref()).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        let (redis_now, seen) = self.store.nodes_seen(&nodes).await?;
+        let ttl = Inner::ms(self.settings.node_ttl);
+        let gone: HashSet<&str> = nodes
+            .iter()
+            .zip(seen)
+            .filter(|(_, s)| s.is_none_or(|s| s < redis_now - ttl))
+            .map(|(n, _)| *n)
+            .collect();
+        let gone: HashSet<String> = gone.into_iter().map(str::to_string).collect();
+        for lease in suspects {
+            let Some(node) = lease.node else { continue };
+            if gone.contains(&node) {
+                self.spawn_takeover(lease.job_id, lease.at_ms, node);
+            }
         }
         Ok(())
     }
@@ -197,7 +279,7 @@ impl Inner {
                 _ = self.claiming.cancelled() => break,
                 _ = tick.tick() => {}
             }
-            if let Err(e) = self.heartbeat(false).await {
+            if let Err(e) = self.heartbeat(crate::store::Beat::Alive).await {
                 tracing::warn!(error = %e, "heartbeat failed");
             }
             beats += 1;

@@ -201,7 +201,9 @@ impl Keys {
         format!("{}:generation", self.tag)
     }
 
-    /// Lock of one firing's run (`SET NX PX`).
+    /// Lock of one firing's run (`SET NX PX`), written by nodes of an earlier layout only:
+    /// a run's lease record in [`Keys::attempts`] is its lock now. Read by a takeover of
+    /// such a run during a rolling upgrade, to name its node.
     pub fn lock(&self, id: &str, at_ms: i64) -> String {
         format!("{}:lock:{id}:{at_ms}", self.tag)
     }
@@ -217,8 +219,9 @@ impl Keys {
         format!("{}:retry", self.tag)
     }
 
-    /// HASH firing id → the attempt now granted (fencing: a run of an older attempt may not
-    /// record its outcome).
+    /// HASH firing id → the attempt now granted: a bare number while the attempt is queued,
+    /// the run's lease record `<attempt>:<claimed ms>:<node>` once claimed (fencing: a run
+    /// that the record does not name may neither renew nor record its outcome).
     pub fn attempts(&self) -> String {
         format!("{}:attempts", self.tag)
     }

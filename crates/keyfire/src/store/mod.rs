@@ -124,6 +124,45 @@ pub struct JobState {
     pub status: Option<JobStatus>,
 }
 
+/// What a heartbeat says of its node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Beat {
+    /// Alive and in the live set.
+    Alive,
+    /// Out of the live set (it owns no firings) but alive: it drains its runs, which are
+    /// not to be taken from it.
+    Draining,
+    /// Gone: nothing of it is left to take over.
+    Gone,
+}
+
+/// A run in progress, from its lease: the running ZSET's entry (lease expiry) and the lease
+/// record in the attempts hash, `<attempt>:<claimed ms>:<node>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The job.
+    pub job_id: String,
+    /// The firing's scheduled instant (ms).
+    pub at_ms: i64,
+    /// When the lease expires unless renewed (ms, Redis time).
+    pub expiry_ms: i64,
+    /// The attempt that runs (0 when the record does not say: an earlier layout's).
+    pub attempt: u32,
+    /// When it was claimed (ms, Redis time; 0 when the record does not say).
+    pub claimed_ms: i64,
+    /// The node that holds it (None when the record does not say).
+    pub node: Option<String>,
+}
+
+/// A lease record, `<attempt>:<claimed ms>:<node>`, as (attempt, claimed ms, node); None
+/// for a queued attempt's record (a bare attempt number).
+pub fn parse_lease_record(record: &str) -> Option<(u32, i64, &str)> {
+    let mut parts = record.splitn(3, ':');
+    let attempt = parts.next()?.parse().ok()?;
+    let claimed = parts.next()?.parse().ok()?;
+    Some((attempt, claimed, parts.next()?))
+}
+
 /// One run of a firing, as kept in the job's history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
@@ -708,7 +747,6 @@ impl Store {
             .arg(first.announce_ms);
         for a in &batch {
             inv.key(k.job(a.job_id))
-                .key(k.lock(a.job_id, a.at_ms))
                 .key(k.fire(a.job_id, a.at_ms))
                 .key(k.fire(a.job_id, a.next_ms.unwrap_or(-1)));
             inv.arg(a.job_id)
@@ -752,7 +790,6 @@ impl Store {
             .key(k.retry())
             .key(k.running())
             .key(k.attempts())
-            .key(k.lock(job_id, at_ms))
             .arg(firing_id(job_id, at_ms))
             .arg(node)
             .arg(lease_ms)
@@ -773,14 +810,36 @@ impl Store {
         dead_limit: usize,
         history_limit: usize,
     ) -> Result<Option<u32>> {
+        self.take_over(job_id, at_ms, None, max_attempts, dead_limit, history_limit)
+            .await
+    }
+
+    /// Take over a lost run: once its lease expired (`holder` None), or at once if `holder`
+    /// still holds it (the caller found that node gone: no heartbeat for node_ttl). Returns
+    /// as [`Store::recover`] does.
+    pub async fn take_over(
+        &self,
+        job_id: &str,
+        at_ms: i64,
+        holder: Option<&str>,
+        max_attempts: u32,
+        dead_limit: usize,
+        history_limit: usize,
+    ) -> Result<Option<u32>> {
         let k = self.job_keys(job_id);
         let fid = firing_id(job_id, at_ms);
+        let error = match holder {
+            None => "lease expired: the node died, hung or lost Redis mid-run".to_string(),
+            Some(node) => format!(
+                "node {node} left the live set mid-run (no heartbeat for node_ttl): it died or lost Redis"
+            ),
+        };
         let dead = DeadLetter {
             firing_id: fid.clone(),
             job_id: job_id.to_string(),
             scheduled_ms: at_ms,
             attempts: 0,
-            error: Some("lease expired: the node died, hung or lost Redis mid-run".into()),
+            error: Some(error.clone()),
             failed_ms: 0,
         };
         let reply: Vec<i64> = RECOVER
@@ -797,6 +856,8 @@ impl Store {
             .arg(serde_json::to_string(&dead)?)
             .arg(history_limit.max(1))
             .arg(at_ms)
+            .arg(holder.unwrap_or(""))
+            .arg(&error)
             .invoke_async(&mut self.conn.clone())
             .await?;
         Ok(match reply.as_slice() {
@@ -867,6 +928,60 @@ impl Store {
     ) -> Result<Vec<(String, i64, i64)>> {
         self.firings_in(self.shards.keys(shard).retry(), max_ms, limit)
             .await
+    }
+
+    /// A shard's runs in progress (up to `limit`), with their lease records: who holds each
+    /// and since when, for the sweeper to take over the runs of nodes that left.
+    pub async fn leases(&self, shard: usize, limit: usize) -> Result<Vec<Lease>> {
+        let k = self.shards.keys(shard);
+        let mut conn = self.conn.clone();
+        let running: Vec<(String, i64)> = conn
+            .zrange_withscores(k.running(), 0, limit as isize - 1)
+            .await?;
+        if running.is_empty() {
+            return Ok(Vec::new());
+        }
+        let fids: Vec<&str> = running.iter().map(|(f, _)| f.as_str()).collect();
+        let records: Vec<Option<String>> = redis::cmd("HMGET")
+            .arg(k.attempts())
+            .arg(&fids)
+            .query_async(&mut conn)
+            .await?;
+        Ok(running
+            .iter()
+            .zip(records)
+            .filter_map(|((fid, expiry), record)| {
+                let (job_id, at_ms) = parse_firing_id(fid)?;
+                let (attempt, claimed_ms, node) = record
+                    .as_deref()
+                    .and_then(parse_lease_record)
+                    .map(|(a, c, n)| (a, c, Some(n.to_string())))
+                    .unwrap_or((0, 0, None));
+                Some(Lease {
+                    job_id: job_id.to_string(),
+                    at_ms,
+                    expiry_ms: *expiry,
+                    attempt,
+                    claimed_ms,
+                    node,
+                })
+            })
+            .collect())
+    }
+
+    /// When each node last said it was alive (`seen`, Redis time; None: never, or too long
+    /// ago to remember), and Redis's time now.
+    pub async fn nodes_seen(&self, ids: &[&str]) -> Result<(i64, Vec<Option<i64>>)> {
+        let mut pipe = redis::pipe();
+        for id in ids {
+            pipe.hget(self.keys().node(id), "seen");
+        }
+        let seen: Vec<Option<i64>> = if ids.is_empty() {
+            Vec::new()
+        } else {
+            pipe.query_async(&mut self.conn.clone()).await?
+        };
+        Ok((self.time_ms().await?, seen))
     }
 
     /// A shard's runs whose lease expired at or before `max_ms`: (job id, instant, lease
@@ -982,7 +1097,6 @@ impl Store {
                 "error": run.error,
             });
             inv.key(k.job(c.job_id))
-                .key(k.lock(c.job_id, run.scheduled_ms))
                 .key(k.runs(c.job_id))
                 .key(k.dead(c.job_id));
             inv.arg(&run.firing_id)
@@ -1031,7 +1145,6 @@ impl Store {
     ) -> Result<bool> {
         let k = self.job_keys(job_id);
         let n: i64 = RENEW
-            .key(k.lock(job_id, at_ms))
             .key(k.running())
             .key(k.attempts())
             .arg(node)
@@ -1049,7 +1162,7 @@ impl Store {
         node: &str,
         ttl_ms: i64,
         info: &str,
-        leaving: bool,
+        beat: Beat,
     ) -> Result<(i64, Vec<String>)> {
         let k = self.keys();
         let mut reply: Vec<Value> = HEARTBEAT
@@ -1058,7 +1171,11 @@ impl Store {
             .arg(node)
             .arg(ttl_ms)
             .arg(info)
-            .arg(if leaving { "1" } else { "0" })
+            .arg(match beat {
+                Beat::Alive => "0",
+                Beat::Draining => "1",
+                Beat::Gone => "2",
+            })
             .arg(k.changes())
             .invoke_async(&mut self.conn.clone())
             .await?;

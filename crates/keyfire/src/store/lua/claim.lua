@@ -1,12 +1,14 @@
 -- Claim scheduled firings, one or a batch: each at most once, ever (G1), never before its
 -- instant by Redis's clock (G3). The compare-and-set on the job's entry in the due ZSET is
--- what makes a firing claimable once; the SET NX PX lock then guards the run. The job's next
+-- what makes a firing claimable once; the run's lease record then guards the run: one field
+-- of the attempts hash, "<attempt>:<claimed ms>:<node>", written with HSETNX (so it is the
+-- run's lock as well), and the firing's entry in the running ZSET (its lease expiry, for the
+-- sweeper). The completion removes both. The job's next
 -- firing is scheduled in the same step, and the misfire and overlap policies are applied
 -- here, atomically. Firings that arrive together are claimed in one call (fewer round trips).
--- KEYS[1] due zset   KEYS[2] running zset   KEYS[3] attempts hash
--- then per firing i (base b = 3 + 4 * (i - 1)):
---   KEYS[b+1] job hash   KEYS[b+2] lock of the firing   KEYS[b+3] sentinel of the firing
---   KEYS[b+4] sentinel of the job's next firing
+-- KEYS[1] due zset   KEYS[2] running zset   KEYS[3] attempts hash (the lease records)
+-- then per firing i (base b = 3 + 3 * (i - 1)):
+--   KEYS[b+1] job hash   KEYS[b+2] sentinel of the firing   KEYS[b+3] sentinel of the job's next firing
 -- ARGV[1] node id   ARGV[2] lease ms   ARGV[3] change channel   ARGV[4] sentinel horizon ms
 -- ARGV[5] timer horizon ms: next firings due within it are announced on the change channel,
 --   one message {op = 'next', id = '', firings = {{id, ms}, ...}} per call, so that their
@@ -22,9 +24,9 @@
 -- Reply: per firing, two values:
 --   1, now: claimed | 0, 'stale': claimed already, changed or deleted | 2, ms: early by ms
 --   3, version: job changed, recompute | 4, now: later than the tolerance, apply the misfire policy
---   5, 'locked': a run of this firing holds the lock | 6, 'missed': skipped (misfire policy)
+--   5, 'locked': a run of this firing holds a live lease | 6, 'missed': skipped (misfire policy)
 --   7, running firing: skipped, the previous run still runs (overlap forbid)
-local n = (#KEYS - 3) / 4
+local n = (#KEYS - 3) / 3
 assert(n >= 1 and n == math.floor(n) and #ARGV == 5 + 9 * n, 'claim: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -32,7 +34,7 @@ local node, lease, channel, horizon = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonum
 local announce = tonumber(ARGV[5])
 local reply, soon = {}, {}
 
-local function claim(job, lock, sentinel, next_sentinel, id, at_s, version, nxt, tolerance,
+local function claim(job, sentinel, next_sentinel, id, at_s, version, nxt, tolerance,
                      applied, run, missed, overlap)
   local score = redis.call('ZSCORE', KEYS[1], id)
   if not score or tonumber(score) ~= tonumber(at_s) then return 0, 'stale' end
@@ -81,9 +83,15 @@ local function claim(job, lock, sentinel, next_sentinel, id, at_s, version, nxt,
       end
     end
   end
-  if not redis.call('SET', lock, node .. ':1', 'NX', 'PX', lease) then return 5, 'locked' end
+  local record = '1:' .. now .. ':' .. node
+  if redis.call('HSETNX', KEYS[3], fid, record) == 0 then
+    -- A record is there already: a run of this firing that still holds its lease keeps it;
+    -- anything else (a queued attempt, a lease run out) gives way to this run.
+    local held = redis.call('ZSCORE', KEYS[2], fid)
+    if held and tonumber(held) > now then return 5, 'locked' end
+    redis.call('HSET', KEYS[3], fid, record)
+  end
   advance(fid)
-  redis.call('HSET', KEYS[3], fid, 1)
   redis.call('ZADD', KEYS[2], now + lease, fid)
   if replaced then
     redis.call('PUBLISH', channel, cjson.encode({op = 'cancel', id = id, firing = replaced}))
@@ -92,9 +100,9 @@ local function claim(job, lock, sentinel, next_sentinel, id, at_s, version, nxt,
 end
 
 for i = 1, n do
-  local b = 3 + 4 * (i - 1)
+  local b = 3 + 3 * (i - 1)
   local a = 5 + 9 * (i - 1)
-  local code, arg = claim(KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4],
+  local code, arg = claim(KEYS[b + 1], KEYS[b + 2], KEYS[b + 3],
     ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7],
     ARGV[a + 8], ARGV[a + 9])
   reply[#reply + 1] = code

@@ -1,10 +1,11 @@
--- Record the end of attempts, one or a batch: release each lease and lock, then finish the
--- firing, schedule its next attempt, or move it to the job's dead letters; append to the
--- job's history. Fenced by attempt: if a newer attempt was granted (the lease expired and
--- another node took over), that outcome is refused and changes nothing.
+-- Record the end of attempts, one or a batch: release each lease, then finish the firing,
+-- schedule its next attempt, or move it to the job's dead letters; append to the job's
+-- history. Fenced by the lease record ("<attempt>:<claimed ms>:<node>" in the attempts
+-- hash, see claim.lua): if it does not name this node and attempt (the run was taken over,
+-- or its firing queued again), that outcome is refused and changes nothing.
 -- KEYS[1] running zset   KEYS[2] attempts hash   KEYS[3] retry zset   KEYS[4] done zset
--- then per attempt i (base b = 4 + 4 * (i - 1)):
---   KEYS[b+1] job hash   KEYS[b+2] lock   KEYS[b+3] run history list   KEYS[b+4] dead letters list
+-- then per attempt i (base b = 4 + 3 * (i - 1)):
+--   KEYS[b+1] job hash   KEYS[b+2] run history list   KEYS[b+3] dead letters list
 -- ARGV[1] history limit   ARGV[2] dead-letter limit   ARGV[3] history max age ms
 -- then per attempt i (base a = 3 + 8 * (i - 1)):
 --   ARGV[a+1] firing id   ARGV[a+2] node id   ARGV[a+3] attempt
@@ -13,7 +14,7 @@
 --   ARGV[a+8] dead-letter entry JSON (an object; used when the firing is dead)
 -- Reply: per attempt, two values: fate (done | retry | dead | fenced | gone) and Redis time
 -- (ms); gone: the job was deleted while it ran.
-local n = (#KEYS - 4) / 4
+local n = (#KEYS - 4) / 3
 assert(n >= 1 and n == math.floor(n) and #ARGV == 3 + 8 * n, 'complete: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -24,23 +25,21 @@ local function with(json, extra)
   return string.sub(json, 1, -2) .. ',' .. extra .. '}'
 end
 
-local function complete(job, lock, runs, dead, fid, node, attempt, outcome, record, retry, id, letter)
+local function complete(job, runs, dead, fid, node, attempt, outcome, record, retry, id, letter)
   local cur = redis.call('HGET', KEYS[2], fid)
-  if not cur or cur ~= attempt then
+  if not cur then
     -- A job deleted while it ran (the `topic` handler deletes its own task's job) has no
     -- attempt left to fence: nothing to record, and nothing wrong.
-    if not cur and redis.call('EXISTS', job) == 0 then return 'gone' end
+    if redis.call('EXISTS', job) == 0 then return 'gone' end
     return 'fenced'
   end
   -- A dead letter replayed starts again at attempt 1, while a stale run of attempt 1 (its
   -- node froze past the lease) may still end: the attempt number alone does not tell them
-  -- apart. The lock names its holder, and every granted run has its lease in the running
-  -- ZSET until it ends or is taken over; a stale run finds another holder, or no lease (the
+  -- apart. The record names its holder: a stale run finds another holder, or none (the
   -- replay is queued, not yet claimed).
-  local holder = redis.call('GET', lock)
-  if holder and holder ~= node .. ':' .. attempt then return 'fenced' end
+  local held, holder = string.match(cur, '^(%d+):%d+:(.*)$')
+  if held ~= attempt or holder ~= node then return 'fenced' end
   if redis.call('ZREM', KEYS[1], fid) == 0 then return 'fenced' end
-  if holder then redis.call('DEL', lock) end
   local fields = redis.call('HMGET', job, 'active', 'status', 'once')
   local exists = fields[2] ~= false
   if fields[1] == fid then redis.call('HDEL', job, 'active') end
@@ -85,9 +84,9 @@ end
 
 local reply = {}
 for i = 1, n do
-  local b = 4 + 4 * (i - 1)
+  local b = 4 + 3 * (i - 1)
   local a = 3 + 8 * (i - 1)
-  reply[#reply + 1] = complete(KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], KEYS[b + 4],
+  reply[#reply + 1] = complete(KEYS[b + 1], KEYS[b + 2], KEYS[b + 3],
     ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7],
     ARGV[a + 8])
   reply[#reply + 1] = now

@@ -1,6 +1,11 @@
--- Announce a node (or its leaving) and read the live set, by Redis's clock.
+-- Announce a node (or its leaving) and read the live set, by Redis's clock. The info hash's
+-- `seen` says the node is alive: a node that is draining has left the live set (it owns no
+-- firings) but still beats, so its runs are not taken from it; `seen` older than node_ttl
+-- means its runs may be taken over (the node fenced itself before then).
 -- KEYS[1] nodes zset   KEYS[2] this node's info hash
--- ARGV[1] node id   ARGV[2] node ttl ms   ARGV[3] info JSON   ARGV[4] '1' when leaving
+-- ARGV[1] node id   ARGV[2] node ttl ms   ARGV[3] info JSON
+-- ARGV[4] '0' a heartbeat, '1' leaving or draining (out of the live set, still alive),
+--         '2' gone (drained: nothing of it is left to take over)
 -- ARGV[5] change channel: a node joining or leaving is announced on it, so the others
 --         re-read the live set at once and the firings it owned (or now owns) move without
 --         waiting for their next heartbeat.
@@ -12,14 +17,20 @@ local ttl = tonumber(ARGV[2])
 local function announce(what)
   redis.call('PUBLISH', ARGV[5], cjson.encode({op = 'nodes', id = ARGV[1], what = what}))
 end
-if ARGV[4] == '1' then
+if ARGV[4] ~= '0' then
   if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then announce('leave') end
-  redis.call('DEL', KEYS[2])
+  if ARGV[4] == '2' then
+    redis.call('DEL', KEYS[2])
+  else
+    redis.call('HSET', KEYS[2], 'info', ARGV[3], 'seen', now, 'draining', 1)
+    redis.call('PEXPIRE', KEYS[2], ttl * 10)
+  end
 else
   local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
   redis.call('ZADD', KEYS[1], now, ARGV[1])
   if not score or tonumber(score) < now - ttl then announce('join') end
   redis.call('HSET', KEYS[2], 'info', ARGV[3], 'seen', now)
+  redis.call('HDEL', KEYS[2], 'draining')
   redis.call('PEXPIRE', KEYS[2], ttl * 10)
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - ttl * 10)

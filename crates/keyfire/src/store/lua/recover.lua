@@ -1,24 +1,39 @@
--- Take over a run whose lease expired (its node died, hung, or lost Redis): grant the next
--- attempt and queue it for any node, or move the firing to the dead letters when its
--- attempts are used up. Fencing: the old attempt can no longer record an outcome.
+-- Take over a run that was lost: its lease expired (its node died, hung, or lost Redis), or
+-- its node left the live set without a heartbeat for node_ttl (it fenced itself before
+-- then: it cancelled its runs). Grant the next attempt and queue it for any node, or move
+-- the firing to the dead letters when its attempts are used up. Fencing: the lease record
+-- now holds the next attempt's number (no node), so the old run can neither renew nor
+-- record an outcome. The history names the node that held the run and when it claimed it.
 -- KEYS[1] running zset   KEYS[2] attempts hash   KEYS[3] retry zset   KEYS[4] job hash
--- KEYS[5] dead letters list   KEYS[6] lock   KEYS[7] run history list
+-- KEYS[5] dead letters list   KEYS[6] lock of the firing (written only by nodes of an
+--   earlier layout, whose lease records are a bare attempt number)   KEYS[7] run history list
 -- ARGV[1] firing id   ARGV[2] max attempts   ARGV[3] dead-letter limit   ARGV[4] dead-letter entry JSON
 -- ARGV[5] history limit   ARGV[6] the firing's scheduled instant ms
+-- ARGV[7] "" to take it only once its lease expired, or a node id: take it if that node
+--   holds it, lease or not (the caller found the node gone from the live set)
+-- ARGV[8] the error to record
 -- Reply: {0} nothing to do | {1, next attempt} queued | {2, attempts} dead
-assert(#KEYS == 7 and #ARGV == 6, 'recover: wrong arity')
+assert(#KEYS == 7 and #ARGV == 8, 'recover: wrong arity')
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not score then return {0} end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if tonumber(score) > now then return {0} end
+local record = redis.call('HGET', KEYS[2], ARGV[1]) or '1'
+local attempt, claimed, node = string.match(record, '^(%d+):(%d+):(.*)$')
+if not attempt then
+  -- Claimed by a node of the earlier layout: its lock names the holder while it lives.
+  attempt, claimed = record, '0'
+  node = string.match(redis.call('GET', KEYS[6]) or '', '^(.*):%d+$') or ''
+end
+attempt = tonumber(attempt) or 1
+if ARGV[7] == '' then
+  if tonumber(score) > now then return {0} end
+elseif node ~= ARGV[7] then
+  return {0}
+end
 redis.call('ZREM', KEYS[1], ARGV[1])
--- The lock holds "<node>:<attempt>" of the run that was lost (if it has not expired yet).
-local holder = redis.call('GET', KEYS[6]) or ''
-local node = string.match(holder, '^(.*):%d+$') or ''
-redis.call('DEL', KEYS[6])
+if claimed == '0' then redis.call('DEL', KEYS[6]) end
 if redis.call('HGET', KEYS[4], 'active') == ARGV[1] then redis.call('HDEL', KEYS[4], 'active') end
-local attempt = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '1')
 if redis.call('EXISTS', KEYS[4]) == 0 then
   redis.call('HDEL', KEYS[2], ARGV[1])
   return {0}
@@ -27,10 +42,12 @@ redis.call('HINCRBY', KEYS[4], 'runs', 1)
 redis.call('HINCRBY', KEYS[4], 'failures', 1)
 local fate = 'retry'
 if attempt >= tonumber(ARGV[2]) then fate = 'dead' end
-redis.call('LPUSH', KEYS[7], cjson.encode({
+local lost = {
   firing_id = ARGV[1], scheduled_ms = tonumber(ARGV[6]), attempt = attempt, node = node,
-  claimed_ms = 0, started_ms = 0, outcome = 'lost', fate = fate, finished_ms = now,
-  error = 'lease expired: the node died, hung or lost Redis mid-run'}))
+  claimed_ms = tonumber(claimed), started_ms = tonumber(claimed), outcome = 'lost', fate = fate,
+  finished_ms = now, error = ARGV[8]}
+if fate == 'retry' then lost.retry_at_ms = now end
+redis.call('LPUSH', KEYS[7], cjson.encode(lost))
 redis.call('LTRIM', KEYS[7], 0, tonumber(ARGV[5]) - 1)
 if fate == 'dead' then
   local dead = cjson.decode(ARGV[4])
