@@ -18,7 +18,7 @@ pub enum When {
     At(DateTime<Utc>),
 }
 
-/// A task to add: see [`Queue::add_task`] and [`Queue::add_many`].
+/// A task to add: see [`Queue::add_task`](crate::Queue::add_task) and [`Queue::add_many`](crate::Queue::add_many).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewTask {
     /// Its id; `None` picks a fresh one (32 hex digits). An id that exists (in any state, also
@@ -136,7 +136,7 @@ pub struct Reserved {
     pub payload: serde_json::Value,
     /// Deliveries so far, this one included (1 the first time).
     pub deliveries: u32,
-    /// The reservation token (opaque): [`Queue::finish`] and [`Queue::touch`] need it.
+    /// The reservation token (opaque): [`Queue::finish`](crate::Queue::finish) and [`Queue::touch`](crate::Queue::touch) need it.
     pub token: String,
     /// The time-to-run of this reservation.
     #[serde(with = "humantime_serde")]
@@ -151,7 +151,7 @@ pub struct Reserved {
     pub deadline: DateTime<Utc>,
 }
 
-/// A task as stored: see [`Queue::get`]. All instants are Redis time.
+/// A task as stored: see [`Queue::get`](crate::Queue::get). All instants are Redis time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskInfo {
     /// The task's id.
@@ -183,7 +183,7 @@ pub struct TaskInfo {
     pub finished_at: Option<DateTime<Utc>>,
 }
 
-/// A topic's tasks by state, and its counters since it was first used: see [`Queue::topics`].
+/// A topic's tasks by state, and its counters since it was first used: see [`Queue::topics`](crate::Queue::topics).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TopicCounts {
@@ -209,7 +209,7 @@ pub struct TopicCounts {
     pub deleted: u64,
 }
 
-/// What [`Queue::requeue_expired`] did.
+/// What [`Queue::requeue_expired`](crate::Queue::requeue_expired) did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Requeued {
     /// Expired reservations put back to ready.
@@ -220,7 +220,7 @@ pub struct Requeued {
     pub promoted: u64,
 }
 
-/// How [`Queue::finish_many`] answered one `(id, token)` pair.
+/// How [`Queue::finish_many`](crate::Queue::finish_many) answered one `(id, token)` pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
