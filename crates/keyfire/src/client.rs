@@ -127,6 +127,7 @@ impl Client {
     ) -> std::result::Result<Job, ValidationError> {
         let job = spec.validate(v)?;
         if job.spec.handler == "http" {
+            #[cfg(feature = "http")]
             crate::handler::http::check_params(&job.spec.params, &self.http)?;
         }
         Ok(job)

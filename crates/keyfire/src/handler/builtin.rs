@@ -10,6 +10,7 @@ use crate::config::HandlerSettings;
 pub(super) fn register_all(r: &mut Registry, settings: &HandlerSettings) {
     r.register("log", log);
     r.register("noop", noop);
+    #[cfg(feature = "http")]
     r.register("http", super::http::HttpHandler::new(&settings.http));
     if settings.command.enabled {
         r.register(

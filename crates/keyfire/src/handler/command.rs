@@ -25,7 +25,7 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::http::render;
+use super::template::render;
 use super::{Firing, Handler, HandlerError, HandlerResult};
 use crate::config::CommandHandlerSettings;
 

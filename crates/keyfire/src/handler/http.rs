@@ -65,31 +65,7 @@ pub fn install_tls_provider() {
     });
 }
 
-/// Replace `{{job_id}}`, `{{firing_id}}`, `{{scheduled_at}}` and `{{attempt}}` with the
-/// firing's values; anything else is left as written.
-pub fn render(template: &str, f: &Firing) -> String {
-    render_fields(template, &f.job_id, &f.firing_id, f.scheduled_at, f.attempt)
-}
-
-fn render_fields(
-    template: &str,
-    job_id: &str,
-    firing_id: &str,
-    scheduled_at: chrono::DateTime<chrono::Utc>,
-    attempt: u32,
-) -> String {
-    if !template.contains("{{") {
-        return template.to_string();
-    }
-    template
-        .replace("{{job_id}}", job_id)
-        .replace("{{firing_id}}", firing_id)
-        .replace(
-            "{{scheduled_at}}",
-            &scheduled_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-        )
-        .replace("{{attempt}}", &attempt.to_string())
-}
+use super::template::render;
 
 /// Whether `host` matches one of `allowed`: an exact name, `*.suffix` (any subdomain, not the
 /// bare suffix), or `*`. Names compare case-insensitively.
@@ -1058,7 +1034,7 @@ mod tests {
     fn templates_fill_the_firing_fields() {
         let at = chrono::DateTime::from_timestamp_millis(1000).unwrap();
         assert_eq!(
-            render_fields(
+            crate::handler::template::render_fields(
                 "{{job_id}} {{firing_id}} {{scheduled_at}} {{attempt}} {{other}}",
                 "j",
                 "j:1000",

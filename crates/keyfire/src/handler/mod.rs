@@ -3,7 +3,9 @@
 mod builtin;
 mod command;
 mod hook;
+#[cfg(feature = "http")]
 pub mod http;
+mod template;
 pub mod webhook;
 
 use std::collections::HashMap;
