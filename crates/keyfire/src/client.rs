@@ -123,9 +123,16 @@ impl Client {
     fn check(
         &self,
         spec: JobSpec,
-        v: &Validation<'_>,
+        now_ms: i64,
+        created_ms: i64,
+        known_handler: bool,
     ) -> std::result::Result<Job, ValidationError> {
-        let job = spec.validate(v)?;
+        let job = spec.validate(&Validation {
+            now_ms,
+            created_ms,
+            known_handler: Some(&|_: &str| known_handler),
+            max_params_bytes: self.limits.max_params_bytes,
+        })?;
         if job.spec.handler == "http" {
             #[cfg(feature = "http")]
             crate::handler::http::check_params(&job.spec.params, &self.http)?;
@@ -137,15 +144,7 @@ impl Client {
     pub async fn validate(&self, spec: &JobSpec) -> Result<()> {
         let now = self.store.time_ms().await?;
         let known = self.known_handler(&spec.handler).await?;
-        self.check(
-            spec.clone(),
-            &Validation {
-                now_ms: now,
-                created_ms: now,
-                known_handler: Some(&|_: &str| known),
-                max_params_bytes: self.limits.max_params_bytes,
-            },
-        )?;
+        self.check(spec.clone(), now, now, known)?;
         Ok(())
     }
 
@@ -188,27 +187,11 @@ impl Client {
             };
             if expected.is_some_and(|v| v != state.version) {
                 // Still validate first: bad input is reported as such, not as a conflict.
-                self.check(
-                    spec.clone(),
-                    &Validation {
-                        now_ms: now,
-                        created_ms: now,
-                        known_handler: Some(&|_: &str| known),
-                        max_params_bytes: self.limits.max_params_bytes,
-                    },
-                )?;
+                self.check(spec.clone(), now, now, known)?;
                 return Err(mismatch(state.version));
             }
             let created_ms = state.created_ms.unwrap_or(now);
-            let job = self.check(
-                spec.clone(),
-                &Validation {
-                    now_ms: now,
-                    created_ms,
-                    known_handler: Some(&|_: &str| known),
-                    max_params_bytes: self.limits.max_params_bytes,
-                },
-            )?;
+            let job = self.check(spec.clone(), now, created_ms, known)?;
             // A write that changes nothing keeps the version, so a client holding it in
             // `If-Match` is not told of a conflict after re-sending the same spec.
             if state.version > 0
@@ -286,17 +269,7 @@ impl Client {
             };
             let spec = as_task(spec).map_err(named)?;
             let known = self.known_handler(&spec.handler).await?;
-            let job = self
-                .check(
-                    spec,
-                    &Validation {
-                        now_ms: now,
-                        created_ms: now,
-                        known_handler: Some(&|_: &str| known),
-                        max_params_bytes: self.limits.max_params_bytes,
-                    },
-                )
-                .map_err(named)?;
+            let job = self.check(spec, now, now, known).map_err(named)?;
             let first = job.first_firing(now);
             jobs.push((job.spec, first));
         }
