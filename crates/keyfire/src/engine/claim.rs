@@ -180,12 +180,7 @@ impl Inner {
             return;
         }
         let key = (job_id, at_ms, kind);
-        if !self
-            .inflight
-            .lock()
-            .expect("inflight lock")
-            .insert(key.clone())
-        {
+        if !self.enter_inflight(&key) {
             return;
         }
         let me = self.clone();
@@ -196,6 +191,15 @@ impl Inner {
         });
     }
 
+    /// Mark a firing as being claimed by this node; false when a claim of it is under way
+    /// already (the claim takes it off `inflight` when it ends).
+    fn enter_inflight(&self, key: &(String, i64, Kind)) -> bool {
+        self.inflight
+            .lock()
+            .expect("inflight lock")
+            .insert(key.clone())
+    }
+
     /// Take over a run that `holder` holds, lease or not: that node is gone (no heartbeat
     /// for node_ttl), or it is this node and the run no longer runs.
     pub(super) fn spawn_takeover(self: &Arc<Self>, job_id: String, at_ms: i64, holder: String) {
@@ -203,12 +207,7 @@ impl Inner {
             return;
         }
         let key = (job_id, at_ms, Kind::Lease);
-        if !self
-            .inflight
-            .lock()
-            .expect("inflight lock")
-            .insert(key.clone())
-        {
+        if !self.enter_inflight(&key) {
             return;
         }
         let me = self.clone();

@@ -418,13 +418,13 @@ impl Queue {
     async fn read_candidates(&self, topic: &str, n: usize) -> Result<Vec<String>> {
         let k = self.store.keys();
         type Heads = (Vec<String>, Vec<(String, f64)>, (i64, i64));
-        let (mut candidates, reserved, (s, us)): Heads = redis::pipe()
+        let (mut candidates, reserved, time): Heads = redis::pipe()
             .zrange(k.qready(topic), 0, n as isize - 1)
             .zrange_withscores(k.qreserved(topic), 0, CANDIDATES as isize - 1)
             .cmd("TIME")
             .query_async(&mut self.store.connection())
             .await?;
-        let now = s * 1000 + us / 1000;
+        let now = crate::store::time_reply_ms(time);
         let expired: Vec<String> = reserved
             .into_iter()
             .filter(|(_, deadline)| *deadline as i64 <= now)
@@ -458,12 +458,12 @@ impl Queue {
         let mut done = Requeued::default();
         let mut seen = 0;
         while seen < budget {
-            let (reserved, (s, us)): (Vec<(String, f64)>, (i64, i64)) = redis::pipe()
+            let (reserved, time): (Vec<(String, f64)>, (i64, i64)) = redis::pipe()
                 .zrange_withscores(k.qreserved(topic), 0, CANDIDATES as isize - 1)
                 .cmd("TIME")
                 .query_async(&mut self.store.connection())
                 .await?;
-            let now = s * 1000 + us / 1000;
+            let now = crate::store::time_reply_ms(time);
             let expired: Vec<String> = reserved
                 .iter()
                 .filter(|(_, deadline)| *deadline as i64 <= now)
