@@ -354,34 +354,14 @@ fn wait_until<T>(
 /// One slot range of `CLUSTER SLOTS`: first slot, last slot, master `host:port`.
 type SlotRange = (u16, u16, String);
 
+/// The slot map as `addr` sees it, in slot order (parsed as the library parses it).
 fn cluster_slots(addr: &str) -> io::Result<Vec<SlotRange>> {
     let v: redis::Value = query(addr, redis::cmd("CLUSTER").arg("SLOTS"))?;
-    let bad = || io::Error::other(format!("{addr}: unexpected CLUSTER SLOTS reply"));
-    let redis::Value::Array(ranges) = v else {
-        return Err(bad());
-    };
-    let mut out = Vec::new();
-    for range in ranges {
-        let redis::Value::Array(items) = range else {
-            return Err(bad());
-        };
-        let num = |v: Option<&redis::Value>| match v {
-            Some(redis::Value::Int(n)) => u16::try_from(*n).ok(),
-            _ => None,
-        };
-        let (Some(start), Some(end)) = (num(items.first()), num(items.get(1))) else {
-            return Err(bad());
-        };
-        let Some(redis::Value::Array(master)) = items.get(2) else {
-            return Err(bad());
-        };
-        let host = match master.first() {
-            Some(redis::Value::BulkString(b)) => String::from_utf8_lossy(b).into_owned(),
-            _ => return Err(bad()),
-        };
-        let port = num(master.get(1)).ok_or_else(bad)?;
-        out.push((start, end, format!("{host}:{port}")));
-    }
+    let mut out: Vec<SlotRange> = keyfire::store::parse_cluster_slots(&v)
+        .map_err(|e| io::Error::other(format!("{addr}: {e}")))?
+        .into_iter()
+        .map(|(start, end, host, port)| (start, end, format!("{host}:{port}")))
+        .collect();
     out.sort();
     Ok(out)
 }

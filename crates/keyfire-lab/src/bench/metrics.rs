@@ -17,14 +17,6 @@ const HARNESS_COMMANDS: &[&str] = &["info", "client|list", "ping"];
 /// `redis.call` inside it under that command's own name.
 const SCRIPT_COMMANDS: &[&str] = &["evalsha", "eval", "evalsha_ro", "eval_ro", "fcall"];
 
-/// One `INFO` section, as `field → value`.
-fn info_fields(text: &str) -> HashMap<&str, &str> {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.trim_end().split_once(':'))
-        .collect()
-}
-
 /// Read one `INFO` section.
 pub async fn info(conn: &mut MultiplexedConnection, section: &str) -> redis::RedisResult<String> {
     redis::cmd("INFO").arg(section).query_async(conn).await
@@ -79,7 +71,7 @@ pub fn parse_commandstats(text: &str) -> HashMap<String, u64> {
 
 /// `INFO commandstats` as command name → one of its counters (`calls=`, `usec=`).
 fn parse_commandstats_field(text: &str, field: &str) -> HashMap<String, u64> {
-    info_fields(text)
+    keyfire::store::parse_info(text)
         .into_iter()
         .filter_map(|(k, v)| {
             let name = k.strip_prefix("cmdstat_")?;
@@ -95,7 +87,7 @@ fn parse_commandstats_field(text: &str, field: &str) -> HashMap<String, u64> {
 
 /// A numeric field of an `INFO` section.
 pub fn info_number(text: &str, field: &str) -> Option<f64> {
-    info_fields(text).get(field)?.parse().ok()
+    keyfire::store::parse_info(text).get(field)?.parse().ok()
 }
 
 /// This process's user + system CPU time, in seconds (every in-process node plus the harness).

@@ -332,7 +332,10 @@ async fn cluster_slots(conn: &ClusterConnection) -> Result<Vec<(u16, u16, String
     ))
 }
 
-fn parse_cluster_slots(v: &Value) -> Result<Vec<(u16, u16, String, u16)>> {
+/// A `CLUSTER SLOTS` reply as (first slot, last slot, master host, master port), one per slot
+/// range in the reply's order; an error when the reply has another shape or a master has no
+/// address.
+pub fn parse_cluster_slots(v: &Value) -> Result<Vec<(u16, u16, String, u16)>> {
     let bad = || Error::Corrupt(format!("unexpected CLUSTER SLOTS reply: {v:?}"));
     let Value::Array(ranges) = v else {
         return Err(bad());

@@ -1,0 +1,348 @@
+//! Firings: claim, take over, complete, renew, dead letters, run history.
+
+use redis::{AsyncCommands, FromRedisValue, Value};
+
+use super::*;
+use crate::error::{Error, Result};
+
+script!(CLAIM, "claim.lua");
+script!(CLAIM_RETRY, "claim_retry.lua");
+script!(RECOVER, "recover.lua");
+script!(DEAD, "dead.lua");
+script!(COMPLETE, "complete.lua");
+script!(RENEW, "renew.lua");
+
+impl Store {
+    /// Try to claim one firing.
+    pub async fn claim(&self, a: &ClaimArgs<'_>) -> Result<ClaimReply> {
+        let mut replies = self.claim_many(std::slice::from_ref(a)).await?;
+        replies
+            .pop()
+            .ok_or_else(|| Error::Corrupt("empty claim reply".into()))
+    }
+
+    /// Try to claim several firings in one script call; one reply per firing, in order.
+    /// All must be from the same node with the same lease.
+    /// Firings on different shards go as one call per shard, concurrently.
+    pub async fn claim_many(&self, batch: &[ClaimArgs<'_>]) -> Result<Vec<ClaimReply>> {
+        self.per_shard(
+            batch,
+            |a| a.job_id,
+            |shard, part| self.claim_shard(shard, part),
+        )
+        .await
+    }
+
+    async fn claim_shard(
+        &self,
+        shard: usize,
+        batch: Vec<&ClaimArgs<'_>>,
+    ) -> Result<Vec<ClaimReply>> {
+        let Some(first) = batch.first() else {
+            return Ok(Vec::new());
+        };
+        let k = self.shards.keys(shard);
+        let mut inv = CLAIM.prepare_invoke();
+        inv.key(k.due()).key(k.running()).key(k.attempts());
+        inv.arg(first.node)
+            .arg(first.lease_ms)
+            .arg(self.keys().changes())
+            .arg(self.horizon_ms)
+            .arg(first.announce_ms);
+        for a in &batch {
+            inv.key(k.job(a.job_id))
+                .key(k.fire(a.job_id, a.at_ms))
+                .key(k.fire(a.job_id, a.next_ms.unwrap_or(-1)));
+            inv.arg(a.job_id)
+                .arg(a.at_ms)
+                .arg(format!("{}.{}", a.generation, a.version))
+                .arg(a.next_ms.map(|n| n.to_string()).unwrap_or_default())
+                .arg(a.tolerance_ms)
+                .arg(if a.misfire_applied { "1" } else { "0" })
+                .arg(if a.run { "1" } else { "0" })
+                .arg(a.missed)
+                .arg(a.overlap);
+        }
+        let flat: Vec<Value> = inv.invoke_async(&mut self.conn.clone()).await?;
+        self.replicate(k).await;
+        if flat.len() != 2 * batch.len() {
+            return Err(Error::Corrupt(format!(
+                "claim reply of {} values",
+                flat.len()
+            )));
+        }
+        flat.chunks(2)
+            .map(|pair| {
+                ClaimReply::from_redis_value(Value::Array(pair.to_vec()))
+                    .map_err(|e| Error::from(redis::RedisError::from(e)))
+            })
+            .collect()
+    }
+
+    /// Try to claim the next attempt of a firing from the retry ZSET.
+    pub async fn claim_retry(
+        &self,
+        job_id: &str,
+        at_ms: i64,
+        node: &str,
+        lease_ms: i64,
+        overlap: &str,
+    ) -> Result<ClaimReply> {
+        let k = self.job_keys(job_id);
+        Ok(CLAIM_RETRY
+            .key(k.job(job_id))
+            .key(k.retry())
+            .key(k.running())
+            .key(k.attempts())
+            .arg(firing_id(job_id, at_ms))
+            .arg(node)
+            .arg(lease_ms)
+            .arg(overlap)
+            .arg(self.keys().changes())
+            .arg(job_id)
+            .invoke_async(&mut self.conn.clone())
+            .await?)
+    }
+
+    /// Take over a run whose lease expired. Returns the next attempt when one was queued,
+    /// `Some(0)` when the firing went to the dead letters, None when there was nothing to do.
+    pub async fn recover(
+        &self,
+        job_id: &str,
+        at_ms: i64,
+        max_attempts: u32,
+        dead_limit: usize,
+        history_limit: usize,
+    ) -> Result<Option<u32>> {
+        self.take_over(job_id, at_ms, None, max_attempts, dead_limit, history_limit)
+            .await
+    }
+
+    /// Take over a lost run: once its lease expired (`holder` None), or at once if `holder`
+    /// still holds it (the caller found that node gone: no heartbeat for node_ttl). Returns
+    /// as [`Store::recover`] does.
+    pub async fn take_over(
+        &self,
+        job_id: &str,
+        at_ms: i64,
+        holder: Option<&str>,
+        max_attempts: u32,
+        dead_limit: usize,
+        history_limit: usize,
+    ) -> Result<Option<u32>> {
+        let k = self.job_keys(job_id);
+        let fid = firing_id(job_id, at_ms);
+        let error = match holder {
+            None => "lease expired: the node died, hung or lost Redis mid-run".to_string(),
+            Some(node) => format!(
+                "node {node} left the live set mid-run (no heartbeat for node_ttl): it died or lost Redis"
+            ),
+        };
+        let dead = DeadLetter {
+            firing_id: fid.clone(),
+            job_id: job_id.to_string(),
+            scheduled_ms: at_ms,
+            attempts: 0,
+            error: Some(error.clone()),
+            failed_ms: 0,
+        };
+        let reply: Vec<i64> = RECOVER
+            .key(k.running())
+            .key(k.attempts())
+            .key(k.retry())
+            .key(k.job(job_id))
+            .key(k.dead(job_id))
+            .key(k.lock(job_id, at_ms))
+            .key(k.runs(job_id))
+            .arg(&fid)
+            .arg(max_attempts)
+            .arg(dead_limit.max(1))
+            .arg(serde_json::to_string(&dead)?)
+            .arg(history_limit.max(1))
+            .arg(at_ms)
+            .arg(holder.unwrap_or(""))
+            .arg(&error)
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        Ok(match reply.as_slice() {
+            [1, next] => Some(*next as u32),
+            [2, _] => Some(0),
+            _ => None,
+        })
+    }
+
+    /// A job's dead letters, newest first.
+    pub async fn dead_letters(&self, job_id: &str, limit: usize) -> Result<Vec<DeadLetter>> {
+        let items: Vec<String> = self
+            .conn
+            .clone()
+            .lrange(self.job_keys(job_id).dead(job_id), 0, limit as isize - 1)
+            .await?;
+        items
+            .iter()
+            .map(|s| serde_json::from_str(s).map_err(Error::from))
+            .collect()
+    }
+
+    /// Replay (queue again as attempt 1) or purge a job's dead letters: one firing, or all.
+    /// Returns how many; None when replaying for a job that no longer exists.
+    pub async fn dead_op(
+        &self,
+        job_id: &str,
+        replay: bool,
+        firing: Option<&str>,
+    ) -> Result<Option<u64>> {
+        let k = self.job_keys(job_id);
+        let n: i64 = DEAD
+            .key(k.dead(job_id))
+            .key(k.retry())
+            .key(k.attempts())
+            .key(k.job(job_id))
+            .arg(if replay { "replay" } else { "purge" })
+            .arg(firing.unwrap_or(""))
+            .arg(self.keys().changes())
+            .arg(job_id)
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        Ok((n >= 0).then_some(n as u64))
+    }
+
+    /// Record the end of an attempt. `retry_delay_ms`: schedule the next attempt after this
+    /// long; None: no further attempt (a failure goes to the dead letters).
+    pub async fn complete(
+        &self,
+        job_id: &str,
+        run: &RunRecord,
+        limits: &HistoryLimits,
+        retry_delay_ms: Option<i64>,
+    ) -> Result<(Fate, i64)> {
+        let mut out = self
+            .complete_many(
+                &[Completion {
+                    job_id,
+                    run,
+                    retry_delay_ms,
+                }],
+                limits,
+            )
+            .await?;
+        out.pop()
+            .ok_or_else(|| Error::Corrupt("empty complete reply".into()))
+    }
+
+    /// Record the end of several attempts in one script call; one (fate, Redis time) per
+    /// attempt, in order.
+    pub async fn complete_many(
+        &self,
+        batch: &[Completion<'_>],
+        limits: &HistoryLimits,
+    ) -> Result<Vec<(Fate, i64)>> {
+        self.per_shard(
+            batch,
+            |c| c.job_id,
+            |shard, part| self.complete_shard(shard, part, limits),
+        )
+        .await
+    }
+
+    async fn complete_shard(
+        &self,
+        shard: usize,
+        batch: Vec<&Completion<'_>>,
+        limits: &HistoryLimits,
+    ) -> Result<Vec<(Fate, i64)>> {
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        let k = self.shards.keys(shard);
+        let mut inv = COMPLETE.prepare_invoke();
+        inv.key(k.running())
+            .key(k.attempts())
+            .key(k.retry())
+            .key(k.done());
+        inv.arg(limits.history.max(1))
+            .arg(limits.dead.max(1))
+            .arg(limits.history_max_age_ms);
+        for c in &batch {
+            let run = c.run;
+            // `failed_ms` is added by the script, in Redis time.
+            let dead = serde_json::json!({
+                "firing_id": run.firing_id,
+                "job_id": c.job_id,
+                "scheduled_ms": run.scheduled_ms,
+                "attempts": run.attempt,
+                "error": run.error,
+            });
+            inv.key(k.job(c.job_id))
+                .key(k.runs(c.job_id))
+                .key(k.dead(c.job_id));
+            inv.arg(&run.firing_id)
+                .arg(&run.node)
+                .arg(run.attempt)
+                .arg(&run.outcome)
+                .arg(serde_json::to_string(run)?)
+                .arg(c.retry_delay_ms.map(|d| d.to_string()).unwrap_or_default())
+                .arg(c.job_id)
+                .arg(dead.to_string());
+        }
+        let flat: Vec<Value> = inv.invoke_async(&mut self.conn.clone()).await?;
+        self.replicate(k).await;
+        if flat.len() != 2 * batch.len() {
+            return Err(Error::Corrupt(format!(
+                "complete reply of {} values",
+                flat.len()
+            )));
+        }
+        flat.chunks(2)
+            .map(|pair| {
+                let fate =
+                    String::from_redis_value_ref(&pair[0]).map_err(redis::RedisError::from)?;
+                let now = i64::from_redis_value_ref(&pair[1]).map_err(redis::RedisError::from)?;
+                let fate = match fate.as_str() {
+                    "done" => Fate::Done,
+                    "retry" => Fate::Retry,
+                    "dead" => Fate::Dead,
+                    "fenced" => Fate::Fenced,
+                    "gone" => Fate::Gone,
+                    other => return Err(Error::Corrupt(format!("complete fate {other}"))),
+                };
+                Ok((fate, now))
+            })
+            .collect()
+    }
+
+    /// Extend an attempt's lease; false when the lease is no longer this node's.
+    pub async fn renew(
+        &self,
+        job_id: &str,
+        at_ms: i64,
+        attempt: u32,
+        node: &str,
+        lease_ms: i64,
+    ) -> Result<bool> {
+        let k = self.job_keys(job_id);
+        let n: i64 = RENEW
+            .key(k.running())
+            .key(k.attempts())
+            .arg(node)
+            .arg(firing_id(job_id, at_ms))
+            .arg(lease_ms)
+            .arg(attempt)
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        Ok(n == 1)
+    }
+
+    /// A job's run history, newest first.
+    pub async fn runs(&self, id: &str, limit: usize) -> Result<Vec<RunRecord>> {
+        let items: Vec<String> = self
+            .conn
+            .clone()
+            .lrange(self.job_keys(id).runs(id), 0, limit as isize - 1)
+            .await?;
+        items
+            .iter()
+            .map(|s| serde_json::from_str(s).map_err(Error::from))
+            .collect()
+    }
+}

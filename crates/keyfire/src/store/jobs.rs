@@ -1,0 +1,368 @@
+//! Jobs: create, change, pause, delete, trigger, read.
+
+use std::collections::HashMap;
+
+use futures::{StreamExt, TryStreamExt};
+use redis::{AsyncCommands, FromRedisValue, Value};
+
+use super::*;
+use crate::error::{Error, Result};
+use crate::job::JobSpec;
+
+script!(UPSERT, "upsert.lua");
+script!(INSERT, "insert.lua");
+script!(DELETE, "delete.lua");
+script!(PAUSE, "pause.lua");
+script!(TRIGGER, "trigger.lua");
+
+/// Jobs per `insert.lua` call in [`Store::insert_many`], and calls in flight at once.
+const INSERT_BATCH: usize = 500;
+const INSERT_IN_FLIGHT: usize = 4;
+
+impl Store {
+    /// Read what a change needs: version, next firing, creation time, status, plus Redis time.
+    pub async fn job_state(&self, id: &str) -> Result<(JobState, i64)> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("HMGET")
+            .arg(self.job_keys(id).job(id))
+            .arg(&["version", "next", "created", "status"])
+            .cmd("TIME");
+        type Fields = (Option<u64>, Option<String>, Option<i64>, Option<String>);
+        let ((version, next, created, status), time): (Fields, (i64, i64)) =
+            pipe.query_async(&mut self.conn.clone()).await?;
+        let state = JobState {
+            version: version.unwrap_or(0),
+            next_ms: next.as_deref().and_then(opt_ms),
+            created_ms: created,
+            status: status.as_deref().map(JobStatus::parse).transpose()?,
+        };
+        Ok((state, time_reply_ms(time)))
+    }
+
+    /// Create or replace a job if its version is still `expected`. `created_ms` is the creation
+    /// instant the schedule was computed with (ignored when the job exists).
+    pub async fn upsert(
+        &self,
+        spec: &JobSpec,
+        expected: &JobState,
+        next_ms: Option<i64>,
+        created_ms: i64,
+    ) -> Result<UpsertReply> {
+        // A validated spec of a one-shot job holds `at` (`after` is resolved).
+        let once = spec.at.is_some() || spec.after.is_some();
+        let id = spec.id.as_str();
+        let k = self.job_keys(id);
+        let old_sentinel = expected
+            .next_ms
+            .map_or_else(|| k.fire(id, -1), |n| k.fire(id, n));
+        let new_sentinel = next_ms.map_or_else(|| k.fire(id, -1), |n| k.fire(id, n));
+        let reply: Vec<Value> = UPSERT
+            .key(k.job(id))
+            .key(k.due())
+            .key(k.jobs())
+            .key(old_sentinel)
+            .key(new_sentinel)
+            .key(k.generation())
+            .arg(id)
+            .arg(serde_json::to_string(spec)?)
+            .arg(expected.version)
+            .arg(next_ms.map(|n| n.to_string()).unwrap_or_default())
+            .arg(self.keys().changes())
+            .arg(created_ms)
+            .arg(if once { "1" } else { "0" })
+            .arg(self.horizon_ms)
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        let code = reply
+            .first()
+            .map(i64::from_redis_value_ref)
+            .transpose()
+            .map_err(redis::RedisError::from)?;
+        match (code, reply.as_slice()) {
+            (Some(-1), _) => Ok(UpsertReply::Conflict),
+            (Some(v), [_, status, next, _]) => Ok(UpsertReply::Written {
+                version: v as u64,
+                status: JobStatus::parse(
+                    &String::from_redis_value_ref(status).map_err(redis::RedisError::from)?,
+                )?,
+                next_ms: opt_ms(
+                    &String::from_redis_value_ref(next).map_err(redis::RedisError::from)?,
+                ),
+            }),
+            _ => Err(Error::Corrupt(format!("upsert reply {reply:?}"))),
+        }
+    }
+
+    /// Create many new jobs (validated specs with their first firing): per shard, batches of
+    /// up to [`INSERT_BATCH`] in one `insert.lua` call each, a few calls in flight. A job whose
+    /// id exists already is left as it is. Returns how many were created.
+    pub async fn insert_many(
+        &self,
+        jobs: &[(JobSpec, Option<i64>)],
+        created_ms: i64,
+    ) -> Result<usize> {
+        // One call touches one shard's slot.
+        let mut groups: Vec<Vec<&(JobSpec, Option<i64>)>> = vec![Vec::new(); self.shards.len()];
+        for job in jobs {
+            groups[self.shards.of(&job.0.id)].push(job);
+        }
+        let mut calls = Vec::new();
+        for (shard, group) in groups.iter().enumerate() {
+            let k = self.shards.keys(shard);
+            for chunk in group.chunks(INSERT_BATCH) {
+                let mut inv = INSERT.prepare_invoke();
+                inv.key(k.due())
+                    .key(k.jobs())
+                    .key(k.generation())
+                    .arg(self.keys().changes())
+                    .arg(created_ms)
+                    .arg(self.horizon_ms);
+                for (spec, next) in chunk.iter().copied() {
+                    let id = spec.id.as_str();
+                    inv.key(k.job(id))
+                        .key(k.fire(id, next.unwrap_or(-1)))
+                        .arg(id)
+                        .arg(serde_json::to_string(spec)?)
+                        .arg(next.map(|n| n.to_string()).unwrap_or_default())
+                        .arg(if spec.at.is_some() { "1" } else { "0" });
+                }
+                calls.push(inv);
+            }
+        }
+        let created: Vec<Vec<String>> = futures::stream::iter(calls.iter().map(|inv| {
+            let mut conn = self.conn.clone();
+            async move { inv.invoke_async::<Vec<String>>(&mut conn).await }
+        }))
+        .buffer_unordered(INSERT_IN_FLIGHT)
+        .try_collect()
+        .await?;
+        Ok(created.iter().map(Vec::len).sum())
+    }
+
+    /// Delete a job; `next_ms` is the pending firing read just before (its sentinel goes too).
+    pub async fn delete(&self, id: &str, next_ms: Option<i64>) -> Result<bool> {
+        self.delete_if(id, next_ms, false).await
+    }
+
+    /// Delete a job only if it is finished (retention cleanup of one-shot tasks).
+    pub async fn delete_finished(&self, id: &str) -> Result<bool> {
+        self.delete_if(id, None, true).await
+    }
+
+    async fn delete_if(
+        &self,
+        id: &str,
+        next_ms: Option<i64>,
+        only_if_finished: bool,
+    ) -> Result<bool> {
+        let k = self.job_keys(id);
+        let n: i64 = DELETE
+            .key(k.job(id))
+            .key(k.due())
+            .key(k.jobs())
+            .key(k.fire(id, next_ms.unwrap_or(-1)))
+            .key(k.runs(id))
+            .key(k.dead(id))
+            .key(k.done())
+            .key(k.retry())
+            .key(k.running())
+            .key(k.attempts())
+            .arg(id)
+            .arg(self.keys().changes())
+            .arg(if only_if_finished { "1" } else { "0" })
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        Ok(n == 1)
+    }
+
+    /// Pause (`resume_next` None) or resume a job. Returns (changed, status after, next).
+    pub async fn pause_resume(
+        &self,
+        id: &str,
+        resume: bool,
+        sentinel_ms: Option<i64>,
+    ) -> Result<(bool, Option<JobStatus>, Option<i64>)> {
+        let k = self.job_keys(id);
+        let (changed, status, next): (i64, String, String) = PAUSE
+            .key(k.job(id))
+            .key(k.due())
+            .key(k.fire(id, sentinel_ms.unwrap_or(-1)))
+            .arg(id)
+            .arg(if resume { "resume" } else { "pause" })
+            .arg(
+                sentinel_ms
+                    .filter(|_| resume)
+                    .map(|n| n.to_string())
+                    .unwrap_or_default(),
+            )
+            .arg(self.keys().changes())
+            .arg(self.horizon_ms)
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        let status = match status.as_str() {
+            "missing" => None,
+            s => Some(JobStatus::parse(s)?),
+        };
+        Ok((changed == 1, status, opt_ms(&next)))
+    }
+
+    /// Queue a run of the job now (attempt 1), without moving its schedule. Returns the
+    /// firing id, or None when there is no such job.
+    pub async fn trigger(&self, job_id: &str) -> Result<Option<String>> {
+        let k = self.job_keys(job_id);
+        Ok(TRIGGER
+            .key(k.job(job_id))
+            .key(k.retry())
+            .key(k.attempts())
+            .key(k.due())
+            .arg(job_id)
+            .arg(self.keys().changes())
+            .invoke_async(&mut self.conn.clone())
+            .await?)
+    }
+
+    /// Read one job.
+    pub async fn get_job(&self, id: &str) -> Result<Option<JobRecord>> {
+        let map: HashMap<String, String> =
+            self.conn.clone().hgetall(self.job_keys(id).job(id)).await?;
+        if map.is_empty() {
+            return Ok(None);
+        }
+        decode_job(&map).map(Some)
+    }
+
+    /// The version, spec and creation instant of a job (what a claimer needs), or None when it is gone.
+    pub async fn job_spec(&self, id: &str) -> Result<Option<StoredSpec>> {
+        let mut specs = self.job_specs(&[id]).await?;
+        Ok(specs.pop().flatten())
+    }
+
+    /// [`Store::job_spec`] of several jobs in one round trip, in order.
+    pub async fn job_specs(&self, ids: &[&str]) -> Result<Vec<Option<StoredSpec>>> {
+        self.per_shard(ids, |id| id, |shard, part| self.shard_specs(shard, part))
+            .await
+    }
+
+    async fn shard_specs(&self, shard: usize, ids: Vec<&&str>) -> Result<Vec<Option<StoredSpec>>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let k = self.shards.keys(shard);
+        let mut pipe = redis::pipe();
+        for id in ids {
+            pipe.cmd("HMGET")
+                .arg(k.job(id))
+                .arg(&["version", "spec", "created", "gen"]);
+        }
+        type Fields = (Option<u64>, Option<String>, Option<i64>, Option<u64>);
+        let rows: Vec<Fields> = pipe.query_async(&mut self.conn.clone()).await?;
+        rows.into_iter()
+            .map(
+                |(version, spec, created, generation)| match (version, spec) {
+                    (Some(version), Some(s)) => Ok(Some(StoredSpec {
+                        version,
+                        generation: generation.unwrap_or(0),
+                        spec: serde_json::from_str(&s)?,
+                        created_ms: created.unwrap_or(0),
+                    })),
+                    _ => Ok(None),
+                },
+            )
+            .collect()
+    }
+
+    /// Job ids in id order, after `cursor` (exclusive), at most `limit`: the first `limit`
+    /// of each shard, merged.
+    pub async fn list_ids(&self, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        let min = match after {
+            Some(a) => format!("({a}"),
+            None => "-".to_string(),
+        };
+        let pages = futures::future::try_join_all(self.shards.iter().map(|k| {
+            let mut conn = self.conn.clone();
+            let (key, min) = (k.jobs(), min.clone());
+            async move {
+                conn.zrangebylex_limit::<_, _, _, Vec<String>>(key, min, "+", 0, limit as isize)
+                    .await
+            }
+        }))
+        .await?;
+        let mut ids: Vec<String> = pages.into_iter().flatten().collect();
+        ids.sort_unstable();
+        ids.truncate(limit);
+        Ok(ids)
+    }
+
+    /// Read many jobs in one round trip (missing ones are skipped).
+    pub async fn get_jobs(&self, ids: &[String]) -> Result<Vec<JobRecord>> {
+        let maps = self
+            .per_shard(
+                ids,
+                |id| id.as_str(),
+                |shard, part| async move {
+                    if part.is_empty() {
+                        return Ok(Vec::new());
+                    }
+                    let k = self.shards.keys(shard);
+                    let mut pipe = redis::pipe();
+                    for id in part {
+                        pipe.hgetall(k.job(id));
+                    }
+                    let maps: Vec<HashMap<String, String>> =
+                        pipe.query_async(&mut self.conn.clone()).await?;
+                    Ok(maps)
+                },
+            )
+            .await?;
+        maps.iter()
+            .filter(|m| !m.is_empty())
+            .map(decode_job)
+            .collect()
+    }
+
+    /// Add handler names to the set of known handlers.
+    pub async fn register_handlers(&self, names: &[String]) -> Result<()> {
+        if !names.is_empty() {
+            let _: i64 = self
+                .conn
+                .clone()
+                .sadd(self.keys().handlers(), names)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Handler names registered by any node.
+    pub async fn handlers(&self) -> Result<Vec<String>> {
+        Ok(self.conn.clone().smembers(self.keys().handlers()).await?)
+    }
+}
+
+fn decode_job(map: &HashMap<String, String>) -> Result<JobRecord> {
+    let field = |name: &str| {
+        map.get(name)
+            .ok_or_else(|| Error::Corrupt(format!("job hash lacks '{name}'")))
+    };
+    let num = |name: &str| {
+        map.get(name)
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or(0)
+    };
+    Ok(JobRecord {
+        spec: serde_json::from_str(field("spec")?)?,
+        version: num("version") as u64,
+        status: JobStatus::parse(field("status")?)?,
+        next_ms: map.get("next").and_then(|s| opt_ms(s)),
+        last_ms: map.get("last").and_then(|s| opt_ms(s)),
+        created_ms: num("created"),
+        updated_ms: num("updated"),
+        runs: num("runs") as u64,
+        failures: num("failures") as u64,
+        missed: num("missed") as u64,
+        skipped: num("skipped") as u64,
+        dead: num("dead") as u64,
+        triggered: num("triggered") as u64,
+        active: map.get("active").cloned(),
+        paused_ms: map.get("paused_at").and_then(|s| opt_ms(s)),
+    })
+}

@@ -1,0 +1,355 @@
+//! What the store reads and writes: job records and state, leases, runs, dead letters, and
+//! the typed replies of the scripts.
+
+use redis::{FromRedisValue, ParsingError, Value};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::job::JobSpec;
+
+/// A job's lifecycle state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobStatus {
+    /// Scheduled: it has a pending firing.
+    Active,
+    /// Kept, but fires nothing until resumed.
+    Paused,
+    /// No firing left (a one-shot that ran, or past its window's end).
+    Finished,
+}
+
+impl JobStatus {
+    pub(super) fn parse(s: &str) -> Result<Self> {
+        match s {
+            "active" => Ok(Self::Active),
+            "paused" => Ok(Self::Paused),
+            "finished" => Ok(Self::Finished),
+            other => Err(Error::Corrupt(format!("unknown job status '{other}'"))),
+        }
+    }
+
+    /// The status as stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Paused => "paused",
+            Self::Finished => "finished",
+        }
+    }
+}
+
+/// A job as stored: its spec and its state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    /// The job as declared (with `after` resolved).
+    pub spec: JobSpec,
+    /// Bumped by every upsert.
+    pub version: u64,
+    /// Lifecycle state.
+    pub status: JobStatus,
+    /// Next pending firing (ms, Redis time).
+    pub next_ms: Option<i64>,
+    /// Instant of the last claimed firing.
+    pub last_ms: Option<i64>,
+    /// Creation instant (ms, Redis time).
+    pub created_ms: i64,
+    /// Last change (ms, Redis time).
+    pub updated_ms: i64,
+    /// Runs completed.
+    pub runs: u64,
+    /// Runs that failed.
+    pub failures: u64,
+    /// Firings skipped under the misfire policy.
+    pub missed: u64,
+    /// Firings skipped because the previous run still ran (overlap `forbid`).
+    pub skipped: u64,
+    /// Firings that ended in the dead letters.
+    pub dead: u64,
+    /// Manual triggers.
+    pub triggered: u64,
+    /// The firing whose run is in progress (the latest one claimed), if any.
+    pub active: Option<String>,
+    /// When the job was last paused (ms, Redis time).
+    pub paused_ms: Option<i64>,
+}
+
+/// The fields of a job hash that [`Store::job_state`] reads before a change.
+#[derive(Debug, Clone, Default)]
+pub struct JobState {
+    /// 0 when the job does not exist.
+    pub version: u64,
+    /// Next firing, if pending.
+    pub next_ms: Option<i64>,
+    /// Creation instant, if it exists.
+    pub created_ms: Option<i64>,
+    /// Status, if it exists.
+    pub status: Option<JobStatus>,
+}
+
+/// What a heartbeat says of its node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Beat {
+    /// Alive and in the live set.
+    Alive,
+    /// Out of the live set (it owns no firings) but alive: it drains its runs, which are
+    /// not to be taken from it.
+    Draining,
+    /// Gone: nothing of it is left to take over.
+    Gone,
+}
+
+/// A run in progress, from its lease: the running ZSET's entry (lease expiry) and the lease
+/// record in the attempts hash, `<attempt>:<claimed ms>:<node>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The job.
+    pub job_id: String,
+    /// The firing's scheduled instant (ms).
+    pub at_ms: i64,
+    /// When the lease expires unless renewed (ms, Redis time).
+    pub expiry_ms: i64,
+    /// The attempt that runs (0 when the record does not say: an earlier layout's).
+    pub attempt: u32,
+    /// When it was claimed (ms, Redis time; 0 when the record does not say).
+    pub claimed_ms: i64,
+    /// The node that holds it (None when the record does not say).
+    pub node: Option<String>,
+}
+
+/// A lease record, `<attempt>:<claimed ms>:<node>`, as (attempt, claimed ms, node); None
+/// for a queued attempt's record (a bare attempt number).
+pub fn parse_lease_record(record: &str) -> Option<(u32, i64, &str)> {
+    let mut parts = record.splitn(3, ':');
+    let attempt = parts.next()?.parse().ok()?;
+    let claimed = parts.next()?.parse().ok()?;
+    Some((attempt, claimed, parts.next()?))
+}
+
+/// One run of a firing, as kept in the job's history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// `<job id>:<instant ms>`.
+    pub firing_id: String,
+    /// The scheduled instant (ms).
+    pub scheduled_ms: i64,
+    /// 1 for the first run of a firing.
+    pub attempt: u32,
+    /// The node that ran it.
+    pub node: String,
+    /// When the claim succeeded (ms, Redis time).
+    #[serde(default)]
+    pub claimed_ms: i64,
+    /// When the handler started (ms, Redis time as the node estimates it).
+    #[serde(default)]
+    pub started_ms: i64,
+    /// `ok`, `failed`, `timeout`, `cancelled` (overlap `replace`) or `lost` (lease expired).
+    pub outcome: String,
+    /// The handler's error, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// When the run ended (ms, Redis time); filled in by Redis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_ms: Option<i64>,
+    /// What became of the firing: `done`, `retry` or `dead`; filled in by Redis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fate: Option<String>,
+    /// When the next attempt is due, if one was scheduled; filled in by Redis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_at_ms: Option<i64>,
+}
+
+/// A firing that used up its attempts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeadLetter {
+    /// `<job id>:<instant ms>`.
+    pub firing_id: String,
+    /// The job.
+    pub job_id: String,
+    /// The scheduled instant (ms).
+    #[serde(default)]
+    pub scheduled_ms: i64,
+    /// Attempts made.
+    pub attempts: u32,
+    /// The last error.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// When it was moved here (ms, Redis time); filled in by Redis.
+    #[serde(default)]
+    pub failed_ms: i64,
+}
+
+/// What became of a firing after an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    /// Finished (success, or cancelled by a replacing run).
+    Done,
+    /// The next attempt is scheduled.
+    Retry,
+    /// Attempts used up: in the dead letters.
+    Dead,
+    /// A newer attempt of this firing exists; this outcome was not recorded.
+    Fenced,
+    /// The job was deleted while the attempt ran; nothing was recorded.
+    Gone,
+}
+
+/// The reply of the claim script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimReply {
+    /// This node holds the firing; `now_ms` is Redis time at the claim.
+    Claimed {
+        /// Redis time of the claim.
+        now_ms: i64,
+        /// The attempt granted.
+        attempt: u32,
+    },
+    /// Claimed already, or the job changed, was paused or deleted: nothing to do.
+    Stale,
+    /// The instant is still `wait_ms` away by Redis's clock.
+    Early {
+        /// How long until it is due.
+        wait_ms: i64,
+    },
+    /// The job changed to this version; recompute the next firing with its spec.
+    VersionChanged {
+        /// The stored version.
+        version: u64,
+    },
+    /// The computed next firing is older than the misfire tolerance; recompute from `now_ms`.
+    Misfire {
+        /// Redis time.
+        now_ms: i64,
+    },
+    /// A run of this firing holds its lock.
+    Locked,
+    /// Skipped under the misfire policy (recorded as missed).
+    Missed,
+    /// Skipped: the job's previous run still runs (overlap `forbid`).
+    Overlapped,
+    /// Dropped: the job is paused or gone.
+    Dropped,
+}
+
+fn parse_err(what: &str, v: &Value) -> ParsingError {
+    ParsingError::from(format!("unexpected {what} reply: {v:?}"))
+}
+
+impl FromRedisValue for ClaimReply {
+    fn from_redis_value(v: Value) -> std::result::Result<Self, ParsingError> {
+        let items: Vec<Value> = Vec::from_redis_value(v.clone())?;
+        let (code, arg) = match items.as_slice() {
+            [code, arg, ..] => (i64::from_redis_value_ref(code)?, arg),
+            _ => return Err(parse_err("claim", &v)),
+        };
+        let num = || i64::from_redis_value_ref(arg);
+        Ok(match code {
+            1 => ClaimReply::Claimed {
+                now_ms: num()?,
+                attempt: match items.get(2) {
+                    Some(a) => u32::from_redis_value_ref(a)?,
+                    None => 1,
+                },
+            },
+            0 => ClaimReply::Stale,
+            2 => ClaimReply::Early { wait_ms: num()? },
+            3 => ClaimReply::VersionChanged {
+                version: u64::from_redis_value_ref(arg)?,
+            },
+            4 => ClaimReply::Misfire { now_ms: num()? },
+            5 => ClaimReply::Locked,
+            6 => ClaimReply::Missed,
+            7 => ClaimReply::Overlapped,
+            8 => ClaimReply::Dropped,
+            _ => return Err(parse_err("claim", &v)),
+        })
+    }
+}
+
+/// What the upsert script did.
+#[derive(Debug, Clone)]
+pub enum UpsertReply {
+    /// Written with this version and state.
+    Written {
+        /// New version.
+        version: u64,
+        /// Status after the write.
+        status: JobStatus,
+        /// Next firing.
+        next_ms: Option<i64>,
+    },
+    /// The job's version was not the expected one.
+    Conflict,
+}
+
+pub(super) fn opt_ms(s: &str) -> Option<i64> {
+    s.parse().ok()
+}
+
+/// One attempt's end, for [`Store::complete_many`].
+#[derive(Debug, Clone, Copy)]
+pub struct Completion<'a> {
+    /// The job.
+    pub job_id: &'a str,
+    /// The run record (its `finished_ms`, `fate` and `retry_at_ms` are filled in by Redis).
+    pub run: &'a RunRecord,
+    /// Schedule the next attempt after this long; None: no further attempt.
+    pub retry_delay_ms: Option<i64>,
+}
+
+/// A job's spec as a claimer needs it.
+#[derive(Debug, Clone)]
+pub struct StoredSpec {
+    /// Bumped by every upsert.
+    pub version: u64,
+    /// Taken when the job is created; a job created again after a delete has a new one.
+    pub generation: u64,
+    /// The spec.
+    pub spec: JobSpec,
+    /// Creation instant (ms).
+    pub created_ms: i64,
+}
+
+/// How much history to keep.
+#[derive(Debug, Clone, Copy)]
+pub struct HistoryLimits {
+    /// Run records per job.
+    pub history: usize,
+    /// Oldest run record kept, in ms.
+    pub history_max_age_ms: i64,
+    /// Dead letters per job.
+    pub dead: usize,
+}
+
+/// A claim request: one firing and what the claimer computed for it.
+#[derive(Debug, Clone)]
+pub struct ClaimArgs<'a> {
+    /// The job.
+    pub job_id: &'a str,
+    /// The firing's instant.
+    pub at_ms: i64,
+    /// The job version `next_ms` was computed with.
+    pub version: u64,
+    /// The job's generation (a job created again after a delete has a new one).
+    pub generation: u64,
+    /// The job's next firing after this one.
+    pub next_ms: Option<i64>,
+    /// The claiming node.
+    pub node: &'a str,
+    /// Lease / lock lifetime.
+    pub lease_ms: i64,
+    /// Misfire tolerance of the job.
+    pub tolerance_ms: i64,
+    /// The caller applied the misfire policy: `next_ms`, `run` and `missed` stand as given.
+    pub misfire_applied: bool,
+    /// Run this firing (false: skip it under the misfire policy).
+    pub run: bool,
+    /// Firings to count as missed.
+    pub missed: u64,
+    /// The job's overlap policy.
+    pub overlap: &'a str,
+    /// Announce the next firing on the change channel when it is due within this many ms of
+    /// Redis's now (or already due), so that its owner arms a timer: the node's timer
+    /// horizon. One message per script call; the batch's first value counts.
+    pub announce_ms: i64,
+}

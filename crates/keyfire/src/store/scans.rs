@@ -1,0 +1,222 @@
+//! Scans of a shard's sorted sets: what is due, retrying, running, done; promotion into the sentinel horizon; counts.
+
+use redis::AsyncCommands;
+
+use super::*;
+use crate::error::Result;
+
+script!(PROMOTE, "promote.lua");
+
+impl Store {
+    /// Attempts queued in a shard's retry ZSET due at or before `max_ms`: (job id, instant,
+    /// due).
+    pub async fn retries_until(
+        &self,
+        shard: usize,
+        max_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<(String, i64, i64)>> {
+        self.firings_in(self.shards.keys(shard).retry(), max_ms, limit)
+            .await
+    }
+
+    /// A shard's runs in progress (up to `limit`), with their lease records: who holds each
+    /// and since when, for the sweeper to take over the runs of nodes that left.
+    pub async fn leases(&self, shard: usize, limit: usize) -> Result<Vec<Lease>> {
+        let k = self.shards.keys(shard);
+        let mut conn = self.conn.clone();
+        let running: Vec<(String, i64)> = conn
+            .zrange_withscores(k.running(), 0, limit as isize - 1)
+            .await?;
+        if running.is_empty() {
+            return Ok(Vec::new());
+        }
+        let fids: Vec<&str> = running.iter().map(|(f, _)| f.as_str()).collect();
+        let records: Vec<Option<String>> = redis::cmd("HMGET")
+            .arg(k.attempts())
+            .arg(&fids)
+            .query_async(&mut conn)
+            .await?;
+        Ok(running
+            .iter()
+            .zip(records)
+            .filter_map(|((fid, expiry), record)| {
+                let (job_id, at_ms) = parse_firing_id(fid)?;
+                let (attempt, claimed_ms, node) = record
+                    .as_deref()
+                    .and_then(parse_lease_record)
+                    .map(|(a, c, n)| (a, c, Some(n.to_string())))
+                    .unwrap_or((0, 0, None));
+                Some(Lease {
+                    job_id: job_id.to_string(),
+                    at_ms,
+                    expiry_ms: *expiry,
+                    attempt,
+                    claimed_ms,
+                    node,
+                })
+            })
+            .collect())
+    }
+
+    /// A shard's runs whose lease expired at or before `max_ms`: (job id, instant, lease
+    /// expiry).
+    pub async fn expired_leases(
+        &self,
+        shard: usize,
+        max_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<(String, i64, i64)>> {
+        self.firings_in(self.shards.keys(shard).running(), max_ms, limit)
+            .await
+    }
+
+    async fn firings_in(
+        &self,
+        key: String,
+        max_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<(String, i64, i64)>> {
+        let fids: Vec<(String, i64)> = self
+            .conn
+            .clone()
+            .zrangebyscore_limit_withscores(key, "-inf", max_ms, 0, limit as isize)
+            .await?;
+        Ok(fids
+            .iter()
+            .filter_map(|(f, score)| {
+                parse_firing_id(f).map(|(id, at)| (id.to_string(), at, *score))
+            })
+            .collect())
+    }
+
+    /// A shard's one-shot jobs that succeeded at or before `max_ms` (to clean up).
+    pub async fn done_until(&self, shard: usize, max_ms: i64, limit: usize) -> Result<Vec<String>> {
+        Ok(self
+            .conn
+            .clone()
+            .zrangebyscore_limit(
+                self.shards.keys(shard).done(),
+                "-inf",
+                max_ms,
+                0,
+                limit as isize,
+            )
+            .await?)
+    }
+
+    /// Give the pending firings that came within the sentinel horizon their sentinel keys.
+    /// A watermark in Redis (`{prefix}:promoted`) records how far ahead this was done, so
+    /// each firing is promoted about once whatever the number of nodes. Returns how many
+    /// sentinel keys were set.
+    pub async fn promote(&self, shard: usize, limit: usize) -> Result<usize> {
+        let k = self.shards.keys(shard);
+        let mut conn = self.conn.clone();
+        let (wm, time): (Option<i64>, (i64, i64)) = redis::pipe()
+            .get(k.promoted())
+            .cmd("TIME")
+            .query_async(&mut conn)
+            .await?;
+        let now = time_reply_ms(time);
+        let from = wm.unwrap_or(now).max(now);
+        let until = now + self.horizon_ms;
+        if from >= until {
+            return Ok(0);
+        }
+        let entries: Vec<(String, i64)> = conn
+            .zrangebyscore_limit_withscores(k.due(), format!("({from}"), until, 0, limit as isize)
+            .await?;
+        // Up to where this call covers: all of the window, or, when the batch was full, up
+        // to just before the last instant read (entries at that instant are read again).
+        let covered = if entries.len() >= limit {
+            entries.last().map_or(until, |(_, at)| at - 1)
+        } else {
+            until
+        };
+        let mut inv = PROMOTE.prepare_invoke();
+        inv.key(k.promoted()).key(k.due());
+        for (id, at) in &entries {
+            inv.key(k.fire(id, *at));
+        }
+        inv.arg(covered).arg(self.horizon_ms);
+        for (id, at) in &entries {
+            inv.arg(id).arg(*at);
+        }
+        let n: i64 = inv.invoke_async(&mut conn).await?;
+        Ok(n as usize)
+    }
+
+    /// Jobs with a pending firing, and pending firings within the sentinel horizon (those
+    /// hold sentinel keys), in one round trip.
+    pub async fn pending_counts(&self) -> Result<(u64, u64)> {
+        let mut total = (0, 0);
+        for shard in 0..self.shards.len() {
+            let (pending, inside) = self.shard_pending_counts(shard).await?;
+            total.0 += pending;
+            total.1 += inside;
+        }
+        Ok(total)
+    }
+
+    /// [`Store::pending_counts`] of one shard.
+    pub async fn shard_pending_counts(&self, shard: usize) -> Result<(u64, u64)> {
+        let k = self.shards.keys(shard);
+        let now = self.time_ms().await?;
+        let (pending, inside): (u64, u64) = redis::pipe()
+            .zcard(k.due())
+            .zcount(k.due(), format!("({now}"), now + self.horizon_ms)
+            .query_async(&mut self.conn.clone())
+            .await?;
+        Ok((pending, inside))
+    }
+
+    /// Sentinel keys alive now (a SCAN; for tests and diagnostics, not for hot paths).
+    pub async fn sentinel_count(&self) -> Result<usize> {
+        let mut n = 0;
+        for k in self.shards.iter() {
+            let mut conn = self.conn.clone();
+            let pattern = format!("{}*", k.fire_prefix());
+            let mut iter: redis::AsyncIter<String> = conn.scan_match(pattern).await?;
+            while let Some(item) = futures::StreamExt::next(&mut iter).await {
+                item?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// A shard's pending firings due at or before `max_ms`, oldest first: (job id, instant).
+    pub async fn due_until(
+        &self,
+        shard: usize,
+        max_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<(String, i64)>> {
+        self.due_page(shard, None, max_ms, 0, limit).await
+    }
+
+    /// A page of [`Store::due_until`]: `limit` entries after the first `offset`, only those
+    /// due after `after_ms` when given.
+    pub async fn due_page(
+        &self,
+        shard: usize,
+        after_ms: Option<i64>,
+        max_ms: i64,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<(String, i64)>> {
+        let min = after_ms.map_or_else(|| "-inf".to_string(), |a| format!("({a}"));
+        let v: Vec<(String, i64)> = self
+            .conn
+            .clone()
+            .zrangebyscore_limit_withscores(
+                self.shards.keys(shard).due(),
+                min,
+                max_ms,
+                offset as isize,
+                limit as isize,
+            )
+            .await?;
+        Ok(v)
+    }
+}
