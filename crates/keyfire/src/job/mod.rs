@@ -1,11 +1,13 @@
 //! The job model: what a user declares ([`JobSpec`]), how it is checked ([`JobSpec::validate`])
 //! and the validated form the engine schedules from ([`Job`]).
 
+mod limit;
 mod policy;
 mod schedule;
 mod spec;
 mod validation;
 
+pub use limit::{LimitSpec, MAX_LIMIT_KEY_LEN, host_limit_key, validate_limit_key};
 pub use policy::{Backoff, MisfirePolicy, OverlapPolicy, RetryPolicy, RetrySpec};
 pub use schedule::Schedule;
 pub use spec::{Job, JobSpec, Validation};

@@ -74,6 +74,10 @@ pub struct JobSpec {
     /// Retries of a failed run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<RetrySpec>,
+    /// The flow-control key this job's firings count against (see `LimitSpec`); default:
+    /// `host:<host>` of an `http` job's URL. A key without a registered limit limits nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_key: Option<String>,
 }
 
 /// What validation needs from its surroundings.
@@ -213,7 +217,14 @@ impl JobSpec {
             overlap: None,
             timeout: None,
             retry: None,
+            limit_key: None,
         }
+    }
+
+    /// Count this job's firings against a flow-control key (see `LimitSpec`).
+    pub fn limit_key(mut self, key: impl Into<String>) -> Self {
+        self.limit_key = Some(key.into());
+        self
     }
 
     /// Set the time zone of a cron job.
@@ -244,6 +255,9 @@ impl JobSpec {
     /// Check every field and build the validated [`Job`]. The error names the first bad field.
     pub fn validate(mut self, v: &Validation<'_>) -> Result<Job, ValidationError> {
         validate_id(&self.id)?;
+        if let Some(key) = &self.limit_key {
+            super::limit::validate_limit_key("limit_key", key)?;
+        }
 
         let given: Vec<&str> = [
             ("cron", self.cron.is_some()),

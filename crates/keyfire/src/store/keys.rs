@@ -328,6 +328,56 @@ impl Keys {
     fn qwake_prefix(&self) -> String {
         format!("{}:q:wake:", self.tag)
     }
+
+    // Flow control (`store::limits`).
+
+    /// SET of every limit key that has a limit (meta key: nodes read it to know which keys
+    /// are limited, so unlimited firings cost nothing extra).
+    pub fn limits(&self) -> String {
+        format!("{}:limits", self.tag)
+    }
+
+    /// The keys of one limit key's limiter, under a hash tag of their own (`{prefix:limit:<key>}`),
+    /// so each limit key's script touches one slot of a Redis Cluster.
+    pub fn limit(&self, key: &str) -> LimitKeys {
+        let inner = self.tag.trim_matches(['{', '}']);
+        LimitKeys {
+            tag: format!("{{{inner}:limit:{key}}}"),
+        }
+    }
+}
+
+/// The keys of one limit key's limiter, all under its own hash tag.
+#[derive(Debug, Clone)]
+pub struct LimitKeys {
+    tag: String,
+}
+
+impl LimitKeys {
+    /// HASH: `rate`, `in_flight` (the limit) and `avg` (moving average of run ms).
+    pub fn conf(&self) -> String {
+        format!("{}:conf", self.tag)
+    }
+
+    /// ZSET firing id → slot expiry (ms, Redis time): the runs holding a slot.
+    pub fn in_flight(&self) -> String {
+        format!("{}:inflight", self.tag)
+    }
+
+    /// ZSET `<ms>:<firing id>` → grant instant (ms): grants of the last second.
+    pub fn log(&self) -> String {
+        format!("{}:log", self.tag)
+    }
+
+    /// ZSET firing id → scheduled instant (ms): the firings held back, in line.
+    pub fn waiters(&self) -> String {
+        format!("{}:waiters", self.tag)
+    }
+
+    /// ZSET firing id → until when a held firing keeps its place (ms, Redis time).
+    pub fn waiting_until(&self) -> String {
+        format!("{}:seen", self.tag)
+    }
 }
 
 /// The firing id handed to handlers: `<job id>:<instant ms>`. Stable across attempts.

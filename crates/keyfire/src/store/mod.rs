@@ -7,6 +7,7 @@ mod conn;
 mod firings;
 mod jobs;
 mod keys;
+mod limits;
 mod nodes;
 pub mod notify;
 mod ops;
@@ -20,8 +21,9 @@ use std::sync::Arc;
 pub use conn::{
     Conn, Mode, client_addr, data_client, parse_cluster_slots, redact_url, sentinel_client,
 };
-pub use keys::{CLUSTER_SLOTS, Keys, Shards, firing_id, parse_firing_id, slot_of, stable_hash};
+pub use keys::{CLUSTER_SLOTS, Keys, LimitKeys, Shards, firing_id, parse_firing_id, slot_of, stable_hash};
 pub use ops::{LiveNode, Totals, parse_info, redis_time_ms, time_reply_ms};
+pub use limits::{Acquired, LimitStatus};
 pub use records::*;
 
 use crate::error::Result;

@@ -1,0 +1,293 @@
+//! Flow control: per-key limits shared by the whole cluster (at most `rate` firings started
+//! per second, at most `in_flight` running at once), enforced by one script on the limit
+//! key's own hash tag, and the hold of a denied firing on its job's shard.
+
+use std::collections::HashSet;
+
+use redis::{AsyncCommands, FromRedisValue, Value};
+use serde::{Deserialize, Serialize};
+
+use super::*;
+use crate::error::{Error, Result};
+use crate::job::LimitSpec;
+
+script!(ACQUIRE, "limit_acquire.lua");
+script!(RELEASE, "limit_release.lua");
+script!(RENEW_SLOT, "limit_renew.lua");
+script!(HOLD, "limit_hold.lua");
+
+/// A limit key's answer to a firing that asks to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Acquired {
+    /// Run now: the firing holds a slot until it is released (or its lease runs out).
+    Granted {
+        /// Slots held now, this one included.
+        in_flight: u64,
+        /// Firings held back, waiting in line.
+        held: u64,
+    },
+    /// Not now: hold the firing back and ask again after `wait_ms`.
+    Denied {
+        /// When its turn should come, from now.
+        wait_ms: i64,
+        /// Slots held now.
+        in_flight: u64,
+        /// Firings held back, this one included.
+        held: u64,
+        /// Which bound held it back: `rate` or `in_flight`.
+        reason: String,
+    },
+    /// The key has no limit (it was deleted): run, nothing is tracked.
+    Unlimited,
+}
+
+impl FromRedisValue for Acquired {
+    fn from_redis_value(v: Value) -> std::result::Result<Self, redis::ParsingError> {
+        let items = Vec::<Value>::from_redis_value(v)?;
+        let int = |i: usize| -> std::result::Result<i64, redis::ParsingError> {
+            items
+                .get(i)
+                .map(i64::from_redis_value_ref)
+                .transpose()?
+                .ok_or_else(|| "limit_acquire: short reply".into())
+        };
+        Ok(match int(0)? {
+            1 => Acquired::Granted {
+                in_flight: int(1)? as u64,
+                held: int(2)? as u64,
+            },
+            2 => Acquired::Unlimited,
+            0 => Acquired::Denied {
+                wait_ms: int(1)?,
+                in_flight: int(2)? as u64,
+                held: int(3)? as u64,
+                reason: items
+                    .get(4)
+                    .map(String::from_redis_value_ref)
+                    .transpose()?
+                    .unwrap_or_default(),
+            },
+            other => return Err(format!("limit_acquire: code {other}").into()),
+        })
+    }
+}
+
+/// A limit key's limit and what is happening under it now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LimitStatus {
+    /// The limit key.
+    pub key: String,
+    /// Most firings started per second, if bounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<u32>,
+    /// Most firings running at once, if bounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<u32>,
+    /// Firings running now under this key.
+    pub running: u64,
+    /// Firings started within the last second.
+    pub started_last_second: u64,
+    /// Firings held back by this limit, waiting in line.
+    pub held: u64,
+}
+
+impl LimitStatus {
+    /// The limit as declared.
+    pub fn spec(&self) -> LimitSpec {
+        LimitSpec::new(self.key.clone(), self.rate, self.in_flight)
+    }
+}
+
+impl Store {
+    /// Set (create or replace) the limit of `spec.key` (validated by the caller) and tell
+    /// every node.
+    pub async fn put_limit(&self, spec: &LimitSpec) -> Result<()> {
+        let k = self.keys().limit(&spec.key);
+        let mut conn = self.conn.clone();
+        let mut set = Vec::new();
+        let mut unset = Vec::new();
+        for (field, v) in [("rate", spec.rate), ("in_flight", spec.in_flight)] {
+            match v {
+                Some(n) => set.push((field, n.to_string())),
+                None => unset.push(field),
+            }
+        }
+        let mut pipe = redis::pipe();
+        pipe.atomic().hset_multiple(k.conf(), &set).ignore();
+        if !unset.is_empty() {
+            pipe.hdel(k.conf(), &unset).ignore();
+        }
+        let () = pipe.query_async(&mut conn).await?;
+        let _: i64 = conn.sadd(self.keys().limits(), &spec.key).await?;
+        self.announce_limits(&spec.key).await
+    }
+
+    /// Lift the limit of `key`; its firings held back run when their turn was due. Returns
+    /// whether there was one.
+    pub async fn delete_limit(&self, key: &str) -> Result<bool> {
+        let k = self.keys().limit(key);
+        let mut conn = self.conn.clone();
+        let removed: i64 = conn.srem(self.keys().limits(), key).await?;
+        let _: i64 = conn
+            .del(&[
+                k.conf(),
+                k.in_flight(),
+                k.log(),
+                k.waiters(),
+                k.waiting_until(),
+            ])
+            .await?;
+        self.announce_limits(key).await?;
+        Ok(removed == 1)
+    }
+
+    async fn announce_limits(&self, key: &str) -> Result<()> {
+        let msg = serde_json::json!({"op": "limits", "id": key}).to_string();
+        let _: i64 = self
+            .conn
+            .clone()
+            .publish(self.keys().changes(), msg)
+            .await?;
+        Ok(())
+    }
+
+    /// Every key that has a limit.
+    pub async fn limit_keys(&self) -> Result<HashSet<String>> {
+        Ok(self.conn.clone().smembers(self.keys().limits()).await?)
+    }
+
+    /// The limit of `key` and what runs and waits under it; None when it has no limit.
+    pub async fn limit_status(&self, key: &str) -> Result<Option<LimitStatus>> {
+        let k = self.keys().limit(key);
+        let now = self.time_ms().await?;
+        let mut pipe = redis::pipe();
+        pipe.cmd("HMGET").arg(k.conf()).arg(&["rate", "in_flight"])
+            .zcount(k.in_flight(), format!("({now}"), "+inf")
+            .zcount(k.log(), format!("({}", now - 1000), "+inf")
+            .zcount(k.waiting_until(), format!("({now}"), "+inf");
+        type Reply = ((Option<u32>, Option<u32>), u64, u64, u64);
+        let ((rate, in_flight), running, started, held): Reply =
+            pipe.query_async(&mut self.conn.clone()).await?;
+        if rate.is_none() && in_flight.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(LimitStatus {
+            key: key.to_string(),
+            rate,
+            in_flight,
+            running,
+            started_last_second: started,
+            held,
+        }))
+    }
+
+    /// Every limit, by key.
+    pub async fn limits(&self) -> Result<Vec<LimitStatus>> {
+        let mut keys: Vec<String> = self.limit_keys().await?.into_iter().collect();
+        keys.sort();
+        let mut out = Vec::with_capacity(keys.len());
+        for key in keys {
+            if let Some(s) = self.limit_status(&key).await? {
+                out.push(s);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The firings held back under `key`, first in line first: (firing id, scheduled ms).
+    pub async fn held_firings(&self, key: &str, limit: usize) -> Result<Vec<(String, i64)>> {
+        let k = self.keys().limit(key);
+        let v: Vec<(String, i64)> = self
+            .conn
+            .clone()
+            .zrange_withscores(k.waiters(), 0, limit as isize - 1)
+            .await?;
+        Ok(v)
+    }
+
+    /// Ask `key` for a slot for firing `fid`, scheduled at `scheduled_ms`. A granted slot
+    /// lasts `lease_ms` unless renewed ([`Store::renew_limit_slot`]) or released
+    /// ([`Store::release_limit_slots`]); a denied firing keeps its place in line for
+    /// `grace_ms` past its suggested turn.
+    pub async fn acquire_limit(
+        &self,
+        key: &str,
+        fid: &str,
+        scheduled_ms: i64,
+        lease_ms: i64,
+        grace_ms: i64,
+    ) -> Result<Acquired> {
+        let k = self.keys().limit(key);
+        Ok(ACQUIRE
+            .key(k.conf())
+            .key(k.in_flight())
+            .key(k.log())
+            .key(k.waiters())
+            .key(k.waiting_until())
+            .arg(fid)
+            .arg(scheduled_ms)
+            .arg(lease_ms)
+            .arg(grace_ms)
+            .invoke_async(&mut self.conn.clone())
+            .await?)
+    }
+
+    /// Give back the slots of `runs` (firing id, run ms if known) under `key`. Returns how
+    /// many were held.
+    pub async fn release_limit_slots(&self, key: &str, runs: &[(&str, Option<i64>)]) -> Result<u64> {
+        if runs.is_empty() {
+            return Ok(0);
+        }
+        let k = self.keys().limit(key);
+        let mut inv = RELEASE.prepare_invoke();
+        inv.key(k.conf()).key(k.in_flight());
+        for (fid, ms) in runs {
+            inv.arg(*fid)
+                .arg(ms.map(|m| m.to_string()).unwrap_or_default());
+        }
+        Ok(inv.invoke_async(&mut self.conn.clone()).await?)
+    }
+
+    /// Extend the slot `fid` holds under `key`; false when it holds none.
+    pub async fn renew_limit_slot(&self, key: &str, fid: &str, lease_ms: i64) -> Result<bool> {
+        let k = self.keys().limit(key);
+        let n: i64 = RENEW_SLOT
+            .key(k.in_flight())
+            .arg(fid)
+            .arg(lease_ms)
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        Ok(n == 1)
+    }
+
+    /// Hold back attempt `attempt` of a firing this node claimed and its limit denied:
+    /// queue the same attempt again, due in `wait_ms`, without recording a run. Returns the
+    /// instant it is due, or None when the run is no longer this node's (fenced).
+    pub async fn hold(
+        &self,
+        job_id: &str,
+        at_ms: i64,
+        attempt: u32,
+        node: &str,
+        wait_ms: i64,
+    ) -> Result<Option<i64>> {
+        let k = self.job_keys(job_id);
+        let reply: Vec<i64> = HOLD
+            .key(k.running())
+            .key(k.attempts())
+            .key(k.retry())
+            .key(k.job(job_id))
+            .arg(firing_id(job_id, at_ms))
+            .arg(node)
+            .arg(attempt)
+            .arg(wait_ms)
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        match reply.as_slice() {
+            [1, due] => Ok(Some(*due)),
+            [0] => Ok(None),
+            _ => Err(Error::Corrupt(format!("limit_hold reply {reply:?}"))),
+        }
+    }
+}
