@@ -10,6 +10,7 @@ mod faults;
 mod firing;
 mod input;
 mod lifecycle;
+mod limits;
 mod policies;
 mod precision;
 mod quickstart;

@@ -47,6 +47,9 @@ pub enum Error {
     /// Configuration could not be loaded.
     #[error("config: {0}")]
     Config(String),
+    /// The limit key has no limit.
+    #[error("limit '{0}' not found")]
+    LimitNotFound(String),
     /// The delay-queue task does not exist (or was deleted).
     #[error("task '{0}' not found")]
     TaskNotFound(String),

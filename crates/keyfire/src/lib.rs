@@ -34,6 +34,7 @@ pub mod config;
 pub mod error;
 pub mod handler;
 pub mod job;
+mod limits;
 pub mod metrics;
 pub mod queue;
 
@@ -52,6 +53,6 @@ pub use engine::Stats;
 pub use engine::{Node, NodeHandle};
 pub use error::{Error, Result};
 pub use handler::{Firing, Handler, HandlerError, HandlerResult, Registry};
-pub use job::{JobSpec, ValidationError};
+pub use job::{JobSpec, LimitSpec, ValidationError};
 pub use queue::Queue;
 pub use store::{DeadLetter, Fate, JobRecord, JobStatus, RunRecord};

@@ -1,0 +1,182 @@
+//! Flow control, driven at the script level: the limiter's rate and in-flight bounds, the
+//! place in line of a firing held back, leased slots coming back, and the hold of a denied
+//! firing (same attempt, fenced). Deterministic: every step is one script call.
+
+use std::time::Duration;
+
+use keyfire::LimitSpec;
+use keyfire::store::{Acquired, Store};
+use redis::AsyncCommands;
+
+use crate::support::World;
+
+async fn store(w: &World) -> Store {
+    Store::open(&w.settings.redis).await.unwrap()
+}
+
+async fn ask(s: &Store, key: &str, fid: &str, sched: i64) -> Acquired {
+    s.acquire_limit(key, fid, sched, 30_000, 30_000).await.unwrap()
+}
+
+fn granted(a: &Acquired) -> bool {
+    matches!(a, Acquired::Granted { .. })
+}
+
+/// Rate 5/s: of 12 firings asking at once, exactly the first 5 run; the others are told to
+/// come back when a slot of the sliding second opens: ranks 0–4 of the line after about a
+/// second, ranks 5–6 after about two.
+#[tokio::test]
+async fn rate_bound_grants_n_per_second_and_spreads_the_line() {
+    let w = World::new().await;
+    let s = store(&w).await;
+    s.put_limit(&LimitSpec::new("k", Some(5), None)).await.unwrap();
+    let mut waits = Vec::new();
+    for i in 0..12 {
+        match ask(&s, "k", &format!("j{i:02}:1"), 1_000 + i).await {
+            Acquired::Granted { .. } => assert!(i < 5, "firing {i} granted past the rate"),
+            Acquired::Denied {
+                wait_ms, reason, ..
+            } => {
+                assert!(i >= 5, "firing {i} denied within the rate");
+                assert_eq!(reason, "rate");
+                waits.push(wait_ms);
+            }
+            Acquired::Unlimited => panic!("limited key answered unlimited"),
+        }
+    }
+    assert_eq!(waits.len(), 7);
+    for (rank, w) in waits.iter().enumerate() {
+        let round = (rank / 5) as i64 + 1;
+        assert!(
+            (round * 1000 - 100..=round * 1000 + 5).contains(w),
+            "rank {rank}: wait {w} ms, expected about {} ms ({waits:?})",
+            round * 1000
+        );
+    }
+    let st = s.limit_status("k").await.unwrap().unwrap();
+    assert_eq!((st.started_last_second, st.held), (5, 7));
+    // Asking again within the second changes nothing: still five.
+    assert!(!granted(&ask(&s, "k", "j05:1", 1_005).await));
+}
+
+/// In flight 2: a firing held back keeps its place: a later one asking first when one slot
+/// frees is denied, the earlier one then takes the slot; releasing gives slots back at once.
+#[tokio::test]
+async fn in_flight_bound_keeps_the_line_in_scheduled_order() {
+    let w = World::new().await;
+    let s = store(&w).await;
+    s.put_limit(&LimitSpec::new("k", None, Some(2))).await.unwrap();
+    assert!(granted(&ask(&s, "k", "a:1", 1).await));
+    assert!(granted(&ask(&s, "k", "b:2", 2).await));
+    match ask(&s, "k", "c:3", 3).await {
+        Acquired::Denied {
+            reason,
+            in_flight,
+            held,
+            ..
+        } => assert_eq!((reason.as_str(), in_flight, held), ("in_flight", 2, 1)),
+        other => panic!("{other:?}"),
+    }
+    assert!(!granted(&ask(&s, "k", "d:4", 4).await));
+    assert_eq!(s.release_limit_slots("k", &[("a:1", Some(3))]).await.unwrap(), 1);
+    // One slot free; d (scheduled later) asks first and must not overtake c.
+    assert!(!granted(&ask(&s, "k", "d:4", 4).await), "d overtook c");
+    assert!(granted(&ask(&s, "k", "c:3", 3).await));
+    assert!(!granted(&ask(&s, "k", "d:4", 4).await), "three in flight");
+    // Asking again for a slot it holds keeps it (idempotent), it does not take another.
+    assert!(granted(&ask(&s, "k", "c:3", 3).await));
+    let st = s.limit_status("k").await.unwrap().unwrap();
+    assert_eq!((st.running, st.held), (2, 1));
+    assert_eq!(
+        s.held_firings("k", 10).await.unwrap(),
+        vec![("d:4".to_string(), 4)]
+    );
+    s.release_limit_slots("k", &[("b:2", None), ("c:3", None)])
+        .await
+        .unwrap();
+    assert!(granted(&ask(&s, "k", "d:4", 4).await));
+    assert_eq!(s.limit_status("k").await.unwrap().unwrap().held, 0);
+}
+
+/// A slot whose holder never gives it back (its node died) comes back once its lease ran
+/// out; renewing the lease keeps it.
+#[tokio::test]
+async fn a_dead_holders_slot_comes_back_after_its_lease() {
+    let w = World::new().await;
+    let s = store(&w).await;
+    s.put_limit(&LimitSpec::new("k", None, Some(1))).await.unwrap();
+    let lease = 300;
+    assert!(granted(
+        &s.acquire_limit("k", "a:1", 1, lease, 5_000).await.unwrap()
+    ));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(s.renew_limit_slot("k", "a:1", lease).await.unwrap());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Renewed 200 ms ago for 300 ms: still held.
+    assert!(!granted(
+        &s.acquire_limit("k", "b:2", 2, lease, 5_000).await.unwrap()
+    ));
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    assert!(granted(
+        &s.acquire_limit("k", "b:2", 2, lease, 5_000).await.unwrap()
+    ));
+    assert!(!s.renew_limit_slot("k", "a:1", lease).await.unwrap());
+}
+
+/// A waiter that never comes back gives up its place after its grace, so it cannot block
+/// the line forever; and a key without a limit answers "unlimited" and tracks nothing.
+#[tokio::test]
+async fn absent_waiters_leave_the_line_and_unlimited_keys_track_nothing() {
+    let w = World::new().await;
+    let s = store(&w).await;
+    s.put_limit(&LimitSpec::new("k", None, Some(1))).await.unwrap();
+    assert!(granted(&s.acquire_limit("k", "a:1", 1, 30_000, 50).await.unwrap()));
+    // b (earlier in line than c) is denied, then never asks again.
+    assert!(!granted(&s.acquire_limit("k", "b:2", 2, 30_000, 50).await.unwrap()));
+    s.release_limit_slots("k", &[("a:1", None)]).await.unwrap();
+    assert!(!granted(&s.acquire_limit("k", "c:3", 3, 30_000, 50).await.unwrap()));
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert!(granted(&s.acquire_limit("k", "c:3", 3, 30_000, 50).await.unwrap()));
+
+    assert_eq!(ask(&s, "nolimit", "x:1", 1).await, Acquired::Unlimited);
+    let mut conn = w.conn().await;
+    let keys: Vec<String> = conn.keys("*nolimit*").await.unwrap();
+    assert!(keys.is_empty(), "{keys:?}");
+    assert!(s.delete_limit("k").await.unwrap());
+    assert_eq!(ask(&s, "k", "d:4", 4).await, Acquired::Unlimited);
+    assert!(s.limit_status("k").await.unwrap().is_none());
+}
+
+/// The hold of a denied firing: its lease is given up and the same attempt is queued again,
+/// due after the wait, with no run recorded; a hold by a node that no longer holds the run
+/// (fenced) changes nothing.
+#[tokio::test]
+async fn hold_requeues_the_same_attempt_and_is_fenced() {
+    let w = World::new().await;
+    let s = store(&w).await;
+    let k = s.job_keys("j").clone();
+    let mut conn = w.conn().await;
+    let fid = "j:1000";
+    let _: () = conn.hset(k.attempts(), fid, "3:500:n1").await.unwrap();
+    let _: () = conn.zadd(k.running(), fid, 99_999_999_999_999i64).await.unwrap();
+    let _: () = conn.hset(k.job("j"), "active", fid).await.unwrap();
+
+    assert_eq!(s.hold("j", 1000, 3, "n2", 100).await.unwrap(), None);
+    assert_eq!(s.hold("j", 1000, 2, "n1", 100).await.unwrap(), None);
+    let running: Option<f64> = conn.zscore(k.running(), fid).await.unwrap();
+    assert!(running.is_some(), "a fenced hold changed the run");
+
+    let now = w.redis_ms().await;
+    let due = s.hold("j", 1000, 3, "n1", 250).await.unwrap().expect("held");
+    assert!((now + 250..now + 1_250).contains(&due), "due {due}, now {now}");
+    let running: Option<f64> = conn.zscore(k.running(), fid).await.unwrap();
+    assert_eq!(running, None);
+    let retry: Option<i64> = conn.zscore(k.retry(), fid).await.unwrap();
+    assert_eq!(retry, Some(due));
+    let attempt: String = conn.hget(k.attempts(), fid).await.unwrap();
+    assert_eq!(attempt, "3", "the same attempt is queued again");
+    let active: Option<String> = conn.hget(k.job("j"), "active").await.unwrap();
+    assert_eq!(active, None);
+    let runs: i64 = conn.llen(k.runs("j")).await.unwrap();
+    assert_eq!(runs, 0, "a hold records no run");
+}
