@@ -17,10 +17,13 @@ mod shards;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use conn::{
     Conn, Mode, client_addr, data_client, parse_cluster_slots, redact_url, sentinel_client,
 };
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use keys::{CLUSTER_SLOTS, Keys, Shards, firing_id, parse_firing_id, slot_of, stable_hash};
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use ops::{LiveNode, Totals, parse_info, redis_time_ms, time_reply_ms};
 pub use records::*;
 
