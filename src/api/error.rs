@@ -132,7 +132,9 @@ impl From<Error> for ApiError {
     fn from(e: Error) -> Self {
         match e {
             Error::Invalid(v) => ApiError::invalid(&v.field, v.message),
-            Error::NotFound(_) | Error::TaskNotFound(_) | Error::LimitNotFound(_) => ApiError::not_found(e.to_string()),
+            Error::NotFound(_) | Error::TaskNotFound(_) | Error::LimitNotFound(_) => {
+                ApiError::not_found(e.to_string())
+            }
             Error::ReservationLost(_) => ApiError::conflict(e.to_string()),
             Error::Conflict(_) | Error::VersionMismatch { .. } => ApiError::conflict(e.to_string()),
             Error::Redis(ref r) | Error::RedisOp { source: ref r, .. } => {

@@ -15,7 +15,9 @@ async fn store(w: &World) -> Store {
 }
 
 async fn ask(s: &Store, key: &str, fid: &str, sched: i64) -> Acquired {
-    s.acquire_limit(key, fid, sched, 30_000, 30_000).await.unwrap()
+    s.acquire_limit(key, fid, sched, 30_000, 30_000)
+        .await
+        .unwrap()
 }
 
 fn granted(a: &Acquired) -> bool {
@@ -29,7 +31,9 @@ fn granted(a: &Acquired) -> bool {
 async fn rate_bound_grants_n_per_second_and_spreads_the_line() {
     let w = World::new().await;
     let s = store(&w).await;
-    s.put_limit(&LimitSpec::new("k", Some(5), None)).await.unwrap();
+    s.put_limit(&LimitSpec::new("k", Some(5), None))
+        .await
+        .unwrap();
     let mut waits = Vec::new();
     for i in 0..12 {
         match ask(&s, "k", &format!("j{i:02}:1"), 1_000 + i).await {
@@ -65,7 +69,9 @@ async fn rate_bound_grants_n_per_second_and_spreads_the_line() {
 async fn in_flight_bound_keeps_the_line_in_scheduled_order() {
     let w = World::new().await;
     let s = store(&w).await;
-    s.put_limit(&LimitSpec::new("k", None, Some(2))).await.unwrap();
+    s.put_limit(&LimitSpec::new("k", None, Some(2)))
+        .await
+        .unwrap();
     assert!(granted(&ask(&s, "k", "a:1", 1).await));
     assert!(granted(&ask(&s, "k", "b:2", 2).await));
     match ask(&s, "k", "c:3", 3).await {
@@ -78,7 +84,12 @@ async fn in_flight_bound_keeps_the_line_in_scheduled_order() {
         other => panic!("{other:?}"),
     }
     assert!(!granted(&ask(&s, "k", "d:4", 4).await));
-    assert_eq!(s.release_limit_slots("k", &[("a:1", Some(3))]).await.unwrap(), 1);
+    assert_eq!(
+        s.release_limit_slots("k", &[("a:1", Some(3))])
+            .await
+            .unwrap(),
+        1
+    );
     // One slot free; d (scheduled later) asks first and must not overtake c.
     assert!(!granted(&ask(&s, "k", "d:4", 4).await), "d overtook c");
     assert!(granted(&ask(&s, "k", "c:3", 3).await));
@@ -104,7 +115,9 @@ async fn in_flight_bound_keeps_the_line_in_scheduled_order() {
 async fn a_dead_holders_slot_comes_back_after_its_lease() {
     let w = World::new().await;
     let s = store(&w).await;
-    s.put_limit(&LimitSpec::new("k", None, Some(1))).await.unwrap();
+    s.put_limit(&LimitSpec::new("k", None, Some(1)))
+        .await
+        .unwrap();
     let lease = 300;
     assert!(granted(
         &s.acquire_limit("k", "a:1", 1, lease, 5_000).await.unwrap()
@@ -129,14 +142,24 @@ async fn a_dead_holders_slot_comes_back_after_its_lease() {
 async fn absent_waiters_leave_the_line_and_unlimited_keys_track_nothing() {
     let w = World::new().await;
     let s = store(&w).await;
-    s.put_limit(&LimitSpec::new("k", None, Some(1))).await.unwrap();
-    assert!(granted(&s.acquire_limit("k", "a:1", 1, 30_000, 50).await.unwrap()));
+    s.put_limit(&LimitSpec::new("k", None, Some(1)))
+        .await
+        .unwrap();
+    assert!(granted(
+        &s.acquire_limit("k", "a:1", 1, 30_000, 50).await.unwrap()
+    ));
     // b (earlier in line than c) is denied, then never asks again.
-    assert!(!granted(&s.acquire_limit("k", "b:2", 2, 30_000, 50).await.unwrap()));
+    assert!(!granted(
+        &s.acquire_limit("k", "b:2", 2, 30_000, 50).await.unwrap()
+    ));
     s.release_limit_slots("k", &[("a:1", None)]).await.unwrap();
-    assert!(!granted(&s.acquire_limit("k", "c:3", 3, 30_000, 50).await.unwrap()));
+    assert!(!granted(
+        &s.acquire_limit("k", "c:3", 3, 30_000, 50).await.unwrap()
+    ));
     tokio::time::sleep(Duration::from_millis(150)).await;
-    assert!(granted(&s.acquire_limit("k", "c:3", 3, 30_000, 50).await.unwrap()));
+    assert!(granted(
+        &s.acquire_limit("k", "c:3", 3, 30_000, 50).await.unwrap()
+    ));
 
     assert_eq!(ask(&s, "nolimit", "x:1", 1).await, Acquired::Unlimited);
     let mut conn = w.conn().await;
@@ -158,7 +181,10 @@ async fn hold_requeues_the_same_attempt_and_is_fenced() {
     let mut conn = w.conn().await;
     let fid = "j:1000";
     let _: () = conn.hset(k.attempts(), fid, "3:500:n1").await.unwrap();
-    let _: () = conn.zadd(k.running(), fid, 99_999_999_999_999i64).await.unwrap();
+    let _: () = conn
+        .zadd(k.running(), fid, 99_999_999_999_999i64)
+        .await
+        .unwrap();
     let _: () = conn.hset(k.job("j"), "active", fid).await.unwrap();
 
     assert_eq!(s.hold("j", 1000, 3, "n2", 100).await.unwrap(), None);
@@ -167,8 +193,15 @@ async fn hold_requeues_the_same_attempt_and_is_fenced() {
     assert!(running.is_some(), "a fenced hold changed the run");
 
     let now = w.redis_ms().await;
-    let due = s.hold("j", 1000, 3, "n1", 250).await.unwrap().expect("held");
-    assert!((now + 250..now + 1_250).contains(&due), "due {due}, now {now}");
+    let due = s
+        .hold("j", 1000, 3, "n1", 250)
+        .await
+        .unwrap()
+        .expect("held");
+    assert!(
+        (now + 250..now + 1_250).contains(&due),
+        "due {due}, now {now}"
+    );
     let running: Option<f64> = conn.zscore(k.running(), fid).await.unwrap();
     assert_eq!(running, None);
     let retry: Option<i64> = conn.zscore(k.retry(), fid).await.unwrap();

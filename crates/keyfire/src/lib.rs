@@ -9,10 +9,10 @@
 //!
 //! - [`job`]: the job model: schedules (cron in an IANA zone, fixed rate, one-shot),
 //!   the validity window, policies, and validation that names the bad field.
-//! - [`store`]: the only code that talks to Redis. Key names are built in one place
-//!   ([`store::Keys`]); every atomic change is one Lua script.
-//! - [`engine`]: the [`Node`]: expiry-event listener, precision timers, claims, the
-//!   sweeper, membership and the bounded executor.
+//! - `store` (internal): the only code that talks to Redis. Key names are built in one
+//!   place; every atomic change is one Lua script.
+//! - `engine` (internal): the [`Node`]: expiry-event listener, precision timers, claims,
+//!   the sweeper, membership and the bounded executor.
 //! - [`handler`]: the handler contract ([`Handler`], [`Firing`], [`Registry`]), the node
 //!   hooks contract ([`handler::NodeHook`]) and the built-in handlers.
 //! - [`queue`]: the delay queue: tasks in topics that consumers pop in batches, with
@@ -38,14 +38,22 @@ mod limits;
 pub mod metrics;
 pub mod queue;
 
-// The engine's and the store's insides are public for keyfire's own crates (the server, the
-// lab, the tests), which drive scripts and step the engine directly. They are not part of
-// the API a service embeds and may change in any release: what an embedder needs is
-// re-exported below.
+// The engine's and the store's insides are crate-private. keyfire's own crates (the server,
+// the lab, the tests), which drive scripts and step the engine directly, turn on the
+// `internals` feature to reach them; it is not part of the API a service embeds and may
+// change in any release. What an embedder needs is re-exported below.
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod engine;
+#[cfg(not(feature = "internals"))]
+#[allow(unreachable_pub, dead_code)]
+pub(crate) mod engine;
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod store;
+#[cfg(not(feature = "internals"))]
+#[allow(unreachable_pub, dead_code)]
+pub(crate) mod store;
 
 pub use client::Client;
 pub use config::Settings;
@@ -55,4 +63,4 @@ pub use error::{Error, Result};
 pub use handler::{Firing, Handler, HandlerError, HandlerResult, Registry};
 pub use job::{JobSpec, LimitSpec, ValidationError};
 pub use queue::Queue;
-pub use store::{DeadLetter, Fate, JobRecord, JobStatus, RunRecord};
+pub use store::{DeadLetter, Fate, JobRecord, JobStatus, LimitStatus, RunRecord};

@@ -166,7 +166,7 @@ impl Inner {
         // Messages published while we were away are gone: forget every cached spec (a change
         // or a delete may have been missed) and sweep now (G2).
         if with_changes {
-            self.specs.lock().expect("spec cache lock").clear();
+            self.specs.clear();
         }
         // Change messages may have been lost too: read the whole horizon again.
         self.armed_upto.lock().expect("armed_upto lock").clear();
@@ -224,24 +224,17 @@ impl Inner {
             Change::Created { firings } => {
                 // Jobs created in bulk: new ids, so a cached spec is one of a deleted job
                 // (its claim would be refused by generation anyway).
-                let mut specs = self.specs.lock().expect("spec cache lock");
-                for (id, _) in &firings {
-                    specs.remove(id);
-                }
-                drop(specs);
+                self.specs
+                    .forget_all(firings.iter().map(|(id, _)| id.as_str()));
                 self.arm_firings(firings);
             }
             Change::Delete { id } => {
-                self.specs.lock().expect("spec cache lock").remove(&id);
+                self.specs.forget(&id);
             }
             Change::Upsert { id, version, next } => {
-                let mut specs = self.specs.lock().expect("spec cache lock");
-                if let (Some(cached), Some(v)) = (specs.get(&id), version)
-                    && cached.version != v
-                {
-                    specs.remove(&id);
+                if let Some(v) = version {
+                    self.specs.forget_unless(&id, v);
                 }
-                drop(specs);
                 if let Some(at) = next.as_deref().and_then(|n| n.parse::<i64>().ok()) {
                     self.arm_if_soon(id, at);
                 }

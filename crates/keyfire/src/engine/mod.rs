@@ -11,11 +11,15 @@
 //! - the registry's hooks (`hooks`: the delay queue's topic promotion), each given a view of the
 //!   node and the expired keys and change messages that are theirs.
 
+mod batcher;
 mod claim;
+mod completer;
 mod hooks;
 mod listener;
 pub mod membership;
-use crate::store::notify;
+mod misfire;
+mod runner;
+mod specs;
 mod sweeper;
 mod timers;
 
@@ -34,8 +38,7 @@ use crate::clock::{Clock, RedisClock, SystemClock};
 use crate::config::{NodeSettings, Settings};
 use crate::error::Result;
 use crate::handler::Registry;
-use crate::job::Job;
-use crate::store::{Beat, HistoryLimits, Store};
+use crate::store::{Beat, HistoryLimits, Store, notify};
 
 /// Counters a node keeps about itself (for tests, logs and, later, metrics).
 #[derive(Debug, Default)]
@@ -131,9 +134,8 @@ impl Node {
             registry: Arc::new(registry),
             clock: RedisClock::new(clock),
             live: RwLock::new(Vec::new()),
-            specs: Mutex::new(HashMap::new()),
-            inflight: Mutex::new(HashSet::new()),
-            rearm: Mutex::new(HashMap::new()),
+            specs: specs::SpecCache::default(),
+            claim_book: claim::ClaimBook::default(),
             active_runs: Mutex::new(HashMap::new()),
             permits: Arc::new(Semaphore::new(settings.node.max_concurrent_runs)),
             runs: TaskTracker::new(),
@@ -295,13 +297,6 @@ impl NodeHandle {
     }
 }
 
-/// A job's validated spec at one version.
-pub(crate) struct CachedJob {
-    version: u64,
-    generation: u64,
-    job: Job,
-}
-
 /// State shared by a node's tasks.
 pub(crate) struct Inner {
     id: String,
@@ -315,11 +310,9 @@ pub(crate) struct Inner {
     /// Live node ids, sorted, as of the last heartbeat.
     live: RwLock<Vec<String>>,
     /// Validated job specs by id, replaced when the version changes.
-    specs: Mutex<HashMap<String, Arc<CachedJob>>>,
-    /// Firings this node is claiming right now (so an event and a timer do not both try).
-    inflight: Mutex<HashSet<(String, i64, claim::Kind)>>,
-    /// Firings found early by a claim in flight, to arm again (local deadline) when it ends.
-    rearm: Mutex<HashMap<(String, i64, claim::Kind), i64>>,
+    specs: specs::SpecCache,
+    /// Firings this node is claiming right now, and those to arm again when their claim ends.
+    claim_book: claim::ClaimBook,
     /// Cancellation of the runs in progress here, by firing id (overlap `replace`).
     active_runs: Mutex<HashMap<String, CancellationToken>>,
     /// One permit per concurrent run: the bounded executor.
@@ -331,9 +324,9 @@ pub(crate) struct Inner {
     /// Cancelled when running handlers must stop.
     runs_cancel: CancellationToken,
     /// Queues an ended attempt for its shard's completer.
-    completions: Vec<mpsc::UnboundedSender<claim::Done>>,
+    completions: Vec<mpsc::UnboundedSender<completer::Done>>,
     /// Queues a scheduled claim for its shard's batcher.
-    claims: Vec<mpsc::UnboundedSender<claim::ClaimRequest>>,
+    claims: Vec<mpsc::UnboundedSender<batcher::ClaimRequest>>,
     /// Arms a local timer for a firing.
     timers: mpsc::UnboundedSender<timers::Arm>,
     /// Asks the sweeper to sweep now (after a resubscribe).

@@ -156,6 +156,10 @@ mod tests {
         assert_eq!(e.field, "rate");
         let e = LimitSpec::new("a b", Some(1), None).validate().unwrap_err();
         assert_eq!(e.field, "key");
-        assert!(LimitSpec::new("host:a.b", Some(1), Some(2)).validate().is_ok());
+        assert!(
+            LimitSpec::new("host:a.b", Some(1), Some(2))
+                .validate()
+                .is_ok()
+        );
     }
 }

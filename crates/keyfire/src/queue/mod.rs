@@ -41,7 +41,7 @@
 //! so whichever comes first wins and the other does nothing. Deleting such a task deletes its
 //! job too.
 //!
-//! **Redis layout** (names in [`crate::store::Keys`], one Lua script per change in `lua/`, the
+//! **Redis layout** (names in the store's `Keys`, one Lua script per change in `lua/`, the
 //! calls in `store.rs`): a hash per task; per topic a `delayed` ZSET, a `ready` ZSET, a
 //! `reserved` ZSET (by deadline, Redis time), a `dead` ZSET, a notify list that wakes blocked
 //! pops, a counters hash and a sentinel key; a SET of topic names. A task's record is not

@@ -162,7 +162,9 @@ impl Store {
         let k = self.keys().limit(key);
         let now = self.time_ms().await?;
         let mut pipe = redis::pipe();
-        pipe.cmd("HMGET").arg(k.conf()).arg(&["rate", "in_flight"])
+        pipe.cmd("HMGET")
+            .arg(k.conf())
+            .arg(&["rate", "in_flight"])
             .zcount(k.in_flight(), format!("({now}"), "+inf")
             .zcount(k.log(), format!("({}", now - 1000), "+inf")
             .zcount(k.waiting_until(), format!("({now}"), "+inf");
@@ -235,7 +237,11 @@ impl Store {
 
     /// Give back the slots of `runs` (firing id, run ms if known) under `key`. Returns how
     /// many were held.
-    pub async fn release_limit_slots(&self, key: &str, runs: &[(&str, Option<i64>)]) -> Result<u64> {
+    pub async fn release_limit_slots(
+        &self,
+        key: &str,
+        runs: &[(&str, Option<i64>)],
+    ) -> Result<u64> {
         if runs.is_empty() {
             return Ok(0);
         }

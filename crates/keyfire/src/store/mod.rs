@@ -18,12 +18,17 @@ mod shards;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use conn::{
     Conn, Mode, client_addr, data_client, parse_cluster_slots, redact_url, sentinel_client,
 };
-pub use keys::{CLUSTER_SLOTS, Keys, LimitKeys, Shards, firing_id, parse_firing_id, slot_of, stable_hash};
-pub use ops::{LiveNode, Totals, parse_info, redis_time_ms, time_reply_ms};
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))]
+pub use keys::{
+    CLUSTER_SLOTS, Keys, LimitKeys, Shards, firing_id, parse_firing_id, slot_of, stable_hash,
+};
 pub use limits::{Acquired, LimitStatus};
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))]
+pub use ops::{LiveNode, Totals, parse_info, redis_time_ms, time_reply_ms};
 pub use records::*;
 
 use crate::error::Result;

@@ -1,0 +1,121 @@
+//! The completer: attempts that end around the same time are recorded in one script call
+//! per shard; the executor permit is held until the outcome is in Redis.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
+
+use super::Inner;
+use super::batcher::gather;
+use super::claim::Kind;
+use crate::job::Job;
+use crate::metrics::name;
+use crate::store::{Completion, Fate, RunRecord};
+
+/// An attempt that ended, waiting to be recorded, with the executor permit it ran on.
+pub(super) struct Done {
+    pub(super) job_id: String,
+    pub(super) at_ms: i64,
+    pub(super) record: RunRecord,
+    pub(super) retry: Option<i64>,
+    pub(super) permit: OwnedSemaphorePermit,
+}
+
+impl Inner {
+    /// Attempts that end around the same time are recorded in one script call. Runs until
+    /// the node's runs are cancelled (the end of shutdown), then records what is left.
+    pub(super) async fn completer(self: Arc<Self>, mut rx: mpsc::UnboundedReceiver<Done>) {
+        self.run_batches(&mut rx, &self.runs_cancel, |me, batch| async move {
+            me.record_batch(batch).await
+        })
+        .await;
+        while let Ok(first) = rx.try_recv() {
+            let batch = gather(first, &mut rx);
+            self.record_batch(batch).await;
+        }
+    }
+
+    /// Record attempts' ends (of one shard: each shard has its completer); retried with
+    /// backoff for up to a lease (a failover takes seconds), since a lost outcome reruns the
+    /// firing when its lease expires.
+    pub(super) async fn record_batch(&self, batch: Vec<Done>) {
+        let limits = self.history_limits();
+        let completions: Vec<Completion> = batch
+            .iter()
+            .map(|d| Completion {
+                job_id: &d.job_id,
+                run: &d.record,
+                retry_delay_ms: d.retry,
+            })
+            .collect();
+        let mut fates = None;
+        // Past the lease another node may take the run over (and the outcome is then fenced),
+        // but while Redis is unreachable no one can: keep trying a while longer.
+        let give_up = tokio::time::Instant::now() + self.settings.lease * 2;
+        let mut pause = Duration::from_millis(100);
+        for n in 1u32.. {
+            match self.store.complete_many(&completions, &limits).await {
+                Ok(f) => {
+                    fates = Some(f);
+                    break;
+                }
+                Err(e) if tokio::time::Instant::now() + pause < give_up => {
+                    tracing::warn!(error = %e, attempt = n, "could not record runs; retrying");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, attempt = n, "could not record runs; giving up");
+                    break;
+                }
+            }
+        }
+        drop(completions);
+        let Some(fates) = fates else {
+            // Their leases expire and the firings run again as the next attempt (G5).
+            tracing::error!(
+                n = batch.len(),
+                "runs not recorded; their leases will hand them over"
+            );
+            return;
+        };
+        for (done, (fate, now)) in batch.into_iter().zip(fates) {
+            match fate {
+                Fate::Dead => {
+                    metrics::counter!(name::DEAD, "node" => self.id.clone()).increment(1);
+                }
+                Fate::Retry => {
+                    metrics::counter!(name::RETRIES, "node" => self.id.clone()).increment(1);
+                    if self.owns(&done.job_id, done.at_ms) {
+                        let due = now + done.retry.unwrap_or(0);
+                        self.arm_due(done.job_id.clone(), done.at_ms, Kind::Retry, due);
+                    }
+                }
+                Fate::Fenced => {
+                    tracing::warn!(
+                        firing = %done.record.firing_id,
+                        "outcome refused: a newer attempt of this firing was granted"
+                    );
+                }
+                Fate::Gone => {
+                    tracing::debug!(firing = %done.record.firing_id, "job deleted while it ran");
+                }
+                Fate::Done => {}
+            }
+            Inner::bump(&self.stats.completed);
+            drop(done.permit);
+        }
+    }
+}
+
+/// The delay before the next attempt, or None when attempts are used up.
+pub(super) fn retry_delay(job: &Job, attempt: u32, asked: Option<Duration>) -> Option<i64> {
+    if attempt >= job.retry.max_attempts {
+        return None;
+    }
+    Some(match asked {
+        Some(d) => d.as_millis() as i64,
+        None => job.retry.delay_ms(attempt, rand::random::<f64>()),
+    })
+}

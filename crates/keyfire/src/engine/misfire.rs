@@ -1,0 +1,149 @@
+//! The misfire policy: what to do with a firing found later than its tolerance.
+
+use std::collections::VecDeque;
+
+use crate::job::{Job, MisfirePolicy};
+
+/// The decision for a firing found later than the job's misfire tolerance.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct MisfirePlan {
+    pub run: bool,
+    pub next: Option<i64>,
+    pub missed: u64,
+}
+
+/// Apply the job's misfire policy to firing `at`, found when firings up to `until` (Redis now
+/// minus the tolerance) are late. Bounded work: a long outage of a per-second job is counted,
+/// not listed.
+pub(crate) fn misfire_plan(job: &Job, at: i64, until: i64) -> MisfirePlan {
+    const MAX_SCAN: u64 = 10_000_000;
+    let keep = match job.misfire {
+        MisfirePolicy::CatchUp => job.catch_up_limit as usize,
+        _ => 0,
+    };
+    // The late firings after `at`: how many, and the newest `keep` of them.
+    let mut count = 0u64;
+    let mut newest: VecDeque<i64> = VecDeque::with_capacity(keep + 1);
+    let mut t = at;
+    while let Some(n) = job.next_after(t) {
+        if n > until || count >= MAX_SCAN {
+            break;
+        }
+        count += 1;
+        if keep > 0 {
+            newest.push_back(n);
+            if newest.len() > keep {
+                newest.pop_front();
+            }
+        }
+        t = n;
+    }
+    let within = || job.next_after(until);
+    match job.misfire {
+        MisfirePolicy::FireOnce => MisfirePlan {
+            run: true,
+            next: within(),
+            missed: count,
+        },
+        MisfirePolicy::Skip => MisfirePlan {
+            run: false,
+            next: within(),
+            missed: count + 1,
+        },
+        MisfirePolicy::CatchUp => {
+            let total = count + 1;
+            if total <= keep as u64 {
+                MisfirePlan {
+                    run: true,
+                    next: job.next_after(at),
+                    missed: 0,
+                }
+            } else {
+                // Run the newest `keep` late firings: skip `at` and the older ones.
+                MisfirePlan {
+                    run: false,
+                    next: newest.front().copied().or_else(within),
+                    missed: total - keep as u64,
+                }
+            }
+        }
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::{JobSpec, Validation};
+
+    fn every_second(policy: &str, limit: Option<u32>) -> Job {
+        let mut spec = JobSpec::every("j", "1s", "noop");
+        spec.misfire = Some(policy.into());
+        spec.catch_up_limit = limit;
+        spec.validate(&Validation {
+            now_ms: 0,
+            created_ms: 0,
+            known_handler: None,
+            max_params_bytes: usize::MAX,
+        })
+        .unwrap()
+    }
+
+    // Firing at 1000 found when firings up to 10_500 are late: 2000..=10000 (9) are late too.
+    #[test]
+    fn fire_once_runs_one_and_counts_the_rest() {
+        let p = misfire_plan(&every_second("fire_once", None), 1_000, 10_500);
+        assert_eq!(
+            p,
+            MisfirePlan {
+                run: true,
+                next: Some(11_000),
+                missed: 9
+            }
+        );
+    }
+
+    #[test]
+    fn skip_runs_none_of_the_late_ones() {
+        let p = misfire_plan(&every_second("skip", None), 1_000, 10_500);
+        assert_eq!(
+            p,
+            MisfirePlan {
+                run: false,
+                next: Some(11_000),
+                missed: 10
+            }
+        );
+    }
+
+    #[test]
+    fn catch_up_runs_each_up_to_the_limit() {
+        let p = misfire_plan(&every_second("catch_up", None), 1_000, 10_500);
+        assert_eq!(
+            p,
+            MisfirePlan {
+                run: true,
+                next: Some(2_000),
+                missed: 0
+            }
+        );
+        // Limit 4: run the newest four of the ten late firings (7000..=10000).
+        let p = misfire_plan(&every_second("catch_up", Some(4)), 1_000, 10_500);
+        assert_eq!(
+            p,
+            MisfirePlan {
+                run: false,
+                next: Some(7_000),
+                missed: 6
+            }
+        );
+        // And that one, found again, runs with the rest.
+        let p = misfire_plan(&every_second("catch_up", Some(4)), 7_000, 10_500);
+        assert_eq!(
+            p,
+            MisfirePlan {
+                run: true,
+                next: Some(8_000),
+                missed: 0
+            }
+        );
+    }
+}

@@ -1,0 +1,273 @@
+//! The runner: a claimed firing runs in the bounded executor under its timeout, its lease
+//! renewed, cut off by a lost lease, the fence or the drain timeout.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures::FutureExt;
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::Inner;
+use super::claim::{Claimed, Kind, Source};
+use super::completer::{Done, retry_delay};
+use crate::handler::{Firing, HandlerError};
+use crate::metrics::name;
+use crate::store::{RunRecord, firing_id};
+
+/// After a cancel request, how long a handler may take to return before it is dropped.
+pub(super) const CANCEL_GRACE: Duration = Duration::from_secs(1);
+
+/// How a run ended, as the executor saw it.
+pub(super) enum RunOutcome {
+    Ok,
+    Failed(HandlerError),
+    Timeout,
+    Cancelled,
+}
+
+impl Inner {
+    /// Count a claimed firing and run it.
+    pub(super) fn start_run(
+        self: &Arc<Self>,
+        permit: OwnedSemaphorePermit,
+        claimed: Claimed,
+        kind: Kind,
+        source: Source,
+    ) {
+        let kind = if kind == Kind::Scheduled {
+            "scheduled"
+        } else {
+            "retry"
+        };
+        metrics::counter!(name::CLAIMED, "node" => self.id.clone(), "kind" => kind).increment(1);
+        if source == Source::Sweep {
+            Inner::bump(&self.stats.swept);
+            metrics::counter!(name::SWEPT, "node" => self.id.clone()).increment(1);
+        }
+        let me = self.clone();
+        self.runs.spawn(me.execute(permit, claimed));
+    }
+
+    /// Run a claimed firing, renew its lease while it runs, record the outcome.
+    pub(super) async fn execute(self: Arc<Self>, permit: OwnedSemaphorePermit, c: Claimed) {
+        Inner::bump(&self.stats.started);
+        let job = &c.job.job;
+        let spec = &job.spec;
+        let fid = firing_id(&spec.id, c.at_ms);
+        let token = self.runs_cancel.child_token();
+        let firing = Firing {
+            job_id: spec.id.clone(),
+            firing_id: fid.clone(),
+            scheduled_at: DateTime::<Utc>::from_timestamp_millis(c.at_ms).unwrap_or_default(),
+            claimed_at: DateTime::<Utc>::from_timestamp_millis(c.claimed_ms).unwrap_or_default(),
+            attempt: c.attempt,
+            params: spec.params.clone(),
+            node_id: self.id.clone(),
+            cancel: token.clone(),
+        };
+        let span = tracing::info_span!("run", job = %spec.id, firing = %fid, attempt = c.attempt);
+        async {
+            self.active_runs
+                .lock()
+                .expect("active runs lock")
+                .insert(fid.clone(), token.clone());
+            // The node's estimate of Redis time, never before the claim (Redis time).
+            let started_ms = self.clock.redis_now_ms().max(c.claimed_ms);
+            let started = std::time::Instant::now();
+            let renewer = tokio::spawn(self.clone().renew_loop(
+                spec.id.clone(),
+                c.at_ms,
+                c.attempt,
+                token.clone(),
+            ));
+            let fence = self.fence.lock().expect("fence lock").clone();
+            let outcome = tokio::select! {
+                o = self.invoke(&spec.handler, firing, job.timeout_ms, &token) => o,
+                // Fenced (no heartbeat): cancel the run, which then has CANCEL_GRACE to
+                // return before it is dropped, all before others may take it over.
+                _ = async {
+                    fence.cancelled().await;
+                    token.cancel();
+                    std::future::pending::<()>().await
+                } => unreachable!("pending never resolves"),
+            };
+            let cut_off = fence.is_cancelled();
+            // Did the run lose its lease (renewal found another attempt, or the lock gone)?
+            let lease_lost = if renewer.is_finished() {
+                renewer.await.unwrap_or(false)
+            } else {
+                renewer.abort();
+                false
+            };
+            self.active_runs.lock().expect("active runs lock").remove(&fid);
+            metrics::histogram!(name::DURATION, "node" => self.id.clone(), "handler" => spec.handler.clone())
+                .record(started.elapsed().as_secs_f64());
+            if cut_off && !matches!(outcome, RunOutcome::Ok) {
+                // Its peers may take it over; the next heartbeat that succeeds hands it over
+                // at once if none did (this node knows it no longer runs).
+                tracing::warn!("run cut off by the fence");
+                self.released
+                    .lock()
+                    .expect("released lock")
+                    .push((spec.id.clone(), c.at_ms));
+                return;
+            }
+            if (self.runs_cancel.is_cancelled() || lease_lost) && !matches!(outcome, RunOutcome::Ok)
+            {
+                // Stopped past the drain timeout, or its lease was lost: the firing is not
+                // done. Leave the lease to expire, so a node runs it again as the next
+                // attempt (G5). (Found by the chaos suite: a run cancelled on a lost lease was
+                // recorded as `cancelled` and never ran again.)
+                tracing::warn!(lease_lost, "run cut off; its lease will hand it to another node");
+                return;
+            }
+            let (outcome_name, error, retry) = match outcome {
+                RunOutcome::Ok => ("ok", None, None),
+                RunOutcome::Cancelled => ("cancelled", Some("cancelled".to_string()), None),
+                RunOutcome::Timeout => (
+                    "timeout",
+                    Some(format!("timed out after {} ms", job.timeout_ms)),
+                    retry_delay(job, c.attempt, None),
+                ),
+                RunOutcome::Failed(HandlerError::Retry { after, message }) => {
+                    ("failed", Some(message), retry_delay(job, c.attempt, after))
+                }
+                RunOutcome::Failed(HandlerError::Abort(message)) => ("failed", Some(message), None),
+            };
+            if let Some(e) = &error {
+                tracing::warn!(outcome = outcome_name, error = %e, "run did not succeed");
+            }
+            metrics::counter!(
+                name::RUNS,
+                "node" => self.id.clone(),
+                "handler" => spec.handler.clone(),
+                "outcome" => outcome_name
+            )
+            .increment(1);
+            let record = RunRecord {
+                firing_id: fid.clone(),
+                scheduled_ms: c.at_ms,
+                attempt: c.attempt,
+                node: self.id.clone(),
+                claimed_ms: c.claimed_ms,
+                started_ms,
+                outcome: outcome_name.into(),
+                error,
+                finished_ms: None,
+                fate: None,
+                retry_at_ms: None,
+            };
+            // Recorded in a batch with the attempts that end around the same time; the
+            // permit goes with it, so the executor stays bounded until the outcome is in Redis.
+            let done = Done {
+                job_id: spec.id.clone(),
+                at_ms: c.at_ms,
+                record,
+                retry,
+                permit,
+            };
+            let shard = self.store.shards().of(&done.job_id);
+            if let Err(mpsc::error::SendError(done)) = self.completions[shard].send(done) {
+                self.record_batch(vec![done]).await;
+            }
+            // A one-shot job fires once: do not keep its spec in the cache until it is
+            // cleaned up (a day later, by default).
+            if job.schedule.is_once() {
+                self.specs.forget(&spec.id);
+            }
+        }
+        .instrument(span)
+        .await;
+    }
+
+    /// Run the handler under the job's timeout; a cancel request (overlap `replace`, lost
+    /// lease, shutdown) gives it [`CANCEL_GRACE`] to return before it is dropped.
+    pub(super) async fn invoke(
+        &self,
+        handler: &str,
+        firing: Firing,
+        timeout_ms: i64,
+        token: &CancellationToken,
+    ) -> RunOutcome {
+        let Some(h) = self.registry.get(handler) else {
+            return RunOutcome::Failed(HandlerError::abort(format!(
+                "handler '{handler}' is not registered on node {}",
+                self.id
+            )));
+        };
+        let run = AssertUnwindSafe(h.run(firing)).catch_unwind();
+        let limit = Duration::from_millis(timeout_ms.max(1) as u64);
+        let outcome = tokio::select! {
+            r = tokio::time::timeout(limit, run) => match r {
+                Err(_) => {
+                    token.cancel();
+                    RunOutcome::Timeout
+                }
+                Ok(Err(panic)) => {
+                    let what = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_default();
+                    RunOutcome::Failed(HandlerError::retry(format!("handler panicked: {what}")))
+                }
+                Ok(Ok(Ok(()))) => RunOutcome::Ok,
+                Ok(Ok(Err(e))) => RunOutcome::Failed(e),
+            },
+            _ = async {
+                token.cancelled().await;
+                tokio::time::sleep(CANCEL_GRACE).await;
+            } => RunOutcome::Cancelled,
+        };
+        match outcome {
+            RunOutcome::Failed(_) if token.is_cancelled() => RunOutcome::Cancelled,
+            other => other,
+        }
+    }
+
+    /// Renew a run's lease every third of its length; cancel the run if the lease is lost
+    /// (and return true).
+    pub(super) async fn renew_loop(
+        self: Arc<Self>,
+        job_id: String,
+        at_ms: i64,
+        attempt: u32,
+        cancel: CancellationToken,
+    ) -> bool {
+        let lease = Inner::ms(self.settings.lease);
+        let every = self.settings.lease / 3;
+        loop {
+            tokio::time::sleep(every).await;
+            match self
+                .store
+                .renew(&job_id, at_ms, attempt, &self.id, lease)
+                .await
+            {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::warn!(job = %job_id, at = at_ms, "lease lost; cancelling the run");
+                    cancel.cancel();
+                    return true;
+                }
+                Err(e) => tracing::warn!(error = %e, "lease renewal failed"),
+            }
+        }
+    }
+
+    /// Cancel a local run of `firing` (overlap `replace` from any node).
+    pub(super) fn cancel_run(&self, firing: &str) {
+        if let Some(token) = self
+            .active_runs
+            .lock()
+            .expect("active runs lock")
+            .get(firing)
+        {
+            tracing::info!(firing, "cancelling the run: a newer run replaces it");
+            token.cancel();
+        }
+    }
+}
