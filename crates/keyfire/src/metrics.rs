@@ -43,4 +43,13 @@ pub mod name {
     /// Counter: claims and outcomes that `redis.wait_replicas` replicas had not acknowledged
     /// within `redis.wait_timeout` (a failover could lose them).
     pub const UNREPLICATED: &str = "keyfire_unreplicated_writes_total";
+    /// Counter: claimed firings held back by their flow-control limit (delayed, same
+    /// attempt). Labels `key`, `reason` (rate | in_flight).
+    pub const LIMIT_HELD: &str = "keyfire_limit_held_total";
+    /// Firings running under a limit key, as this node last heard from the limiter.
+    /// Label `key`.
+    pub const LIMIT_IN_FLIGHT: &str = "keyfire_limit_in_flight";
+    /// Firings held back under a limit key, waiting in line, as this node last heard from
+    /// the limiter. Label `key`.
+    pub const LIMIT_WAITING: &str = "keyfire_limit_waiting";
 }

@@ -321,10 +321,8 @@ impl Inner {
         at_ms: i64,
         holder: Option<&str>,
     ) -> crate::Result<()> {
-        let max_attempts = match self.spec(job_id).await? {
-            Some(c) => c.job.retry.max_attempts,
-            None => 1,
-        };
+        let cached = self.spec(job_id).await?;
+        let max_attempts = cached.as_ref().map_or(1, |c| c.job.retry.max_attempts);
         let limits = self.history_limits();
         if let Some(next) = self
             .store
@@ -340,6 +338,9 @@ impl Inner {
         {
             Inner::bump(&self.stats.recovered);
             metrics::counter!(name::TAKEOVERS, "node" => self.id.clone()).increment(1);
+            // The lost run's limit slot comes back now, not when its lease runs out.
+            self.release_taken_over(cached.as_deref(), &crate::store::firing_id(job_id, at_ms))
+                .await;
             if next == 0 {
                 metrics::counter!(name::DEAD, "node" => self.id.clone()).increment(1);
             }

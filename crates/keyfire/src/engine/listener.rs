@@ -47,6 +47,8 @@ enum Change {
         #[serde(default)]
         at: Option<i64>,
     },
+    /// A limit was set or lifted (`Store::put_limit`, `Store::delete_limit`).
+    Limits,
     /// A message this version does not know (a newer node's, during a rolling upgrade).
     #[serde(other)]
     Unknown,
@@ -240,6 +242,10 @@ impl Inner {
                 }
             }
             Change::Wake { id, at } => self.message_for_hooks("wake", &id, at),
+            Change::Limits => {
+                let me = self.clone();
+                tokio::spawn(async move { me.refresh_limits().await });
+            }
             Change::Unknown => {}
         }
     }

@@ -15,6 +15,7 @@ mod batcher;
 mod claim;
 mod completer;
 mod hooks;
+mod limiter;
 mod listener;
 pub mod membership;
 mod misfire;
@@ -64,6 +65,8 @@ pub struct Stats {
     pub started: AtomicU64,
     /// Runs taken over after their lease expired.
     pub recovered: AtomicU64,
+    /// Claimed firings held back by their limit key (queued again for their turn).
+    pub held: AtomicU64,
 }
 
 /// A node, ready to start.
@@ -135,6 +138,7 @@ impl Node {
             clock: RedisClock::new(clock),
             live: RwLock::new(Vec::new()),
             specs: specs::SpecCache::default(),
+            limited: limiter::LimitedKeys::default(),
             claim_book: claim::ClaimBook::default(),
             active_runs: Mutex::new(HashMap::new()),
             permits: Arc::new(Semaphore::new(settings.node.max_concurrent_runs)),
@@ -158,6 +162,7 @@ impl Node {
         });
         // Join the live set and learn Redis's clock before claiming anything.
         inner.heartbeat(Beat::Alive).await?;
+        inner.refresh_limits().await;
 
         let mut tasks = JoinSet::new();
         tasks.spawn(inner.clone().membership_loop());
@@ -311,6 +316,8 @@ pub(crate) struct Inner {
     live: RwLock<Vec<String>>,
     /// Validated job specs by id, replaced when the version changes.
     specs: specs::SpecCache,
+    /// The flow-control keys that have a limit.
+    limited: limiter::LimitedKeys,
     /// Firings this node is claiming right now, and those to arm again when their claim ends.
     claim_book: claim::ClaimBook,
     /// Cancellation of the runs in progress here, by firing id (overlap `replace`).

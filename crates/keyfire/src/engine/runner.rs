@@ -14,6 +14,7 @@ use tracing::Instrument;
 use super::Inner;
 use super::claim::{Claimed, Kind, Source};
 use super::completer::{Done, retry_delay};
+use super::limiter::Gate;
 use crate::handler::{Firing, HandlerError};
 use crate::metrics::name;
 use crate::store::{RunRecord, firing_id};
@@ -54,6 +55,12 @@ impl Inner {
 
     /// Run a claimed firing, renew its lease while it runs, record the outcome.
     pub(super) async fn execute(self: Arc<Self>, permit: OwnedSemaphorePermit, c: Claimed) {
+        // Flow control: a firing its limit holds back gives its permit back and waits for
+        // its turn (queued again); unlimited firings pass without a Redis call.
+        let slot = match self.gate(&c).await {
+            Gate::Run(slot) => slot,
+            Gate::Held => return,
+        };
         Inner::bump(&self.stats.started);
         let job = &c.job.job;
         let spec = &job.spec;
@@ -82,6 +89,7 @@ impl Inner {
                 spec.id.clone(),
                 c.at_ms,
                 c.attempt,
+                slot.clone(),
                 token.clone(),
             ));
             let fence = self.fence.lock().expect("fence lock").clone();
@@ -104,6 +112,11 @@ impl Inner {
                 false
             };
             self.active_runs.lock().expect("active runs lock").remove(&fid);
+            if let Some(key) = &slot {
+                // However it ended, the run no longer calls its target.
+                let ran = started.elapsed().as_millis() as i64;
+                self.release_slot(key, &fid, Some(ran)).await;
+            }
             metrics::histogram!(name::DURATION, "node" => self.id.clone(), "handler" => spec.handler.clone())
                 .record(started.elapsed().as_secs_f64());
             if cut_off && !matches!(outcome, RunOutcome::Ok) {
@@ -236,6 +249,7 @@ impl Inner {
         job_id: String,
         at_ms: i64,
         attempt: u32,
+        slot: Option<String>,
         cancel: CancellationToken,
     ) -> bool {
         let lease = Inner::ms(self.settings.lease);
@@ -247,7 +261,17 @@ impl Inner {
                 .renew(&job_id, at_ms, attempt, &self.id, lease)
                 .await
             {
-                Ok(true) => {}
+                Ok(true) => {
+                    // The limit slot lives as long as the run's lease.
+                    if let Some(key) = &slot
+                        && let Err(e) = self
+                            .store
+                            .renew_limit_slot(key, &firing_id(&job_id, at_ms), lease)
+                            .await
+                    {
+                        tracing::warn!(key, error = %e, "limit slot renewal failed");
+                    }
+                }
                 Ok(false) => {
                     tracing::warn!(job = %job_id, at = at_ms, "lease lost; cancelling the run");
                     cancel.cancel();

@@ -13,6 +13,8 @@ pub(crate) struct CachedJob {
     pub(super) version: u64,
     pub(super) generation: u64,
     pub(super) job: Job,
+    /// The flow-control key its firings ask (it limits them only if it has a limit).
+    pub(super) limit_key: Option<String>,
 }
 
 /// Validated specs by job id, each replaced when its job's version changes.
@@ -55,6 +57,7 @@ impl SpecCache {
         let cached = Arc::new(CachedJob {
             version,
             generation,
+            limit_key: job.spec.effective_limit_key(),
             job,
         });
         self.lock().insert(job_id.to_string(), cached.clone());

@@ -57,6 +57,8 @@ impl Inner {
     /// One sweep: the owner takes its overdue entries at once, anyone takes them past the
     /// grace period; the owner arms timers for its entries due within the horizon.
     pub(super) async fn sweep(self: &Arc<Self>) -> crate::Result<()> {
+        // A change message about limits may have been lost: read the limited keys again.
+        self.refresh_limits().await;
         let now = self.clock.redis_now_ms();
         // Other nodes help with a firing once its owner had the grace period and, had it
         // died, would have dropped out of the live set (so a new owner would hold it): a

@@ -1,0 +1,137 @@
+//! Flow control on the firing path. A claimed firing whose limit key has a limit asks the
+//! key for a slot before its handler runs ([`Inner::gate`]); when denied, it is held back:
+//! the same attempt is queued again for when its turn should come, with no run recorded,
+//! and it keeps its place in the key's line. Its slot is given back when the run ends, or
+//! when another node takes the run over.
+//!
+//! Unlimited firings pay nothing: the node keeps the set of keys that have a limit (read at
+//! start, after every change message about limits, and at every sweep), so a firing whose
+//! key is not in it (or that has no key) makes no extra Redis call.
+
+use std::collections::HashSet;
+use std::sync::{Arc, RwLock};
+
+use super::Inner;
+use super::claim::{Claimed, Kind};
+use super::specs::CachedJob;
+use crate::metrics::name;
+use crate::store::{Acquired, firing_id};
+
+/// The limit keys that have a limit, as this node last read them.
+#[derive(Default)]
+pub(super) struct LimitedKeys {
+    keys: RwLock<Arc<HashSet<String>>>,
+}
+
+impl LimitedKeys {
+    fn get(&self) -> Arc<HashSet<String>> {
+        self.keys.read().expect("limited keys lock").clone()
+    }
+
+    fn set(&self, keys: HashSet<String>) {
+        *self.keys.write().expect("limited keys lock") = Arc::new(keys);
+    }
+}
+
+/// What the gate decided for a claimed firing.
+pub(super) enum Gate {
+    /// Run it; it holds a slot of this limit key (to give back when the run ends).
+    Run(Option<String>),
+    /// Held back (queued again for its turn), or no longer this node's: do not run it.
+    Held,
+}
+
+impl Inner {
+    /// Read which keys have a limit.
+    pub(super) async fn refresh_limits(&self) {
+        match self.store.limit_keys().await {
+            Ok(keys) => self.limited.set(keys),
+            Err(e) => tracing::warn!(error = %e, "could not read the limit keys; keeping the last ones"),
+        }
+    }
+
+    /// The limit key this job's firings ask, when that key has a limit.
+    pub(super) fn limit_key_of(&self, job: &CachedJob) -> Option<String> {
+        let key = job.limit_key.as_ref()?;
+        self.limited.get().contains(key).then(|| key.clone())
+    }
+
+    /// Before a claimed firing runs: ask its limit key for a slot, or hold it back.
+    pub(super) async fn gate(self: &Arc<Self>, c: &Claimed) -> Gate {
+        let Some(key) = self.limit_key_of(&c.job) else {
+            return Gate::Run(None);
+        };
+        let job_id = &c.job.job.spec.id;
+        let fid = firing_id(job_id, c.at_ms);
+        let lease = Inner::ms(self.settings.lease);
+        // A held firing keeps its place in line this long past its turn: a node that holds
+        // it may be slow to ask again, up to a sweep after its owner is gone.
+        let grace = lease.max(Inner::ms(
+            self.settings.node_ttl + self.settings.sweep_interval + self.settings.claim_grace,
+        ));
+        let reply = self
+            .store
+            .acquire_limit(&key, &fid, c.at_ms, lease, grace)
+            .await;
+        let (wait_ms, reason) = match reply {
+            Ok(Acquired::Unlimited) => return Gate::Run(None),
+            Ok(Acquired::Granted { in_flight, held }) => {
+                self.limit_gauges(&key, in_flight, held);
+                return Gate::Run(Some(key));
+            }
+            Ok(Acquired::Denied {
+                wait_ms,
+                in_flight,
+                held,
+                reason,
+            }) => {
+                self.limit_gauges(&key, in_flight, held);
+                (wait_ms, reason)
+            }
+            Err(e) => {
+                // Not knowing whether it may run, it does not: its lease hands it to a node
+                // (as its next attempt) once Redis answers again.
+                tracing::warn!(key, firing = %fid, error = %e, "could not ask the limiter; leaving the run to its lease");
+                return Gate::Held;
+            }
+        };
+        metrics::counter!(name::LIMIT_HELD, "node" => self.id.clone(), "key" => key.clone(), "reason" => reason.clone())
+            .increment(1);
+        Inner::bump(&self.stats.held);
+        match self
+            .store
+            .hold(job_id, c.at_ms, c.attempt, &self.id, wait_ms)
+            .await
+        {
+            Ok(Some(due)) => {
+                tracing::debug!(key, firing = %fid, wait_ms, reason, "held back by its limit");
+                self.arm_due(job_id.clone(), c.at_ms, Kind::Retry, due);
+            }
+            Ok(None) => tracing::debug!(firing = %fid, "held back, but the run is no longer ours"),
+            Err(e) => {
+                tracing::warn!(key, firing = %fid, error = %e, "could not hold the firing back; its lease hands it over")
+            }
+        }
+        Gate::Held
+    }
+
+    /// Give back the slot a run held (its run ended after `ran_ms`, if known).
+    pub(super) async fn release_slot(&self, key: &str, fid: &str, ran_ms: Option<i64>) {
+        if let Err(e) = self.store.release_limit_slots(key, &[(fid, ran_ms)]).await {
+            // It comes back when its lease runs out.
+            tracing::warn!(key, firing = fid, error = %e, "could not give back a limit slot");
+        }
+    }
+
+    /// A run was taken over: its slot (if it held one) comes back at once.
+    pub(super) async fn release_taken_over(&self, job: Option<&CachedJob>, fid: &str) {
+        if let Some(key) = job.and_then(|j| self.limit_key_of(j)) {
+            self.release_slot(&key, fid, None).await;
+        }
+    }
+
+    fn limit_gauges(&self, key: &str, in_flight: u64, held: u64) {
+        metrics::gauge!(name::LIMIT_IN_FLIGHT, "node" => self.id.clone(), "key" => key.to_string()).set(in_flight as f64);
+        metrics::gauge!(name::LIMIT_WAITING, "node" => self.id.clone(), "key" => key.to_string()).set(held as f64);
+    }
+}
