@@ -8,6 +8,7 @@ mod changes;
 mod crash;
 mod faults;
 mod firing;
+mod flow_control;
 mod input;
 mod lifecycle;
 mod limits;
