@@ -39,6 +39,9 @@ enum Command {
     Topics(keyfire_server::cli::topics::TopicsArgs),
     /// List the cluster's live nodes, through a node's API.
     Nodes(keyfire_server::cli::nodes::NodesArgs),
+    /// Flow control: set, list and lift per-key limits (firings per second, in flight),
+    /// through a node's API.
+    Limits(keyfire_server::cli::limits::LimitsArgs),
     /// Inspect, replay or purge a job's dead letters, through a node's API.
     Dead(keyfire_server::cli::dead::DeadArgs),
     /// Check the Redis keyfire uses: version, notifications, eviction, persistence, hz, replicas,
@@ -82,6 +85,9 @@ async fn main() -> ExitCode {
         Command::Task(args) => return client_exit(keyfire_server::cli::task::run(args).await),
         Command::Topics(args) => return client_exit(keyfire_server::cli::topics::run(args).await),
         Command::Nodes(args) => return client_exit(keyfire_server::cli::nodes::run(args).await),
+        Command::Limits(args) => {
+            return client_exit(keyfire_server::cli::limits::run(args).await);
+        }
         Command::Dead(args) => return client_exit(keyfire_server::cli::dead::run(args).await),
         Command::Doctor(args) => {
             return ExitCode::from(keyfire_server::cli::doctor::run(args).await);

@@ -28,6 +28,7 @@ mod error;
 mod extract;
 mod guard;
 mod jobs;
+pub mod limits;
 mod metrics;
 pub mod model;
 pub mod overview;
@@ -137,6 +138,7 @@ impl ApiState {
         (name = "tasks", description = "One-shot tasks"),
         (name = "topics", description = "The delay queue: topics, their tasks, reservations"),
         (name = "nodes", description = "The cluster's live nodes"),
+        (name = "limits", description = "Flow control: per-key limits on firings started per second and running at once"),
         (name = "health", description = "Probes"),
         (name = "meta", description = "This document"),
     )
@@ -181,6 +183,8 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(topic_tasks::finish_topic_task))
         .routes(routes!(topic_tasks::touch_topic_task))
         .routes(routes!(topics::list_topics))
+        .routes(routes!(limits::put_limit, limits::get_limit, limits::delete_limit))
+        .routes(routes!(limits::list_limits))
         .routes(routes!(system::list_nodes))
         .routes(routes!(overview::overview))
         .routes(routes!(system::healthz))

@@ -5,6 +5,7 @@ pub mod dead;
 pub mod dev;
 pub mod doctor;
 pub mod job;
+pub mod limits;
 pub mod nodes;
 pub mod remote;
 pub mod serve;

@@ -185,6 +185,11 @@ pub async fn start(settings: Settings, registry: Registry) -> anyhow::Result<Ser
         .await?
         .allow_handlers(names.clone());
     check_declared_jobs(&client, &settings).await?;
+    // Declared limits first, so no firing of this node runs unlimited before they apply.
+    for limit in &settings.flow_limits {
+        client.put_limit(limit.clone()).await?;
+        tracing::info!(key = %limit.key, rate = ?limit.rate, in_flight = ?limit.in_flight, "flow limit declared");
+    }
     let listener = if settings.api.enabled {
         Some(api::bind(&settings.api).await?)
     } else {

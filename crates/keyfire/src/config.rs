@@ -29,6 +29,9 @@ pub struct Settings {
     pub handlers: HandlerSettings,
     /// Jobs declared in the file, upserted (by id) when the node starts.
     pub jobs: Vec<JobSpec>,
+    /// Flow-control limits declared in the file (`[[flow_limits]]`: `key`, `rate`,
+    /// `in_flight`), set when the node starts. (`[limits]` is the input limits above.)
+    pub flow_limits: Vec<crate::job::LimitSpec>,
 }
 
 /// The REST API a node serves (`/v1`, `/healthz`, `/readyz`).
@@ -647,6 +650,11 @@ impl Settings {
         if self.api.max_body_bytes == 0 {
             return bad("api.max_body_bytes", "must be at least 1");
         }
+        for (i, l) in self.flow_limits.iter().enumerate() {
+            if let Err(e) = l.validate() {
+                return bad(&format!("flow_limits[{i}].{}", e.field), &e.message);
+            }
+        }
         if self.api.enabled && self.api.token.is_empty() {
             match self.api.listen.parse::<std::net::SocketAddr>() {
                 Ok(addr) if !addr.ip().is_loopback() => {
@@ -753,6 +761,23 @@ mod tests {
         std::fs::write(&path, "[node]\nsweep_intervall = \"1s\"\n").unwrap();
         let err = Settings::load(Some(&path)).unwrap_err().to_string();
         assert!(err.contains("sweep_intervall"), "{err}");
+    }
+
+    #[test]
+    fn declared_flow_limits_load_and_a_zero_bound_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.toml");
+        let ok = "[[flow_limits]]\nkey = \"host:api.example.com\"\nrate = 100\nin_flight = 10\n\n[[flow_limits]]\nkey = \"mail\"\nin_flight = 2\n";
+        std::fs::write(&path, ok).unwrap();
+        let s = Settings::load(Some(&path)).unwrap();
+        assert_eq!(s.flow_limits.len(), 2);
+        assert_eq!(
+            (s.flow_limits[0].rate, s.flow_limits[1].in_flight),
+            (Some(100), Some(2))
+        );
+        std::fs::write(&path, ok.replace("in_flight = 2", "in_flight = 0")).unwrap();
+        let err = Settings::load(Some(&path)).unwrap_err().to_string();
+        assert!(err.contains("flow_limits[1].in_flight"), "{err}");
     }
 
     fn env(vars: &[(&str, &str)]) -> Vec<(String, String)> {
