@@ -12,6 +12,7 @@ mod declared;
 mod delivery;
 mod fuzz;
 mod handlers;
+mod limits;
 mod openapi;
 mod promises;
 mod routes;

@@ -42,6 +42,10 @@ const EXPECTED: &[(&str, &str)] = &[
     ("POST", "/v1/topics/{topic}/finish"),
     ("GET", "/v1/nodes"),
     ("GET", "/v1/overview"),
+    ("GET", "/v1/limits"),
+    ("PUT", "/v1/limits/{key}"),
+    ("GET", "/v1/limits/{key}"),
+    ("DELETE", "/v1/limits/{key}"),
 ];
 
 const METHODS: &[&str] = &["GET", "PUT", "POST", "DELETE", "PATCH"];
