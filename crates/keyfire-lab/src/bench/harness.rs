@@ -106,7 +106,8 @@ impl Recorder {
 
     /// A registry with the bench handler.
     pub fn registry(&self) -> Registry {
-        let mut r = Registry::new();
+        // The built-ins too: the `flow` scenario delivers through the `http` handler.
+        let mut r = Registry::with_builtins();
         let me = self.clone();
         r.register(HANDLER, move |f: Firing| {
             me.record(&f);
@@ -284,7 +285,7 @@ impl Harness {
             keyfire::queue::serve_topics(&mut registry, &s.redis);
             handles.push(Node::new(s, registry).start().await?);
         }
-        let client = Client::connect(&settings).await?.allow_handlers([HANDLER]);
+        let client = Client::connect(&settings).await?.allow_handlers([HANDLER, "http"]);
         let mut h = Self {
             redis,
             settings,

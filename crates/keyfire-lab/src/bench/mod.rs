@@ -21,6 +21,7 @@
 //! asserted in tests (`tests/bench_smoke.rs` runs each scenario small and checks only that
 //! nothing was missed or doubled).
 
+mod flow;
 pub mod harness;
 pub mod metrics;
 pub mod plot;
@@ -53,6 +54,10 @@ pub enum Scenario {
     /// `n` delay-queue tasks due over `duration`, through add → ready → pop → finish with 8
     /// consumers: throughput, and lateness from due to ready.
     Queue,
+    /// `n` `http` tasks due at one instant to one host limited to `--rate` a second and
+    /// `--in-flight` at once, 3 nodes, a local receiver: deliveries per whole second, the
+    /// most at once, each once.
+    Flow,
 }
 
 impl Scenario {
@@ -66,6 +71,7 @@ impl Scenario {
             Scenario::Cron => "cron",
             Scenario::Idle => "idle",
             Scenario::Queue => "queue",
+            Scenario::Flow => "flow",
         }
     }
 
@@ -74,14 +80,14 @@ impl Scenario {
         match self {
             Scenario::Sparse | Scenario::Enqueue | Scenario::Idle => 1_000_000,
             Scenario::Steady | Scenario::Burst | Scenario::Queue => 100_000,
-            Scenario::Cron => 10_000,
+            Scenario::Cron | Scenario::Flow => 10_000,
         }
     }
 
     /// Default number of nodes: 3 where the firing rate is high enough to share.
     pub fn default_nodes(self) -> usize {
         match self {
-            Scenario::Steady | Scenario::Burst | Scenario::Cron => 3,
+            Scenario::Steady | Scenario::Burst | Scenario::Cron | Scenario::Flow => 3,
             Scenario::Sparse | Scenario::Enqueue | Scenario::Idle | Scenario::Queue => 1,
         }
     }
@@ -156,6 +162,10 @@ pub struct BenchOptions {
     pub aof: bool,
     /// No progress output at all (tests).
     pub quiet: bool,
+    /// `flow` only: the host's limit, deliveries a second (default 1,000).
+    pub limit_rate: Option<u32>,
+    /// `flow` only: the host's limit, deliveries at once (default 50).
+    pub limit_in_flight: Option<u32>,
 }
 
 impl BenchOptions {
@@ -174,6 +184,8 @@ impl BenchOptions {
             plot: None,
             aof: false,
             quiet: false,
+            limit_rate: None,
+            limit_in_flight: None,
         }
     }
 }
@@ -243,6 +255,21 @@ pub struct Report {
     /// `enqueue`: commands Redis executed per task enqueued.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redis_commands_per_task: Option<f64>,
+    /// `flow`: the limit's deliveries a second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_rate: Option<u32>,
+    /// `flow`: the limit's deliveries at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_in_flight: Option<u32>,
+    /// `flow`: deliveries the receiver saw in each whole second from the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_second: Option<Vec<usize>>,
+    /// `flow`: the most deliveries the receiver saw within any 1,000 ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_in_any_second: Option<usize>,
+    /// `flow`: the most requests open at the receiver at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_in_flight: Option<usize>,
 }
 
 /// A report and the lateness values behind it (for the plot).

@@ -52,6 +52,19 @@ pub(super) async fn run(
         Scenario::Enqueue => enqueue(h, &p).await,
         Scenario::Cron => cron(h, &p).await,
         Scenario::Idle => idle(h, &p).await,
+        Scenario::Flow => {
+            let nodes = p.nodes;
+            super::flow::run(
+                h,
+                blank(&p),
+                opts.limit_rate.unwrap_or(super::flow::DEFAULT_RATE).max(1),
+                opts.limit_in_flight
+                    .unwrap_or(super::flow::DEFAULT_IN_FLIGHT)
+                    .max(1),
+                |r, d| apply_delta(r, d, nodes),
+            )
+            .await
+        }
         Scenario::Queue => {
             let nodes = p.nodes;
             super::queue::run(h, blank(&p), p.duration_ms, |r, d| apply_delta(r, d, nodes)).await
@@ -126,6 +139,11 @@ fn blank(p: &Params) -> Report {
         last_started_ms: None,
         tasks_per_s: None,
         redis_commands_per_task: None,
+        limit_rate: None,
+        limit_in_flight: None,
+        per_second: None,
+        max_in_any_second: None,
+        max_in_flight: None,
     }
 }
 

@@ -47,6 +47,12 @@ pub struct BenchArgs {
     /// Run the bench's own Redis with the shipped AOF persistence (default: none).
     #[arg(long)]
     pub aof: bool,
+    /// flow: the target host's limit, deliveries a second (default 1000).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rate: Option<u32>,
+    /// flow: the target host's limit, deliveries at once (default 50).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub in_flight: Option<u32>,
 }
 
 /// Run the scenario and print its report as one JSON line.
@@ -64,6 +70,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         plot: args.plot,
         aof: args.aof,
         quiet: false,
+        limit_rate: args.rate,
+        limit_in_flight: args.in_flight,
     };
     let run = crate::bench::run(&opts).await?;
     println!("{}", serde_json::to_string(&run.report)?);
