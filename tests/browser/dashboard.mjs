@@ -185,6 +185,22 @@ try {
   await shot('topics');
   step('topics');
 
+  // 7c. Limits: a limit set through the API shows with its bounds.
+  const limited = await fetch(base + '/v1/limits/host:browser.test', {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: 'Bearer ' + token } : {}) },
+    body: JSON.stringify({ rate: 25, in_flight: 4 }),
+  });
+  check(limited.status === 200, 'a limit is set: HTTP ' + limited.status);
+  await page.locator('#nav a[data-page="limits"]').click();
+  const limitRow = page.locator('tr[data-limit="host:browser.test"]');
+  await limitRow.waitFor();
+  check((await limitRow.locator('td[data-col="rate"]').textContent()) === '25', 'the limit shows its rate');
+  check((await limitRow.locator('td[data-col="held"]').textContent()) === '0', 'nothing held');
+  await noInjectedMarkup('limits');
+  await shot('limits');
+  step('limits');
+
   // 8. Cancelling a confirmation does nothing.
   await page.locator('#nav a[data-page="jobs"]').click();
   await row.waitFor();

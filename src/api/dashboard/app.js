@@ -679,6 +679,38 @@
     );
   }
 
+  // ---- limits (flow control) ----------------------------------------------------------------
+
+  async function pageLimits(seq) {
+    const r = await api('GET', '/v1/limits');
+    if (seq !== state.seq) return;
+    const opt = (v) => (v === undefined || v === null ? '–' : fmtNum(v));
+    const table = r.limits.length === 0
+      ? empty('No limits. Set one with PUT /v1/limits/{key}, `keyfire limits set`, or [[flow_limits]] in the config.')
+      : h('table', { class: 'limits-table' },
+        h('thead', {}, h('tr', {},
+          h('th', {}, 'Key'),
+          h('th', { class: 'num', title: 'Most firings started per second' }, 'Rate/s'),
+          h('th', { class: 'num', title: 'Most firings running at once' }, 'In flight'),
+          h('th', { class: 'num', title: 'Firings running under this key now' }, 'Running'),
+          h('th', { class: 'num', title: 'Firings started within the last second' }, 'Last second'),
+          h('th', { class: 'num', title: 'Firings held back by this limit, waiting in line (delayed, not failed)' }, 'Held'))),
+        h('tbody', {}, r.limits.map((l) => h('tr', { dataset: { limit: l.key } },
+          h('td', { class: 'mono nowrap' }, l.key),
+          h('td', { class: 'num', dataset: { col: 'rate' } }, opt(l.rate)),
+          h('td', { class: 'num', dataset: { col: 'in_flight' } }, opt(l.in_flight)),
+          h('td', { class: 'num', dataset: { col: 'running' } }, fmtNum(l.running)),
+          h('td', { class: 'num', dataset: { col: 'started' } }, fmtNum(l.started_last_second)),
+          h('td', { class: 'num', dataset: { col: 'held' } },
+            l.held > 0 ? badge(fmtNum(l.held) + ' held', 'held') : fmtNum(l.held))))));
+    show(
+      h('h1', {}, 'Limits ', h('span', { class: 'muted' }, fmtNum(r.limits.length))),
+      h('p', { class: 'muted' },
+        'Flow control per key (host:<host> for http targets, or a job\'s limit_key): a firing over its limit is held back, keeps its place in line and runs at its turn.'),
+      h('div', { class: 'panel' }, table),
+    );
+  }
+
   // ---- routing ------------------------------------------------------------------------------
 
   function needTokenView() {
@@ -724,6 +756,7 @@
     else if (page === 'job' && parts[1]) render = () => pageJob(seq, parts[1]);
     else if (page === 'dead') render = () => pageDead(seq);
     else if (page === 'topics') render = () => pageTopics(seq);
+    else if (page === 'limits') render = () => pageLimits(seq);
     else render = async () => show(h('h1', {}, 'No such page'), h('p', {}, link([''], 'Overview')));
     document.title = 'keyfire · ' + (page === 'job' ? parts[1] : page);
     const run = async (quiet) => {
@@ -743,7 +776,7 @@
     };
     show(h('p', { class: 'muted' }, 'Loading…'));
     await run(false);
-    if (page === 'overview' && seq === state.seq) {
+    if ((page === 'overview' || page === 'limits') && seq === state.seq) {
       state.timer = setInterval(() => { if (!document.hidden) run(true); }, REFRESH_MS);
     }
   }
