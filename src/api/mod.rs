@@ -183,7 +183,11 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(topic_tasks::finish_topic_task))
         .routes(routes!(topic_tasks::touch_topic_task))
         .routes(routes!(topics::list_topics))
-        .routes(routes!(limits::put_limit, limits::get_limit, limits::delete_limit))
+        .routes(routes!(
+            limits::put_limit,
+            limits::get_limit,
+            limits::delete_limit
+        ))
         .routes(routes!(limits::list_limits))
         .routes(routes!(system::list_nodes))
         .routes(routes!(overview::overview))

@@ -65,7 +65,14 @@ fn rows(limits: &[LimitStatus]) {
         })
         .collect();
     print_table(
-        &["KEY", "RATE/S", "IN FLIGHT", "RUNNING", "LAST SECOND", "HELD"],
+        &[
+            "KEY",
+            "RATE/S",
+            "IN FLIGHT",
+            "RUNNING",
+            "LAST SECOND",
+            "HELD",
+        ],
         &rows,
     );
 }

@@ -31,13 +31,22 @@ async fn set_read_list_and_lift_a_limit() {
         .await;
     assert_eq!(a.status, StatusCode::OK, "{:#}", a.body);
     assert_eq!(a.body["key"], "host:api.example.com");
-    assert_eq!((a.body["rate"].as_u64(), a.body["in_flight"].as_u64()), (Some(100), Some(10)));
-    assert_eq!((a.body["running"].as_u64(), a.body["held"].as_u64()), (Some(0), Some(0)));
+    assert_eq!(
+        (a.body["rate"].as_u64(), a.body["in_flight"].as_u64()),
+        (Some(100), Some(10))
+    );
+    assert_eq!(
+        (a.body["running"].as_u64(), a.body["held"].as_u64()),
+        (Some(0), Some(0))
+    );
     assert_eq!(a.body["held_firings"], json!([]));
 
     // Replaced: the rate bound lifted, in flight kept.
     let a = api
-        .put("/v1/limits/host:api.example.com", json!({"key": "host:api.example.com", "in_flight": 3}))
+        .put(
+            "/v1/limits/host:api.example.com",
+            json!({"key": "host:api.example.com", "in_flight": 3}),
+        )
         .await;
     assert_eq!(a.status, StatusCode::OK, "{:#}", a.body);
     assert_eq!(a.body.get("rate"), None, "{:#}", a.body);
@@ -55,12 +64,28 @@ async fn set_read_list_and_lift_a_limit() {
     assert_eq!(listed, ["host:api.example.com", "mail"]);
 
     let g = api.get("/v1/limits/mail").await;
-    assert_eq!((g.status, g.body["rate"].as_u64()), (StatusCode::OK, Some(5)));
+    assert_eq!(
+        (g.status, g.body["rate"].as_u64()),
+        (StatusCode::OK, Some(5))
+    );
 
-    assert_eq!(api.delete("/v1/limits/mail").await.status, StatusCode::NO_CONTENT);
-    api.get("/v1/limits/mail").await.assert_error(404, "not_found");
-    api.delete("/v1/limits/mail").await.assert_error(404, "not_found");
-    assert_eq!(api.get("/v1/limits").await.body["limits"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        api.delete("/v1/limits/mail").await.status,
+        StatusCode::NO_CONTENT
+    );
+    api.get("/v1/limits/mail")
+        .await
+        .assert_error(404, "not_found");
+    api.delete("/v1/limits/mail")
+        .await
+        .assert_error(404, "not_found");
+    assert_eq!(
+        api.get("/v1/limits").await.body["limits"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[tokio::test]
@@ -71,7 +96,11 @@ async fn bad_limits_are_refused_by_field_and_change_nothing() {
     for (path, body, field) in [
         ("/v1/limits/k", json!({"rate": 0}), "rate"),
         ("/v1/limits/k", json!({"in_flight": 0}), "in_flight"),
-        ("/v1/limits/k", json!({"rate": 5, "in_flight": 0}), "in_flight"),
+        (
+            "/v1/limits/k",
+            json!({"rate": 5, "in_flight": 0}),
+            "in_flight",
+        ),
         ("/v1/limits/k", json!({"rate": -1}), "rate"),
         ("/v1/limits/k", json!({"rate": "fast"}), "rate"),
         ("/v1/limits/k", json!({}), "rate"),

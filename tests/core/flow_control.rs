@@ -166,9 +166,7 @@ async fn limits_hold_across_three_nodes_and_a_node_killed_mid_run() {
     }
     let url = format!("http://{addr}/hook");
     let specs: Vec<JobSpec> = (0..TASKS)
-        .map(|i| {
-            JobSpec::after(format!("t{i:03}"), "0s", "http").params(json!({"url": url}))
-        })
+        .map(|i| JobSpec::after(format!("t{i:03}"), "0s", "http").params(json!({"url": url})))
         .collect();
     client.enqueue_many(specs).await.unwrap();
 
@@ -185,7 +183,9 @@ async fn limits_hold_across_three_nodes_and_a_node_killed_mid_run() {
             let mut conn = w.conn().await;
             let k = store.job_keys("t000").clone();
             let leases: HashMap<String, String> =
-                redis::AsyncCommands::hgetall(&mut conn, k.attempts()).await.unwrap();
+                redis::AsyncCommands::hgetall(&mut conn, k.attempts())
+                    .await
+                    .unwrap();
             leases.values().filter(|v| v.ends_with(":victim")).count()
         };
         if hits >= 20 && running > 0 && victim_runs > 0 {
@@ -242,9 +242,13 @@ async fn limits_hold_across_three_nodes_and_a_node_killed_mid_run() {
             // next attempt (at-least-once), and only once.
             redelivered += 1;
             assert_eq!(got.len(), 2, "{id}: {got:?}");
-            assert!(got[0].at_ms <= killed_ms && got[1].attempt == 2, "{id}: {got:?}");
             assert!(
-                runs.iter().any(|r| r.outcome == "lost" && r.node == "victim"),
+                got[0].at_ms <= killed_ms && got[1].attempt == 2,
+                "{id}: {got:?}"
+            );
+            assert!(
+                runs.iter()
+                    .any(|r| r.outcome == "lost" && r.node == "victim"),
                 "{runs:?}"
             );
         }
@@ -260,7 +264,10 @@ async fn limits_hold_across_three_nodes_and_a_node_killed_mid_run() {
          (limit {RATE})",
         hits.len()
     );
-    assert!(max_open <= IN_FLIGHT as usize, "{max_open} requests at once");
+    assert!(
+        max_open <= IN_FLIGHT as usize,
+        "{max_open} requests at once"
+    );
     // The limiter counts by Redis's clock at the grant; a request reaches the receiver a
     // few ms later, so allow one grant of jitter at either end of a window.
     assert!(
@@ -268,7 +275,10 @@ async fn limits_hold_across_three_nodes_and_a_node_killed_mid_run() {
         "{per_second} requests within one second"
     );
     // Both bounds held the line back: without them 120 tasks go out at once.
-    assert!(span >= (TASKS as u64 / RATE as u64 - 1) * 1_000, "{span} ms");
+    assert!(
+        span >= (TASKS as u64 / RATE as u64 - 1) * 1_000,
+        "{span} ms"
+    );
     // The victim's slots came back (at its takeover: its lease is 120 s).
     let st = store.limit_status(key).await.unwrap().unwrap();
     assert_eq!((st.running, st.held), (0, 0), "{st:?}");

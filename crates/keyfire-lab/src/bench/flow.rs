@@ -132,9 +132,7 @@ pub(super) async fn run(
     let at = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(at_ms).expect("in range");
     let url = format!("http://{addr}/hook");
     let specs: Vec<JobSpec> = (0..n)
-        .map(|i| {
-            JobSpec::at(format!("f{i}"), at, "http").params(serde_json::json!({"url": url}))
-        })
+        .map(|i| JobSpec::at(format!("f{i}"), at, "http").params(serde_json::json!({"url": url})))
         .collect();
     h.load(specs, "flow").await?;
     h.sleep_until_redis(at_ms - 100).await;

@@ -285,7 +285,9 @@ impl Harness {
             keyfire::queue::serve_topics(&mut registry, &s.redis);
             handles.push(Node::new(s, registry).start().await?);
         }
-        let client = Client::connect(&settings).await?.allow_handlers([HANDLER, "http"]);
+        let client = Client::connect(&settings)
+            .await?
+            .allow_handlers([HANDLER, "http"]);
         let mut h = Self {
             redis,
             settings,

@@ -46,7 +46,9 @@ impl Inner {
     pub(super) async fn refresh_limits(&self) {
         match self.store.limit_keys().await {
             Ok(keys) => self.limited.set(keys),
-            Err(e) => tracing::warn!(error = %e, "could not read the limit keys; keeping the last ones"),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the limit keys; keeping the last ones")
+            }
         }
     }
 
@@ -64,11 +66,13 @@ impl Inner {
         let job_id = &c.job.job.spec.id;
         let fid = firing_id(job_id, c.at_ms);
         let lease = Inner::ms(self.settings.lease);
-        // A held firing keeps its place in line this long past its turn: a node that holds
-        // it may be slow to ask again, up to a sweep after its owner is gone.
-        let grace = lease.max(Inner::ms(
-            self.settings.node_ttl + self.settings.sweep_interval + self.settings.claim_grace,
-        ));
+        // A held firing keeps its place in line this long past its turn: the node that held
+        // it asks again at its turn (a timer); if that node died, the firing's owner claims
+        // it at its next sweep, or any node once the grace period passed. Not longer: the
+        // place of a firing that never comes back (its job was deleted) blocks the line.
+        let grace = Inner::ms(
+            self.settings.node_ttl + self.settings.claim_grace + self.settings.sweep_interval * 2,
+        );
         let reply = self
             .store
             .acquire_limit(&key, &fid, c.at_ms, lease, grace)
@@ -131,7 +135,9 @@ impl Inner {
     }
 
     fn limit_gauges(&self, key: &str, in_flight: u64, held: u64) {
-        metrics::gauge!(name::LIMIT_IN_FLIGHT, "node" => self.id.clone(), "key" => key.to_string()).set(in_flight as f64);
-        metrics::gauge!(name::LIMIT_WAITING, "node" => self.id.clone(), "key" => key.to_string()).set(held as f64);
+        metrics::gauge!(name::LIMIT_IN_FLIGHT, "node" => self.id.clone(), "key" => key.to_string())
+            .set(in_flight as f64);
+        metrics::gauge!(name::LIMIT_WAITING, "node" => self.id.clone(), "key" => key.to_string())
+            .set(held as f64);
     }
 }
