@@ -213,3 +213,29 @@ async fn hold_requeues_the_same_attempt_and_is_fenced() {
     let runs: i64 = conn.llen(k.runs("j")).await.unwrap();
     assert_eq!(runs, 0, "a hold records no run");
 }
+
+/// Firings of the same instant wait in the order they first asked, not by id: one that
+/// asked later (with a smaller id) does not overtake, and asking again keeps the place.
+#[tokio::test]
+async fn same_instant_waiters_keep_the_order_they_asked_in() {
+    let w = World::new().await;
+    let s = store(&w).await;
+    s.put_limit(&LimitSpec::new("k", None, Some(1)))
+        .await
+        .unwrap();
+    let at = w.redis_ms().await;
+    assert!(granted(&ask(&s, "k", "first:1", at).await));
+    assert!(!granted(&ask(&s, "k", "z:1", at).await));
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert!(!granted(&ask(&s, "k", "a:1", at).await));
+    assert!(!granted(&ask(&s, "k", "z:1", at).await), "asking again");
+    assert_eq!(
+        s.held_firings("k", 10).await.unwrap(),
+        vec![("z:1".to_string(), at), ("a:1".to_string(), at)]
+    );
+    s.release_limit_slots("k", &[("first:1", None)])
+        .await
+        .unwrap();
+    assert!(!granted(&ask(&s, "k", "a:1", at).await), "a overtook z");
+    assert!(granted(&ask(&s, "k", "z:1", at).await));
+}

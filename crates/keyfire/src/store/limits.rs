@@ -200,12 +200,13 @@ impl Store {
     /// The firings held back under `key`, first in line first: (firing id, scheduled ms).
     pub async fn held_firings(&self, key: &str, limit: usize) -> Result<Vec<(String, i64)>> {
         let k = self.keys().limit(key);
-        let v: Vec<(String, i64)> = self
+        // The score is the scheduled instant plus a fraction of a ms (when it joined).
+        let v: Vec<(String, f64)> = self
             .conn
             .clone()
             .zrange_withscores(k.waiters(), 0, limit as isize - 1)
             .await?;
-        Ok(v)
+        Ok(v.into_iter().map(|(f, s)| (f, s.floor() as i64)).collect())
     }
 
     /// Ask `key` for a slot for firing `fid`, scheduled at `scheduled_ms`. A granted slot

@@ -4,8 +4,10 @@
 -- lease, or at once when its run is taken over or completed, see limit_release.lua). All
 -- keys share the limit key's own hash tag, so this works on Redis Cluster.
 -- Place in line: firings waiting for a key are ordered by their scheduled instant (the
--- waiters ZSET); a firing is granted only if fewer firings wait ahead of it than there are
--- free slots, so a firing held back keeps its place and a later one cannot overtake it.
+-- waiters ZSET), and firings of the same instant by when they first asked (the fraction of
+-- the score: ms late when joining, / 1000); a firing is granted only if fewer firings wait
+-- ahead of it than there are free slots, so a firing held back keeps its place and one
+-- that came later cannot overtake it.
 -- A waiter that does not come back within its grace is dropped from the line (its firing
 -- is not lost: it is still queued on its own shard; it takes its place again when it asks).
 -- KEYS[1] conf hash (rate, in_flight, avg)   KEYS[2] in-flight zset   KEYS[3] grant log zset
@@ -51,7 +53,9 @@ end
 if cap > 0 then free_cap = math.max(cap - busy, 0) end
 local free = math.min(free_rate, free_cap)
 
-redis.call('ZADD', KEYS[4], tonumber(ARGV[2]), fid)
+local sched = tonumber(ARGV[2])
+-- NX: a firing asking again keeps the place it took when it first asked.
+redis.call('ZADD', KEYS[4], 'NX', sched + math.min(math.max(now - sched, 0), 999) / 1000, fid)
 local rank = redis.call('ZRANK', KEYS[4], fid)
 if rank < free then
   redis.call('ZREM', KEYS[4], fid)
@@ -62,27 +66,29 @@ if rank < free then
 end
 
 -- Denied: suggest when this waiter's turn should come, so that a long line is asked again
--- about once per waiter rather than polled.
-local at, reason = now + 1, 'in_flight'
-if rank >= free_rate then
-  -- Rate slots open in this order: the free ones now (taken by the first waiters), then
-  -- one as each logged grant leaves the window (oldest first), then the same pattern a
-  -- second later, and so on.
-  reason = 'rate'
-  local k = rank - free_rate
-  local idx, round = k % rate, math.floor(k / rate)
-  local base = now + 1000
-  if idx < used then
-    local e = redis.call('ZRANGE', KEYS[3], idx, idx, 'WITHSCORES')
-    if e[2] then base = tonumber(e[2]) + 1000 end
+-- about once per waiter rather than polled. The i-th waiter in line (0 first):
+-- - in flight: slots open as runs end, about one average run per `in_flight` waiters:
+--   not before C(i) = now + avg * (floor((i - free_cap) / cap) + 1);
+-- - rate: the first `rate` waiters take, in order, the free slots (now) and then the slots
+--   of the logged grants as they leave the window (oldest first); waiter i + rate takes the
+--   slot that waiter i's grant frees a second after it. So waiter i = round * rate + idx
+--   is granted at about max(S(idx), C(idx)) + 1000 * round, S(idx) its first-round slot.
+local avg = math.max(tonumber(conf[3]) or 20, 2)
+local function inflight_turn(i)
+  if cap <= 0 or i < free_cap then return now end
+  return now + math.ceil(avg * (math.floor((i - free_cap) / cap) + 1))
+end
+local at, reason = inflight_turn(rank), 'in_flight'
+if rate > 0 and rank >= free_rate then
+  local idx, round = rank % rate, math.floor(rank / rate)
+  local slot = now
+  if idx >= free_rate then
+    local e = redis.call('ZRANGE', KEYS[3], idx - free_rate, idx - free_rate, 'WITHSCORES')
+    if e[2] then slot = tonumber(e[2]) + 1000 end
   end
-  at = base + 1000 * round
+  local turn = math.max(slot, inflight_turn(idx)) + 1000 * round
+  if turn >= at then at, reason = turn, 'rate' end
 end
-if cap > 0 and rank >= free_cap then
-  -- In-flight slots open as runs end: about one average run per `in_flight` waiters ahead.
-  local avg = tonumber(conf[3]) or 20
-  local turn = now + math.ceil(math.max(avg, 2) * (math.floor((rank - free_cap) / cap) + 1))
-  if turn > at then at, reason = turn, 'in_flight' end
-end
+at = math.max(at, now + 1)
 redis.call('ZADD', KEYS[5], at + grace, fid)
 return {0, at - now, busy, redis.call('ZCARD', KEYS[4]), reason}
