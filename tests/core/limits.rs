@@ -65,6 +65,7 @@ async fn rate_bound_grants_n_per_second_and_spreads_the_line() {
 
 /// In flight 2: a firing held back keeps its place: a later one asking first when one slot
 /// frees is denied, the earlier one then takes the slot; releasing gives slots back at once.
+/// Once a held firing's turn has come, a free slot is its own even if one ahead of it is late.
 #[tokio::test]
 async fn in_flight_bound_keeps_the_line_in_scheduled_order() {
     let w = World::new().await;
@@ -72,6 +73,10 @@ async fn in_flight_bound_keeps_the_line_in_scheduled_order() {
     s.put_limit(&LimitSpec::new("k", None, Some(2)))
         .await
         .unwrap();
+    // Runs take a minute on average: the turns given below are a minute away.
+    let mut conn = w.conn().await;
+    let conf = s.keys().limit("k").conf();
+    let _: () = conn.hset(&conf, "avg", 60_000).await.unwrap();
     assert!(granted(&ask(&s, "k", "a:1", 1).await));
     assert!(granted(&ask(&s, "k", "b:2", 2).await));
     match ask(&s, "k", "c:3", 3).await {
@@ -85,9 +90,7 @@ async fn in_flight_bound_keeps_the_line_in_scheduled_order() {
     }
     assert!(!granted(&ask(&s, "k", "d:4", 4).await));
     assert_eq!(
-        s.release_limit_slots("k", &[("a:1", Some(3))])
-            .await
-            .unwrap(),
+        s.release_limit_slots("k", &[("a:1", None)]).await.unwrap(),
         1
     );
     // One slot free; d (scheduled later) asks first and must not overtake c.
@@ -107,6 +110,18 @@ async fn in_flight_bound_keeps_the_line_in_scheduled_order() {
         .unwrap();
     assert!(granted(&ask(&s, "k", "d:4", 4).await));
     assert_eq!(s.limit_status("k").await.unwrap().unwrap().held, 0);
+
+    // e and f wait behind two runs, with turns a minute away; e is ahead in line.
+    assert!(granted(&ask(&s, "k", "x:0", 0).await));
+    assert!(!granted(&ask(&s, "k", "e:5", 5).await));
+    assert!(!granted(&ask(&s, "k", "f:6", 6).await));
+    s.release_limit_slots("k", &[("d:4", None)]).await.unwrap();
+    assert!(!granted(&ask(&s, "k", "f:6", 6).await), "f before its turn");
+    // f's turn comes; e (ahead of it) is late: the free slot is f's.
+    let turns = s.keys().limit("k").turns();
+    let now = w.redis_ms().await;
+    let _: () = conn.zadd(&turns, "f:6", now).await.unwrap();
+    assert!(granted(&ask(&s, "k", "f:6", 6).await), "f at its turn");
 }
 
 /// A slot whose holder never gives it back (its node died) comes back once its lease ran

@@ -374,9 +374,10 @@ impl LimitKeys {
         format!("{}:waiters", self.tag)
     }
 
-    /// ZSET firing id → until when a held firing keeps its place (ms, Redis time).
-    pub fn waiting_until(&self) -> String {
-        format!("{}:seen", self.tag)
+    /// ZSET firing id → a held firing's turn (ms, Redis time): from then a free slot is
+    /// its own; it keeps its place in line until a grace past it.
+    pub fn turns(&self) -> String {
+        format!("{}:turns", self.tag)
     }
 }
 

@@ -130,13 +130,7 @@ impl Store {
         let mut conn = self.conn.clone();
         let removed: i64 = conn.srem(self.keys().limits(), key).await?;
         let _: i64 = conn
-            .del(&[
-                k.conf(),
-                k.in_flight(),
-                k.log(),
-                k.waiters(),
-                k.waiting_until(),
-            ])
+            .del(&[k.conf(), k.in_flight(), k.log(), k.waiters(), k.turns()])
             .await?;
         self.announce_limits(key).await?;
         Ok(removed == 1)
@@ -167,7 +161,7 @@ impl Store {
             .arg(&["rate", "in_flight"])
             .zcount(k.in_flight(), format!("({now}"), "+inf")
             .zcount(k.log(), format!("({}", now - 1000), "+inf")
-            .zcount(k.waiting_until(), format!("({now}"), "+inf");
+            .zcard(k.waiters());
         type Reply = ((Option<u32>, Option<u32>), u64, u64, u64);
         let ((rate, in_flight), running, started, held): Reply =
             pipe.query_async(&mut self.conn.clone()).await?;
@@ -227,7 +221,7 @@ impl Store {
             .key(k.in_flight())
             .key(k.log())
             .key(k.waiters())
-            .key(k.waiting_until())
+            .key(k.turns())
             .arg(fid)
             .arg(scheduled_ms)
             .arg(lease_ms)

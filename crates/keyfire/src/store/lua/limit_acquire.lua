@@ -7,13 +7,17 @@
 -- waiters ZSET), and firings of the same instant by when they first asked (the fraction of
 -- the score: ms late when joining, / 1000); a firing is granted only if fewer firings wait
 -- ahead of it than there are free slots, so a firing held back keeps its place and one
--- that came later cannot overtake it.
--- A waiter that does not come back within its grace is dropped from the line (its firing
--- is not lost: it is still queued on its own shard; it takes its place again when it asks).
+-- that came later cannot overtake it. A denied firing is given its turn (when, by the
+-- line, a slot should be free for it); once its turn has come, a free slot is its own even
+-- if firings ahead of it in line have not come back yet (they are late for their turns,
+-- and take the next slots when they come): one late waiter does not hold up the line.
+-- A waiter that does not come back within its grace past its turn is dropped from the line
+-- (its firing is not lost: it is still queued on its own shard; it takes its place again
+-- when it asks).
 -- KEYS[1] conf hash (rate, in_flight, avg)   KEYS[2] in-flight zset   KEYS[3] grant log zset
--- KEYS[4] waiters zset (firing id -> scheduled ms)   KEYS[5] waiters' deadlines zset
+-- KEYS[4] waiters zset (firing id -> scheduled ms)   KEYS[5] waiters' turns zset (ms)
 -- ARGV[1] firing id   ARGV[2] scheduled instant ms   ARGV[3] slot lease ms
--- ARGV[4] grace ms: how long past its suggested retry a waiter keeps its place
+-- ARGV[4] grace ms: how long past its turn a waiter keeps its place
 -- Reply: {1, in flight, held} granted | {2} the key has no limit (nothing tracked)
 --        {0, wait ms, in flight, held, reason ('rate' | 'in_flight')} denied: ask again
 --        after wait ms
@@ -27,7 +31,7 @@ local fid, lease, grace = ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[4])
 
 -- Slots whose lease ran out (their node died or hung) and waiters that did not come back.
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-local gone = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now, 'LIMIT', 0, 100)
+local gone = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now - grace, 'LIMIT', 0, 100)
 if #gone > 0 then
   redis.call('ZREM', KEYS[4], unpack(gone))
   redis.call('ZREM', KEYS[5], unpack(gone))
@@ -57,7 +61,8 @@ local sched = tonumber(ARGV[2])
 -- NX: a firing asking again keeps the place it took when it first asked.
 redis.call('ZADD', KEYS[4], 'NX', sched + math.min(math.max(now - sched, 0), 999) / 1000, fid)
 local rank = redis.call('ZRANK', KEYS[4], fid)
-if rank < free then
+local turn = tonumber(redis.call('ZSCORE', KEYS[5], fid) or '')
+if rank < free or (free > 0 and turn and turn <= now) then
   redis.call('ZREM', KEYS[4], fid)
   redis.call('ZREM', KEYS[5], fid)
   redis.call('ZADD', KEYS[2], now + lease, fid)
@@ -86,9 +91,9 @@ if rate > 0 and rank >= free_rate then
     local e = redis.call('ZRANGE', KEYS[3], idx - free_rate, idx - free_rate, 'WITHSCORES')
     if e[2] then slot = tonumber(e[2]) + 1000 end
   end
-  local turn = math.max(slot, inflight_turn(idx)) + 1000 * round
-  if turn >= at then at, reason = turn, 'rate' end
+  local by_rate = math.max(slot, inflight_turn(idx)) + 1000 * round
+  if by_rate >= at then at, reason = by_rate, 'rate' end
 end
 at = math.max(at, now + 1)
-redis.call('ZADD', KEYS[5], at + grace, fid)
+redis.call('ZADD', KEYS[5], at, fid)
 return {0, at - now, busy, redis.call('ZCARD', KEYS[4]), reason}
