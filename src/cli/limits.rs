@@ -35,6 +35,9 @@ enum LimitsCommand {
         /// Most firings started per second.
         #[arg(long)]
         rate: Option<u32>,
+        /// With --rate: most started at once before the pacing applies (default rate / 10).
+        #[arg(long)]
+        burst: Option<u32>,
         /// Most firings running at once.
         #[arg(long)]
         in_flight: Option<u32>,
@@ -113,11 +116,15 @@ pub async fn run(args: LimitsArgs) -> CliResult {
         LimitsCommand::Set {
             key,
             rate,
+            burst,
             in_flight,
         } => {
             let mut body = json!({});
             if let Some(r) = rate {
                 body["rate"] = json!(r);
+            }
+            if let Some(b) = burst {
+                body["burst"] = json!(b);
             }
             if let Some(m) = in_flight {
                 body["in_flight"] = json!(m);

@@ -96,6 +96,8 @@ async fn bad_limits_are_refused_by_field_and_change_nothing() {
     for (path, body, field) in [
         ("/v1/limits/k", json!({"rate": 0}), "rate"),
         ("/v1/limits/k", json!({"in_flight": 0}), "in_flight"),
+        ("/v1/limits/k", json!({"rate": 5, "burst": 0}), "burst"),
+        ("/v1/limits/k", json!({"rate": 5, "burst": 6}), "burst"),
         (
             "/v1/limits/k",
             json!({"rate": 5, "in_flight": 0}),
@@ -104,7 +106,7 @@ async fn bad_limits_are_refused_by_field_and_change_nothing() {
         ("/v1/limits/k", json!({"rate": -1}), "rate"),
         ("/v1/limits/k", json!({"rate": "fast"}), "rate"),
         ("/v1/limits/k", json!({}), "rate"),
-        ("/v1/limits/k", json!({"rate": 1, "burst": 2}), "burst"),
+        ("/v1/limits/k", json!({"rate": 1, "bursts": 2}), "bursts"),
         ("/v1/limits/k", json!({"key": "other", "rate": 1}), "key"),
         ("/v1/limits/a%7Bb%7D", json!({"rate": 1}), "key"),
     ] {

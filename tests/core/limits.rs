@@ -24,14 +24,14 @@ fn granted(a: &Acquired) -> bool {
     matches!(a, Acquired::Granted { .. })
 }
 
-/// Rate 5/s: of 12 firings asking at once, exactly the first 5 run; the others are told to
+/// Rate 5/s, all 5 at once: of 12 firings asking at once, exactly the first 5 run; the others are told to
 /// come back when a slot of the sliding second opens: ranks 0–4 of the line after about a
 /// second, ranks 5–6 after about two.
 #[tokio::test]
 async fn rate_bound_grants_n_per_second_and_spreads_the_line() {
     let w = World::new().await;
     let s = store(&w).await;
-    s.put_limit(&LimitSpec::new("k", Some(5), None))
+    s.put_limit(&LimitSpec::new("k", Some(5), None).with_burst(5))
         .await
         .unwrap();
     let mut waits = Vec::new();
@@ -253,4 +253,36 @@ async fn same_instant_waiters_keep_the_order_they_asked_in() {
         .unwrap();
     assert!(!granted(&ask(&s, "k", "a:1", at).await), "a overtook z");
     assert!(granted(&ask(&s, "k", "z:1", at).await));
+}
+
+/// Pacing: rate 10/s with a burst of 2: two go at once, then one every 100 ms, and the line
+/// is told so (the third after about 100 ms, the fourth after about 200 ms).
+#[tokio::test]
+async fn rate_is_paced_after_the_burst() {
+    let w = World::new().await;
+    let s = store(&w).await;
+    s.put_limit(&LimitSpec::new("k", Some(10), None).with_burst(2))
+        .await
+        .unwrap();
+    assert!(granted(&ask(&s, "k", "a:1", 1).await));
+    assert!(granted(&ask(&s, "k", "b:2", 2).await));
+    let mut waits = Vec::new();
+    for (i, fid) in ["c:3", "d:4", "e:5"].iter().enumerate() {
+        match ask(&s, "k", fid, 3 + i as i64).await {
+            Acquired::Denied {
+                wait_ms, reason, ..
+            } => {
+                assert_eq!(reason, "rate");
+                waits.push(wait_ms);
+            }
+            other => panic!("{fid}: {other:?}"),
+        }
+    }
+    for (i, w) in waits.iter().enumerate() {
+        let want = 100 * (i as i64 + 1);
+        assert!((want - 20..=want + 5).contains(w), "{waits:?}");
+    }
+    tokio::time::sleep(Duration::from_millis(110)).await;
+    assert!(granted(&ask(&s, "k", "c:3", 3).await), "c at its turn");
+    assert!(!granted(&ask(&s, "k", "d:4", 4).await), "d before its turn");
 }

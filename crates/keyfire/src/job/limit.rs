@@ -24,10 +24,16 @@ pub struct LimitSpec {
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(example = "host:api.example.com"))]
     pub key: String,
-    /// Most firings started per second (a sliding window of one second).
+    /// Most firings started per second (a sliding window of one second), paced: `burst`
+    /// at once, then one every 1/rate of a second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(example = 1000))]
     pub rate: Option<u32>,
+    /// With `rate`: most firings started at once before the pacing applies (default a tenth
+    /// of `rate`, at least 1; at most `rate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(example = 100))]
+    pub burst: Option<u32>,
     /// Most firings running at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(example = 50))]
@@ -40,8 +46,15 @@ impl LimitSpec {
         Self {
             key: key.into(),
             rate,
+            burst: None,
             in_flight,
         }
+    }
+
+    /// Let `burst` firings start at once before the pacing applies.
+    pub fn with_burst(mut self, burst: u32) -> Self {
+        self.burst = Some(burst);
+        self
     }
 
     /// Check the key and the bounds, naming the bad field.
@@ -52,6 +65,19 @@ impl LimitSpec {
                 "rate",
                 "must be at least 1 (leave it out for no rate bound)",
             ));
+        }
+        match (self.burst, self.rate) {
+            (Some(0), _) => return Err(ValidationError::new("burst", "must be at least 1")),
+            (Some(_), None) => {
+                return Err(ValidationError::new("burst", "needs a rate to burst over"));
+            }
+            (Some(b), Some(r)) if b > r => {
+                return Err(ValidationError::new(
+                    "burst",
+                    format!("must be at most rate ({r}): no more than rate start in a second"),
+                ));
+            }
+            _ => {}
         }
         if self.in_flight == Some(0) {
             return Err(ValidationError::new(
@@ -158,6 +184,19 @@ mod tests {
         assert_eq!(e.field, "key");
         assert!(
             LimitSpec::new("host:a.b", Some(1), Some(2))
+                .validate()
+                .is_ok()
+        );
+        for (spec, field) in [
+            (LimitSpec::new("k", Some(5), None).with_burst(0), "burst"),
+            (LimitSpec::new("k", None, Some(5)).with_burst(2), "burst"),
+            (LimitSpec::new("k", Some(5), None).with_burst(6), "burst"),
+        ] {
+            assert_eq!(spec.validate().unwrap_err().field, field, "{spec:?}");
+        }
+        assert!(
+            LimitSpec::new("k", Some(5), None)
+                .with_burst(5)
                 .validate()
                 .is_ok()
         );

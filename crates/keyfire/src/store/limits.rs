@@ -81,6 +81,10 @@ pub struct LimitStatus {
     /// Most firings started per second, if bounded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<u32>,
+    /// Most firings started at once before the pacing applies, if set (default a tenth of
+    /// `rate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<u32>,
     /// Most firings running at once, if bounded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_flight: Option<u32>,
@@ -95,7 +99,10 @@ pub struct LimitStatus {
 impl LimitStatus {
     /// The limit as declared.
     pub fn spec(&self) -> LimitSpec {
-        LimitSpec::new(self.key.clone(), self.rate, self.in_flight)
+        LimitSpec {
+            burst: self.burst,
+            ..LimitSpec::new(self.key.clone(), self.rate, self.in_flight)
+        }
     }
 }
 
@@ -107,7 +114,11 @@ impl Store {
         let mut conn = self.conn.clone();
         let mut set = Vec::new();
         let mut unset = Vec::new();
-        for (field, v) in [("rate", spec.rate), ("in_flight", spec.in_flight)] {
+        for (field, v) in [
+            ("rate", spec.rate),
+            ("burst", spec.burst),
+            ("in_flight", spec.in_flight),
+        ] {
             match v {
                 Some(n) => set.push((field, n.to_string())),
                 None => unset.push(field),
@@ -158,12 +169,12 @@ impl Store {
         let mut pipe = redis::pipe();
         pipe.cmd("HMGET")
             .arg(k.conf())
-            .arg(&["rate", "in_flight"])
+            .arg(&["rate", "burst", "in_flight"])
             .zcount(k.in_flight(), format!("({now}"), "+inf")
             .zcount(k.log(), format!("({}", now - 1000), "+inf")
             .zcard(k.waiters());
-        type Reply = ((Option<u32>, Option<u32>), u64, u64, u64);
-        let ((rate, in_flight), running, started, held): Reply =
+        type Reply = ((Option<u32>, Option<u32>, Option<u32>), u64, u64, u64);
+        let ((rate, burst, in_flight), running, started, held): Reply =
             pipe.query_async(&mut self.conn.clone()).await?;
         if rate.is_none() && in_flight.is_none() {
             return Ok(None);
@@ -171,6 +182,7 @@ impl Store {
         Ok(Some(LimitStatus {
             key: key.to_string(),
             rate,
+            burst,
             in_flight,
             running,
             started_last_second: started,

@@ -1,8 +1,12 @@
--- Ask a limit key for a slot before a firing runs: at most `rate` grants in any window of
--- 1,000 ms (a sliding log of grant instants) and at most `in_flight` slots held at once (a
--- ZSET of firing ids scored by the slot's expiry: a dead node's slots come back after its
--- lease, or at once when its run is taken over or completed, see limit_release.lua). All
--- keys share the limit key's own hash tag, so this works on Redis Cluster.
+-- Ask a limit key for a slot before a firing runs. Bounds, for the whole cluster:
+-- - rate: at most `rate` grants in any window of 1,000 ms (a sliding log of grant instants),
+--   paced: at most `burst` at once (default: a tenth of `rate`), then one every 1000 / rate
+--   ms (a GCRA: `tat` is the theoretical time of the next grant), so a long line reaches
+--   its target evenly;
+-- - in_flight: at most `in_flight` slots held at once (a ZSET of firing ids scored by the
+--   slot's expiry: a dead node's slots come back after its lease, or at once when its run
+--   is taken over or completed, see limit_release.lua).
+-- All keys share the limit key's own hash tag, so this works on Redis Cluster.
 -- Place in line: firings waiting for a key are ordered by their scheduled instant (the
 -- waiters ZSET), and firings of the same instant by when they first asked (the fraction of
 -- the score: ms late when joining, / 1000); a firing is granted only if fewer firings wait
@@ -14,15 +18,16 @@
 -- A waiter that does not come back within its grace past its turn is dropped from the line
 -- (its firing is not lost: it is still queued on its own shard; it takes its place again
 -- when it asks).
--- KEYS[1] conf hash (rate, in_flight, avg)   KEYS[2] in-flight zset   KEYS[3] grant log zset
--- KEYS[4] waiters zset (firing id -> scheduled ms)   KEYS[5] waiters' turns zset (ms)
+-- KEYS[1] conf hash (rate, burst, in_flight, avg, tat)   KEYS[2] in-flight zset
+-- KEYS[3] grant log zset   KEYS[4] waiters zset (firing id -> scheduled ms)
+-- KEYS[5] waiters' turns zset (ms)
 -- ARGV[1] firing id   ARGV[2] scheduled instant ms   ARGV[3] slot lease ms
 -- ARGV[4] grace ms: how long past its turn a waiter keeps its place
 -- Reply: {1, in flight, held} granted | {2} the key has no limit (nothing tracked)
 --        {0, wait ms, in flight, held, reason ('rate' | 'in_flight')} denied: ask again
 --        after wait ms
 assert(#KEYS == 5 and #ARGV == 4, 'limit_acquire: wrong arity')
-local conf = redis.call('HMGET', KEYS[1], 'rate', 'in_flight', 'avg')
+local conf = redis.call('HMGET', KEYS[1], 'rate', 'in_flight', 'avg', 'burst', 'tat')
 local rate, cap = tonumber(conf[1]) or 0, tonumber(conf[2]) or 0
 if rate <= 0 and cap <= 0 then return {2} end
 local t = redis.call('TIME')
@@ -48,11 +53,20 @@ end
 local huge = 1e15
 local used, busy = 0, redis.call('ZCARD', KEYS[2])
 local free_rate, free_cap = huge, huge
+-- Pacing: one grant every `gap` ms; `burst` may go at once (up to `tol` ms ahead of `tat`).
+local gap, tol, tat = 0, 0, now
 if rate > 0 then
   -- A grant at t counts while t > now - 1000.
   redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - 1000)
   used = redis.call('ZCARD', KEYS[3])
-  free_rate = math.max(rate - used, 0)
+  -- By default a tenth of a second's grants may go at once.
+  local burst = math.min(tonumber(conf[4]) or math.max(1, math.ceil(rate / 10)), rate)
+  gap = 1000 / rate
+  tol = (burst - 1) * gap
+  tat = math.max(tonumber(conf[5]) or now, now)
+  -- Grants the pacing allows now: one for each `gap` that `tat - tol` is behind now.
+  local paced = math.floor((now + tol - tat) / gap) + 1
+  free_rate = math.max(math.min(rate - used, paced, burst), 0)
 end
 if cap > 0 then free_cap = math.max(cap - busy, 0) end
 local free = math.min(free_rate, free_cap)
@@ -66,32 +80,36 @@ if rank < free or (free > 0 and turn and turn <= now) then
   redis.call('ZREM', KEYS[4], fid)
   redis.call('ZREM', KEYS[5], fid)
   redis.call('ZADD', KEYS[2], now + lease, fid)
-  if rate > 0 then redis.call('ZADD', KEYS[3], now, now .. ':' .. fid) end
+  if rate > 0 then
+    redis.call('ZADD', KEYS[3], now, now .. ':' .. fid)
+    redis.call('HSET', KEYS[1], 'tat', string.format('%.3f', tat + gap))
+  end
   return {1, busy + 1, redis.call('ZCARD', KEYS[4])}
 end
 
 -- Denied: suggest when this waiter's turn should come, so that a long line is asked again
 -- about once per waiter rather than polled. The i-th waiter in line (0 first):
 -- - in flight: slots open as runs end, about one average run per `in_flight` waiters:
---   not before C(i) = now + avg * (floor((i - free_cap) / cap) + 1);
--- - rate: the first `rate` waiters take, in order, the free slots (now) and then the slots
---   of the logged grants as they leave the window (oldest first); waiter i + rate takes the
---   slot that waiter i's grant frees a second after it. So waiter i = round * rate + idx
---   is granted at about max(S(idx), C(idx)) + 1000 * round, S(idx) its first-round slot.
+--   not before now + avg * (floor((i - free_cap) / cap) + 1);
+-- - rate, paced: the i-th next grant is at tat - tol + i * gap;
+-- - rate, window: the first `rate` waiters take, in order, the free slots (now) and then
+--   the slots of the logged grants as they leave the window (oldest first); waiter i + rate
+--   takes the slot that waiter i's grant frees a second after it.
 local avg = math.max(tonumber(conf[3]) or 20, 2)
-local function inflight_turn(i)
-  if cap <= 0 or i < free_cap then return now end
-  return now + math.ceil(avg * (math.floor((i - free_cap) / cap) + 1))
+local at, reason = now + 1, 'in_flight'
+if cap > 0 and rank >= free_cap then
+  at = now + math.ceil(avg * (math.floor((rank - free_cap) / cap) + 1))
 end
-local at, reason = inflight_turn(rank), 'in_flight'
 if rate > 0 and rank >= free_rate then
+  local by_rate = math.ceil(tat - tol + rank * gap)
   local idx, round = rank % rate, math.floor(rank / rate)
   local slot = now
-  if idx >= free_rate then
-    local e = redis.call('ZRANGE', KEYS[3], idx - free_rate, idx - free_rate, 'WITHSCORES')
+  if idx >= rate - used then
+    local i = idx - (rate - used)
+    local e = redis.call('ZRANGE', KEYS[3], i, i, 'WITHSCORES')
     if e[2] then slot = tonumber(e[2]) + 1000 end
   end
-  local by_rate = math.max(slot, inflight_turn(idx)) + 1000 * round
+  by_rate = math.max(by_rate, slot + 1000 * round)
   if by_rate >= at then at, reason = by_rate, 'rate' end
 end
 at = math.max(at, now + 1)
