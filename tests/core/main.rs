@@ -6,6 +6,7 @@ mod support;
 
 mod changes;
 mod crash;
+mod cutoff;
 mod faults;
 mod firing;
 mod input;
