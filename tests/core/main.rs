@@ -6,6 +6,7 @@ mod support;
 
 mod changes;
 mod crash;
+mod dedup;
 mod faults;
 mod firing;
 mod input;

@@ -20,6 +20,7 @@ use std::sync::Arc;
 pub use conn::{
     Conn, Mode, client_addr, data_client, parse_cluster_slots, redact_url, sentinel_client,
 };
+pub use jobs::Deduped;
 pub use keys::{CLUSTER_SLOTS, Keys, Shards, firing_id, parse_firing_id, slot_of, stable_hash};
 pub use ops::{LiveNode, Totals, parse_info, redis_time_ms, time_reply_ms};
 pub use records::*;
