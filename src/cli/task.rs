@@ -22,6 +22,8 @@ pub struct TaskArgs {
     command: TaskCommand,
 }
 
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum TaskCommand {
     /// Enqueue a one-shot task (--handler), or add a task to a delay-queue topic (--topic).

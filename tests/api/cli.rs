@@ -422,11 +422,23 @@ async fn the_cli_enqueues_with_dedup() {
         args.extend_from_slice(extra);
         cli(&url, &args)
     };
-    let first = json(&add(&["--dedup-key", "nightly:42", "--dedup-window", "10m", "--json"]));
+    let first = json(&add(&[
+        "--dedup-key",
+        "nightly:42",
+        "--dedup-window",
+        "10m",
+        "--json",
+    ]));
     let id = first["id"].as_str().unwrap().to_string();
     assert!(first.get("duplicate").is_none(), "{first:#}");
     assert_eq!(first["spec"]["dedup"]["key"], "nightly:42");
-    let again = json(&add(&["--dedup-key", "nightly:42", "--dedup-window", "10m", "--json"]));
+    let again = json(&add(&[
+        "--dedup-key",
+        "nightly:42",
+        "--dedup-window",
+        "10m",
+        "--json",
+    ]));
     assert_eq!(again["id"], id.as_str());
     assert_eq!(again["duplicate"], true);
     let text_mode = add(&["--dedup-key", "nightly:42", "--dedup-window", "10m"]);
@@ -441,7 +453,14 @@ async fn the_cli_enqueues_with_dedup() {
 
     // By content: same params, same task; other params, another.
     let by_content = |p: &str| {
-        json(&add(&["--params", p, "--dedup-content", "--dedup-window", "1h", "--json"]))
+        json(&add(&[
+            "--params",
+            p,
+            "--dedup-content",
+            "--dedup-window",
+            "1h",
+            "--json",
+        ]))
     };
     let a = by_content(r#"{"n": 1}"#);
     assert_eq!(by_content(r#"{"n": 1}"#)["id"], a["id"]);
@@ -453,7 +472,12 @@ async fn the_cli_enqueues_with_dedup() {
     let bad = add(&["--dedup-key", "k", "--dedup-window", "1m", "--id", "mine"]);
     assert_eq!(code(&bad), 2, "{}", text(&bad));
     let bad = add(&["--dedup-key", "k"]);
-    assert_eq!(code(&bad), 2, "--dedup-key needs --dedup-window: {}", text(&bad));
+    assert_eq!(
+        code(&bad),
+        2,
+        "--dedup-key needs --dedup-window: {}",
+        text(&bad)
+    );
     let listed = json(&cli(&url, &["job", "ls", "--json"]));
     assert_eq!(
         listed["jobs"].as_array().map(Vec::len),

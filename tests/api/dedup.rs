@@ -19,7 +19,10 @@ async fn post_task_with_a_dedup_key_answers_the_existing_task() {
     assert_eq!(first.status.as_u16(), 201, "{:#}", first.body);
     assert!(first.body.get("duplicate").is_none(), "{:#}", first.body);
     let id = first.body["id"].as_str().unwrap().to_string();
-    assert_eq!(first.body["spec"]["dedup"], json!({"key": "invoice-9", "window": "10m"}));
+    assert_eq!(
+        first.body["spec"]["dedup"],
+        json!({"key": "invoice-9", "window": "10m"})
+    );
 
     let before = api.snapshot().await;
     for _ in 0..3 {
@@ -34,17 +37,26 @@ async fn post_task_with_a_dedup_key_answers_the_existing_task() {
     assert!(shown.body.get("duplicate").is_none(), "{:#}", shown.body);
 
     // By content: the same handler and params answer the same task.
-    let content = |n: u32| {
-        json!({"handler": "log", "params": {"n": n, "to": "a"}, "dedup": {"content": true, "window": "1h"}})
-    };
+    let content = |n: u32| json!({"handler": "log", "params": {"n": n, "to": "a"}, "dedup": {"content": true, "window": "1h"}});
     let a = api.post("/v1/tasks", Some(content(1))).await;
     assert_eq!(a.status.as_u16(), 201);
     let b = api.post("/v1/tasks", Some(content(1))).await;
     assert_eq!((b.status.as_u16(), &b.body["id"]), (200, &a.body["id"]));
-    assert_eq!(api.post("/v1/tasks", Some(content(2))).await.status.as_u16(), 201);
+    assert_eq!(
+        api.post("/v1/tasks", Some(content(2)))
+            .await
+            .status
+            .as_u16(),
+        201
+    );
 
     // Deleted within the window: the key no longer holds.
-    assert!(api.delete(&format!("/v1/jobs/{id}")).await.status.is_success());
+    assert!(
+        api.delete(&format!("/v1/jobs/{id}"))
+            .await
+            .status
+            .is_success()
+    );
     let fresh = api.post("/v1/tasks", Some(keyed("invoice-9", "10m"))).await;
     assert_eq!(fresh.status.as_u16(), 201, "{:#}", fresh.body);
     assert_ne!(fresh.body["id"], id.as_str());
@@ -60,8 +72,10 @@ async fn batch_flags_duplicates() {
     let batch = api
         .post(
             "/v1/tasks/batch",
-            Some(json!({"tasks": [keyed("a", "1h"), keyed("b", "1h"), keyed("b", "1h"),
-                                  {"handler": "log", "after": "1h"}]})),
+            Some(
+                json!({"tasks": [keyed("a", "1h"), keyed("b", "1h"), keyed("b", "1h"),
+                                  {"handler": "log", "after": "1h"}]}),
+            ),
         )
         .await;
     assert_eq!(batch.status.as_u16(), 201, "{:#}", batch.body);
@@ -72,7 +86,10 @@ async fn batch_flags_duplicates() {
     assert_eq!(tasks[2]["id"], tasks[1]["id"]);
     assert_eq!(tasks[2]["duplicate"], true);
     assert!(tasks[3].get("duplicate").is_none());
-    let listed = api.get("/v1/jobs").await.body["jobs"].as_array().unwrap().len();
+    let listed = api.get("/v1/jobs").await.body["jobs"]
+        .as_array()
+        .unwrap()
+        .len();
     assert_eq!(listed, 3, "a, b and the plain task");
 }
 
@@ -117,15 +134,21 @@ async fn bad_delivery_input_is_refused_naming_the_field() {
             "params.signing_secrets[0]",
         ),
         (
-            http(json!({"url": "http://127.0.0.1:9/", "signing_secrets": ["whsec_!!not base64!!"]})),
+            http(
+                json!({"url": "http://127.0.0.1:9/", "signing_secrets": ["whsec_!!not base64!!"]}),
+            ),
             "params.signing_secrets[0]",
         ),
         (
-            http(json!({"url": "http://127.0.0.1:9/", "callbacks": {"success": "http://evil.test/cb"}})),
+            http(
+                json!({"url": "http://127.0.0.1:9/", "callbacks": {"success": "http://evil.test/cb"}}),
+            ),
             "params.callbacks.success",
         ),
         (
-            http(json!({"url": "http://127.0.0.1:9/", "callbacks": {"failure": "http://169.254.169.254/"}})),
+            http(
+                json!({"url": "http://127.0.0.1:9/", "callbacks": {"failure": "http://169.254.169.254/"}}),
+            ),
             "params.callbacks.failure",
         ),
     ];
@@ -140,7 +163,12 @@ async fn bad_delivery_input_is_refused_naming_the_field() {
             )
             .await;
         a.assert_error(422, "invalid");
-        assert_eq!(a.field(), format!("tasks[1].{field}"), "{body}: {:#}", a.body);
+        assert_eq!(
+            a.field(),
+            format!("tasks[1].{field}"),
+            "{body}: {:#}",
+            a.body
+        );
     }
     // Jobs written by id: dedup is refused there (the id already makes the write idempotent).
     let a = api.put("/v1/jobs/j", keyed("k", "1m")).await;
@@ -151,7 +179,11 @@ async fn bad_delivery_input_is_refused_naming_the_field() {
     let a = api.post("/v1/jobs", Some(job)).await;
     a.assert_error(422, "invalid");
     assert_eq!(a.field(), "dedup");
-    assert_eq!(api.snapshot().await, before, "a refused request wrote something");
+    assert_eq!(
+        api.snapshot().await,
+        before,
+        "a refused request wrote something"
+    );
 }
 
 /// The OpenAPI document describes `dedup` on a task and the `duplicate` flag of the answer.
@@ -160,7 +192,11 @@ async fn openapi_describes_dedup() {
     let api = Api::new().await;
     let doc = api.get("/v1/openapi.json").await.body;
     let schemas = &doc["components"]["schemas"];
-    assert!(schemas["TaskSpec"]["properties"]["dedup"].is_object(), "{:#}", schemas["TaskSpec"]);
+    assert!(
+        schemas["TaskSpec"]["properties"]["dedup"].is_object(),
+        "{:#}",
+        schemas["TaskSpec"]
+    );
     let dedup = &schemas["DedupSpec"]["properties"];
     for f in ["key", "content", "window"] {
         assert!(dedup[f].is_object(), "DedupSpec.{f}: {dedup:#}");

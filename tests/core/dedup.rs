@@ -37,9 +37,9 @@ async fn one_task_per_key_and_window_across_nodes_under_concurrency() {
         let barrier = barrier.clone();
         tasks.push(tokio::spawn(async move {
             barrier.wait().await;
-            let outcomes = futures::future::join_all((0..100).map(|_| {
-                client.enqueue_with_outcome(task("order-7:receipt", "5s"))
-            }))
+            let outcomes = futures::future::join_all(
+                (0..100).map(|_| client.enqueue_with_outcome(task("order-7:receipt", "5s"))),
+            )
             .await;
             outcomes
                 .into_iter()
@@ -62,9 +62,8 @@ async fn one_task_per_key_and_window_across_nodes_under_concurrency() {
     );
     let (first_id, first_created_ms, _) = created[0].clone();
     assert!(
-        all.iter()
-            .all(|(id, _, how)| *id == first_id
-                && (*how == Upserted::Created || *how == Upserted::Duplicate)),
+        all.iter().all(|(id, _, how)| *id == first_id
+            && (*how == Upserted::Created || *how == Upserted::Duplicate)),
         "every enqueue answers the one task"
     );
     let client = w.client().await;
@@ -82,7 +81,10 @@ async fn one_task_per_key_and_window_across_nodes_under_concurrency() {
             break (rec, how);
         }
         assert_eq!(rec.spec.id, first_id);
-        assert!(tokio::time::Instant::now() < deadline, "the window never ended");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the window never ended"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     assert_eq!(how, Upserted::Created);
@@ -107,22 +109,13 @@ async fn one_task_per_key_and_window_across_nodes_under_concurrency() {
 async fn a_deleted_task_does_not_block_its_key() {
     let w = World::new().await;
     let client = w.client().await;
-    let (first, how) = client
-        .enqueue_with_outcome(task("k", "1h"))
-        .await
-        .unwrap();
+    let (first, how) = client.enqueue_with_outcome(task("k", "1h")).await.unwrap();
     assert_eq!(how, Upserted::Created);
     client.delete(&first.spec.id).await.unwrap();
-    let (second, how) = client
-        .enqueue_with_outcome(task("k", "1h"))
-        .await
-        .unwrap();
+    let (second, how) = client.enqueue_with_outcome(task("k", "1h")).await.unwrap();
     assert_eq!(how, Upserted::Created);
     assert_ne!(second.spec.id, first.spec.id);
-    let (third, how) = client
-        .enqueue_with_outcome(task("k", "1h"))
-        .await
-        .unwrap();
+    let (third, how) = client.enqueue_with_outcome(task("k", "1h")).await.unwrap();
     assert_eq!((third.spec.id, how), (second.spec.id, Upserted::Duplicate));
 }
 
@@ -138,16 +131,27 @@ async fn content_dedup_keys_on_handler_and_params() {
             .dedup(DedupSpec::content("1h"))
     };
     let (a, how) = client
-        .enqueue_with_outcome(by_content("rec", json!({"to": "x", "n": {"a": 1, "b": 2}}), "1h"))
+        .enqueue_with_outcome(by_content(
+            "rec",
+            json!({"to": "x", "n": {"a": 1, "b": 2}}),
+            "1h",
+        ))
         .await
         .unwrap();
     assert_eq!(how, Upserted::Created);
     // Same content, another delay and field order: the instant is not part of the content.
     let (b, how) = client
-        .enqueue_with_outcome(by_content("rec", json!({"n": {"b": 2, "a": 1}, "to": "x"}), "2h"))
+        .enqueue_with_outcome(by_content(
+            "rec",
+            json!({"n": {"b": 2, "a": 1}, "to": "x"}),
+            "2h",
+        ))
         .await
         .unwrap();
-    assert_eq!((b.spec.id.as_str(), how), (a.spec.id.as_str(), Upserted::Duplicate));
+    assert_eq!(
+        (b.spec.id.as_str(), how),
+        (a.spec.id.as_str(), Upserted::Duplicate)
+    );
     assert_eq!(b, a, "the duplicate is the first task, untouched");
     for other in [
         by_content("rec", json!({"to": "y", "n": {"a": 1, "b": 2}}), "1h"),

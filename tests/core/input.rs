@@ -121,7 +121,11 @@ async fn bad_dedup_input_is_named_and_writes_nothing() {
                 Err(Error::Invalid(e)) => assert_eq!(e.field, want, "{spec:?} → {e}"),
                 other => panic!("{spec:?} was not refused on {want}: {other:?}"),
             }
-            assert_eq!(keys_under(&w).await, before, "{want}: something was written");
+            assert_eq!(
+                keys_under(&w).await,
+                before,
+                "{want}: something was written"
+            );
         }
     }
     // A job written by id is idempotent by its id: dedup is refused there, named.

@@ -318,7 +318,10 @@ impl Client {
         for _ in 0..MAX_TRIES {
             let now = self.store.time_ms().await?;
             let job = self.check(spec.clone(), now, now, known)?;
-            let dedup = job.dedup.clone().expect("a task with dedup has a checked dedup");
+            let dedup = job
+                .dedup
+                .clone()
+                .expect("a task with dedup has a checked dedup");
             let next = job.first_firing(now);
             match self
                 .store

@@ -138,7 +138,10 @@ pub struct Dedup {
 /// level), so the same content gives the same key whatever order its fields came in.
 fn content_hash(handler: &str, params: &Value) -> String {
     let mut text = String::new();
-    canonical(&serde_json::json!({"handler": handler, "params": params}), &mut text);
+    canonical(
+        &serde_json::json!({"handler": handler, "params": params}),
+        &mut text,
+    );
     let digest = Sha256::digest(text.as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -200,20 +203,43 @@ mod tests {
         let mut neither = DedupSpec::content("1m");
         neither.content = false;
         assert_eq!(field(neither), "dedup");
-        assert!(DedupSpec::key("x".repeat(256), "24h").resolve("log", &Value::Null).is_ok());
+        assert!(
+            DedupSpec::key("x".repeat(256), "24h")
+                .resolve("log", &Value::Null)
+                .is_ok()
+        );
     }
 
     #[test]
     fn content_keys_ignore_field_order_and_tell_contents_apart() {
         let d = DedupSpec::content("1m");
-        let a = d.resolve("http", &json!({"url": "u", "body": {"x": 1, "y": [1, {"b": 2, "a": 1}]}}));
-        let b = d.resolve("http", &json!({"body": {"y": [1, {"a": 1, "b": 2}], "x": 1}, "url": "u"}));
+        let a = d.resolve(
+            "http",
+            &json!({"url": "u", "body": {"x": 1, "y": [1, {"b": 2, "a": 1}]}}),
+        );
+        let b = d.resolve(
+            "http",
+            &json!({"body": {"y": [1, {"a": 1, "b": 2}], "x": 1}, "url": "u"}),
+        );
         assert_eq!(a.clone().unwrap(), b.unwrap());
-        let other = d.resolve("http", &json!({"url": "u", "body": {"x": 2}})).unwrap();
+        let other = d
+            .resolve("http", &json!({"url": "u", "body": {"x": 2}}))
+            .unwrap();
         assert_ne!(a.clone().unwrap().name, other.name);
-        let handler = d.resolve("log", &json!({"url": "u", "body": {"x": 1, "y": [1, {"b": 2, "a": 1}]}}));
+        let handler = d.resolve(
+            "log",
+            &json!({"url": "u", "body": {"x": 1, "y": [1, {"b": 2, "a": 1}]}}),
+        );
         assert_ne!(a.unwrap().name, handler.unwrap().name);
-        let key = DedupSpec::key("order-1", "10m").resolve("log", &Value::Null).unwrap();
-        assert_eq!(key, Dedup { name: "k:order-1".into(), window_ms: 600_000 });
+        let key = DedupSpec::key("order-1", "10m")
+            .resolve("log", &Value::Null)
+            .unwrap();
+        assert_eq!(
+            key,
+            Dedup {
+                name: "k:order-1".into(),
+                window_ms: 600_000
+            }
+        );
     }
 }

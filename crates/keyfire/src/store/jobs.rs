@@ -120,7 +120,9 @@ impl Store {
             .arg(if once { "1" } else { "0" })
             .arg(self.horizon_ms);
         if let Some((dedup, stale)) = dedup {
-            inv.key(k.dedup(&dedup.name)).arg(dedup.window_ms).arg(stale);
+            inv.key(k.dedup(&dedup.name))
+                .arg(dedup.window_ms)
+                .arg(stale);
         }
         Ok(inv.invoke_async(&mut self.conn.clone()).await?)
     }
