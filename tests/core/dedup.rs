@@ -224,3 +224,91 @@ async fn a_deduplicated_task_runs_once() {
     assert_eq!(seen[0].job_id, id);
     node.shutdown().await;
 }
+
+/// Redis commands per enqueue, from `INFO commandstats` (commands run inside scripts count):
+/// a task without dedup runs no command of the dedup branch (no GET, no SET), so dedup costs
+/// it nothing; a task with a key adds one GET and one SET inside the same script; a duplicate
+/// writes nothing.
+#[tokio::test]
+async fn redis_commands_per_enqueue() {
+    let w = World::new().await;
+    let client = w.client().await;
+    let mut c = w.conn().await;
+    let n = 50;
+    // Warm up: handler names cached, scripts loaded.
+    client
+        .enqueue(JobSpec::after("warm", "1h", "rec"))
+        .await
+        .unwrap();
+    client.enqueue(task("warm", "1h")).await.unwrap();
+
+    async fn stats(
+        c: &mut redis::aio::ConnectionManager,
+    ) -> std::collections::BTreeMap<String, u64> {
+        let text: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(c)
+            .await
+            .unwrap();
+        keyfire::store::parse_info(&text)
+            .into_iter()
+            .filter_map(|(k, v)| {
+                let name = k.strip_prefix("cmdstat_")?.to_string();
+                let calls = v
+                    .split(',')
+                    .find_map(|p| p.strip_prefix("calls="))?
+                    .parse()
+                    .ok()?;
+                Some((name, calls))
+            })
+            .filter(|(name, _)| name != "info" && name != "config|resetstat")
+            .collect()
+    }
+    let mut measure = async |label: &str, specs: Vec<JobSpec>| {
+        let _: () = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        for spec in specs {
+            client.enqueue(spec).await.unwrap();
+        }
+        let s = stats(&mut c).await;
+        let total: u64 = s.values().sum();
+        eprintln!(
+            "{label}: {:.1} commands per enqueue: {s:?}",
+            total as f64 / n as f64
+        );
+        s
+    };
+    let plain = measure(
+        "without dedup",
+        (0..n)
+            .map(|i| JobSpec::after(format!("p{i}"), "1h", "rec"))
+            .collect(),
+    )
+    .await;
+    assert!(
+        !plain.contains_key("get") && !plain.contains_key("set"),
+        "{plain:?}"
+    );
+    let created = measure(
+        "with a dedup key, created",
+        (0..n).map(|i| task(&format!("k{i}"), "1h")).collect(),
+    )
+    .await;
+    assert_eq!(
+        (created.get("get"), created.get("set")),
+        (Some(&n), Some(&n)),
+        "{created:?}"
+    );
+    let dup = measure(
+        "with a dedup key, duplicate",
+        (0..n).map(|i| task(&format!("k{i}"), "1h")).collect(),
+    )
+    .await;
+    assert_eq!(dup.get("get"), Some(&n));
+    for write in ["set", "hset", "zadd", "publish", "incr", "del"] {
+        assert!(!dup.contains_key(write), "a duplicate wrote: {dup:?}");
+    }
+}
