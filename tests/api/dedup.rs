@@ -50,6 +50,22 @@ async fn post_task_with_a_dedup_key_answers_the_existing_task() {
         201
     );
 
+    // The task read back, changed and written by id keeps its dedup declaration and its key.
+    let mut spec = api.get(&format!("/v1/jobs/{id}")).await.body["spec"].clone();
+    spec["at"] = json!("2099-01-01T00:00:00Z");
+    let put = api.put(&format!("/v1/jobs/{id}"), spec.clone()).await;
+    assert_eq!(put.status.as_u16(), 200, "{:#}", put.body);
+    let again = api.post("/v1/tasks", Some(keyed("invoice-9", "10m"))).await;
+    assert_eq!(
+        (again.status.as_u16(), &again.body["id"]),
+        (200, &json!(id))
+    );
+    // Another declaration on the write by id is refused, naming the field.
+    spec["dedup"]["window"] = json!("20m");
+    let put = api.put(&format!("/v1/jobs/{id}"), spec).await;
+    put.assert_error(422, "invalid");
+    assert_eq!(put.field(), "dedup");
+
     // Deleted within the window: the key no longer holds.
     assert!(
         api.delete(&format!("/v1/jobs/{id}"))

@@ -46,18 +46,6 @@ fn as_task(mut spec: JobSpec, shards: &Shards) -> Result<JobSpec, ValidationErro
     Ok(spec)
 }
 
-/// A job written by id (an upsert) is already idempotent by its id: dedup applies to enqueues.
-fn refuse_dedup(spec: &JobSpec) -> Result<()> {
-    if spec.dedup.is_some() {
-        return Err(Error::Invalid(ValidationError::new(
-            "dedup",
-            "applies only when a task is enqueued (Client::enqueue, POST /v1/tasks, `keyfire \
-             task add`); a job written by its id is already idempotent by that id",
-        )));
-    }
-    Ok(())
-}
-
 /// What an upsert did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Upserted {
@@ -176,6 +164,25 @@ impl Client {
         Ok(job)
     }
 
+    /// A job written by id (an upsert) is already idempotent by its id: dedup applies to
+    /// enqueues. A spec that keeps the stored job's own dedup declaration is let through, so a
+    /// deduplicated task can be read, changed and written back (its key still names it).
+    async fn dedup_on_upsert(&self, spec: &JobSpec) -> Result<()> {
+        let Some(dedup) = &spec.dedup else {
+            return Ok(());
+        };
+        if let Some(stored) = self.store.get_job(&spec.id).await?
+            && stored.spec.dedup.as_ref() == Some(dedup)
+        {
+            return Ok(());
+        }
+        Err(Error::Invalid(ValidationError::new(
+            "dedup",
+            "applies only when a task is enqueued (Client::enqueue, POST /v1/tasks, `keyfire \
+             task add`); a job written by its id is already idempotent by that id",
+        )))
+    }
+
     /// Check a task as [`Client::enqueue`] would, without writing anything. Returns it with
     /// the id and instant an enqueue would give it when it has none.
     pub async fn validate_task(&self, spec: &JobSpec) -> Result<JobSpec> {
@@ -188,7 +195,7 @@ impl Client {
 
     /// Check a spec as [`Client::upsert`] would, without writing anything.
     pub async fn validate(&self, spec: &JobSpec) -> Result<()> {
-        refuse_dedup(spec)?;
+        self.dedup_on_upsert(spec).await?;
         let now = self.store.time_ms().await?;
         let known = self.known_handler(&spec.handler).await?;
         self.check(spec.clone(), now, now, known)?;
@@ -224,7 +231,7 @@ impl Client {
         spec: JobSpec,
         expected: Option<u64>,
     ) -> Result<(JobRecord, Upserted)> {
-        refuse_dedup(&spec)?;
+        self.dedup_on_upsert(&spec).await?;
         let known = self.known_handler(&spec.handler).await?;
         for _ in 0..MAX_TRIES {
             let (state, now) = self.store.job_state(&spec.id).await?;
