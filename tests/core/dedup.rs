@@ -312,3 +312,54 @@ async fn redis_commands_per_enqueue() {
         assert!(!dup.contains_key(write), "a duplicate wrote: {dup:?}");
     }
 }
+
+/// On Redis Cluster (3 masters, 12 shards) the dedup key and its task share a slot, so the
+/// deciding script runs (no CROSSSLOT): 3 clients enqueueing one key at once make one task,
+/// and 30 keys make 30 tasks spread over the shards, each answering its duplicates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn dedup_works_on_redis_cluster() {
+    let cluster = tokio::task::block_in_place(|| keyfire_testkit::RedisCluster::start(3, 0))
+        .expect("cluster");
+    let mut s = keyfire::Settings::default();
+    s.redis.prefix = "kd".into();
+    s.redis.mode = keyfire::config::RedisMode::Cluster;
+    s.redis.nodes = cluster.nodes();
+    s.redis.shards = 12;
+    let mut clients = Vec::new();
+    for _ in 0..3 {
+        clients.push(Client::connect(&s).await.unwrap().allow_handlers(["rec"]));
+    }
+    let per_client = futures::future::join_all(clients.iter().map(|c| {
+        futures::future::join_all((0..30).map(|_| c.enqueue_with_outcome(task("shared", "1h"))))
+    }))
+    .await;
+    let outcomes: Vec<(String, Upserted)> = per_client
+        .into_iter()
+        .flatten()
+        .map(|r| r.map(|(rec, how)| (rec.spec.id, how)).unwrap())
+        .collect();
+    let ids: HashSet<&String> = outcomes.iter().map(|o| &o.0).collect();
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    assert_eq!(
+        outcomes.iter().filter(|o| o.1 == Upserted::Created).count(),
+        1
+    );
+
+    let client = &clients[0];
+    let mut shards = HashSet::new();
+    for i in 0..30 {
+        let (first, how) = client
+            .enqueue_with_outcome(task(&format!("key-{i}"), "1h"))
+            .await
+            .unwrap();
+        assert_eq!(how, Upserted::Created);
+        shards.insert(client.store().shards().of(&first.spec.id));
+        let (again, how) = clients[1]
+            .enqueue_with_outcome(task(&format!("key-{i}"), "1h"))
+            .await
+            .unwrap();
+        assert_eq!((again.spec.id, how), (first.spec.id, Upserted::Duplicate));
+    }
+    assert!(shards.len() > 3, "tasks spread over the shards: {shards:?}");
+    assert_eq!(job_ids(client).await.len(), 31);
+}
