@@ -70,6 +70,13 @@ impl Store {
         dedup: &Dedup,
         stale: Option<&str>,
     ) -> Result<Deduped> {
+        // The key lives under the task's shard tag: a task elsewhere would read another key.
+        if self.shards.of(&spec.id) != self.shards.of(&dedup.name) {
+            return Err(Error::Invalid(crate::job::ValidationError::new(
+                "id",
+                "a task with a dedup key must live on the key's shard",
+            )));
+        }
         let reply = self
             .upsert_call(
                 spec,
