@@ -387,13 +387,17 @@ impl Client {
             };
             let spec = as_task(spec, self.store.shards()).map_err(named)?;
             let known = self.known_handler(&spec.handler).await?;
-            let job = self.check(spec.clone(), now, now, known).map_err(named)?;
+            // Only a task with a dedup key is kept as given (it is written later, by its own
+            // script); the bulk path clones nothing.
+            let keep = spec.dedup.is_some().then(|| spec.clone());
+            let job = self.check(spec, now, now, known).map_err(named)?;
             out.push((job.spec.id.clone(), Upserted::Created));
-            if job.dedup.is_some() {
-                deduped.push((i, spec));
-            } else {
-                let first = job.first_firing(now);
-                jobs.push((job.spec, first));
+            match keep {
+                Some(spec) => deduped.push((i, spec)),
+                None => {
+                    let first = job.first_firing(now);
+                    jobs.push((job.spec, first));
+                }
             }
         }
         self.store.insert_many(&jobs, now).await?;
