@@ -11,9 +11,12 @@ use keyfire_lab::chaos::proxy::{Mode, Proxy};
 
 use crate::support::World;
 
-/// What the handler saw: (node, attempt, "start" or "end", when).
+/// One thing the handler saw: node, attempt, "start" or "end", when.
+type Event = (String, u32, &'static str, Instant);
+
+/// What the handler saw.
 #[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<(String, u32, &'static str, Instant)>>>);
+struct Log(Arc<Mutex<Vec<Event>>>);
 
 impl Log {
     fn push(&self, node: &str, attempt: u32, what: &'static str) {

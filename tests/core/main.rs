@@ -7,6 +7,7 @@ mod support;
 mod changes;
 mod crash;
 mod cutoff;
+mod dedup;
 mod faults;
 mod firing;
 mod input;
