@@ -1,12 +1,14 @@
 //! The job model: what a user declares ([`JobSpec`]), how it is checked ([`JobSpec::validate`])
 //! and the validated form the engine schedules from ([`Job`]).
 
+mod dedup;
 mod limit;
 mod policy;
 mod schedule;
 mod spec;
 mod validation;
 
+pub use dedup::{Dedup, DedupSpec, MAX_DEDUP_KEY_LEN, MAX_DEDUP_WINDOW_MS};
 pub use limit::{LimitSpec, MAX_LIMIT_KEY_LEN, host_limit_key, validate_limit_key};
 pub use policy::{Backoff, MisfirePolicy, OverlapPolicy, RetryPolicy, RetrySpec};
 pub use schedule::Schedule;
