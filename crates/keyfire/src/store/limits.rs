@@ -16,6 +16,9 @@ script!(RELEASE, "limit_release.lua");
 script!(RENEW_SLOT, "limit_renew.lua");
 script!(HOLD, "limit_hold.lua");
 
+/// Waiters are scored by their scheduled instant less this (see `limit_acquire.lua`).
+const WAITER_EPOCH_MS: i64 = 1_600_000_000_000;
+
 /// A limit key's answer to a firing that asks to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Acquired {
@@ -206,13 +209,16 @@ impl Store {
     /// The firings held back under `key`, first in line first: (firing id, scheduled ms).
     pub async fn held_firings(&self, key: &str, limit: usize) -> Result<Vec<(String, i64)>> {
         let k = self.keys().limit(key);
-        // The score is the scheduled instant plus a fraction of a ms (when it joined).
+        // The score is the scheduled instant less 1.6e12 ms, plus a fraction of a ms (when
+        // it joined): see limit_acquire.lua.
         let v: Vec<(String, f64)> = self
             .conn
             .clone()
             .zrange_withscores(k.waiters(), 0, limit as isize - 1)
             .await?;
-        Ok(v.into_iter().map(|(f, s)| (f, s.floor() as i64)).collect())
+        Ok(v.into_iter()
+            .map(|(f, s)| (f, s.floor() as i64 + WAITER_EPOCH_MS))
+            .collect())
     }
 
     /// Ask `key` for a slot for firing `fid`, scheduled at `scheduled_ms`. A granted slot

@@ -8,8 +8,10 @@
 --   is taken over or completed, see limit_release.lua).
 -- All keys share the limit key's own hash tag, so this works on Redis Cluster.
 -- Place in line: firings waiting for a key are ordered by their scheduled instant (the
--- waiters ZSET), and firings of the same instant by when they first asked (the fraction of
--- the score: ms late when joining, / 1000); a firing is granted only if fewer firings wait
+-- waiters ZSET, scored by the instant in ms since 2020-09-13, 1.6e12 ms after the epoch, so
+-- that a double keeps a fraction to 1e-4), and firings of the same instant by when they
+-- first asked (the fraction: ms late when joining, up to 8,999, / 10,000); a firing is
+-- granted only if fewer firings wait
 -- ahead of it than there are free slots, so a firing held back keeps its place and one
 -- that came later cannot overtake it. A denied firing is given its turn (when, by the
 -- line, a slot should be free for it); once its turn has come, a free slot is its own even
@@ -73,7 +75,8 @@ local free = math.min(free_rate, free_cap)
 
 local sched = tonumber(ARGV[2])
 -- NX: a firing asking again keeps the place it took when it first asked.
-redis.call('ZADD', KEYS[4], 'NX', sched + math.min(math.max(now - sched, 0), 999) / 1000, fid)
+local late = math.min(math.max(now - sched, 0), 8999)
+redis.call('ZADD', KEYS[4], 'NX', sched - 1.6e12 + late / 10000, fid)
 local rank = redis.call('ZRANK', KEYS[4], fid)
 local turn = tonumber(redis.call('ZSCORE', KEYS[5], fid) or '')
 if rank < free or (free > 0 and turn and turn <= now) then
