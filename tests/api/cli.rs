@@ -485,3 +485,66 @@ async fn the_cli_enqueues_with_dedup() {
         "{listed:#}"
     );
 }
+
+/// `keyfire limits`: a limit declared in the config (`[[flow_limits]]`) is set at start;
+/// `set`, `get`, `ls` and `rm` drive the rest; a bound of 0 exits 2 naming the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_manages_flow_limits() {
+    let w = World::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let declared = "[[flow_limits]]\nkey = \"host:declared.example\"\nrate = 7\n";
+    let config = write_config(&w, dir.path(), port, declared);
+    let _server = serve(&config);
+    let url = format!("http://127.0.0.1:{port}");
+    wait_ready(&url);
+
+    let got = json(&cli(
+        &url,
+        &["limits", "get", "host:declared.example", "--json"],
+    ));
+    assert_eq!(got["rate"], 7, "{got:#}");
+    let set = json(&cli(
+        &url,
+        &[
+            "limits",
+            "set",
+            "mail",
+            "--rate",
+            "20",
+            "--burst",
+            "5",
+            "--in-flight",
+            "3",
+            "--json",
+        ],
+    ));
+    assert_eq!(
+        (
+            set["rate"].as_u64(),
+            set["burst"].as_u64(),
+            set["in_flight"].as_u64()
+        ),
+        (Some(20), Some(5), Some(3))
+    );
+    let ls = cli(&url, &["limits", "ls"]);
+    assert_eq!(code(&ls), 0, "{}", text(&ls));
+    let table = String::from_utf8_lossy(&ls.stdout);
+    assert!(
+        table.contains("host:declared.example") && table.contains("mail"),
+        "{table}"
+    );
+
+    let bad = cli(&url, &["limits", "set", "mail", "--in-flight", "0"]);
+    assert_eq!(code(&bad), 2, "{}", text(&bad));
+    assert!(text(&bad).contains("in_flight"), "{}", text(&bad));
+    assert_eq!(
+        json(&cli(&url, &["limits", "get", "mail", "--json"]))["in_flight"],
+        3
+    );
+
+    let rm = cli(&url, &["limits", "rm", "mail"]);
+    assert_eq!(code(&rm), 0, "{}", text(&rm));
+    let gone = cli(&url, &["limits", "get", "mail"]);
+    assert_eq!(code(&gone), 3, "{}", text(&gone));
+}
