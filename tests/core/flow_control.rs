@@ -190,12 +190,12 @@ async fn limits_hold_across_three_nodes_and_a_node_killed_mid_run() {
 
     // Kill the victim while it delivers.
     let deadline = Instant::now() + Duration::from_secs(20);
+    let mut most_held = 0;
     loop {
-        let running = store
-            .limit_status(key)
-            .await
-            .unwrap()
-            .map_or(0, |s| s.running);
+        let status = store.limit_status(key).await.unwrap().unwrap();
+        let running = status.running;
+        // Held firings show as such while they wait.
+        most_held = most_held.max(status.held);
         let hits = rx.hits.lock().unwrap().len();
         let victim_runs: usize = {
             let mut conn = w.conn().await;
@@ -263,6 +263,11 @@ async fn limits_hold_across_three_nodes_and_a_node_killed_mid_run() {
         let runs = client.runs(&id, 10).await.unwrap();
         let ok: Vec<_> = runs.iter().filter(|r| r.outcome == "ok").collect();
         assert_eq!(ok.len(), 1, "{id} completed once: {runs:?}");
+        // Held back is not failed: no failed attempt, and the attempt number moved only for
+        // a run lost with the victim.
+        assert!(runs.iter().all(|r| r.outcome != "failed"), "{runs:?}");
+        let lost = runs.iter().filter(|r| r.outcome == "lost").count() as u32;
+        assert_eq!(ok[0].attempt, 1 + lost, "{id}: {runs:?}");
         let got = &by_firing[&ok[0].firing_id];
         if got.len() > 1 {
             // Only a delivery the victim had under way when it died is made again, as the
@@ -310,6 +315,10 @@ async fn limits_hold_across_three_nodes_and_a_node_killed_mid_run() {
         "{span} ms"
     );
     // The victim's slots came back (at its takeover: its lease is 120 s).
+    assert!(
+        most_held >= 50,
+        "held firings were not shown: at most {most_held}"
+    );
     let st = store.limit_status(key).await.unwrap().unwrap();
     assert_eq!((st.running, st.held), (0, 0), "{st:?}");
     drop(nodes);
