@@ -286,3 +286,61 @@ async fn rate_is_paced_after_the_burst() {
     assert!(granted(&ask(&s, "k", "c:3", 3).await), "c at its turn");
     assert!(!granted(&ask(&s, "k", "d:4", 4).await), "d before its turn");
 }
+
+/// Any handler, through a job's `limit_key`: 12 tasks of a `slow` handler (150 ms) under
+/// in_flight 2, on two in-process nodes: never more than 2 run at once, each runs once, as
+/// attempt 1 (held back is not a failed attempt), and the held ones show in the limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_named_key_limits_any_handler() {
+    let w = World::new().await;
+    let client = w.client().await.allow_handlers(["slow"]);
+    client
+        .put_limit(LimitSpec::new("work", None, Some(2)))
+        .await
+        .unwrap();
+    let nodes = [w.node("a").await, w.node("b").await];
+    let specs: Vec<keyfire::JobSpec> = (0..12)
+        .map(|i| {
+            keyfire::JobSpec::after(format!("w{i:02}"), "0s", "slow")
+                .params(serde_json::json!({"sleep_ms": 150}))
+                .limit_key("work")
+        })
+        .collect();
+    client.enqueue_many(specs).await.unwrap();
+    let s = store(&w).await;
+    let mut most_held = 0;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while (0..12).any(|i| {
+        w.recorder
+            .seen_of(&format!("w{i:02}"))
+            .iter()
+            .all(|r| w.recorder.ended(&r.firing_id).is_none())
+    }) {
+        assert!(std::time::Instant::now() < deadline, "not all ran");
+        most_held = most_held.max(s.limit_status("work").await.unwrap().unwrap().held);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    w.wait_idle(Duration::from_secs(10)).await;
+    let seen = w.recorder.seen();
+    assert_eq!(seen.len(), 12, "{seen:?}");
+    assert!(seen.iter().all(|r| r.attempt == 1), "{seen:?}");
+    let spans: Vec<(i64, i64)> = seen
+        .iter()
+        .map(|r| (r.start_ms, w.recorder.ended(&r.firing_id).unwrap()))
+        .collect();
+    let most_at_once = spans
+        .iter()
+        .map(|&(start, _)| {
+            spans
+                .iter()
+                .filter(|&&(a, b)| a <= start && start < b)
+                .count()
+        })
+        .max()
+        .unwrap();
+    assert!(most_at_once <= 2, "{most_at_once} at once: {spans:?}");
+    assert!(most_held > 0, "no firing was shown held");
+    for n in nodes {
+        n.shutdown().await;
+    }
+}
