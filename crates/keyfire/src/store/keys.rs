@@ -361,7 +361,8 @@ pub struct LimitKeys {
 }
 
 impl LimitKeys {
-    /// HASH: `rate`, `in_flight` (the limit) and `avg` (moving average of run ms).
+    /// HASH: `rate`, `burst`, `in_flight` (the limit), `tat` (when the pacing allows the next
+    /// grant) and `avg` (moving average of run ms).
     pub fn conf(&self) -> String {
         format!("{}:conf", self.tag)
     }
