@@ -344,3 +344,39 @@ async fn a_named_key_limits_any_handler() {
         n.shutdown().await;
     }
 }
+
+/// Several firings asking in one call are decided in order, each seeing the grants before
+/// it: rate 5 (all at once), 7 asking, the first 5 run.
+#[tokio::test]
+async fn one_call_decides_a_batch_in_order() {
+    let w = World::new().await;
+    let s = store(&w).await;
+    s.put_limit(&LimitSpec::new("k", Some(5), Some(10)).with_burst(5))
+        .await
+        .unwrap();
+    let fids: Vec<String> = (0..7).map(|i| format!("b{i}:{i}")).collect();
+    let asks: Vec<(&str, i64)> = fids.iter().zip(0..).map(|(f, i)| (f.as_str(), i)).collect();
+    let answers = s.acquire_limits("k", &asks, 30_000, 30_000).await.unwrap();
+    let got: Vec<bool> = answers.iter().map(granted).collect();
+    assert_eq!(
+        got,
+        [true, true, true, true, true, false, false],
+        "{answers:?}"
+    );
+    assert_eq!(
+        answers[4],
+        Acquired::Granted {
+            in_flight: 5,
+            held: 0
+        }
+    );
+    let st = s.limit_status("k").await.unwrap().unwrap();
+    assert_eq!((st.running, st.started_last_second, st.held), (5, 5, 2));
+    assert!(
+        s.acquire_limits("nolimit", &asks, 30_000, 30_000)
+            .await
+            .unwrap()
+            .iter()
+            .all(|a| *a == Acquired::Unlimited)
+    );
+}

@@ -8,8 +8,10 @@
 //! start, after every change message about limits, and at every sweep), so a firing whose
 //! key is not in it (or that has no key) makes no extra Redis call.
 
-use std::collections::HashSet;
-use std::sync::{Arc, RwLock};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
+
+use tokio::sync::{mpsc, oneshot};
 
 use super::Inner;
 use super::claim::{Claimed, Kind};
@@ -17,11 +19,24 @@ use super::specs::CachedJob;
 use crate::metrics::name;
 use crate::store::{Acquired, firing_id};
 
-/// The limit keys that have a limit, as this node last read them.
+/// The limit keys that have a limit, as this node last read them, and the batcher of each
+/// key's asks.
 #[derive(Default)]
 pub(super) struct LimitedKeys {
     keys: RwLock<Arc<HashSet<String>>>,
+    asks: Mutex<HashMap<String, mpsc::UnboundedSender<Ask>>>,
 }
+
+/// A firing asking its limit key, waiting for its key's next script call. None back: the
+/// call failed (the firing asks on its own, and sees the error).
+pub(super) struct Ask {
+    fid: String,
+    at_ms: i64,
+    reply: oneshot::Sender<Option<Acquired>>,
+}
+
+/// Most firings asking in one script call.
+const ASK_BATCH: usize = 128;
 
 impl LimitedKeys {
     fn get(&self) -> Arc<HashSet<String>> {
@@ -81,10 +96,7 @@ impl Inner {
         );
         let mut waited = 0;
         let (wait_ms, reason) = loop {
-            let reply = self
-                .store
-                .acquire_limit(&key, &fid, c.at_ms, lease, grace)
-                .await;
+            let reply = self.ask(&key, &fid, c.at_ms, lease, grace).await;
             match reply {
                 Ok(Acquired::Unlimited) => return Gate::Run(None),
                 Ok(Acquired::Granted { in_flight, held }) => {
@@ -133,6 +145,90 @@ impl Inner {
             }
         }
         Gate::Held
+    }
+
+    /// Ask `key` for a slot for `fid`, in one script call with the other firings of this
+    /// node asking the same key meanwhile (a burst of claims asks in a few calls, not one
+    /// each).
+    async fn ask(
+        self: &Arc<Self>,
+        key: &str,
+        fid: &str,
+        at_ms: i64,
+        lease: i64,
+        grace: i64,
+    ) -> crate::Result<Acquired> {
+        let tx = {
+            let mut asks = self.limited.asks.lock().expect("asks lock");
+            asks.entry(key.to_string())
+                .or_insert_with(|| {
+                    let (tx, rx) = mpsc::unbounded_channel();
+                    tokio::spawn(self.clone().ask_batcher(key.to_string(), rx, lease, grace));
+                    tx
+                })
+                .clone()
+        };
+        let (reply, answer) = oneshot::channel();
+        let ask = Ask {
+            fid: fid.to_string(),
+            at_ms,
+            reply,
+        };
+        if tx.send(ask).is_ok()
+            && let Ok(Some(a)) = answer.await
+        {
+            return Ok(a);
+        }
+        // The batcher stopped (the node is stopping) or its call failed: ask alone.
+        self.store
+            .acquire_limit(key, fid, at_ms, lease, grace)
+            .await
+    }
+
+    /// One key's asks: the first waiting and whatever else is queued (up to [`ASK_BATCH`])
+    /// go in one script call; one call in flight per key.
+    async fn ask_batcher(
+        self: Arc<Self>,
+        key: String,
+        mut rx: mpsc::UnboundedReceiver<Ask>,
+        lease: i64,
+        grace: i64,
+    ) {
+        loop {
+            let first = tokio::select! {
+                a = rx.recv() => match a {
+                    Some(a) => a,
+                    None => break,
+                },
+                _ = self.runs_cancel.cancelled() => break,
+            };
+            let mut batch = vec![first];
+            while batch.len() < ASK_BATCH {
+                match rx.try_recv() {
+                    Ok(a) => batch.push(a),
+                    Err(_) => break,
+                }
+            }
+            let firings: Vec<(&str, i64)> =
+                batch.iter().map(|a| (a.fid.as_str(), a.at_ms)).collect();
+            match self
+                .store
+                .acquire_limits(&key, &firings, lease, grace)
+                .await
+            {
+                Ok(answers) => {
+                    for (a, answer) in batch.into_iter().zip(answers) {
+                        let _ = a.reply.send(Some(answer));
+                    }
+                }
+                Err(_) => {
+                    for a in batch {
+                        let _ = a.reply.send(None);
+                    }
+                }
+            }
+        }
+        self.limited.asks.lock().expect("asks lock").remove(&key);
     }
 
     /// Give back the slot a run held (its run ended after `ran_ms`, if known).

@@ -44,15 +44,11 @@ pub enum Acquired {
     Unlimited,
 }
 
-impl FromRedisValue for Acquired {
-    fn from_redis_value(v: Value) -> std::result::Result<Self, redis::ParsingError> {
-        let items = Vec::<Value>::from_redis_value(v)?;
-        let int = |i: usize| -> std::result::Result<i64, redis::ParsingError> {
-            items
-                .get(i)
-                .map(i64::from_redis_value_ref)
-                .transpose()?
-                .ok_or_else(|| "limit_acquire: short reply".into())
+impl Acquired {
+    /// One firing's five values of a `limit_acquire.lua` reply.
+    fn parse(v: &[Value]) -> Result<Self> {
+        let int = |i: usize| -> Result<i64> {
+            Ok(i64::from_redis_value_ref(&v[i]).map_err(redis::RedisError::from)?)
         };
         Ok(match int(0)? {
             1 => Acquired::Granted {
@@ -64,13 +60,9 @@ impl FromRedisValue for Acquired {
                 wait_ms: int(1)?,
                 in_flight: int(2)? as u64,
                 held: int(3)? as u64,
-                reason: items
-                    .get(4)
-                    .map(String::from_redis_value_ref)
-                    .transpose()?
-                    .unwrap_or_default(),
+                reason: String::from_redis_value_ref(&v[4]).map_err(redis::RedisError::from)?,
             },
-            other => return Err(format!("limit_acquire: code {other}").into()),
+            other => return Err(Error::Corrupt(format!("limit_acquire code {other}"))),
         })
     }
 }
@@ -233,19 +225,47 @@ impl Store {
         lease_ms: i64,
         grace_ms: i64,
     ) -> Result<Acquired> {
+        let mut replies = self
+            .acquire_limits(key, &[(fid, scheduled_ms)], lease_ms, grace_ms)
+            .await?;
+        replies
+            .pop()
+            .ok_or_else(|| Error::Corrupt("empty limit_acquire reply".into()))
+    }
+
+    /// [`Store::acquire_limit`] for several firings of one key in one script call, in the
+    /// order given (the line decides between them); one answer per firing, in order.
+    pub async fn acquire_limits(
+        &self,
+        key: &str,
+        firings: &[(&str, i64)],
+        lease_ms: i64,
+        grace_ms: i64,
+    ) -> Result<Vec<Acquired>> {
+        if firings.is_empty() {
+            return Ok(Vec::new());
+        }
         let k = self.keys().limit(key);
-        Ok(ACQUIRE
-            .key(k.conf())
+        let mut inv = ACQUIRE.prepare_invoke();
+        inv.key(k.conf())
             .key(k.in_flight())
             .key(k.log())
             .key(k.waiters())
             .key(k.turns())
-            .arg(fid)
-            .arg(scheduled_ms)
             .arg(lease_ms)
-            .arg(grace_ms)
-            .invoke_async(&mut self.conn.clone())
-            .await?)
+            .arg(grace_ms);
+        for (fid, at) in firings {
+            inv.arg(*fid).arg(*at);
+        }
+        let flat: Vec<Value> = inv.invoke_async(&mut self.conn.clone()).await?;
+        if flat.len() != 5 * firings.len() {
+            return Err(Error::Corrupt(format!(
+                "limit_acquire reply of {} values for {} firings",
+                flat.len(),
+                firings.len()
+            )));
+        }
+        flat.chunks(5).map(Acquired::parse).collect()
     }
 
     /// Give back the slots of `runs` (firing id, run ms if known) under `key`. Returns how
