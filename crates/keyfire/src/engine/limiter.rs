@@ -17,7 +17,7 @@ use super::Inner;
 use super::claim::{Claimed, Kind};
 use super::specs::CachedJob;
 use crate::metrics::name;
-use crate::store::{Acquired, firing_id};
+use crate::store::{Acquired, Hold, firing_id};
 
 /// The limit keys that have a limit, as this node last read them, and the batcher of each
 /// key's asks.
@@ -25,6 +25,17 @@ use crate::store::{Acquired, firing_id};
 pub(super) struct LimitedKeys {
     keys: RwLock<Arc<HashSet<String>>>,
     asks: Mutex<HashMap<String, mpsc::UnboundedSender<Ask>>>,
+    holds: Mutex<HashMap<usize, mpsc::UnboundedSender<HoldAsk>>>,
+}
+
+/// A denied firing to hold back, waiting for its shard's next hold call. None back: the
+/// call failed (the firing is held on its own, and sees the error).
+pub(super) struct HoldAsk {
+    job_id: String,
+    at_ms: i64,
+    attempt: u32,
+    wait_ms: i64,
+    reply: oneshot::Sender<Option<Option<i64>>>,
 }
 
 /// A firing asking its limit key, waiting for its key's next script call. None back: the
@@ -130,11 +141,7 @@ impl Inner {
         metrics::counter!(name::LIMIT_HELD, "node" => self.id.clone(), "key" => key.clone(), "reason" => reason.clone())
             .increment(1);
         Inner::bump(&self.stats.held);
-        match self
-            .store
-            .hold(job_id, c.at_ms, c.attempt, &self.id, wait_ms)
-            .await
-        {
+        match self.hold(job_id, c.at_ms, c.attempt, wait_ms).await {
             Ok(Some(due)) => {
                 tracing::debug!(key, firing = %fid, wait_ms, reason, "held back by its limit");
                 self.arm_due(job_id.clone(), c.at_ms, Kind::Retry, due);
@@ -229,6 +236,91 @@ impl Inner {
             }
         }
         self.limited.asks.lock().expect("asks lock").remove(&key);
+    }
+
+    /// Hold a denied firing back, in one script call with the others of its shard that this
+    /// node holds back meanwhile.
+    async fn hold(
+        self: &Arc<Self>,
+        job_id: &str,
+        at_ms: i64,
+        attempt: u32,
+        wait_ms: i64,
+    ) -> crate::Result<Option<i64>> {
+        let shard = self.store.shards().of(job_id);
+        let tx = {
+            let mut holds = self.limited.holds.lock().expect("holds lock");
+            holds
+                .entry(shard)
+                .or_insert_with(|| {
+                    let (tx, rx) = mpsc::unbounded_channel();
+                    tokio::spawn(self.clone().hold_batcher(shard, rx));
+                    tx
+                })
+                .clone()
+        };
+        let (reply, answer) = oneshot::channel();
+        let ask = HoldAsk {
+            job_id: job_id.to_string(),
+            at_ms,
+            attempt,
+            wait_ms,
+            reply,
+        };
+        if tx.send(ask).is_ok()
+            && let Ok(Some(due)) = answer.await
+        {
+            return Ok(due);
+        }
+        self.store
+            .hold(job_id, at_ms, attempt, &self.id, wait_ms)
+            .await
+    }
+
+    /// One shard's holds: the first waiting and whatever else is queued go in one call.
+    async fn hold_batcher(self: Arc<Self>, shard: usize, mut rx: mpsc::UnboundedReceiver<HoldAsk>) {
+        loop {
+            let first = tokio::select! {
+                a = rx.recv() => match a {
+                    Some(a) => a,
+                    None => break,
+                },
+                _ = self.runs_cancel.cancelled() => break,
+            };
+            let mut batch = vec![first];
+            while batch.len() < ASK_BATCH {
+                match rx.try_recv() {
+                    Ok(a) => batch.push(a),
+                    Err(_) => break,
+                }
+            }
+            let holds: Vec<Hold> = batch
+                .iter()
+                .map(|a| Hold {
+                    job_id: &a.job_id,
+                    at_ms: a.at_ms,
+                    attempt: a.attempt,
+                    wait_ms: a.wait_ms,
+                })
+                .collect();
+            match self.store.hold_many(&self.id, &holds).await {
+                Ok(dues) => {
+                    for (a, due) in batch.into_iter().zip(dues) {
+                        let _ = a.reply.send(Some(due));
+                    }
+                }
+                Err(_) => {
+                    for a in batch {
+                        let _ = a.reply.send(None);
+                    }
+                }
+            }
+        }
+        self.limited
+            .holds
+            .lock()
+            .expect("holds lock")
+            .remove(&shard);
     }
 
     /// Give back the slot a run held (its run ended after `ran_ms`, if known).

@@ -67,6 +67,19 @@ impl Acquired {
     }
 }
 
+/// A claimed firing to hold back (see [`Store::hold`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Hold<'a> {
+    /// Its job.
+    pub job_id: &'a str,
+    /// Its scheduled instant.
+    pub at_ms: i64,
+    /// The attempt this node claimed (queued again as it is).
+    pub attempt: u32,
+    /// When its turn should come, from now.
+    pub wait_ms: i64,
+}
+
 /// A limit key's limit and what is happening under it now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -311,22 +324,61 @@ impl Store {
         node: &str,
         wait_ms: i64,
     ) -> Result<Option<i64>> {
-        let k = self.job_keys(job_id);
-        let reply: Vec<i64> = HOLD
-            .key(k.running())
+        let mut out = self
+            .hold_many(
+                node,
+                &[Hold {
+                    job_id,
+                    at_ms,
+                    attempt,
+                    wait_ms,
+                }],
+            )
+            .await?;
+        out.pop()
+            .ok_or_else(|| Error::Corrupt("empty limit_hold reply".into()))
+    }
+
+    /// [`Store::hold`] for several firings in one script call per shard; one answer per
+    /// firing, in order.
+    pub async fn hold_many(&self, node: &str, holds: &[Hold<'_>]) -> Result<Vec<Option<i64>>> {
+        self.per_shard(
+            holds,
+            |h| h.job_id,
+            |shard, part| self.hold_shard(shard, node, part),
+        )
+        .await
+    }
+
+    async fn hold_shard(
+        &self,
+        shard: usize,
+        node: &str,
+        part: Vec<&Hold<'_>>,
+    ) -> Result<Vec<Option<i64>>> {
+        if part.is_empty() {
+            return Ok(Vec::new());
+        }
+        let k = self.shards.keys(shard);
+        let mut inv = HOLD.prepare_invoke();
+        inv.key(k.running())
             .key(k.attempts())
             .key(k.retry())
-            .key(k.job(job_id))
-            .arg(firing_id(job_id, at_ms))
-            .arg(node)
-            .arg(attempt)
-            .arg(wait_ms)
-            .invoke_async(&mut self.conn.clone())
-            .await?;
-        match reply.as_slice() {
-            [1, due] => Ok(Some(*due)),
-            [0] => Ok(None),
-            _ => Err(Error::Corrupt(format!("limit_hold reply {reply:?}"))),
+            .arg(node);
+        for h in &part {
+            inv.key(k.job(h.job_id))
+                .arg(firing_id(h.job_id, h.at_ms))
+                .arg(h.attempt)
+                .arg(h.wait_ms);
         }
+        let due: Vec<i64> = inv.invoke_async(&mut self.conn.clone()).await?;
+        if due.len() != part.len() {
+            return Err(Error::Corrupt(format!(
+                "limit_hold reply of {} values for {} firings",
+                due.len(),
+                part.len()
+            )));
+        }
+        Ok(due.into_iter().map(|d| (d > 0).then_some(d)).collect())
     }
 }

@@ -27,7 +27,7 @@ pub use jobs::Deduped;
 pub use keys::{
     CLUSTER_SLOTS, Keys, LimitKeys, Shards, firing_id, parse_firing_id, slot_of, stable_hash,
 };
-pub use limits::{Acquired, LimitStatus};
+pub use limits::{Acquired, Hold, LimitStatus};
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use ops::{LiveNode, Totals, parse_info, redis_time_ms, time_reply_ms};
 pub use records::*;
