@@ -9,7 +9,7 @@ use redis::{Script, Value};
 
 use super::check::{Checked, add_args};
 use super::reply::{AddReply, FinishReply, PopReply, PromoteReply, RequeueReply};
-use super::{NOTIFY_CAP, PROMOTE_BATCH, Queue, duration_ms};
+use super::{DEFAULT_MAX_DELIVERIES, NOTIFY_CAP, PROMOTE_BATCH, Queue, duration_ms};
 use crate::error::Result;
 
 macro_rules! script {
@@ -135,7 +135,8 @@ impl Queue {
             inv.key(k.qtask(id));
         }
         inv.arg(duration_ms(self.dead_retention).max(1))
-            .arg(NOTIFY_CAP);
+            .arg(NOTIFY_CAP)
+            .arg(DEFAULT_MAX_DELIVERIES);
         for id in ids {
             inv.arg(id);
         }
