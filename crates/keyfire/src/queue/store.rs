@@ -94,7 +94,7 @@ impl Queue {
         for id in candidates {
             inv.key(k.qtask(id));
         }
-        inv.arg(max);
+        inv.arg(max).arg(DEFAULT_MAX_DELIVERIES);
         for id in candidates {
             // The topic rides in the token, so finish and touch need not read it first.
             inv.arg(id)
