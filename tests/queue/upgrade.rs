@@ -237,6 +237,9 @@ async fn records_of_the_previous_version_are_served_and_new_ones_are_compact() {
             .unwrap()
             .unwrap();
         assert_eq!(r.deliveries, n);
+        // A reserved record names its max, for the previous release's recovery script.
+        let max: Option<String> = conn.hget(k.qtask("d"), "max").await.unwrap();
+        assert_eq!(max.as_deref(), Some("5"));
         tokio::time::sleep(Duration::from_millis(60)).await;
     }
     let r = q.requeue_expired("dflt").await.unwrap();
