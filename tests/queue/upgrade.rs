@@ -178,7 +178,7 @@ async fn records_of_the_previous_version_are_served_and_new_ones_are_compact() {
     assert_eq!(q.get("p-dies").await.unwrap().state, TaskState::Dead);
 
     // This version's records: no `deliveries`, no `created` (`c`: due minus creation), no
-    // `max` when it is the default.
+    // `ttr` or `max` when it is the default.
     let before = w.redis_ms().await;
     q.add_task(
         NewTask::new("now", json!(1))
@@ -191,6 +191,7 @@ async fn records_of_the_previous_version_are_served_and_new_ones_are_compact() {
         NewTask::new("now", json!(1))
             .id("n-max")
             .delay(Duration::from_secs(60))
+            .ttr(Duration::from_secs(5))
             .max_deliveries(2),
     )
     .await
@@ -203,10 +204,7 @@ async fn records_of_the_previous_version_are_served_and_new_ones_are_compact() {
         f
     };
     let stored: HashMap<String, String> = conn.hgetall(k.qtask("n-default")).await.unwrap();
-    assert_eq!(
-        fields(stored),
-        ["c", "due", "payload", "state", "topic", "ttr"]
-    );
+    assert_eq!(fields(stored), ["c", "due", "payload", "state", "topic"]);
     let stored: HashMap<String, String> = conn.hgetall(k.qtask("n-max")).await.unwrap();
     assert_eq!(
         fields(stored),
@@ -220,7 +218,24 @@ async fn records_of_the_previous_version_are_served_and_new_ones_are_compact() {
     );
     assert_eq!(info.due_at.timestamp_millis() - created, 60_000);
     assert_eq!((info.max_deliveries, info.deliveries), (5, 0));
-    assert_eq!(q.get("n-max").await.unwrap().max_deliveries, 2);
+    assert_eq!(info.ttr, keyfire::queue::DEFAULT_TTR);
+    let info = q.get("n-max").await.unwrap();
+    assert_eq!((info.max_deliveries, info.ttr), (2, Duration::from_secs(5)));
+    // A pop of a record without a ttr reserves it for the default, and writes both defaults
+    // into the reserved record (for touch, and the previous release's recovery).
+    q.add_task(NewTask::new("dt", json!(1)).id("t-dflt"))
+        .await
+        .unwrap();
+    let r = q.pop("dt", Duration::from_secs(5)).await.unwrap().unwrap();
+    assert_eq!(r.ttr, keyfire::queue::DEFAULT_TTR);
+    assert_eq!(r.deadline - r.reserved_at, chrono::Duration::seconds(60));
+    let (ttr, max): (Option<String>, Option<String>) = redis::pipe()
+        .hget(k.qtask("t-dflt"), "ttr")
+        .hget(k.qtask("t-dflt"), "max")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!((ttr.as_deref(), max.as_deref()), (Some("60000"), Some("5")));
 
     // The default max holds: a task with none stored dies after its fifth delivery.
     q.add_task(

@@ -256,7 +256,7 @@ pub(super) fn decode_task(id: &str, map: &HashMap<String, String>) -> Result<Tas
         payload,
         deliveries: num("deliveries").unwrap_or(0).max(0) as u32,
         max_deliveries: num("max").map_or(DEFAULT_MAX_DELIVERIES, |m| m.max(0) as u32),
-        ttr: ms_duration(num("ttr").unwrap_or(0)),
+        ttr: num("ttr").map_or(DEFAULT_TTR, ms_duration),
         created_at: instant(created),
         due_at: instant(due),
         ready_at: num("ready_at").map(instant),

@@ -8,11 +8,11 @@
 -- KEYS[5] topic stats hash   KEYS[6] topic sentinel key   KEYS[7] change channel
 -- KEYS[8..] task hashes, one per task
 -- ARGV[1] topic   ARGV[2] most wake-up tokens kept
--- ARGV[3..] six per task: id, payload JSON, ttr ms, max deliveries ('' for the default: not
---           stored), 'delay' | 'at', the delay ms or the instant ms
--- A record holds state, topic, payload, ttr, due, `max` only when not the default, and `c`, the
--- due instant minus the add's (when not 0), for its creation instant; deliveries are written by
--- the first pop. (Records of earlier versions hold `created` and `deliveries`, and always `max`:
+-- ARGV[3..] six per task: id, payload JSON, ttr ms, max deliveries (each '' for the default:
+--           not stored), 'delay' | 'at', the delay ms or the instant ms
+-- A record holds state, topic, payload, due, `ttr` and `max` only when not the default, and
+-- `c`, the due instant minus the add's (when not 0), for its creation instant; deliveries are
+-- written by the first pop (with the default ttr and max when the record has none). (Records of earlier versions hold `created` and `deliveries`, and always `max`:
 -- readers take both.)
 -- Reply: {now, then per task: added (1|0), state, due}; an existing id answers 0 and its
 --        stored state and due, having written nothing
@@ -35,8 +35,11 @@ for i = 8, #KEYS do
   else
     local due = tonumber(ARGV[a + 5])
     if ARGV[a + 4] == 'delay' then due = now + due end
-    local record = {'state', 'delayed', 'topic', topic, 'payload', ARGV[a + 1], 'ttr', ARGV[a + 2],
-      'due', due}
+    local record = {'state', 'delayed', 'topic', topic, 'payload', ARGV[a + 1], 'due', due}
+    if ARGV[a + 2] ~= '' then
+      record[#record + 1] = 'ttr'
+      record[#record + 1] = ARGV[a + 2]
+    end
     if ARGV[a + 3] ~= '' then
       record[#record + 1] = 'max'
       record[#record + 1] = ARGV[a + 3]
