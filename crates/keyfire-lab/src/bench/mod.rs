@@ -51,6 +51,10 @@ pub enum Scenario {
     Cron,
     /// `n` jobs pending, none due, for `duration`: CPU of node and Redis.
     Idle,
+    /// `queue` with its consumers popping and finishing batches over HTTP, from `keyfire serve`
+    /// processes the bench starts on free ports (see [`queue`]).
+    #[value(name = "queue-rest")]
+    QueueRest,
     /// `n` delay-queue tasks due over `duration`, through add → ready → pop → finish with 8
     /// consumers: throughput, and lateness from due to ready.
     Queue,
@@ -72,6 +76,7 @@ impl Scenario {
             Scenario::Idle => "idle",
             Scenario::Queue => "queue",
             Scenario::Flow => "flow",
+            Scenario::QueueRest => "queue-rest",
         }
     }
 
@@ -79,7 +84,7 @@ impl Scenario {
     pub fn default_n(self) -> usize {
         match self {
             Scenario::Sparse | Scenario::Enqueue | Scenario::Idle => 1_000_000,
-            Scenario::Steady | Scenario::Burst | Scenario::Queue => 100_000,
+            Scenario::Steady | Scenario::Burst | Scenario::Queue | Scenario::QueueRest => 100_000,
             Scenario::Cron | Scenario::Flow => 10_000,
         }
     }
@@ -88,7 +93,11 @@ impl Scenario {
     pub fn default_nodes(self) -> usize {
         match self {
             Scenario::Steady | Scenario::Burst | Scenario::Cron | Scenario::Flow => 3,
-            Scenario::Sparse | Scenario::Enqueue | Scenario::Idle | Scenario::Queue => 1,
+            Scenario::Sparse
+            | Scenario::Enqueue
+            | Scenario::Idle
+            | Scenario::Queue
+            | Scenario::QueueRest => 1,
         }
     }
 
@@ -166,6 +175,11 @@ pub struct BenchOptions {
     pub limit_rate: Option<u32>,
     /// `flow` only: the host's limit, deliveries at once (default 50).
     pub limit_in_flight: Option<u32>,
+    /// `queue-rest`: the `keyfire` binary to run as `keyfire serve` (default: this process's
+    /// own executable, which is `keyfire` under `keyfire bench`).
+    pub server_bin: Option<PathBuf>,
+    /// `queue-rest`: `keyfire serve` processes the consumers pop from (default 2).
+    pub servers: Option<usize>,
 }
 
 impl BenchOptions {
@@ -186,6 +200,8 @@ impl BenchOptions {
             quiet: false,
             limit_rate: None,
             limit_in_flight: None,
+            server_bin: None,
+            servers: None,
         }
     }
 }

@@ -53,6 +53,12 @@ pub struct BenchArgs {
     /// flow: the target host's limit, deliveries at once (default 50).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub in_flight: Option<u32>,
+    /// queue-rest: the `keyfire` binary to start as `keyfire serve` (default: this one).
+    #[arg(long)]
+    pub server_bin: Option<PathBuf>,
+    /// queue-rest: `keyfire serve` processes the consumers pop from over HTTP.
+    #[arg(long, default_value_t = 2)]
+    pub servers: usize,
 }
 
 /// Run the scenario and print its report as one JSON line.
@@ -72,6 +78,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         quiet: false,
         limit_rate: args.rate,
         limit_in_flight: args.in_flight,
+        server_bin: args.server_bin,
+        servers: Some(args.servers),
     };
     let run = crate::bench::run(&opts).await?;
     println!("{}", serde_json::to_string(&run.report)?);
