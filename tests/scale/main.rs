@@ -3,6 +3,7 @@
 //! One test binary made of modules, so it links once.
 
 mod conn;
+mod limits;
 mod nodes;
 
 #[path = "../support/mod.rs"]
