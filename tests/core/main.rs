@@ -15,3 +15,4 @@ mod precision;
 mod quickstart;
 mod retries;
 mod scaleout;
+mod upgrade;

@@ -1,9 +1,10 @@
 -- Extend the lease of an attempt this node still holds: the running ZSET's member
 -- "<firing id>|<attempt>|<claimed ms>|<node>" (see claim.lua) names this node and attempt.
--- The caller names the claim instant when it knows it (one lookup); else the job's latest
--- run, then the runs in progress, are searched for the attempt and node. A run claimed by a
--- node of the earlier layout (running entry: the firing id, record "<attempt>:<claimed
--- ms>:<node>" in the attempts hash) is renewed too.
+-- The caller names the claim instant when it knows it (one lookup: a run of the same node
+-- and attempt claimed at another instant, such as a replayed dead letter, is not ours);
+-- else the job's latest run, then the runs in progress, are searched for the attempt and
+-- node. A run claimed by a node of the earlier layout (running entry: the firing id,
+-- record "<attempt>:<claimed ms>:<node>" in the attempts hash) is renewed too.
 -- KEYS[1] running zset   KEYS[2] attempts hash   KEYS[3] job hash
 -- ARGV[1] node id   ARGV[2] firing id   ARGV[3] lease ms   ARGV[4] attempt
 -- ARGV[5] claimed ms, or "" when the caller does not know it
@@ -14,8 +15,7 @@ local member = nil
 if ARGV[5] ~= '' then
   local exact = fid .. '|' .. attempt .. '|' .. ARGV[5] .. '|' .. node
   if redis.call('ZSCORE', KEYS[1], exact) then member = exact end
-end
-if not member then
+else
   local prefix = fid .. '|' .. attempt .. '|'
   local function ours(m)
     return string.sub(m, 1, #prefix) == prefix
