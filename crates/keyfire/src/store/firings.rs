@@ -265,14 +265,22 @@ impl Store {
             .arg(limits.history_max_age_ms);
         for c in &batch {
             let run = c.run;
-            // `failed_ms` is added by the script, in Redis time.
-            let dead = serde_json::json!({
-                "firing_id": run.firing_id,
-                "job_id": c.job_id,
-                "scheduled_ms": run.scheduled_ms,
-                "attempts": run.attempt,
-                "error": run.error,
-            });
+            // Only a failure with no retry left can go to the dead letters; `failed_ms` is
+            // added by the script, in Redis time.
+            let can_die =
+                c.retry_delay_ms.is_none() && run.outcome != "ok" && run.outcome != "cancelled";
+            let dead = if can_die {
+                serde_json::json!({
+                    "firing_id": run.firing_id,
+                    "job_id": c.job_id,
+                    "scheduled_ms": run.scheduled_ms,
+                    "attempts": run.attempt,
+                    "error": run.error,
+                })
+                .to_string()
+            } else {
+                String::new()
+            };
             inv.key(k.job(c.job_id))
                 .key(k.runs(c.job_id))
                 .key(k.dead(c.job_id));
@@ -284,7 +292,7 @@ impl Store {
                 .arg(serde_json::to_string(run)?)
                 .arg(c.retry_delay_ms.map(|d| d.to_string()).unwrap_or_default())
                 .arg(c.job_id)
-                .arg(dead.to_string())
+                .arg(dead)
                 .arg(match c.once {
                     Some(true) => "1",
                     Some(false) => "0",

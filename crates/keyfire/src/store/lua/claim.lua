@@ -35,12 +35,17 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local node, lease, channel, horizon = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local announce = tonumber(ARGV[5])
+-- Numbers written per firing are formatted once per call ('%d': Lua's own number format
+-- is a float's, and costs more than the rest of a firing's Lua).
+local now_s, expiry_s = string.format('%d', now), string.format('%d', now + lease)
 local reply, soon = {}, {}
 
 local function claim(job, next_sentinel, id, at_s, version, nxt, tolerance, applied, run,
                      missed, overlap)
+  -- An instant in ms is an integer below 2^53: Redis writes its score as those digits, so
+  -- the texts compare (the caller writes the instant the same way).
   local score = redis.call('ZSCORE', KEYS[1], id)
-  if not score or tonumber(score) ~= tonumber(at_s) then return 0, 'stale' end
+  if score ~= at_s then return 0, 'stale' end
   local at = tonumber(at_s)
   if at > now then return 2, at - now end
   local fields = redis.call('HMGET', job, 'version', 'active', 'gen', 'runs')
@@ -51,7 +56,7 @@ local function claim(job, next_sentinel, id, at_s, version, nxt, tolerance, appl
   -- `run`: the fields of the run (active, runs), written with the rest of the job's
   -- fields (one HSET).
   local function advance(run_fields)
-    local f = {'next', nxt, 'last', at}
+    local f = {'next', nxt, 'last', at_s}
     if nxt == '' then f[#f + 1], f[#f + 2] = 'status', 'finished' end
     for _, v in ipairs(run_fields) do f[#f + 1] = v end
     redis.call('HSET', job, unpack(f))
@@ -65,7 +70,7 @@ local function claim(job, next_sentinel, id, at_s, version, nxt, tolerance, appl
       end
       if tonumber(nxt) <= now + announce then soon[#soon + 1] = {id, nxt} end
     end
-    if tonumber(missed) > 0 then redis.call('HINCRBY', job, 'missed', missed) end
+    if missed ~= '0' then redis.call('HINCRBY', job, 'missed', missed) end
   end
 
   if run == '0' then
@@ -92,9 +97,9 @@ local function claim(job, next_sentinel, id, at_s, version, nxt, tolerance, appl
       end
     end
   end
-  local member = fid .. '|1|' .. now .. '|' .. node
-  advance({'active', member, 'runs', (tonumber(fields[4]) or 0) + 1})
-  redis.call('ZADD', KEYS[2], now + lease, member)
+  local member = fid .. '|1|' .. now_s .. '|' .. node
+  advance({'active', member, 'runs', string.format('%d', (tonumber(fields[4]) or 0) + 1)})
+  redis.call('ZADD', KEYS[2], expiry_s, member)
   if replaced then
     redis.call('PUBLISH', channel, cjson.encode({op = 'cancel', id = id, firing = replaced}))
   end

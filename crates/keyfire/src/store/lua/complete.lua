@@ -15,7 +15,8 @@
 --   ARGV[a+1] firing id   ARGV[a+2] node id   ARGV[a+3] attempt   ARGV[a+4] claimed ms
 --   ARGV[a+5] outcome (ok | failed | timeout | cancelled)   ARGV[a+6] run record JSON (an object)
 --   ARGV[a+7] retry delay ms, or "" for no further attempt   ARGV[a+8] job id
---   ARGV[a+9] dead-letter entry JSON (an object; used when the firing is dead)
+--   ARGV[a+9] dead-letter entry JSON (an object; used when the firing is dead; "" when it
+--     cannot be: a success, or a failure with a retry)
 --   ARGV[a+10] "1": a one-shot job (a success marks it done, for the retention cleanup,
 --     which checks that it finished), "0": not, "": unknown (read from the job)
 -- Reply: per attempt, two values: fate (done | retry | dead | fenced | gone) and Redis time
@@ -25,6 +26,8 @@ assert(n >= 1 and n == math.floor(n) and #ARGV == 3 + 10 * n, 'complete: wrong a
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local history, dead_limit, max_age = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+-- Formatted once per call ('%d': Lua's own number format is a float's, and costly).
+local now_s = string.format('%d', now)
 
 -- Append fields to a JSON object given as text (cheaper than a cjson round trip).
 local function with(json, extra)
@@ -76,7 +79,7 @@ local function complete(job, runs, dead, fid, node, attempt, claimed, outcome, r
     end
   end
   local fate = 'done'
-  local extra = '"finished_ms":' .. now
+  local extra = '"finished_ms":' .. now_s
   if outcome ~= 'ok' then
     if outcome ~= 'cancelled' then
       if retry ~= '' then
@@ -87,7 +90,7 @@ local function complete(job, runs, dead, fid, node, attempt, claimed, outcome, r
         redis.call('HSET', KEYS[2], fid, tonumber(attempt) + 1)
       else
         fate = 'dead'
-        redis.call('LPUSH', dead, with(letter, '"failed_ms":' .. now))
+        redis.call('LPUSH', dead, with(letter, '"failed_ms":' .. now_s))
         redis.call('LTRIM', dead, 0, dead_limit - 1)
         redis.call('HINCRBY', job, 'dead', 1)
       end
@@ -111,7 +114,7 @@ local function complete(job, runs, dead, fid, node, attempt, claimed, outcome, r
       local f = redis.call('HMGET', job, 'status', 'once')
       if f[1] == 'finished' and f[2] == '1' then once = '1' end
     end
-    if once == '1' then redis.call('ZADD', KEYS[4], now, id) end
+    if once == '1' then redis.call('ZADD', KEYS[4], now_s, id) end
   end
   return fate
 end
