@@ -381,3 +381,25 @@ pub struct ClaimArgs<'a> {
     /// horizon. One message per script call; the batch's first value counts.
     pub announce_ms: i64,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lease_members_parse_back() {
+        let m = lease_member("job-1.a_b:1700000000123", 3, 1_700_000_000_456, "host:1|x");
+        assert_eq!(m, "job-1.a_b:1700000000123|3|1700000000456|host:1|x");
+        assert_eq!(
+            parse_lease_member(&m),
+            (
+                "job-1.a_b:1700000000123",
+                Some((3, 1_700_000_000_456, "host:1|x"))
+            )
+        );
+        // The earlier layout's member: the bare firing id.
+        assert_eq!(parse_lease_member("j:17"), ("j:17", None));
+        assert_eq!(parse_lease_record("2:17:n1"), Some((2, 17, "n1")));
+        assert_eq!(parse_lease_record("2"), None);
+    }
+}
