@@ -7,6 +7,10 @@
 //! - `KEYFIRE_CHAOS_SKEW_MS`: how wrong this node's wall clock is (keyfire must not care:
 //!   every due decision is taken by Redis's clock).
 //!
+//! With `KEYFIRE_CHAOS_CONSUMER=<name>` it is no node but a delay-queue consumer of the topics
+//! in `KEYFIRE_CHAOS_TOPICS` (comma-separated), logging to `<name>.qlog` next to
+//! `KEYFIRE_CHAOS_LOG` (see `keyfire_lab::chaos::consumer`), seeded by `KEYFIRE_CHAOS_SEED`.
+//!
 //! It also runs the `topic` handler, which makes delayed delay-queue tasks ready. Its `chaos`
 //! handler reads its params: `v` (the workload's version of the job, recorded),
 //! `fail` (fail attempts 1..=fail), `hang` (on attempts 1..=hang, never return: the job's
@@ -15,8 +19,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::path::Path;
+
 use keyfire::clock::SkewedClock;
-use keyfire::{Firing, HandlerError, HandlerResult, Node, Registry, Settings};
+use keyfire::{Firing, HandlerError, HandlerResult, Node, Queue, Registry, Settings};
+use keyfire_lab::chaos::consumer;
 use keyfire_lab::chaos::record::{Ev, Outcome, RunEvent, RunLog, host_ms};
 
 /// Writes the end event when dropped, so a run that keyfire drops (a hang past its timeout)
@@ -105,6 +112,37 @@ async fn chaos(log: Arc<RunLog>, f: Firing) -> HandlerResult {
     Ok(())
 }
 
+/// The consumer mode: pop, hold and finish until SIGTERM.
+async fn consumer(settings: Settings, name: String, run_log: &Path) -> anyhow::Result<()> {
+    let topics: Vec<String> = std::env::var("KEYFIRE_CHAOS_TOPICS")?
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let seed: u64 = std::env::var("KEYFIRE_CHAOS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    let log = run_log.with_file_name(format!("{name}.{}", consumer::LOG_EXT));
+    // Done records stay through the round, so the end state of every task is known.
+    let queue = Queue::connect(&settings)
+        .await?
+        .with_retention(Duration::from_secs(24 * 3600));
+    let stop = tokio_util::sync::CancellationToken::new();
+    let on_signal = stop.clone();
+    tokio::spawn(async move {
+        keyfire_server::cli::shutdown_signal().await;
+        on_signal.cancel();
+    });
+    let cfg = consumer::ConsumerConfig {
+        name,
+        topics,
+        seed,
+        log,
+    };
+    consumer::consume(queue, cfg, stop).await?;
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let settings = Settings::load(None)?;
@@ -115,6 +153,9 @@ async fn main() -> anyhow::Result<()> {
         Ok(s) => s.parse()?,
         Err(_) => 0,
     };
+    if let Ok(name) = std::env::var("KEYFIRE_CHAOS_CONSUMER") {
+        return consumer(settings, name, path.as_ref()).await;
+    }
     let log = Arc::new(RunLog::open(path.as_ref(), &settings.node.id)?);
     // The built-ins plus `topic`, which makes delayed delay-queue tasks ready.
     let mut registry = Registry::for_node(&settings);

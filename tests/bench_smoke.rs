@@ -106,6 +106,19 @@ async fn queue_delivers_every_task_once_and_finishes_it() {
     assert!(r.firings_per_s.unwrap() > 0.0 && r.tasks_per_s.unwrap() > 0.0);
 }
 
+/// The REST consumers: `keyfire serve` processes started by the bench, batches popped and
+/// finished over HTTP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_rest_delivers_every_task_once_over_http() {
+    let mut o = opts(Scenario::QueueRest, 300, 1_000);
+    o.server_bin = Some(env!("CARGO_BIN_EXE_keyfire").into());
+    let r = smoke(o).await;
+    assert_eq!((r.scenario.as_str(), r.firings), ("queue-rest", 300));
+    assert!(r.lateness_p50_ms.unwrap() >= 0, "ready before due: {r:?}");
+    assert!(r.firings_per_s.unwrap() > 0.0);
+    assert!(r.redis_commands_per_task.unwrap() > 0.0, "{r:?}");
+}
+
 /// Through the binary: stdout is exactly one JSON line, logs or not; the plot is an SVG.
 #[test]
 fn burst_through_the_cli_prints_one_json_line_and_a_plot() {

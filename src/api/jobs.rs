@@ -68,7 +68,9 @@ async fn upsert(
     let (record, outcome) = state.client().upsert_with_outcome(spec, expected).await?;
     let status = match outcome {
         Upserted::Created => StatusCode::CREATED,
-        Upserted::Replaced | Upserted::Unchanged | Upserted::Kept => StatusCode::OK,
+        Upserted::Replaced | Upserted::Unchanged | Upserted::Kept | Upserted::Duplicate => {
+            StatusCode::OK
+        }
     };
     Ok(job_response(status, &record))
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use keyfire::job::{Job, JobSpec, RetrySpec, Validation};
+use keyfire::job::{DedupSpec, Job, JobSpec, RetrySpec, Validation};
 use keyfire::store::{DeadLetter, JobRecord, JobStatus, RunRecord};
 
 /// How many next firings a job view shows.
@@ -71,6 +71,10 @@ pub struct JobView {
     pub triggered: u64,
     /// The next five firings (fewer when the schedule ends; none while paused or finished).
     pub next_firings: Vec<FiringTime>,
+    /// Only in the answer to an enqueue, and only when true: a task enqueued with the same
+    /// dedup key within its window exists, and this is that task (nothing was created).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub duplicate: bool,
 }
 
 fn format_local(ms: i64, tz: chrono_tz::Tz) -> Option<FiringTime> {
@@ -151,6 +155,7 @@ impl JobView {
             dead: record.dead,
             triggered: record.triggered,
             next_firings,
+            duplicate: false,
         }
     }
 }
@@ -372,7 +377,8 @@ pub struct Health {
 #[schema(as = TaskSpec)]
 #[allow(dead_code)]
 pub struct TaskSpecSchema {
-    /// Optional id; an id that exists already is left as it is (create-if-absent).
+    /// Optional id; an id that exists already is left as it is (create-if-absent). Leave it
+    /// out with `dedup`: keyfire picks it.
     id: Option<String>,
     /// Run at this instant (RFC 3339).
     at: Option<DateTime<Utc>>,
@@ -391,6 +397,10 @@ pub struct TaskSpecSchema {
     timeout: Option<String>,
     /// Retries of a failed run (default: 3 attempts, exponential backoff from `1s`).
     retry: Option<RetrySpec>,
+    /// Deduplication: a `key` (or `content: true`: derived from handler and params) and a
+    /// `window` (more than zero, at most `24h`). Enqueueing the same key within the window
+    /// answers the task created then (200, `duplicate: true`) and creates nothing.
+    dedup: Option<DedupSpec>,
 }
 
 /// The field names of the library's `JobSpec`, read from its own "unknown field" error, so a

@@ -18,8 +18,9 @@ use keyfire::job::JobSpec;
 /// Most tasks in one batch.
 pub(super) const MAX_BATCH: usize = 1000;
 
-/// Turn a task body into a job spec: one-shot only, `after = "0s"` when no instant is given, a
-/// fresh UUID when no id is. Errors name fields under `prefix`.
+/// Turn a task body into a job spec: one-shot only, `after = "0s"` when no instant is given, an
+/// empty id when none is (the client picks one: a UUID, on the dedup key's shard when the task
+/// names one). Errors name fields under `prefix`.
 fn task_spec(body: Value, prefix: &str) -> Result<JobSpec, ApiError> {
     let at = |f: &str| {
         if prefix.is_empty() {
@@ -46,7 +47,7 @@ fn task_spec(body: Value, prefix: &str) -> Result<JobSpec, ApiError> {
     }
     match map.get("id") {
         None | Some(Value::Null) => {
-            map.insert("id".into(), Value::String(uuid::Uuid::new_v4().to_string()));
+            map.insert("id".into(), Value::String(String::new()));
         }
         Some(_) => {}
     }
@@ -69,13 +70,17 @@ fn prefixed(e: Error, prefix: &str) -> ApiError {
 /// is chosen. An `id` that exists already is left as it is and answered with 200 (enqueueing
 /// is create-if-absent, so a retried request never runs a task twice); replace a pending task
 /// with `PUT /v1/jobs/{id}`.
+///
+/// With `dedup` (a `key`, or `content: true`, and a `window`; no `id`), a task enqueued with
+/// the same dedup key within its window is answered with 200 and `"duplicate": true`, and
+/// nothing is created; after the window a new task is created (201).
 #[utoipa::path(
     post,
     path = "/v1/tasks",
     tag = "tasks",
     request_body = TaskSpecSchema,
     responses(
-        (status = 200, description = "The id exists: the task as it is, untouched", body = JobView),
+        (status = 200, description = "The id exists, or the dedup key names a task enqueued within its window (`duplicate` is true): that task as it is, untouched", body = JobView),
         (status = 201, description = "Enqueued", body = JobView),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 409, description = "Changed concurrently", body = ErrorBody),
@@ -95,12 +100,16 @@ pub(super) async fn post_task(
     } else {
         StatusCode::OK
     };
-    Ok((status, Json(JobView::from_record(&record))))
+    let mut view = JobView::from_record(&record);
+    view.duplicate = outcome == Upserted::Duplicate;
+    Ok((status, Json(view)))
 }
 
 /// Enqueue many one-shot tasks. Every task is checked before any is written: one bad task
 /// refuses the whole batch (422 naming `tasks[i].field`) and nothing is enqueued. As with one
-/// task, an id that exists already is left as it is (and listed as it is).
+/// task, an id that exists already is left as it is (and listed as it is), and a task whose
+/// dedup key names a task enqueued within its window (an earlier one of the batch too) is
+/// listed as that task with `"duplicate": true`.
 #[utoipa::path(
     post,
     path = "/v1/tasks/batch",
@@ -135,10 +144,10 @@ pub(super) async fn post_tasks_batch(
         let prefix = format!("tasks[{i}]");
         let spec = task_spec(body, &prefix)?;
         client
-            .validate(&spec)
+            .validate_task(&spec)
             .await
             .map_err(|e| prefixed(e, &prefix))?;
-        if !ids.insert(spec.id.clone()) {
+        if !spec.id.is_empty() && !ids.insert(spec.id.clone()) {
             return Err(ApiError::invalid(
                 &format!("{prefix}.id"),
                 format!("id '{}' appears twice in the batch", spec.id),
@@ -148,8 +157,10 @@ pub(super) async fn post_tasks_batch(
     }
     let mut tasks = Vec::with_capacity(specs.len());
     for spec in specs {
-        let record = client.enqueue(spec).await?;
-        tasks.push(JobView::from_record(&record));
+        let (record, outcome) = client.enqueue_with_outcome(spec).await?;
+        let mut view = JobView::from_record(&record);
+        view.duplicate = outcome == Upserted::Duplicate;
+        tasks.push(view);
     }
     Ok((StatusCode::CREATED, Json(TaskList { tasks })))
 }

@@ -22,6 +22,8 @@ pub struct TaskArgs {
     command: TaskCommand,
 }
 
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum TaskCommand {
     /// Enqueue a one-shot task (--handler), or add a task to a delay-queue topic (--topic).
@@ -43,6 +45,16 @@ enum TaskCommand {
         /// it is (one-shot or topic task alike).
         #[arg(long)]
         id: Option<String>,
+        /// Deduplicate by this key: a task enqueued with it within --dedup-window is printed
+        /// (with a note on stderr) and nothing new is created.
+        #[arg(long, requires = "dedup_window", conflicts_with_all = ["topic", "id"])]
+        dedup_key: Option<String>,
+        /// Deduplicate by content: the handler and params make the key.
+        #[arg(long, requires = "dedup_window", conflicts_with_all = ["topic", "id", "dedup_key"])]
+        dedup_content: bool,
+        /// How long a dedup key holds after the first enqueue, such as 10m (at most 24h).
+        #[arg(long, conflicts_with = "topic")]
+        dedup_window: Option<String>,
         /// Add to this delay-queue topic: the task is handed to a consumer that pops it.
         #[arg(long)]
         topic: Option<String>,
@@ -165,8 +177,37 @@ pub async fn run(mut args: TaskArgs) -> CliResult {
             at,
             after,
             id,
+            dedup_key,
+            dedup_content,
+            dedup_window,
             ..
-        } => add_one_shot(&api, handler.unwrap_or_default(), params, at, after, id).await,
+        } => {
+            let dedup = match (dedup_key, dedup_content, dedup_window) {
+                (None, false, None) => None,
+                (key, content, window) => {
+                    let mut d = Map::new();
+                    if let Some(k) = key {
+                        d.insert("key".into(), Value::String(k));
+                    }
+                    if content {
+                        d.insert("content".into(), Value::Bool(true));
+                    }
+                    if let Some(w) = window {
+                        d.insert("window".into(), Value::String(w));
+                    }
+                    Some(Value::Object(d))
+                }
+            };
+            let task = OneShot {
+                handler: handler.unwrap_or_default(),
+                params,
+                at,
+                after,
+                id,
+                dedup,
+            };
+            add_one_shot(&api, task).await
+        }
         TaskCommand::Pop { topic, wait, max } => {
             let mut path = format!("/v1/topics/{}/pop?wait={}", segment(&topic), segment(&wait));
             let tasks = match max {
@@ -308,17 +349,32 @@ fn parse_duration(flag: &str, text: &str) -> CliResult<Duration> {
     })
 }
 
-/// `keyfire task add --handler …`: a one-shot task run by keyfire.
-async fn add_one_shot(
-    api: &Api,
+/// The flags of `keyfire task add --handler …`.
+struct OneShot {
     handler: String,
     params: Option<String>,
     at: Option<String>,
     after: Option<String>,
     id: Option<String>,
-) -> CliResult {
+    /// The `dedup` object, from the --dedup-* flags.
+    dedup: Option<Value>,
+}
+
+/// `keyfire task add --handler …`: a one-shot task run by keyfire.
+async fn add_one_shot(api: &Api, task: OneShot) -> CliResult {
+    let OneShot {
+        handler,
+        params,
+        at,
+        after,
+        id,
+        dedup,
+    } = task;
     let mut body = Map::new();
     body.insert("handler".into(), Value::String(handler));
+    if let Some(d) = dedup {
+        body.insert("dedup".into(), d);
+    }
     if let Some(p) = params {
         let v: Value = serde_json::from_str(&p)
             .map_err(|e| CliError::usage(format!("--params is not valid JSON: {e}")))?;
@@ -336,6 +392,11 @@ async fn add_one_shot(
         api.print_json(&task);
     } else {
         println!("{}", task.id);
+        if task.duplicate {
+            eprintln!(
+                "duplicate: a task with this dedup key was enqueued within its window; nothing new was created"
+            );
+        }
         print_next_firings(&task);
     }
     Ok(())

@@ -402,3 +402,86 @@ async fn the_cli_drives_the_delay_queue() {
         assert_eq!(code(&usage), 2, "{}", text(&usage));
     });
 }
+
+/// `task add --dedup-key/--dedup-content --dedup-window`: the second add within the window
+/// prints the same id (and, in JSON, `duplicate: true`; in text, a note on stderr) and creates
+/// nothing; a window of 0 exits 2 naming `dedup.window`; `--dedup-key` with `--id` is a usage
+/// error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_enqueues_with_dedup() {
+    let w = World::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let config = write_config(&w, dir.path(), port, "");
+    let _server = serve(&config);
+    let url = format!("http://127.0.0.1:{port}");
+    wait_ready(&url);
+
+    let add = |extra: &[&str]| {
+        let mut args = vec!["task", "add", "--handler", "log", "--after", "1h"];
+        args.extend_from_slice(extra);
+        cli(&url, &args)
+    };
+    let first = json(&add(&[
+        "--dedup-key",
+        "nightly:42",
+        "--dedup-window",
+        "10m",
+        "--json",
+    ]));
+    let id = first["id"].as_str().unwrap().to_string();
+    assert!(first.get("duplicate").is_none(), "{first:#}");
+    assert_eq!(first["spec"]["dedup"]["key"], "nightly:42");
+    let again = json(&add(&[
+        "--dedup-key",
+        "nightly:42",
+        "--dedup-window",
+        "10m",
+        "--json",
+    ]));
+    assert_eq!(again["id"], id.as_str());
+    assert_eq!(again["duplicate"], true);
+    let text_mode = add(&["--dedup-key", "nightly:42", "--dedup-window", "10m"]);
+    assert_eq!(code(&text_mode), 0, "{}", text(&text_mode));
+    let stdout = String::from_utf8_lossy(&text_mode.stdout);
+    assert_eq!(stdout.lines().next(), Some(id.as_str()), "{stdout}");
+    assert!(
+        String::from_utf8_lossy(&text_mode.stderr).contains("duplicate"),
+        "{}",
+        text(&text_mode)
+    );
+
+    // By content: same params, same task; other params, another.
+    let by_content = |p: &str| {
+        json(&add(&[
+            "--params",
+            p,
+            "--dedup-content",
+            "--dedup-window",
+            "1h",
+            "--json",
+        ]))
+    };
+    let a = by_content(r#"{"n": 1}"#);
+    assert_eq!(by_content(r#"{"n": 1}"#)["id"], a["id"]);
+    assert_ne!(by_content(r#"{"n": 2}"#)["id"], a["id"]);
+
+    let bad = add(&["--dedup-key", "k", "--dedup-window", "0s"]);
+    assert_eq!(code(&bad), 2, "{}", text(&bad));
+    assert!(text(&bad).contains("dedup.window"), "{}", text(&bad));
+    let bad = add(&["--dedup-key", "k", "--dedup-window", "1m", "--id", "mine"]);
+    assert_eq!(code(&bad), 2, "{}", text(&bad));
+    let bad = add(&["--dedup-key", "k"]);
+    assert_eq!(
+        code(&bad),
+        2,
+        "--dedup-key needs --dedup-window: {}",
+        text(&bad)
+    );
+    let listed = json(&cli(&url, &["job", "ls", "--json"]));
+    assert_eq!(
+        listed["jobs"].as_array().map(Vec::len),
+        Some(3),
+        "{listed:#}"
+    );
+}

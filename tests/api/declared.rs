@@ -53,3 +53,26 @@ async fn prune_deletes_undeclared_recurring_jobs_only() {
     // A declared `after` is resolved once, not again at every start.
     assert_eq!(client.get("declared-once").await.unwrap(), once);
 }
+
+/// A declared job with `dedup` stops the start, naming the job and the field: a declared job
+/// is upserted by its id at every start, so its id already makes the declaration idempotent,
+/// and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declared_job_with_dedup_is_refused() {
+    let mut w = World::new().await;
+    w.settings.api.enabled = false;
+    w.settings.jobs = vec![
+        JobSpec::every("fine", "1h", "log"),
+        JobSpec::after("once", "1h", "log").dedup(keyfire::job::DedupSpec::key("k", "10m")),
+    ];
+    let err = keyfire_server::cli::serve::start(w.settings.clone(), Registry::with_builtins())
+        .await
+        .err()
+        .expect("a declared job with dedup is refused");
+    let text = format!("{err:#}");
+    assert!(text.contains("'once'") && text.contains("dedup"), "{text}");
+    assert!(
+        crate::common::snapshot(&w).await.is_empty(),
+        "something was written"
+    );
+}

@@ -9,6 +9,7 @@ mod support;
 mod cli;
 mod common;
 mod declared;
+mod dedup;
 mod delivery;
 mod fuzz;
 mod handlers;

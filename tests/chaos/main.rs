@@ -61,3 +61,60 @@ async fn a_minute_of_every_fault_loses_and_doubles_nothing() {
         out.dir.display()
     );
 }
+
+/// The seed of the delay-queue round `cargo test` runs.
+const QUEUE_SEED: u64 = 14;
+
+/// A delay-queue round of 30 s: consumer processes SIGKILLed while they hold reservations, the
+/// node that promotes a burst of 3,000 tasks SIGKILLed mid-promotion, expired key events lost,
+/// Redis killed and restarted from its AOF. No task lost, none delivered twice within its ttr,
+/// none early.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_faults_lose_no_task_and_deliver_none_twice_or_early() {
+    let out = keyfire_lab::chaos::run_queue(Config {
+        seed: QUEUE_SEED,
+        duration: Duration::from_secs(30),
+        nodes: 3,
+        node_bin: node_bin(),
+        dir: None,
+        verbose: true,
+    })
+    .await
+    .expect("the round ran");
+    let r = &out.report;
+    eprintln!(
+        "queue chaos round (seed {QUEUE_SEED}), files in {}:\n{r}",
+        out.dir.display()
+    );
+    for f in &out.faults {
+        eprintln!(
+            "  {} {}: {}",
+            f.kind,
+            f.node.as_deref().unwrap_or("-"),
+            f.detail
+        );
+    }
+    for kind in FaultKind::QUEUE_SCHEDULED {
+        assert!(
+            r.faults.get(&kind).copied().unwrap_or(0) >= 1,
+            "no {kind} fault was injected: {r}"
+        );
+    }
+    assert!(
+        out.faults
+            .iter()
+            .any(|f| f.kind == FaultKind::ConsumerKill && !f.detail.starts_with("holding 0 ")),
+        "no consumer was killed while holding reservations"
+    );
+    assert!(r.queue_tasks > 2_000, "too few tasks to mean much: {r}");
+    assert!(
+        r.deliveries > r.queue_tasks,
+        "no task was delivered again (killed consumers, expired reservations): {r}"
+    );
+    assert!(
+        r.ok(),
+        "{} violations (seed {QUEUE_SEED}; files in {}):\n{r}",
+        r.violations.len(),
+        out.dir.display()
+    );
+}

@@ -76,6 +76,82 @@ async fn each_validation_error_is_named_and_writes_nothing() {
     assert_eq!(client.get("j").await.unwrap(), good);
 }
 
+/// Bad dedup declarations are refused naming the field, on enqueue and bulk enqueue, and
+/// write nothing: a window of 0 or longer than a day, an empty or oversized key, a key and
+/// content at once, an id given with dedup, dedup on a recurring job or on an upsert.
+#[tokio::test]
+async fn bad_dedup_input_is_named_and_writes_nothing() {
+    use keyfire::job::DedupSpec;
+    let w = World::new().await;
+    let client = w.client().await;
+    let before = keys_under(&w).await;
+    let task = |d: DedupSpec| JobSpec::after("", "1h", "rec").dedup(d);
+    let mut both = DedupSpec::key("k", "1m");
+    both.content = true;
+    let mut no_window = DedupSpec::key("k", "1m");
+    no_window.window = None;
+    let cases = [
+        (task(DedupSpec::key("k", "0s")), "dedup.window"),
+        (task(DedupSpec::key("k", "0ms")), "dedup.window"),
+        (task(DedupSpec::key("k", "24h 1s")), "dedup.window"),
+        (task(DedupSpec::content("25h")), "dedup.window"),
+        (task(DedupSpec::key("k", "-1s")), "dedup.window"),
+        (task(no_window), "dedup.window"),
+        (task(DedupSpec::key("", "1m")), "dedup.key"),
+        (task(DedupSpec::key("k".repeat(257), "1m")), "dedup.key"),
+        (task(both), "dedup.content"),
+        (
+            JobSpec::after("mine", "1h", "rec").dedup(DedupSpec::key("k", "1m")),
+            "id",
+        ),
+    ];
+    for (spec, field) in cases {
+        for bulk in [false, true] {
+            let got = if bulk {
+                client.enqueue_many(vec![spec.clone()]).await.map(|_| ())
+            } else {
+                client.enqueue(spec.clone()).await.map(|_| ())
+            };
+            let want = if bulk {
+                format!("tasks[0].{field}")
+            } else {
+                field.to_string()
+            };
+            match got {
+                Err(Error::Invalid(e)) => assert_eq!(e.field, want, "{spec:?} → {e}"),
+                other => panic!("{spec:?} was not refused on {want}: {other:?}"),
+            }
+            assert_eq!(
+                keys_under(&w).await,
+                before,
+                "{want}: something was written"
+            );
+        }
+    }
+    // A job written by id is idempotent by its id: dedup is refused there, named.
+    for spec in [
+        JobSpec::every("r", "1m", "rec").dedup(DedupSpec::key("k", "1m")),
+        JobSpec::after("t", "1m", "rec").dedup(DedupSpec::key("k", "1m")),
+    ] {
+        match client.upsert(spec.clone()).await {
+            Err(Error::Invalid(e)) => assert_eq!(e.field, "dedup", "{e}"),
+            other => panic!("{spec:?}: {other:?}"),
+        }
+        assert!(matches!(
+            client.validate(&spec).await,
+            Err(Error::Invalid(ref e)) if e.field == "dedup"
+        ));
+    }
+    assert_eq!(keys_under(&w).await, before, "something was written");
+    // The edges are accepted: a window of 1 ms and of exactly a day, a key of 256 bytes.
+    for d in [
+        DedupSpec::key("k", "1ms"),
+        DedupSpec::key("k".repeat(256), "24h"),
+    ] {
+        client.enqueue(task(d)).await.unwrap();
+    }
+}
+
 /// Malformed JSON and unknown fields in a spec are refused by name.
 #[test]
 fn unknown_and_malformed_fields_are_refused() {
@@ -262,6 +338,7 @@ mod fuzz {
                 "overlap",
                 "timeout",
                 "retry",
+                "dedup",
                 "bogus",
             ],
             0..10,

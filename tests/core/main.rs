@@ -6,6 +6,8 @@ mod support;
 
 mod changes;
 mod crash;
+mod cutoff;
+mod dedup;
 mod faults;
 mod firing;
 mod input;

@@ -2,6 +2,12 @@
 //! A [`RedisServer`] runs with the shipped `redis.conf` on a free port in a temporary
 //! directory; [`RedisCluster`] and [`RedisSentinelSet`] build the deployments keyfire supports
 //! past one server out of such processes (Redis Cluster; a master, a replica and sentinels).
+//!
+//! The fixtures' calls block (they start processes, poll, run `redis-cli`), but they are safe
+//! to call from async tests: on a multi-thread tokio runtime each call first hands the
+//! worker's other tasks, the nodes under test, to the other workers (`block_in_place`), so a
+//! wait for a failover never stalls the nodes it waits on. Use a multi-thread runtime in tests
+//! that run nodes while a fixture waits.
 
 use std::io;
 use std::net::TcpListener;
@@ -59,19 +65,19 @@ fn free_port() -> io::Result<u16> {
 impl RedisServer {
     /// Start a server without persistence.
     pub fn start() -> io::Result<Self> {
-        Self::start_with(RedisOptions::default())
+        off_runtime(|| Self::start_with(RedisOptions::default()))
     }
 
     /// Start a server with `options`.
     pub fn start_with(options: RedisOptions) -> io::Result<Self> {
-        Self::start_inner(options, None, None)
+        off_runtime(|| Self::start_inner(options, None, None))
     }
 
     /// Start a server with `options` and a second free port of its own, passed as
     /// `--<name> <port>`: `cluster-port` (the cluster bus; port + 10000 may be out of range or
     /// taken), `tls-port`. The port is [`RedisServer::extra_port`].
     pub fn start_with_extra_port(options: RedisOptions, name: &str) -> io::Result<Self> {
-        Self::start_inner(options, Some(name), None)
+        off_runtime(|| Self::start_inner(options, Some(name), None))
     }
 
     fn start_inner(
@@ -118,15 +124,17 @@ impl RedisServer {
     /// Start a sentinel (`redis-server <conf> --sentinel`) that monitors the master `name` at
     /// `host:port` with quorum 2, `down-after-milliseconds 1000` and `failover-timeout 5000`.
     pub fn start_sentinel(name: &str, host: &str, port: u16) -> io::Result<Self> {
-        Self::start_inner(
-            RedisOptions::default(),
-            None,
-            Some(SentinelOf {
-                name: name.to_string(),
-                host: host.to_string(),
-                port,
-            }),
-        )
+        off_runtime(|| {
+            Self::start_inner(
+                RedisOptions::default(),
+                None,
+                Some(SentinelOf {
+                    name: name.to_string(),
+                    host: host.to_string(),
+                    port,
+                }),
+            )
+        })
     }
 
     /// A sentinel rewrites its config file (what it learns of replicas, peers and failovers),
@@ -259,22 +267,26 @@ impl RedisServer {
 
     /// Stop it: SIGTERM (Redis flushes its AOF) or SIGKILL (a crash).
     pub fn stop(&mut self, crash: bool) -> io::Result<()> {
-        if let Some(mut child) = self.child.take() {
-            let sig = if crash {
-                Signal::SIGKILL
-            } else {
-                Signal::SIGTERM
-            };
-            let _ = kill(Pid::from_raw(child.id() as i32), sig);
-            child.wait()?;
-        }
-        Ok(())
+        off_runtime(|| {
+            if let Some(mut child) = self.child.take() {
+                let sig = if crash {
+                    Signal::SIGKILL
+                } else {
+                    Signal::SIGTERM
+                };
+                let _ = kill(Pid::from_raw(child.id() as i32), sig);
+                child.wait()?;
+            }
+            Ok(())
+        })
     }
 
     /// Start it again on the same port and directory (AOF recovery when persistent).
     pub fn restart(&mut self) -> io::Result<()> {
-        self.stop(false)?;
-        self.spawn()
+        off_runtime(|| {
+            self.stop(false)?;
+            self.spawn()
+        })
     }
 
     /// The last `n` lines of its log.
@@ -391,56 +403,58 @@ impl RedisCluster {
     /// every node says `cluster_state:ok`, all agree on which master serves which slots, and
     /// every replica is in sync with its master.
     pub fn start(masters: usize, replicas_per_master: usize) -> io::Result<Self> {
-        if masters < 3 {
-            return Err(io::Error::other(
-                "a Redis Cluster needs at least 3 masters (redis-cli --cluster create)",
-            ));
-        }
-        let total = masters * (1 + replicas_per_master);
-        let nodes = (0..total)
-            .map(|_| RedisServer::start_with_extra_port(Self::options(), "cluster-port"))
-            .collect::<io::Result<Vec<_>>>()?;
-        let cluster = Self {
-            killed: vec![false; nodes.len()],
-            nodes,
-        };
-        let log = cluster.nodes[0].dir().join("cluster-create.log");
-        let out = Command::new("redis-cli")
-            .arg("--cluster")
-            .arg("create")
-            .args(cluster.nodes.iter().map(RedisServer::addr))
-            .args(["--cluster-replicas", &replicas_per_master.to_string()])
-            .arg("--cluster-yes")
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("cannot run redis-cli (is it on PATH?): {e}"),
-                )
-            })?;
-        let _ = std::fs::write(&log, [&out.stdout[..], &out.stderr[..]].concat());
-        if !out.status.success() {
-            return Err(io::Error::other(format!(
-                "redis-cli --cluster create failed ({}): {}{}",
-                out.status,
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )));
-        }
-        cluster.wait_settled(None, Self::SETTLE_LIMIT)?;
-        wait_until("replicas in sync", Self::SETTLE_LIMIT, || {
-            for node in cluster.live() {
-                let info: String = query(&node.addr(), redis::cmd("INFO").arg("replication"))?;
-                if info_field(&info, "role").as_deref() == Some("slave")
-                    && info_field(&info, "master_link_status").as_deref() != Some("up")
-                {
-                    return Ok(None);
-                }
+        off_runtime(|| {
+            if masters < 3 {
+                return Err(io::Error::other(
+                    "a Redis Cluster needs at least 3 masters (redis-cli --cluster create)",
+                ));
             }
-            Ok(Some(()))
-        })?;
-        Ok(cluster)
+            let total = masters * (1 + replicas_per_master);
+            let nodes = (0..total)
+                .map(|_| RedisServer::start_with_extra_port(Self::options(), "cluster-port"))
+                .collect::<io::Result<Vec<_>>>()?;
+            let cluster = Self {
+                killed: vec![false; nodes.len()],
+                nodes,
+            };
+            let log = cluster.nodes[0].dir().join("cluster-create.log");
+            let out = Command::new("redis-cli")
+                .arg("--cluster")
+                .arg("create")
+                .args(cluster.nodes.iter().map(RedisServer::addr))
+                .args(["--cluster-replicas", &replicas_per_master.to_string()])
+                .arg("--cluster-yes")
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| {
+                    io::Error::new(
+                        e.kind(),
+                        format!("cannot run redis-cli (is it on PATH?): {e}"),
+                    )
+                })?;
+            let _ = std::fs::write(&log, [&out.stdout[..], &out.stderr[..]].concat());
+            if !out.status.success() {
+                return Err(io::Error::other(format!(
+                    "redis-cli --cluster create failed ({}): {}{}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                )));
+            }
+            cluster.wait_settled(None, Self::SETTLE_LIMIT)?;
+            wait_until("replicas in sync", Self::SETTLE_LIMIT, || {
+                for node in cluster.live() {
+                    let info: String = query(&node.addr(), redis::cmd("INFO").arg("replication"))?;
+                    if info_field(&info, "role").as_deref() == Some("slave")
+                        && info_field(&info, "master_link_status").as_deref() != Some("up")
+                    {
+                        return Ok(None);
+                    }
+                }
+                Ok(Some(()))
+            })?;
+            Ok(cluster)
+        })
     }
 
     /// The settings of every node of the cluster.
@@ -484,46 +498,50 @@ impl RedisCluster {
     /// Start one more master and join it to the cluster, serving no slots yet (`redis-cli
     /// --cluster add-node`). Returns its address (`127.0.0.1:<port>`).
     pub fn add_master(&mut self) -> io::Result<String> {
-        let node = RedisServer::start_with_extra_port(Self::options(), "cluster-port")?;
-        let addr = node.addr();
-        let seed = self
-            .live()
-            .next()
-            .map(RedisServer::addr)
-            .ok_or_else(|| io::Error::other("no live cluster node"))?;
-        self.nodes.push(node);
-        self.killed.push(false);
-        self.redis_cli(&["add-node".into(), addr.clone(), seed])?;
-        wait_until("the new node known to all", Self::SETTLE_LIMIT, || {
-            for node in self.live() {
-                let nodes: String = query(&node.addr(), redis::cmd("CLUSTER").arg("NODES"))?;
-                if !nodes.contains(&addr) {
-                    return Ok(None);
+        off_runtime(|| {
+            let node = RedisServer::start_with_extra_port(Self::options(), "cluster-port")?;
+            let addr = node.addr();
+            let seed = self
+                .live()
+                .next()
+                .map(RedisServer::addr)
+                .ok_or_else(|| io::Error::other("no live cluster node"))?;
+            self.nodes.push(node);
+            self.killed.push(false);
+            self.redis_cli(&["add-node".into(), addr.clone(), seed])?;
+            wait_until("the new node known to all", Self::SETTLE_LIMIT, || {
+                for node in self.live() {
+                    let nodes: String = query(&node.addr(), redis::cmd("CLUSTER").arg("NODES"))?;
+                    if !nodes.contains(&addr) {
+                        return Ok(None);
+                    }
                 }
-            }
-            Ok(Some(()))
-        })?;
-        // Before moving slots to it: it must know the whole slot map (else `MIGRATE` to it
-        // answers CLUSTERDOWN).
-        self.wait_settled(None, Self::SETTLE_LIMIT)?;
-        Ok(addr)
+                Ok(Some(()))
+            })?;
+            // Before moving slots to it: it must know the whole slot map (else `MIGRATE` to it
+            // answers CLUSTERDOWN).
+            self.wait_settled(None, Self::SETTLE_LIMIT)?;
+            Ok(addr)
+        })
     }
 
     /// Move slots (and their keys, with `MIGRATE`) until every master, empty ones included,
     /// serves an equal share (`redis-cli --cluster rebalance --cluster-use-empty-masters`),
     /// then wait until the nodes agree on the slot map.
     pub fn rebalance(&self) -> io::Result<()> {
-        let seed = self
-            .live()
-            .next()
-            .map(RedisServer::addr)
-            .ok_or_else(|| io::Error::other("no live cluster node"))?;
-        self.redis_cli(&[
-            "rebalance".into(),
-            seed,
-            "--cluster-use-empty-masters".into(),
-        ])?;
-        self.wait_settled(None, Self::SETTLE_LIMIT)
+        off_runtime(|| {
+            let seed = self
+                .live()
+                .next()
+                .map(RedisServer::addr)
+                .ok_or_else(|| io::Error::other("no live cluster node"))?;
+            self.redis_cli(&[
+                "rebalance".into(),
+                seed,
+                "--cluster-use-empty-masters".into(),
+            ])?;
+            self.wait_settled(None, Self::SETTLE_LIMIT)
+        })
     }
 
     fn live(&self) -> impl Iterator<Item = &RedisServer> {
@@ -548,86 +566,100 @@ impl RedisCluster {
 
     /// The masters serving slots (`127.0.0.1:<port>`), in slot order, as a live node sees them.
     pub fn masters(&self) -> io::Result<Vec<String>> {
-        let mut last = None;
-        for node in self.live() {
-            match cluster_slots(&node.addr()) {
-                Ok(ranges) => {
-                    let mut masters: Vec<String> = Vec::new();
-                    for (_, _, m) in ranges {
-                        if !masters.contains(&m) {
-                            masters.push(m);
+        off_runtime(|| {
+            let mut last = None;
+            for node in self.live() {
+                match cluster_slots(&node.addr()) {
+                    Ok(ranges) => {
+                        let mut masters: Vec<String> = Vec::new();
+                        for (_, _, m) in ranges {
+                            if !masters.contains(&m) {
+                                masters.push(m);
+                            }
                         }
+                        return Ok(masters);
                     }
-                    return Ok(masters);
+                    Err(e) => last = Some(e),
                 }
-                Err(e) => last = Some(e),
             }
-        }
-        Err(last.unwrap_or_else(|| io::Error::other("no live cluster node")))
+            Err(last.unwrap_or_else(|| io::Error::other("no live cluster node")))
+        })
     }
 
     /// The master (`127.0.0.1:<port>`) serving `slot`, as a live node sees it.
     pub fn master_of_slot(&self, slot: u16) -> io::Result<String> {
-        let node = self
-            .live()
-            .next()
-            .ok_or_else(|| io::Error::other("no live cluster node"))?;
-        cluster_slots(&node.addr())?
-            .into_iter()
-            .find(|(start, end, _)| (*start..=*end).contains(&slot))
-            .map(|(_, _, m)| m)
-            .ok_or_else(|| io::Error::other(format!("no master serves slot {slot}")))
+        off_runtime(|| {
+            let node = self
+                .live()
+                .next()
+                .ok_or_else(|| io::Error::other("no live cluster node"))?;
+            cluster_slots(&node.addr())?
+                .into_iter()
+                .find(|(start, end, _)| (*start..=*end).contains(&slot))
+                .map(|(_, _, m)| m)
+                .ok_or_else(|| io::Error::other(format!("no master serves slot {slot}")))
+        })
     }
 
     /// Kill node `i` with SIGKILL (a crash).
     pub fn kill(&mut self, i: usize) -> io::Result<()> {
-        self.nodes[i].stop(true)?;
-        self.killed[i] = true;
-        Ok(())
+        off_runtime(|| {
+            self.nodes[i].stop(true)?;
+            self.killed[i] = true;
+            Ok(())
+        })
     }
 
     /// Kill (SIGKILL) the master serving `slot`; returns its address.
     pub fn kill_master_of_slot(&mut self, slot: u16) -> io::Result<String> {
-        let master = self.master_of_slot(slot)?;
-        let i = self
-            .nodes
-            .iter()
-            .position(|n| n.addr() == master)
-            .ok_or_else(|| io::Error::other(format!("master {master} is not one of ours")))?;
-        self.kill(i)?;
-        Ok(master)
+        off_runtime(|| {
+            let master = self.master_of_slot(slot)?;
+            let i = self
+                .nodes
+                .iter()
+                .position(|n| n.addr() == master)
+                .ok_or_else(|| io::Error::other(format!("master {master} is not one of ours")))?;
+            self.kill(i)?;
+            Ok(master)
+        })
     }
 
     /// Wait until a replica has taken over from the killed master `old` (`host:port`): every
     /// live node says `cluster_state:ok` and all agree on a slot map in which `old` serves
     /// nothing. Returns the masters then.
     pub fn wait_for_failover(&self, old: &str, limit: Duration) -> io::Result<Vec<String>> {
-        self.wait_settled(Some(old), limit)?;
-        self.masters()
+        off_runtime(|| {
+            self.wait_settled(Some(old), limit)?;
+            self.masters()
+        })
     }
 
     /// Wait until every live node says `cluster_state:ok` and all agree on the slot map (in
     /// which `gone`, if given, serves nothing).
     pub fn wait_settled(&self, gone: Option<&str>, limit: Duration) -> io::Result<()> {
-        wait_until("cluster_state:ok on every node", limit, || {
-            let mut agreed: Option<Vec<SlotRange>> = None;
-            for node in self.live() {
-                let info: String = query(&node.addr(), redis::cmd("CLUSTER").arg("INFO"))?;
-                if info_field(&info, "cluster_state").as_deref() != Some("ok") {
-                    return Ok(None);
+        off_runtime(|| {
+            wait_until("cluster_state:ok on every node", limit, || {
+                let mut agreed: Option<Vec<SlotRange>> = None;
+                for node in self.live() {
+                    let info: String = query(&node.addr(), redis::cmd("CLUSTER").arg("INFO"))?;
+                    if info_field(&info, "cluster_state").as_deref() != Some("ok") {
+                        return Ok(None);
+                    }
+                    let slots = cluster_slots(&node.addr())?;
+                    let covered: usize = slots.iter().map(|(s, e, _)| usize::from(e - s) + 1).sum();
+                    if covered != 16384
+                        || gone.is_some_and(|g| slots.iter().any(|(_, _, m)| m == g))
+                    {
+                        return Ok(None);
+                    }
+                    match &agreed {
+                        None => agreed = Some(slots),
+                        Some(a) if *a != slots => return Ok(None),
+                        Some(_) => {}
+                    }
                 }
-                let slots = cluster_slots(&node.addr())?;
-                let covered: usize = slots.iter().map(|(s, e, _)| usize::from(e - s) + 1).sum();
-                if covered != 16384 || gone.is_some_and(|g| slots.iter().any(|(_, _, m)| m == g)) {
-                    return Ok(None);
-                }
-                match &agreed {
-                    None => agreed = Some(slots),
-                    Some(a) if *a != slots => return Ok(None),
-                    Some(_) => {}
-                }
-            }
-            Ok(agreed.map(|_| ()))
+                Ok(agreed.map(|_| ()))
+            })
         })
     }
 }
@@ -658,49 +690,54 @@ impl RedisSentinelSet {
     /// sentinels, and wait until each sees the replica and the two other sentinels (so a
     /// failover can be agreed on).
     pub fn start() -> io::Result<Self> {
-        let master = RedisServer::start()?;
-        let replica = RedisServer::start()?;
-        let _: String = query(
-            &replica.addr(),
-            redis::cmd("REPLICAOF").arg("127.0.0.1").arg(master.port()),
-        )?;
-        wait_until("replica in sync", Duration::from_secs(20), || {
-            let info: String = query(&replica.addr(), redis::cmd("INFO").arg("replication"))?;
-            Ok((info_field(&info, "master_link_status").as_deref() == Some("up")).then_some(()))
-        })?;
-        let sentinels = (0..3)
-            .map(|_| RedisServer::start_sentinel(Self::MASTER_NAME, "127.0.0.1", master.port()))
-            .collect::<io::Result<Vec<_>>>()?;
-        let set = Self {
-            data: vec![master, replica],
-            killed: vec![false, false],
-            sentinels,
-        };
-        wait_until(
-            "sentinels see the replica and each other",
-            Duration::from_secs(30),
-            || {
-                for s in &set.sentinels {
-                    let fields: Vec<String> = query(
-                        &s.addr(),
-                        redis::cmd("SENTINEL").arg("MASTER").arg(Self::MASTER_NAME),
-                    )?;
-                    let get = |name: &str| {
-                        fields
-                            .chunks(2)
-                            .find(|kv| kv[0] == name)
-                            .and_then(|kv| kv.get(1).cloned())
-                    };
-                    if get("num-slaves").as_deref() != Some("1")
-                        || get("num-other-sentinels").as_deref() != Some("2")
-                    {
-                        return Ok(None);
+        off_runtime(|| {
+            let master = RedisServer::start()?;
+            let replica = RedisServer::start()?;
+            let _: String = query(
+                &replica.addr(),
+                redis::cmd("REPLICAOF").arg("127.0.0.1").arg(master.port()),
+            )?;
+            wait_until("replica in sync", Duration::from_secs(20), || {
+                let info: String = query(&replica.addr(), redis::cmd("INFO").arg("replication"))?;
+                Ok(
+                    (info_field(&info, "master_link_status").as_deref() == Some("up"))
+                        .then_some(()),
+                )
+            })?;
+            let sentinels = (0..3)
+                .map(|_| RedisServer::start_sentinel(Self::MASTER_NAME, "127.0.0.1", master.port()))
+                .collect::<io::Result<Vec<_>>>()?;
+            let set = Self {
+                data: vec![master, replica],
+                killed: vec![false, false],
+                sentinels,
+            };
+            wait_until(
+                "sentinels see the replica and each other",
+                Duration::from_secs(30),
+                || {
+                    for s in &set.sentinels {
+                        let fields: Vec<String> = query(
+                            &s.addr(),
+                            redis::cmd("SENTINEL").arg("MASTER").arg(Self::MASTER_NAME),
+                        )?;
+                        let get = |name: &str| {
+                            fields
+                                .chunks(2)
+                                .find(|kv| kv[0] == name)
+                                .and_then(|kv| kv.get(1).cloned())
+                        };
+                        if get("num-slaves").as_deref() != Some("1")
+                            || get("num-other-sentinels").as_deref() != Some("2")
+                        {
+                            return Ok(None);
+                        }
                     }
-                }
-                Ok(Some(()))
-            },
-        )?;
-        Ok(set)
+                    Ok(Some(()))
+                },
+            )?;
+            Ok(set)
+        })
     }
 
     /// The sentinels' addresses (`redis://127.0.0.1:<port>`), for `redis.nodes`.
@@ -718,59 +755,78 @@ impl RedisSentinelSet {
 
     /// The master's address (`127.0.0.1:<port>`) as the first sentinel that answers reports it.
     pub fn master_addr(&self) -> io::Result<String> {
-        let mut last = None;
-        for s in &self.sentinels {
-            match query::<(String, u16)>(
-                &s.addr(),
-                redis::cmd("SENTINEL")
-                    .arg("get-master-addr-by-name")
-                    .arg(Self::MASTER_NAME),
-            ) {
-                Ok((host, port)) => return Ok(format!("{host}:{port}")),
-                Err(e) => last = Some(e),
+        off_runtime(|| {
+            let mut last = None;
+            for s in &self.sentinels {
+                match query::<(String, u16)>(
+                    &s.addr(),
+                    redis::cmd("SENTINEL")
+                        .arg("get-master-addr-by-name")
+                        .arg(Self::MASTER_NAME),
+                ) {
+                    Ok((host, port)) => return Ok(format!("{host}:{port}")),
+                    Err(e) => last = Some(e),
+                }
             }
-        }
-        Err(last.unwrap_or_else(|| io::Error::other("no sentinel")))
+            Err(last.unwrap_or_else(|| io::Error::other("no sentinel")))
+        })
     }
 
     /// Kill (SIGKILL) the server that is master now; returns its address.
     pub fn kill_master(&mut self) -> io::Result<String> {
-        let master = self.master_addr()?;
-        let i = self
-            .data
-            .iter()
-            .position(|n| n.addr() == master)
-            .ok_or_else(|| io::Error::other(format!("master {master} is not one of ours")))?;
-        self.data[i].stop(true)?;
-        self.killed[i] = true;
-        Ok(master)
+        off_runtime(|| {
+            let master = self.master_addr()?;
+            let i = self
+                .data
+                .iter()
+                .position(|n| n.addr() == master)
+                .ok_or_else(|| io::Error::other(format!("master {master} is not one of ours")))?;
+            self.data[i].stop(true)?;
+            self.killed[i] = true;
+            Ok(master)
+        })
     }
 
     /// Wait until every sentinel names a master other than `old` (`host:port`), the same one,
     /// and that server says it is a master. Returns its address.
     pub fn wait_for_failover(&self, old: &str, limit: Duration) -> io::Result<String> {
-        wait_until("sentinel failover", limit, || {
-            let mut agreed: Option<String> = None;
-            for s in &self.sentinels {
-                let (host, port): (String, u16) = query(
-                    &s.addr(),
-                    redis::cmd("SENTINEL")
-                        .arg("get-master-addr-by-name")
-                        .arg(Self::MASTER_NAME),
-                )?;
-                let addr = format!("{host}:{port}");
-                if addr == old || agreed.as_ref().is_some_and(|a| *a != addr) {
-                    return Ok(None);
+        off_runtime(|| {
+            wait_until("sentinel failover", limit, || {
+                let mut agreed: Option<String> = None;
+                for s in &self.sentinels {
+                    let (host, port): (String, u16) = query(
+                        &s.addr(),
+                        redis::cmd("SENTINEL")
+                            .arg("get-master-addr-by-name")
+                            .arg(Self::MASTER_NAME),
+                    )?;
+                    let addr = format!("{host}:{port}");
+                    if addr == old || agreed.as_ref().is_some_and(|a| *a != addr) {
+                        return Ok(None);
+                    }
+                    agreed = Some(addr);
                 }
-                agreed = Some(addr);
-            }
-            let Some(addr) = agreed else {
-                return Ok(None);
-            };
-            let role: Vec<redis::Value> = query(&addr, &redis::cmd("ROLE"))?;
-            let is_master =
-                matches!(role.first(), Some(redis::Value::BulkString(b)) if b == b"master");
-            Ok(is_master.then_some(addr))
+                let Some(addr) = agreed else {
+                    return Ok(None);
+                };
+                let role: Vec<redis::Value> = query(&addr, &redis::cmd("ROLE"))?;
+                let is_master =
+                    matches!(role.first(), Some(redis::Value::BulkString(b)) if b == b"master");
+                Ok(is_master.then_some(addr))
+            })
         })
+    }
+}
+
+/// Run blocking fixture work (process start, polling waits, synchronous Redis calls, redis-cli)
+/// without holding up an async runtime: on a multi-thread tokio runtime the worker hands its
+/// other tasks (the nodes under test) to the other workers first (`block_in_place`).
+/// Elsewhere (plain threads, `keyfire dev`'s setup) it just runs.
+fn off_runtime<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
     }
 }

@@ -6,10 +6,14 @@ use std::sync::RwLock;
 use crate::config::{HttpHandlerSettings, Limits, Settings};
 use crate::error::{Error, Result};
 use crate::job::{Job, JobSpec, Validation, ValidationError};
-use crate::store::{DeadLetter, JobRecord, JobStatus, RunRecord, Store, UpsertReply};
+use crate::store::{
+    DeadLetter, Deduped, JobRecord, JobStatus, RunRecord, Shards, Store, UpsertReply,
+};
 
-/// Check that `spec` is one-shot and give it an id and an instant when it has none.
-fn as_task(mut spec: JobSpec) -> Result<JobSpec, ValidationError> {
+/// Check that `spec` is one-shot and give it an instant when it has none, and an id when it
+/// has none: a fresh UUID, on the dedup key's shard when it names one (the script that decides
+/// on the key touches the task's keys too, so both must share a slot on Redis Cluster).
+fn as_task(mut spec: JobSpec, shards: &Shards) -> Result<JobSpec, ValidationError> {
     if spec.cron.is_some() || spec.every.is_some() {
         return Err(ValidationError::new(
             "schedule",
@@ -18,6 +22,23 @@ fn as_task(mut spec: JobSpec) -> Result<JobSpec, ValidationError> {
     }
     if spec.at.is_none() && spec.after.is_none() {
         spec.after = Some("0s".into());
+    }
+    if let Some(dedup) = &spec.dedup {
+        if !spec.id.is_empty() {
+            return Err(ValidationError::new(
+                "id",
+                "leave the id out when dedup is given: keyfire picks it, and the dedup key is \
+                 what makes a retried enqueue safe",
+            ));
+        }
+        let dedup = dedup.resolve(&spec.handler, &spec.params)?;
+        let shard = shards.of(&dedup.name);
+        spec.id = loop {
+            let id = uuid::Uuid::new_v4().to_string();
+            if shards.of(&id) == shard {
+                break id;
+            }
+        };
     }
     if spec.id.is_empty() {
         spec.id = uuid::Uuid::new_v4().to_string();
@@ -36,6 +57,9 @@ pub enum Upserted {
     Unchanged,
     /// An enqueue found its id taken: the existing task was left as it is.
     Kept,
+    /// An enqueue named a dedup key that a task enqueued within the key's window holds: that
+    /// task, left as it is; nothing was created.
+    Duplicate,
 }
 
 /// Optimistic updates retry this often when a concurrent change moved the version.
@@ -140,8 +164,38 @@ impl Client {
         Ok(job)
     }
 
+    /// A job written by id (an upsert) is already idempotent by its id: dedup applies to
+    /// enqueues. A spec that keeps the stored job's own dedup declaration is let through, so a
+    /// deduplicated task can be read, changed and written back (its key still names it).
+    async fn dedup_on_upsert(&self, spec: &JobSpec) -> Result<()> {
+        let Some(dedup) = &spec.dedup else {
+            return Ok(());
+        };
+        if let Some(stored) = self.store.get_job(&spec.id).await?
+            && stored.spec.dedup.as_ref() == Some(dedup)
+        {
+            return Ok(());
+        }
+        Err(Error::Invalid(ValidationError::new(
+            "dedup",
+            "applies only when a task is enqueued (Client::enqueue, POST /v1/tasks, `keyfire \
+             task add`); a job written by its id is already idempotent by that id",
+        )))
+    }
+
+    /// Check a task as [`Client::enqueue`] would, without writing anything. Returns it with
+    /// the id and instant an enqueue would give it when it has none.
+    pub async fn validate_task(&self, spec: &JobSpec) -> Result<JobSpec> {
+        let spec = as_task(spec.clone(), self.store.shards()).map_err(Error::Invalid)?;
+        let now = self.store.time_ms().await?;
+        let known = self.known_handler(&spec.handler).await?;
+        self.check(spec.clone(), now, now, known)?;
+        Ok(spec)
+    }
+
     /// Check a spec as [`Client::upsert`] would, without writing anything.
     pub async fn validate(&self, spec: &JobSpec) -> Result<()> {
+        self.dedup_on_upsert(spec).await?;
         let now = self.store.time_ms().await?;
         let known = self.known_handler(&spec.handler).await?;
         self.check(spec.clone(), now, now, known)?;
@@ -177,6 +231,7 @@ impl Client {
         spec: JobSpec,
         expected: Option<u64>,
     ) -> Result<(JobRecord, Upserted)> {
+        self.dedup_on_upsert(&spec).await?;
         let known = self.known_handler(&spec.handler).await?;
         for _ in 0..MAX_TRIES {
             let (state, now) = self.store.job_state(&spec.id).await?;
@@ -230,14 +285,24 @@ impl Client {
     /// is and returned (enqueueing is create-if-absent, like [`Client::enqueue_many`] and the
     /// delay queue's add), so a retried enqueue never runs a task twice; use
     /// [`Client::upsert`] to replace a pending task.
+    ///
+    /// A task with [`JobSpec::dedup`] (and no id: keyfire picks it) is created unless a task
+    /// enqueued with the same dedup key within its window exists: then that task is returned
+    /// ([`Upserted::Duplicate`] from [`Client::enqueue_with_outcome`]) and nothing is written.
+    /// One script decides, so this holds across nodes and under concurrency. A deleted task
+    /// does not hold its key: the next enqueue with the key creates a new task.
     pub async fn enqueue(&self, spec: JobSpec) -> Result<JobRecord> {
         Ok(self.enqueue_with_outcome(spec).await?.0)
     }
 
     /// [`Client::enqueue`], telling whether the task was created ([`Upserted::Created`]) or
-    /// its id was taken ([`Upserted::Kept`]: the existing task, untouched).
+    /// its id was taken ([`Upserted::Kept`]: the existing task, untouched), or its dedup key
+    /// was ([`Upserted::Duplicate`]: the task enqueued with it, untouched).
     pub async fn enqueue_with_outcome(&self, spec: JobSpec) -> Result<(JobRecord, Upserted)> {
-        let spec = as_task(spec).map_err(Error::Invalid)?;
+        let spec = as_task(spec, self.store.shards()).map_err(Error::Invalid)?;
+        if spec.dedup.is_some() {
+            return self.enqueue_deduped(spec).await;
+        }
         let id = spec.id.clone();
         for _ in 0..MAX_TRIES {
             match self.upsert_inner(spec.clone(), Some(0)).await {
@@ -252,14 +317,67 @@ impl Client {
         Err(Error::Conflict(id))
     }
 
+    /// Create a task with a dedup key (its id picked on the key's shard by `as_task`), or
+    /// return the task the key names.
+    async fn enqueue_deduped(&self, spec: JobSpec) -> Result<(JobRecord, Upserted)> {
+        let known = self.known_handler(&spec.handler).await?;
+        let mut stale: Option<String> = None;
+        for _ in 0..MAX_TRIES {
+            let now = self.store.time_ms().await?;
+            let job = self.check(spec.clone(), now, now, known)?;
+            let dedup = job
+                .dedup
+                .clone()
+                .expect("a task with dedup has a checked dedup");
+            let next = job.first_firing(now);
+            match self
+                .store
+                .create_deduped(&job.spec, next, now, &dedup, stale.as_deref())
+                .await?
+            {
+                Deduped::Created => return Ok((self.get(&job.spec.id).await?, Upserted::Created)),
+                Deduped::Duplicate(id) => match self.store.get_job(&id).await? {
+                    Some(existing) => return Ok((existing, Upserted::Duplicate)),
+                    // Deleted (by hand, or cleaned up after it ran) while its key still lives:
+                    // a deleted task does not hold its key, so take it over.
+                    None => stale = Some(id),
+                },
+                // A fresh UUID that exists: it cannot happen, but never overwrite a job.
+                Deduped::IdTaken => break,
+            }
+        }
+        Err(Error::Conflict(spec.id))
+    }
+
     /// Enqueue many one-shot tasks at once. All are checked first: if one is bad, nothing is
     /// written and the error names it (`tasks[3].after`). Then they are written in pipelined
     /// batches. A task whose id exists already is left as it is (the rule of
     /// [`Client::enqueue`]), so a retried batch does not enqueue twice. Returns the ids, in
     /// order.
+    ///
+    /// Tasks with a dedup key are written after the others, one script each (as
+    /// [`Client::enqueue`] writes them); for a duplicate, the id returned is that of the task
+    /// its key names.
     pub async fn enqueue_many(&self, specs: Vec<JobSpec>) -> Result<Vec<String>> {
+        Ok(self
+            .enqueue_many_with_outcome(specs)
+            .await?
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect())
+    }
+
+    /// [`Client::enqueue_many`], telling for each task whether it was created or is a
+    /// duplicate ([`Upserted::Duplicate`]: the id is that of the task its dedup key names).
+    /// A task whose id existed already counts as created here (the bulk write does not tell).
+    pub async fn enqueue_many_with_outcome(
+        &self,
+        specs: Vec<JobSpec>,
+    ) -> Result<Vec<(String, Upserted)>> {
         let now = self.store.time_ms().await?;
         let mut jobs = Vec::with_capacity(specs.len());
+        let mut deduped = Vec::new();
+        let mut out = Vec::with_capacity(specs.len());
         for (i, spec) in specs.into_iter().enumerate() {
             let named = |e: ValidationError| {
                 Error::Invalid(ValidationError::new(
@@ -267,14 +385,27 @@ impl Client {
                     e.message,
                 ))
             };
-            let spec = as_task(spec).map_err(named)?;
+            let spec = as_task(spec, self.store.shards()).map_err(named)?;
             let known = self.known_handler(&spec.handler).await?;
+            // Only a task with a dedup key is kept as given (it is written later, by its own
+            // script); the bulk path clones nothing.
+            let keep = spec.dedup.is_some().then(|| spec.clone());
             let job = self.check(spec, now, now, known).map_err(named)?;
-            let first = job.first_firing(now);
-            jobs.push((job.spec, first));
+            out.push((job.spec.id.clone(), Upserted::Created));
+            match keep {
+                Some(spec) => deduped.push((i, spec)),
+                None => {
+                    let first = job.first_firing(now);
+                    jobs.push((job.spec, first));
+                }
+            }
         }
         self.store.insert_many(&jobs, now).await?;
-        Ok(jobs.into_iter().map(|(spec, _)| spec.id).collect())
+        for (i, spec) in deduped {
+            let (record, outcome) = self.enqueue_deduped(spec).await?;
+            out[i] = (record.spec.id, outcome);
+        }
+        Ok(out)
     }
 
     /// Read a job.

@@ -50,6 +50,10 @@ pub enum Scenario {
     Cron,
     /// `n` jobs pending, none due, for `duration`: CPU of node and Redis.
     Idle,
+    /// `queue` with its consumers popping and finishing batches over HTTP, from `keyfire serve`
+    /// processes the bench starts on free ports (see [`queue`]).
+    #[value(name = "queue-rest")]
+    QueueRest,
     /// `n` delay-queue tasks due over `duration`, through add → ready → pop → finish with 8
     /// consumers: throughput, and lateness from due to ready.
     Queue,
@@ -66,6 +70,7 @@ impl Scenario {
             Scenario::Cron => "cron",
             Scenario::Idle => "idle",
             Scenario::Queue => "queue",
+            Scenario::QueueRest => "queue-rest",
         }
     }
 
@@ -73,7 +78,7 @@ impl Scenario {
     pub fn default_n(self) -> usize {
         match self {
             Scenario::Sparse | Scenario::Enqueue | Scenario::Idle => 1_000_000,
-            Scenario::Steady | Scenario::Burst | Scenario::Queue => 100_000,
+            Scenario::Steady | Scenario::Burst | Scenario::Queue | Scenario::QueueRest => 100_000,
             Scenario::Cron => 10_000,
         }
     }
@@ -82,7 +87,11 @@ impl Scenario {
     pub fn default_nodes(self) -> usize {
         match self {
             Scenario::Steady | Scenario::Burst | Scenario::Cron => 3,
-            Scenario::Sparse | Scenario::Enqueue | Scenario::Idle | Scenario::Queue => 1,
+            Scenario::Sparse
+            | Scenario::Enqueue
+            | Scenario::Idle
+            | Scenario::Queue
+            | Scenario::QueueRest => 1,
         }
     }
 
@@ -156,6 +165,11 @@ pub struct BenchOptions {
     pub aof: bool,
     /// No progress output at all (tests).
     pub quiet: bool,
+    /// `queue-rest`: the `keyfire` binary to run as `keyfire serve` (default: this process's
+    /// own executable, which is `keyfire` under `keyfire bench`).
+    pub server_bin: Option<PathBuf>,
+    /// `queue-rest`: `keyfire serve` processes the consumers pop from (default 2).
+    pub servers: Option<usize>,
 }
 
 impl BenchOptions {
@@ -174,6 +188,8 @@ impl BenchOptions {
             plot: None,
             aof: false,
             quiet: false,
+            server_bin: None,
+            servers: None,
         }
     }
 }

@@ -7,6 +7,14 @@
 //! promotion; consumers pop batches of up to [`POP_MAX`] with blocking waits and finish what
 //! they pop in one batch finish.
 //!
+//! `queue-rest` is the same with the consumers outside the library: [`RestServers`] `keyfire
+//! serve` processes start on free ports against the bench's Redis (nodes like the others, so
+//! they promote topics too), and each consumer pops batches with `POST
+//! /v1/topics/{topic}/pop?max=100&wait=500ms` and finishes them with one `POST
+//! /v1/topics/{topic}/finish`, round-robin over the servers, through one HTTP client (kept-alive
+//! connections). What it adds over `queue` is the HTTP round trips and JSON, and the servers'
+//! processes.
+//!
 //! In the report, the lateness is *ready minus due* (Redis time, as the pop hands both back):
 //! what the firing machinery adds. `firings_per_s` is tasks finished per second from the first
 //! due instant to the last finish; `tasks_per_s` is the add rate; `doubled` counts tasks
@@ -16,11 +24,14 @@
 //! the change of Redis's data memory over adding the delayed tasks, per task.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
 
 use super::harness::Harness;
 use super::metrics::{Delta, Percentiles, round2};
@@ -40,6 +51,211 @@ const CHUNK: usize = 5_000;
 /// Most tasks one pop takes.
 pub const POP_MAX: usize = 100;
 
+/// `queue-rest`: the `keyfire serve` processes to start.
+#[derive(Debug, Clone)]
+pub struct RestServers {
+    /// The `keyfire` binary.
+    pub bin: PathBuf,
+    /// How many.
+    pub count: usize,
+}
+
+/// `keyfire serve` child processes, killed when dropped.
+struct Servers {
+    children: Vec<std::process::Child>,
+    urls: Vec<String>,
+}
+
+impl Drop for Servers {
+    /// SIGTERM (a server leaves the live set as it stops), SIGKILL after 5 s.
+    fn drop(&mut self) {
+        for c in &self.children {
+            let pid = nix::unistd::Pid::from_raw(c.id() as i32);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        }
+        let give_up = Instant::now() + Duration::from_secs(5);
+        for c in &mut self.children {
+            while matches!(c.try_wait(), Ok(None)) && Instant::now() < give_up {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A free TCP port on the loopback interface (the OS picks one; it is free until it is taken).
+fn free_port() -> std::io::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// Start the servers against the harness's Redis and prefix; wait until each is ready.
+async fn start_servers(h: &Harness, rest: &RestServers) -> anyhow::Result<Servers> {
+    anyhow::ensure!(
+        rest.bin.is_file(),
+        "the keyfire binary {} is missing (give --server-bin)",
+        rest.bin.display()
+    );
+    let mut servers = Servers {
+        children: Vec::new(),
+        urls: Vec::new(),
+    };
+    for i in 0..rest.count {
+        let port = free_port()?;
+        let child = std::process::Command::new(&rest.bin)
+            .arg("serve")
+            .env("KEYFIRE__REDIS__URL", &h.settings.redis.url)
+            .env("KEYFIRE__REDIS__PREFIX", &h.settings.redis.prefix)
+            .env(
+                "KEYFIRE__NODE__ID",
+                format!("bench-rest-{}-{i}", std::process::id()),
+            )
+            .env("KEYFIRE__API__LISTEN", format!("127.0.0.1:{port}"))
+            .env("RUST_LOG", "warn")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("start {} serve", rest.bin.display()))?;
+        servers.children.push(child);
+        servers.urls.push(format!("http://127.0.0.1:{port}"));
+    }
+    let http = reqwest::Client::new();
+    let give_up = Instant::now() + Duration::from_secs(30);
+    for url in &servers.urls {
+        loop {
+            let ready = http.get(format!("{url}/readyz")).send().await;
+            if ready.is_ok_and(|r| r.status().is_success()) {
+                break;
+            }
+            anyhow::ensure!(
+                Instant::now() < give_up,
+                "keyfire serve at {url} did not get ready in 30 s"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    Ok(servers)
+}
+
+/// A popped task as the REST pop answers it (the fields the bench reads).
+#[derive(Deserialize)]
+struct RestTask {
+    id: String,
+    token: String,
+    deliveries: u32,
+    due_at: DateTime<Utc>,
+    ready_at: DateTime<Utc>,
+}
+
+#[derive(Deserialize)]
+struct RestPopped {
+    tasks: Vec<RestTask>,
+}
+
+#[derive(Deserialize)]
+struct RestOutcome {
+    outcome: Finished,
+}
+
+#[derive(Deserialize)]
+struct RestFinished {
+    results: Vec<RestOutcome>,
+}
+
+/// How a consumer pops and finishes: through the library, or over HTTP.
+enum Consumer {
+    Library(Queue),
+    Rest { http: reqwest::Client, url: String },
+}
+
+/// What a consumer needs of each task it popped and finished.
+struct Popped {
+    id: String,
+    deliveries: u32,
+    due_ms: i64,
+    ready_ms: i64,
+}
+
+impl Consumer {
+    /// Pop a batch and finish it; every finish must be accepted.
+    async fn pop_and_finish(&self) -> anyhow::Result<Vec<Popped>> {
+        match self {
+            Consumer::Library(q) => {
+                let popped = q.pop_many(TOPIC, POP_MAX, POP_WAIT).await?;
+                if popped.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let pairs: Vec<(String, String)> = popped
+                    .iter()
+                    .map(|r| (r.id.clone(), r.token.clone()))
+                    .collect();
+                let outcomes = q.finish_many(&pairs).await?;
+                anyhow::ensure!(
+                    outcomes.iter().all(|o| *o == Finished::Done),
+                    "a finish was refused: {outcomes:?}"
+                );
+                Ok(popped
+                    .into_iter()
+                    .map(|r| Popped {
+                        id: r.id,
+                        deliveries: r.deliveries,
+                        due_ms: r.due_at.timestamp_millis(),
+                        ready_ms: r.ready_at.timestamp_millis(),
+                    })
+                    .collect())
+            }
+            Consumer::Rest { http, url } => {
+                let wait = humantime::format_duration(POP_WAIT);
+                let popped: RestPopped = http
+                    .post(format!(
+                        "{url}/v1/topics/{TOPIC}/pop?max={POP_MAX}&wait={wait}"
+                    ))
+                    .send()
+                    .await?
+                    .error_for_status()?
+                    .json()
+                    .await?;
+                if popped.tasks.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let body = serde_json::json!({
+                    "tasks": popped
+                        .tasks
+                        .iter()
+                        .map(|t| serde_json::json!({"id": t.id, "token": t.token}))
+                        .collect::<Vec<_>>()
+                });
+                let finished: RestFinished = http
+                    .post(format!("{url}/v1/topics/{TOPIC}/finish"))
+                    .json(&body)
+                    .send()
+                    .await?
+                    .error_for_status()?
+                    .json()
+                    .await?;
+                anyhow::ensure!(
+                    finished.results.len() == popped.tasks.len()
+                        && finished.results.iter().all(|o| o.outcome == Finished::Done),
+                    "a finish was refused"
+                );
+                Ok(popped
+                    .tasks
+                    .into_iter()
+                    .map(|t| Popped {
+                        id: t.id,
+                        deliveries: t.deliveries,
+                        due_ms: t.due_at.timestamp_millis(),
+                        ready_ms: t.ready_at.timestamp_millis(),
+                    })
+                    .collect())
+            }
+        }
+    }
+}
+
 /// One delivery as a consumer saw it (Redis ms, local instant of the finish).
 struct Delivery {
     id: String,
@@ -54,9 +270,23 @@ pub(super) async fn run(
     h: &mut Harness,
     mut report: Report,
     duration_ms: i64,
+    rest: Option<RestServers>,
     apply_delta: impl Fn(&mut Report, &Delta),
 ) -> anyhow::Result<BenchRun> {
     let n = report.n;
+    let servers = match &rest {
+        Some(r) => {
+            keyfire::handler::http::install_tls_provider();
+            let s = start_servers(h, r).await?;
+            h.progress.note(format!(
+                "queue-rest: {} keyfire serve process(es) at {}",
+                s.urls.len(),
+                s.urls.join(", ")
+            ));
+            Some(s)
+        }
+        None => None,
+    };
     let queue = Queue::connect(&h.settings)
         .await
         .context("connecting the queue")?;
@@ -124,25 +354,32 @@ pub(super) async fn run(
     let finished = Arc::new(AtomicUsize::new(0));
     let log = Arc::new(Mutex::new(Vec::with_capacity(n)));
     let mut consumers = Vec::with_capacity(CONSUMERS);
-    for _ in 0..CONSUMERS {
-        let q = Queue::connect(&h.settings).await?;
+    // One client, its connections kept alive (only for the REST consumers: building one needs
+    // the TLS provider installed above).
+    let http = match &servers {
+        Some(_) => Some(
+            reqwest::Client::builder()
+                .pool_max_idle_per_host(CONSUMERS)
+                .build()?,
+        ),
+        None => None,
+    };
+    for i in 0..CONSUMERS {
+        let consumer = match (&servers, &http) {
+            (Some(s), Some(http)) => Consumer::Rest {
+                http: http.clone(),
+                url: s.urls[i % s.urls.len()].clone(),
+            },
+            _ => Consumer::Library(Queue::connect(&h.settings).await?),
+        };
         let finished = finished.clone();
         let log = log.clone();
         consumers.push(tokio::spawn(async move {
             while finished.load(Ordering::Relaxed) < n && redis_now() < deadline_ms {
-                let popped = q.pop_many(TOPIC, POP_MAX, POP_WAIT).await?;
+                let popped = consumer.pop_and_finish().await?;
                 if popped.is_empty() {
                     continue;
                 }
-                let pairs: Vec<(String, String)> = popped
-                    .iter()
-                    .map(|r| (r.id.clone(), r.token.clone()))
-                    .collect();
-                let outcomes = q.finish_many(&pairs).await?;
-                anyhow::ensure!(
-                    outcomes.iter().all(|o| *o == Finished::Done),
-                    "a finish was refused: {outcomes:?}"
-                );
                 finished.fetch_add(popped.len(), Ordering::Relaxed);
                 let at = redis_now();
                 let mut log = log.lock().expect("log lock");
@@ -150,8 +387,8 @@ pub(super) async fn run(
                     log.push(Delivery {
                         id: r.id,
                         deliveries: r.deliveries,
-                        due_ms: r.due_at.timestamp_millis(),
-                        ready_ms: r.ready_at.timestamp_millis(),
+                        due_ms: r.due_ms,
+                        ready_ms: r.ready_ms,
                         finished_redis_ms: at,
                     });
                 }
@@ -169,6 +406,7 @@ pub(super) async fn run(
         c.await.context("consumer panicked")??;
     }
     let snap1 = h.snapshot().await;
+    drop(servers);
 
     let log = std::mem::take(&mut *log.lock().expect("log lock"));
     let mut seen: HashMap<&str, usize> = HashMap::new();

@@ -52,9 +52,22 @@ pub(super) async fn run(
         Scenario::Enqueue => enqueue(h, &p).await,
         Scenario::Cron => cron(h, &p).await,
         Scenario::Idle => idle(h, &p).await,
-        Scenario::Queue => {
+        Scenario::Queue | Scenario::QueueRest => {
             let nodes = p.nodes;
-            super::queue::run(h, blank(&p), p.duration_ms, |r, d| apply_delta(r, d, nodes)).await
+            let rest = match s {
+                Scenario::QueueRest => Some(super::queue::RestServers {
+                    bin: match &opts.server_bin {
+                        Some(b) => b.clone(),
+                        None => std::env::current_exe()?,
+                    },
+                    count: opts.servers.unwrap_or(2).max(1),
+                }),
+                _ => None,
+            };
+            super::queue::run(h, blank(&p), p.duration_ms, rest, |r, d| {
+                apply_delta(r, d, nodes)
+            })
+            .await
         }
     }
 }

@@ -32,6 +32,14 @@
 //! - `misfire`: a job with `misfire = "skip"` ran a firing claimed later than its tolerance;
 //! - `stuck`: a firing due before the cutoff still running or queued after the drain.
 //!
+//! Delay-queue tasks (each named `queue:<task id>`) are held to the queue's promises with the
+//! same kinds where they mean the same: `early` (made ready or reserved before its instant),
+//! `late` (first made ready after its deadline), `double_claim` (one delivery number given
+//! twice), `doubled` (two finishes accepted), `missed` (a required task never delivered),
+//! `lost` (delivered, never finished, neither done nor dead at the end); and two of their own:
+//! `within_ttr` (delivered again before the previous reservation's ttr ran out) and
+//! `redelivered_after_finish` (delivered again after a finish was accepted).
+//!
 //! # What is required
 //!
 //! A firing is required when its deadline passed before anything could legitimately drop it
@@ -94,11 +102,13 @@ pub enum ViolationKind {
     Stuck,
     /// A delay-queue task delivered again after a finish was accepted.
     RedeliveredAfterFinish,
+    /// A delay-queue task delivered again before its previous reservation's ttr ran out.
+    WithinTtr,
 }
 
 impl ViolationKind {
     /// Every kind, in report order.
-    pub const ALL: [ViolationKind; 14] = [
+    pub const ALL: [ViolationKind; 15] = [
         ViolationKind::Missed,
         ViolationKind::Lost,
         ViolationKind::Doubled,
@@ -113,6 +123,7 @@ impl ViolationKind {
         ViolationKind::Unrecorded,
         ViolationKind::Stuck,
         ViolationKind::RedeliveredAfterFinish,
+        ViolationKind::WithinTtr,
     ];
 
     /// Its name in reports.
@@ -132,6 +143,7 @@ impl ViolationKind {
             ViolationKind::Unrecorded => "unrecorded",
             ViolationKind::Stuck => "stuck",
             ViolationKind::RedeliveredAfterFinish => "redelivered_after_finish",
+            ViolationKind::WithinTtr => "within_ttr",
         }
     }
 
@@ -143,6 +155,7 @@ impl ViolationKind {
                 | ViolationKind::DoubleClaim
                 | ViolationKind::Unrecorded
                 | ViolationKind::RedeliveredAfterFinish
+                | ViolationKind::WithinTtr
         )
     }
 
@@ -731,6 +744,26 @@ struct Findings {
     queue_touched: BTreeSet<String>,
 }
 
+/// One delay-queue task as the checker judges it: its add and the consumers' events.
+struct QueueTask<'a> {
+    /// `queue:<task id>`, as findings name it.
+    key: String,
+    due: i64,
+    /// When it became due: its instant, or the add's return if later.
+    ready: i64,
+    /// The latest it may first become ready.
+    deadline: i64,
+    ttr_ms: i64,
+    required: bool,
+    /// Its state at the end.
+    state: Option<&'a str>,
+    /// Every consumer event, by reservation instant.
+    events: Vec<&'a QueueEvent>,
+    pops: Vec<&'a QueueEvent>,
+    /// Accepted finishes.
+    finishes: Vec<&'a QueueEvent>,
+}
+
 impl Findings {
     fn new(workload: &Workload, history: &History, faults: &[FaultEvent]) -> Self {
         let mut report = Report {
@@ -1078,113 +1111,219 @@ impl<'a> Evidence<'a> {
         }
     }
 
-    /// Delay-queue tasks: delivered once due, never early, finished once, never after.
+    /// Delay-queue tasks, one method per kind of finding over the same evidence
+    /// ([`QueueTask`]): delivered only once due and in time, each delivery number given once,
+    /// never again within a reservation's ttr, finished once and never delivered after, and
+    /// none lost.
     fn check_queue(&self, f: &mut Findings) {
-        // Delay-queue tasks: delivered once due, never early, finished once, never after.
+        let tasks = self.queue_tasks();
+        f.report.queue_tasks += tasks.len();
+        for t in &tasks {
+            f.report.deliveries += t.pops.len();
+            if t.events
+                .iter()
+                .any(|e| self.c.in_aof_window(e.at_ms) || self.c.in_aof_window(e.reserved_ms))
+                || self.c.in_aof_window(t.due)
+            {
+                f.queue_touched.insert(t.key.clone());
+            }
+            Self::queue_early(t, f);
+            Self::queue_late(t, f);
+            Self::queue_delivery_given_twice(t, f);
+            Self::queue_within_ttr(t, f);
+            Self::queue_finished_twice(t, f);
+            Self::queue_delivered_after_finish(t, f);
+            Self::queue_missed_or_lost(t, f);
+        }
+    }
+
+    /// Each task the workload added, with what the consumers did with it.
+    fn queue_tasks(&self) -> Vec<QueueTask<'a>> {
         let mut qev: BTreeMap<&str, Vec<&QueueEvent>> = BTreeMap::new();
         for e in &self.history.queue {
             qev.entry(e.task.as_str()).or_default().push(e);
         }
+        let mut out = Vec::new();
         for op in &self.workload.ops {
-            let OpKind::QueueAdd { due_ms, .. } = &op.kind else {
+            let OpKind::QueueAdd { due_ms, ttr_ms, .. } = &op.kind else {
                 continue;
             };
             let due = *due_ms;
-            let key = format!("queue:{}", op.job);
-            f.report.queue_tasks += 1;
-            let evs: &[&QueueEvent] = qev.get(op.job.as_str()).map_or(&[], |v| v.as_slice());
-            if evs
-                .iter()
-                .any(|e| self.c.in_aof_window(e.at_ms) || self.c.in_aof_window(e.reserved_ms))
-                || self.c.in_aof_window(due)
-            {
-                f.queue_touched.insert(key.clone());
-            }
             let ready = due.max(op.ret_ms);
             let deadline = self.c.deadline(ready);
-            let required = due <= self.workload.cutoff_ms && deadline < self.workload.end_ms;
-            let pops: Vec<&&QueueEvent> = evs.iter().filter(|e| e.ev == QueueEv::Pop).collect();
-            f.report.deliveries += pops.len();
-            let state = self.history.queue_states.get(&op.job).map(String::as_str);
-            for p in &pops {
-                if p.reserved_ms < due || p.ready_ms < due {
-                    f.flag(
-                        ViolationKind::Early,
-                        &key,
-                        format!(
-                            "due {due}, made ready at {} and reserved at {} by {}",
-                            p.ready_ms, p.reserved_ms, p.consumer
-                        ),
-                    );
-                }
-            }
-            if let Some(first) = pops.iter().map(|p| p.ready_ms).min() {
-                let late = first - ready;
-                let l = f.report.lateness.entry("queue".into()).or_default();
-                l.firings += 1;
-                l.worst_ms = l.worst_ms.max(late);
-                if first > deadline {
-                    f.flag(
-                        ViolationKind::Late,
-                        &key,
-                        format!("made ready at {first}, {late} ms after it was due at {ready}"),
-                    );
-                }
-            }
-            let mut numbers: BTreeMap<u32, usize> = BTreeMap::new();
-            for p in &pops {
-                *numbers.entry(p.deliveries).or_default() += 1;
-            }
-            for (n, k) in numbers {
-                if k > 1 {
-                    f.flag(
-                        ViolationKind::DoubleClaim,
-                        &key,
-                        format!("delivery {n} given {k} times"),
-                    );
-                }
-            }
-            let finishes: Vec<&&QueueEvent> =
-                evs.iter().filter(|e| e.ev == QueueEv::FinishOk).collect();
-            if finishes.len() > 1 {
-                let who: Vec<String> = finishes
-                    .iter()
-                    .map(|e| format!("{}#{}", e.consumer, e.deliveries))
-                    .collect();
+            let mut events = qev.remove(op.job.as_str()).unwrap_or_default();
+            events.sort_by_key(|e| (e.reserved_ms, e.at_ms));
+            let pops: Vec<&QueueEvent> = events
+                .iter()
+                .copied()
+                .filter(|e| e.ev == QueueEv::Pop)
+                .collect();
+            let finishes: Vec<&QueueEvent> = events
+                .iter()
+                .copied()
+                .filter(|e| e.ev == QueueEv::FinishOk)
+                .collect();
+            out.push(QueueTask {
+                key: format!("queue:{}", op.job),
+                due,
+                ready,
+                deadline,
+                ttr_ms: *ttr_ms,
+                required: due <= self.workload.cutoff_ms && deadline < self.workload.end_ms,
+                state: self.history.queue_states.get(&op.job).map(String::as_str),
+                events,
+                pops,
+                finishes,
+            });
+        }
+        out
+    }
+
+    /// `early`: reserved, or made ready, before its instant (Redis time).
+    fn queue_early(t: &QueueTask, f: &mut Findings) {
+        for p in &t.pops {
+            if p.reserved_ms < t.due || p.ready_ms < t.due {
                 f.flag(
-                    ViolationKind::Doubled,
-                    &key,
-                    format!("{} finishes accepted: {}", finishes.len(), who.join(", ")),
-                );
-            }
-            if let Some(done) = finishes.iter().map(|e| e.at_ms).min() {
-                for p in pops.iter().filter(|p| p.reserved_ms > done) {
-                    f.flag(
-                        ViolationKind::RedeliveredAfterFinish,
-                        &key,
-                        format!(
-                            "finished at {done}, delivered again (#{}) at {} to {}",
-                            p.deliveries, p.reserved_ms, p.consumer
-                        ),
-                    );
-                }
-            }
-            if required && pops.is_empty() {
-                f.flag(
-                    ViolationKind::Missed,
-                    &key,
-                    format!("due {due} (deadline {deadline}), never delivered; state {state:?}"),
-                );
-            } else if required && finishes.is_empty() && !matches!(state, Some("done" | "dead")) {
-                f.flag(
-                    ViolationKind::Lost,
-                    &key,
+                    ViolationKind::Early,
+                    &t.key,
                     format!(
-                        "delivered {} times, never finished; state {state:?}",
-                        pops.len()
+                        "due {}, made ready at {} and reserved at {} by {}",
+                        t.due, p.ready_ms, p.reserved_ms, p.consumer
                     ),
                 );
             }
+        }
+    }
+
+    /// `late`: first made ready after its deadline. Judged on the first delivery only (a
+    /// redelivery's ready instant is when its reservation was taken back); a first delivery
+    /// whose record a consumer SIGKILL lost leaves nothing to judge.
+    fn queue_late(t: &QueueTask, f: &mut Findings) {
+        let Some(first) = t
+            .pops
+            .iter()
+            .filter(|p| p.deliveries == 1)
+            .map(|p| p.ready_ms)
+            .min()
+        else {
+            return;
+        };
+        let late = first - t.ready;
+        let l = f.report.lateness.entry("queue".into()).or_default();
+        l.firings += 1;
+        l.worst_ms = l.worst_ms.max(late);
+        if first > t.deadline {
+            f.flag(
+                ViolationKind::Late,
+                &t.key,
+                format!(
+                    "made ready at {first}, {late} ms after it was due at {}",
+                    t.ready
+                ),
+            );
+        }
+    }
+
+    /// `double_claim`: one delivery number given to two pops (two reservations at once).
+    fn queue_delivery_given_twice(t: &QueueTask, f: &mut Findings) {
+        let mut numbers: BTreeMap<u32, usize> = BTreeMap::new();
+        for p in &t.pops {
+            *numbers.entry(p.deliveries).or_default() += 1;
+        }
+        for (n, k) in numbers {
+            if k > 1 {
+                f.flag(
+                    ViolationKind::DoubleClaim,
+                    &t.key,
+                    format!("delivery {n} given {k} times"),
+                );
+            }
+        }
+    }
+
+    /// `within_ttr`: delivered again before the previous reservation's ttr ran out (no
+    /// consumer of a round extends a reservation, so its deadline is its pop plus the ttr).
+    fn queue_within_ttr(t: &QueueTask, f: &mut Findings) {
+        if t.ttr_ms <= 0 {
+            return;
+        }
+        for w in t.pops.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            if b.reserved_ms < a.reserved_ms + t.ttr_ms {
+                f.flag(
+                    ViolationKind::WithinTtr,
+                    &t.key,
+                    format!(
+                        "delivery {} to {} at {}, delivery {} to {} at {}: {} ms apart, ttr {} ms",
+                        a.deliveries,
+                        a.consumer,
+                        a.reserved_ms,
+                        b.deliveries,
+                        b.consumer,
+                        b.reserved_ms,
+                        b.reserved_ms - a.reserved_ms,
+                        t.ttr_ms
+                    ),
+                );
+            }
+        }
+    }
+
+    /// `doubled`: two finishes accepted (fencing lets one reservation's finish through).
+    fn queue_finished_twice(t: &QueueTask, f: &mut Findings) {
+        if t.finishes.len() > 1 {
+            let who: Vec<String> = t
+                .finishes
+                .iter()
+                .map(|e| format!("{}#{}", e.consumer, e.deliveries))
+                .collect();
+            f.flag(
+                ViolationKind::Doubled,
+                &t.key,
+                format!("{} finishes accepted: {}", t.finishes.len(), who.join(", ")),
+            );
+        }
+    }
+
+    /// `redelivered_after_finish`: popped again after a finish was accepted.
+    fn queue_delivered_after_finish(t: &QueueTask, f: &mut Findings) {
+        let Some(done) = t.finishes.iter().map(|e| e.at_ms).min() else {
+            return;
+        };
+        for p in t.pops.iter().filter(|p| p.reserved_ms > done) {
+            f.flag(
+                ViolationKind::RedeliveredAfterFinish,
+                &t.key,
+                format!(
+                    "finished at {done}, delivered again (#{}) at {} to {}",
+                    p.deliveries, p.reserved_ms, p.consumer
+                ),
+            );
+        }
+    }
+
+    /// `missed`: a required task never delivered; `lost`: delivered, but neither finished
+    /// nor done or dead at the end.
+    fn queue_missed_or_lost(t: &QueueTask, f: &mut Findings) {
+        if !t.required {
+            return;
+        }
+        let (due, deadline, state) = (t.due, t.deadline, t.state);
+        if t.pops.is_empty() {
+            f.flag(
+                ViolationKind::Missed,
+                &t.key,
+                format!("due {due} (deadline {deadline}), never delivered; state {state:?}"),
+            );
+        } else if t.finishes.is_empty() && !matches!(state, Some("done" | "dead")) {
+            f.flag(
+                ViolationKind::Lost,
+                &t.key,
+                format!(
+                    "delivered {} times, never finished; state {state:?}",
+                    t.pops.len()
+                ),
+            );
         }
     }
 
@@ -1477,6 +1616,7 @@ mod tests {
             kind: OpKind::QueueAdd {
                 topic: "chaos".into(),
                 due_ms: due,
+                ttr_ms: 2_000,
             },
         }
     }
@@ -1495,7 +1635,8 @@ mod tests {
     }
 
     /// Delay-queue tasks: a clean one passes; an early delivery, two accepted finishes, a
-    /// task never delivered and one delivered after its finish are each reported.
+    /// task never delivered, one delivered after its finish and one delivered again within
+    /// its ttr are each reported.
     #[test]
     fn queue_tasks_are_checked() {
         let due = T0 + 2_000;
@@ -1505,6 +1646,7 @@ mod tests {
             qadd("twice", due),
             qadd("never", due),
             qadd("again", due),
+            qadd("soon", due),
         ];
         let mut h = History::default();
         for t in ["ok", "early", "twice", "again"] {
@@ -1528,6 +1670,20 @@ mod tests {
         h.queue
             .push(qev(QueueEv::Pop, "again", 2, due, due + 3_000, due + 3_000));
         h.queue_states.insert("never".into(), "ready".into());
+        // Taken back 1.5 s into a 2 s ttr and given to another consumer.
+        h.queue
+            .push(qev(QueueEv::Pop, "soon", 1, due, due + 10, due + 10));
+        h.queue
+            .push(qev(QueueEv::Pop, "soon", 2, due, due + 1_510, due + 1_510));
+        h.queue.push(qev(
+            QueueEv::FinishOk,
+            "soon",
+            2,
+            due,
+            due + 1_510,
+            due + 1_600,
+        ));
+        h.queue_states.insert("soon".into(), "done".into());
         let r = check(&workload(ops), &h, &[]);
         let of = |k| -> Vec<String> {
             r.violations
@@ -1544,8 +1700,9 @@ mod tests {
             ["queue:twice", "queue:again"],
             "{r}"
         );
-        assert_eq!(r.violations.len(), 5, "{r}");
-        assert_eq!((r.queue_tasks, r.deliveries), (5, 6));
+        assert_eq!(of(ViolationKind::WithinTtr), ["queue:soon"], "{r}");
+        assert_eq!(r.violations.len(), 6, "{r}");
+        assert_eq!((r.queue_tasks, r.deliveries), (6, 8));
     }
 
     /// Lateness is held to the bound, extended past a Redis outage.

@@ -32,13 +32,13 @@ use keyfire::store::{JobStatus, Keys, parse_firing_id};
 use keyfire_testkit::{RedisOptions, RedisServer};
 
 /// Key prefix of the round's data.
-const PREFIX: &str = "chaos";
+pub(super) const PREFIX: &str = "chaos";
 /// Node settings of a round: short, so a minute sees every fault play out.
-const LEASE_MS: i64 = 2_000;
-const HEARTBEAT_MS: i64 = 200;
-const NODE_TTL_MS: i64 = 1_000;
-const SWEEP_MS: i64 = 500;
-const GRACE_MS: i64 = 1_000;
+pub(super) const LEASE_MS: i64 = 2_000;
+pub(super) const HEARTBEAT_MS: i64 = 200;
+pub(super) const NODE_TTL_MS: i64 = 1_000;
+pub(super) const SWEEP_MS: i64 = 500;
+pub(super) const GRACE_MS: i64 = 1_000;
 /// The delay-queue topic of a round, and its tasks' time-to-run.
 const TOPIC: &str = "chaos";
 const QUEUE_TTR: Duration = Duration::from_secs(2);
@@ -87,24 +87,32 @@ pub fn node_bin_near(exe: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// A node process and how to start it again.
-struct NodeProc {
-    id: String,
-    child: Option<Child>,
-    skew_ms: i64,
-    url: String,
-    dir: PathBuf,
-    bin: PathBuf,
+/// A node process (or a delay-queue consumer process) and how to start it again.
+pub(super) struct NodeProc {
+    pub(super) id: String,
+    pub(super) child: Option<Child>,
+    pub(super) skew_ms: i64,
+    pub(super) url: String,
+    pub(super) dir: PathBuf,
+    pub(super) bin: PathBuf,
+    /// A consumer of these topics (comma-separated) instead of a node.
+    pub(super) consumer_of: Option<String>,
 }
 
 impl NodeProc {
-    fn spawn(&mut self) -> anyhow::Result<()> {
+    pub(super) fn spawn(&mut self) -> anyhow::Result<()> {
         let stderr = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(self.dir.join(format!("{}.log", self.id)))?;
         let ms = |v: i64| format!("{v}ms");
-        let child = Command::new(&self.bin)
+        let mut cmd = Command::new(&self.bin);
+        if let Some(topics) = &self.consumer_of {
+            cmd.env("KEYFIRE_CHAOS_CONSUMER", &self.id)
+                .env("KEYFIRE_CHAOS_TOPICS", topics)
+                .env("KEYFIRE_CHAOS_SEED", stable_seed(&self.id).to_string());
+        }
+        let child = cmd
             .env("KEYFIRE__REDIS__URL", &self.url)
             .env("KEYFIRE__REDIS__PREFIX", PREFIX)
             .env("KEYFIRE__NODE__ID", &self.id)
@@ -137,13 +145,19 @@ impl NodeProc {
         Ok(())
     }
 
-    fn signal(&self, sig: Signal) {
+    /// The log of a consumer process.
+    pub(super) fn queue_log(&self) -> PathBuf {
+        self.dir
+            .join(format!("{}.{}", self.id, super::consumer::LOG_EXT))
+    }
+
+    pub(super) fn signal(&self, sig: Signal) {
         if let Some(pid) = self.child.as_ref().and_then(Child::id) {
             let _ = kill(Pid::from_raw(pid as i32), sig);
         }
     }
 
-    async fn kill(&mut self) {
+    pub(super) async fn kill(&mut self) {
         self.signal(Signal::SIGKILL);
         if let Some(mut c) = self.child.take() {
             let _ = c.wait().await;
@@ -151,7 +165,7 @@ impl NodeProc {
     }
 
     /// SIGTERM (the node drains), SIGKILL if it takes too long.
-    async fn stop(&mut self) {
+    pub(super) async fn stop(&mut self) {
         self.signal(Signal::SIGCONT);
         self.signal(Signal::SIGTERM);
         if let Some(mut c) = self.child.take()
@@ -166,15 +180,22 @@ impl NodeProc {
 
 /// Redis time in ms over `conn`, or the host's clock when Redis does not answer (the same
 /// clock: Redis runs on this host).
-async fn redis_ms(conn: &mut ConnectionManager) -> i64 {
+pub(super) async fn redis_ms(conn: &mut ConnectionManager) -> i64 {
     keyfire::store::redis_time_ms(conn)
         .await
         .unwrap_or_else(|_| host_ms())
 }
 
+/// A seed from a name, the same in every run.
+fn stable_seed(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
 /// Retry a call until it succeeds (Redis may be restarting): the change happened between the
 /// first try and the success. A delete that finds nothing succeeded on an earlier try.
-async fn retrying<T, F, Fut>(
+pub(super) async fn retrying<T, F, Fut>(
     conn: &mut ConnectionManager,
     round: &Round,
     what: &str,
@@ -201,18 +222,18 @@ where
 }
 
 /// Shared state of a running round.
-struct Round {
-    cfg: Config,
-    dir: PathBuf,
-    redis: Arc<std::sync::Mutex<RedisServer>>,
-    admin: ConnectionManager,
-    keys: Keys,
-    nodes: Mutex<Vec<NodeProc>>,
-    proxies: Vec<Proxy>,
+pub(super) struct Round {
+    pub(super) cfg: Config,
+    pub(super) dir: PathBuf,
+    pub(super) redis: Arc<std::sync::Mutex<RedisServer>>,
+    pub(super) admin: ConnectionManager,
+    pub(super) keys: Keys,
+    pub(super) nodes: Mutex<Vec<NodeProc>>,
+    pub(super) proxies: Vec<Proxy>,
     faults: std::sync::Mutex<Vec<FaultEvent>>,
     /// Held by every workload call, and by the Redis lane around outages: no call returns in
     /// the AOF-loss window before a Redis SIGKILL, none fails on a Redis that is down.
-    op_lock: Mutex<()>,
+    pub(super) op_lock: Mutex<()>,
     /// Asks the workload driver to delete and re-create a job at once: while a node is cut
     /// off, or its subscriber was just killed, so the node misses the change messages.
     churn: tokio::sync::Notify,
@@ -220,7 +241,7 @@ struct Round {
 }
 
 impl Round {
-    fn note(&self, msg: impl AsRef<str>) {
+    pub(super) fn note(&self, msg: impl AsRef<str>) {
         if self.cfg.verbose {
             eprintln!(
                 "[chaos {:>6.1}s] {}",
@@ -230,7 +251,18 @@ impl Round {
         }
     }
 
-    fn record(&self, kind: FaultKind, node: Option<&str>, start_ms: i64, detail: String) {
+    /// The faults injected so far.
+    pub(super) fn faults(&self) -> Vec<FaultEvent> {
+        self.faults.lock().expect("faults lock").clone()
+    }
+
+    pub(super) fn record(
+        &self,
+        kind: FaultKind,
+        node: Option<&str>,
+        start_ms: i64,
+        detail: String,
+    ) {
         let end_ms = host_ms();
         self.note(format!(
             "{kind} {} {detail} ({} ms)",
@@ -247,7 +279,7 @@ impl Round {
     }
 
     /// Wait until node `id` heartbeats after `since` (Redis time), at most `limit`.
-    async fn wait_heartbeat(&self, id: &str, since: i64, limit: Duration) -> bool {
+    pub(super) async fn wait_heartbeat(&self, id: &str, since: i64, limit: Duration) -> bool {
         let deadline = Instant::now() + limit;
         let mut conn = self.admin.clone();
         while Instant::now() < deadline {
@@ -282,7 +314,7 @@ impl Round {
         Ok(())
     }
 
-    async fn inject(&self, f: &PlannedFault) -> anyhow::Result<()> {
+    pub(super) async fn inject(&self, f: &PlannedFault) -> anyhow::Result<()> {
         let t0 = host_ms();
         match f.kind {
             FaultKind::NodeKill => {
@@ -384,7 +416,12 @@ impl Round {
                 self.record(f.kind, None, t0, format!("down {:?} + restart", f.hold));
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
-            FaultKind::HandlerFail | FaultKind::HandlerHang => {}
+            // Queue-round faults: `queue_round` injects them.
+            FaultKind::HandlerFail
+            | FaultKind::HandlerHang
+            | FaultKind::ConsumerKill
+            | FaultKind::PromoteKill
+            | FaultKind::EventsLost => {}
         }
         Ok(())
     }
@@ -678,6 +715,7 @@ impl Driver<'_> {
                 kind: OpKind::QueueAdd {
                     topic: t.topic,
                     due_ms: at.timestamp_millis(),
+                    ttr_ms: QUEUE_TTR.as_millis() as i64,
                 },
             });
         }
@@ -825,7 +863,7 @@ async fn consume(
 }
 
 /// Start Redis and `n` nodes behind proxies.
-async fn setup(cfg: &Config, dir: &Path, plan: &Plan) -> anyhow::Result<Round> {
+pub(super) async fn setup(cfg: &Config, dir: &Path, plan: &Plan) -> anyhow::Result<Round> {
     let redis = RedisServer::start_with(RedisOptions {
         persistent: true,
         extra: Vec::new(),
@@ -847,6 +885,7 @@ async fn setup(cfg: &Config, dir: &Path, plan: &Plan) -> anyhow::Result<Round> {
             url: proxy.url(),
             dir: dir.to_path_buf(),
             bin: cfg.node_bin.clone(),
+            consumer_of: None,
         });
         proxies.push(proxy);
     }
@@ -911,6 +950,52 @@ async fn pending(round: &Round, cutoff: i64) -> anyhow::Result<Vec<String>> {
     Ok(out)
 }
 
+/// The directory of a round's files: `cfg.dir`, or a temporary one (kept when it fails).
+pub(super) fn round_dir(cfg: &Config) -> anyhow::Result<(PathBuf, Option<tempfile::TempDir>)> {
+    Ok(match &cfg.dir {
+        Some(d) => {
+            std::fs::create_dir_all(d)?;
+            (d.clone(), None)
+        }
+        None => {
+            let t = tempfile::Builder::new()
+                .prefix("keyfire-chaos-")
+                .tempdir()?;
+            (t.path().to_path_buf(), Some(t))
+        }
+    })
+}
+
+/// Check a round and write its files; keep a temporary directory when it failed.
+pub(super) fn finish_round(
+    dir: &Path,
+    temp: Option<tempfile::TempDir>,
+    workload: Workload,
+    faults: Vec<FaultEvent>,
+    history: History,
+) -> anyhow::Result<Outcome> {
+    let report = check(&workload, &history, &faults);
+    std::fs::write(
+        dir.join("workload.json"),
+        serde_json::to_vec_pretty(&workload)?,
+    )?;
+    std::fs::write(dir.join("faults.json"), serde_json::to_vec_pretty(&faults)?)?;
+    std::fs::write(dir.join("history.json"), serde_json::to_vec(&history)?)?;
+    std::fs::write(dir.join("report.json"), serde_json::to_vec_pretty(&report)?)?;
+    std::fs::write(dir.join("report.txt"), report.to_string())?;
+    if let Some(t) = temp
+        && !report.ok()
+    {
+        let _ = t.keep();
+    }
+    Ok(Outcome {
+        report,
+        workload,
+        faults,
+        dir: dir.to_path_buf(),
+    })
+}
+
 /// Run one round and check it.
 pub async fn run(cfg: Config) -> anyhow::Result<Outcome> {
     anyhow::ensure!(
@@ -923,18 +1008,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<Outcome> {
         "the chaos node binary {} is missing: build it with `cargo build --release --examples`",
         cfg.node_bin.display()
     );
-    let (dir, temp) = match &cfg.dir {
-        Some(d) => {
-            std::fs::create_dir_all(d)?;
-            (d.clone(), None)
-        }
-        None => {
-            let t = tempfile::Builder::new()
-                .prefix("keyfire-chaos-")
-                .tempdir()?;
-            (t.path().to_path_buf(), Some(t))
-        }
-    };
+    let (dir, temp) = round_dir(&cfg)?;
     let plan = Plan::new(cfg.seed, cfg.duration, cfg.nodes);
     let round = setup(&cfg, &dir, &plan).await?;
     let result = drive(&round, &plan).await;
@@ -946,37 +1020,12 @@ pub async fn run(cfg: Config) -> anyhow::Result<Outcome> {
     let (runs, torn) = read_events(&dir)?;
     history.runs = runs;
     history.torn = torn;
-    let report = check(&workload, &history, &faults);
-    std::fs::write(
-        dir.join("workload.json"),
-        serde_json::to_vec_pretty(&workload)?,
-    )?;
-    std::fs::write(dir.join("faults.json"), serde_json::to_vec_pretty(&faults)?)?;
-    std::fs::write(dir.join("history.json"), serde_json::to_vec(&history)?)?;
-    std::fs::write(dir.join("report.json"), serde_json::to_vec_pretty(&report)?)?;
-    std::fs::write(dir.join("report.txt"), report.to_string())?;
-    // Keep the files of a failed round.
-    if let Some(t) = temp
-        && !report.ok()
-    {
-        let _ = t.keep();
-    }
-    Ok(Outcome {
-        report,
-        workload,
-        faults,
-        dir,
-    })
+    finish_round(&dir, temp, workload, faults, history)
 }
 
-async fn drive(round: &Round, plan: &Plan) -> anyhow::Result<(Workload, Vec<FaultEvent>, History)> {
-    let mut settings = Settings::default();
-    settings.redis.url = round.redis.lock().expect("redis lock").url();
-    settings.redis.prefix = PREFIX.into();
-    let client = Client::connect(&settings).await?.allow_handlers(["chaos"]);
+/// Start every node and wait for each one's first heartbeat.
+pub(super) async fn start_nodes(round: &Round) -> anyhow::Result<()> {
     let mut conn = round.admin.clone();
-
-    // Nodes first, all heartbeating, before any job exists.
     let since = redis_ms(&mut conn).await;
     for n in round.nodes.lock().await.iter_mut() {
         n.spawn()?;
@@ -997,7 +1046,20 @@ async fn drive(round: &Round, plan: &Plan) -> anyhow::Result<(Workload, Vec<Faul
             round.dir.join(format!("{id}.log")).display()
         );
     }
-    round.note(format!("{} nodes up; plan: {:?}", ids.len(), plan));
+    round.note(format!("{} nodes up", ids.len()));
+    Ok(())
+}
+
+async fn drive(round: &Round, plan: &Plan) -> anyhow::Result<(Workload, Vec<FaultEvent>, History)> {
+    let mut settings = Settings::default();
+    settings.redis.url = round.redis.lock().expect("redis lock").url();
+    settings.redis.prefix = PREFIX.into();
+    let client = Client::connect(&settings).await?.allow_handlers(["chaos"]);
+    let mut conn = round.admin.clone();
+
+    // Nodes first, all heartbeating, before any job exists.
+    start_nodes(round).await?;
+    round.note(format!("plan: {plan:?}"));
 
     let start_ms = redis_ms(&mut conn).await;
     let mut driver = Driver {
@@ -1131,6 +1193,6 @@ async fn drive(round: &Round, plan: &Plan) -> anyhow::Result<(Workload, Vec<Faul
         bounds,
         ops: std::mem::take(&mut driver.ops),
     };
-    let faults = round.faults.lock().expect("faults lock").clone();
+    let faults = round.faults();
     Ok((workload, faults, history))
 }

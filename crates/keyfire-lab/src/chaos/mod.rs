@@ -12,16 +12,23 @@
 //! - [`check()`]: the checker, pure code over the workload, the history and the faults; its
 //!   docs say exactly what counts as a violation and what is exempt.
 //!
-//! `keyfire chaos --minutes 10 --seed N` runs a long round; `cargo test` runs a 60-second one
+//! - [`queue_round`]: a delay-queue round: consumer processes ([`consumer`]) SIGKILLed while
+//!   they hold reservations, the node promoting a burst SIGKILLed mid-promotion, expired key
+//!   events lost, Redis restarted from its AOF; checked by the same checker.
+//!
+//! `keyfire chaos --minutes 10 --seed N` runs a long round (`--queue` a queue round); `cargo test` runs a 60-second one
 //! (`tests/chaos`).
 
 pub mod check;
+pub mod consumer;
 pub mod harness;
 pub mod model;
 pub mod plan;
 pub mod proxy;
+pub mod queue_round;
 pub mod record;
 
 pub use check::{Report, Violation, ViolationKind, check};
 pub use harness::{Config, Outcome, node_bin_near, recheck, run};
 pub use model::{Bounds, FaultEvent, FaultKind, History, Op, OpKind, Workload};
+pub use queue_round::run_queue;

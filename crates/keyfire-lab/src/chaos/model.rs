@@ -105,6 +105,10 @@ pub enum OpKind {
         topic: String,
         /// When it is due (ms, Redis time).
         due_ms: i64,
+        /// Its time-to-run (ms): a reservation is not taken back before it ran out (0: not
+        /// recorded, not checked).
+        #[serde(default)]
+        ttr_ms: i64,
     },
 }
 
@@ -171,6 +175,13 @@ pub enum FaultKind {
     HandlerFail,
     /// A handler hanging past its timeout (counted from the run log).
     HandlerHang,
+    /// SIGKILL of a delay-queue consumer process while it holds reservations, restarted later.
+    ConsumerKill,
+    /// SIGKILL of the node that owns a topic while it promotes a burst of tasks due at one
+    /// instant, restarted later.
+    PromoteKill,
+    /// Expired key events lost: `notify-keyspace-events` emptied for a while.
+    EventsLost,
 }
 
 impl FaultKind {
@@ -183,6 +194,16 @@ impl FaultKind {
         FaultKind::CutStall,
         FaultKind::PubsubKill,
         FaultKind::ClientPause,
+        FaultKind::RedisTerm,
+        FaultKind::RedisKill,
+    ];
+
+    /// Every kind the harness schedules in a delay-queue round.
+    pub const QUEUE_SCHEDULED: [FaultKind; 6] = [
+        FaultKind::ConsumerKill,
+        FaultKind::PromoteKill,
+        FaultKind::EventsLost,
+        FaultKind::PubsubKill,
         FaultKind::RedisTerm,
         FaultKind::RedisKill,
     ];
@@ -201,6 +222,9 @@ impl FaultKind {
             FaultKind::RedisKill => "redis_kill",
             FaultKind::HandlerFail => "handler_fail",
             FaultKind::HandlerHang => "handler_hang",
+            FaultKind::ConsumerKill => "consumer_kill",
+            FaultKind::PromoteKill => "promote_kill",
+            FaultKind::EventsLost => "events_lost",
         }
     }
 
@@ -220,6 +244,7 @@ impl FaultKind {
                 | FaultKind::ClientPause
                 | FaultKind::RedisTerm
                 | FaultKind::RedisKill
+                | FaultKind::EventsLost
         )
     }
 }

@@ -59,6 +59,20 @@ const REDIS_KINDS: [FaultKind; 4] = [
     FaultKind::RedisKill,
 ];
 
+/// The delay-queue round's process lane: consumers and the promoting node killed, expired
+/// key events lost (in this lane, so no node restarts while events are off: a starting node
+/// would turn them on again).
+const QUEUE_PROCESS_KINDS: [FaultKind; 3] = [
+    FaultKind::ConsumerKill,
+    FaultKind::PromoteKill,
+    FaultKind::EventsLost,
+];
+const QUEUE_REDIS_KINDS: [FaultKind; 3] = [
+    FaultKind::PubsubKill,
+    FaultKind::RedisTerm,
+    FaultKind::RedisKill,
+];
+
 /// Extra time a fault takes besides its hold (restarts, the quiet time the harness keeps
 /// before a Redis SIGKILL), so the lane leaves room for it.
 fn overhead(kind: FaultKind) -> Duration {
@@ -66,6 +80,10 @@ fn overhead(kind: FaultKind) -> Duration {
         FaultKind::NodeKill | FaultKind::ClockSkew => Duration::from_secs(2),
         FaultKind::RedisKill => Duration::from_secs(5),
         FaultKind::RedisTerm => Duration::from_secs(2),
+        // Waiting for the consumer to hold reservations, then its restart.
+        FaultKind::ConsumerKill => Duration::from_millis(1_500),
+        // The burst's lead time, then the node's restart.
+        FaultKind::PromoteKill => Duration::from_secs(4),
         _ => Duration::from_millis(500),
     }
 }
@@ -89,6 +107,9 @@ fn fault(rng: &mut StdRng, kind: FaultKind, nodes: usize, at: Duration) -> Plann
         FaultKind::ClientPause => ms(rng, 500, 2_500),
         FaultKind::RedisTerm | FaultKind::RedisKill => ms(rng, 200, 2_000),
         FaultKind::HandlerFail | FaultKind::HandlerHang => Duration::ZERO,
+        FaultKind::ConsumerKill => ms(rng, 300, 2_000),
+        FaultKind::PromoteKill => ms(rng, 500, 3_000),
+        FaultKind::EventsLost => ms(rng, 2_000, 5_000),
     };
     let node = (!kind.is_redis()).then(|| rng.random_range(0..nodes));
     let skew_ms = match kind {
@@ -186,6 +207,52 @@ impl Plan {
         }
     }
 
+    /// Plan a delay-queue round of `duration` from `seed`: `nodes` node processes and as many
+    /// consumer processes. The process lane kills consumers (`node` is then the consumer's
+    /// index) and the node promoting a burst, and loses expired key events; the Redis lane
+    /// kills the subscribers and restarts Redis (SIGTERM, and SIGKILL with AOF recovery).
+    pub fn queue(seed: u64, duration: Duration, nodes: usize) -> Self {
+        let mut rng = StdRng::seed_from_u64(seed ^ 0x9e3e_0000);
+        let initial_skews = (0..nodes)
+            .map(|i| if i == 1 { skew(&mut rng) } else { 0 })
+            .collect();
+        let until = duration.saturating_sub(Duration::from_secs(4));
+        let node_lane = lane(
+            &mut rng,
+            &QUEUE_PROCESS_KINDS,
+            nodes,
+            Duration::from_secs(2),
+            (1_000, 3_000),
+            until,
+        );
+        let redis_lane = lane(
+            &mut rng,
+            &QUEUE_REDIS_KINDS,
+            nodes,
+            Duration::from_secs(4),
+            (2_000, 5_000),
+            until,
+        );
+        Self {
+            seed,
+            duration,
+            nodes,
+            initial_skews,
+            node_lane,
+            redis_lane,
+        }
+    }
+
+    /// Whether every kind of `kinds` appears at least once.
+    pub fn covers(&self, kinds: &[FaultKind]) -> bool {
+        kinds.iter().all(|k| {
+            self.node_lane
+                .iter()
+                .chain(&self.redis_lane)
+                .any(|f| f.kind == *k)
+        })
+    }
+
     /// Whether every scheduled kind appears at least once.
     pub fn covers_every_kind(&self) -> bool {
         FaultKind::SCHEDULED.iter().all(|k| {
@@ -215,6 +282,15 @@ mod tests {
                 }
                 assert!(lane.iter().all(|f| f.at + f.hold <= p.duration));
             }
+        }
+    }
+
+    #[test]
+    fn a_queue_round_of_30_seconds_holds_every_queue_kind() {
+        for seed in 0..200 {
+            let p = Plan::queue(seed, Duration::from_secs(30), 3);
+            assert!(p.covers(&FaultKind::QUEUE_SCHEDULED), "seed {seed}: {p:#?}");
+            assert_eq!(p, Plan::queue(seed, Duration::from_secs(30), 3));
         }
     }
 }

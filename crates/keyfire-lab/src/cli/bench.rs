@@ -47,6 +47,12 @@ pub struct BenchArgs {
     /// Run the bench's own Redis with the shipped AOF persistence (default: none).
     #[arg(long)]
     pub aof: bool,
+    /// queue-rest: the `keyfire` binary to start as `keyfire serve` (default: this one).
+    #[arg(long)]
+    pub server_bin: Option<PathBuf>,
+    /// queue-rest: `keyfire serve` processes the consumers pop from over HTTP.
+    #[arg(long, default_value_t = 2)]
+    pub servers: usize,
 }
 
 /// Run the scenario and print its report as one JSON line.
@@ -64,6 +70,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         plot: args.plot,
         aof: args.aof,
         quiet: false,
+        server_bin: args.server_bin,
+        servers: Some(args.servers),
     };
     let run = crate::bench::run(&opts).await?;
     println!("{}", serde_json::to_string(&run.report)?);

@@ -31,6 +31,10 @@ pub struct ChaosArgs {
     /// Print each fault as it is injected.
     #[arg(long, short)]
     pub verbose: bool,
+    /// A delay-queue round: consumer processes killed while they hold reservations, the node
+    /// promoting a burst killed, expired events lost, Redis restarted from its AOF.
+    #[arg(long)]
+    pub queue: bool,
     /// Run no round: check again the round whose files are in this directory.
     #[arg(long, value_name = "DIR")]
     pub recheck: Option<PathBuf>,
@@ -105,15 +109,19 @@ pub async fn run(args: ChaosArgs) -> anyhow::Result<()> {
         args.nodes,
         node_bin.display()
     );
-    let out = crate::chaos::run(Config {
+    let cfg = Config {
         seed,
         duration,
         nodes: args.nodes,
         node_bin,
         dir: args.dir,
         verbose: args.verbose,
-    })
-    .await?;
+    };
+    let out = if args.queue {
+        crate::chaos::run_queue(cfg).await?
+    } else {
+        crate::chaos::run(cfg).await?
+    };
     println!(
         "keyfire chaos round: seed {seed}, {:.1} min of faults, {} nodes, files in {}",
         args.minutes,
@@ -126,9 +134,10 @@ pub async fn run(args: ChaosArgs) -> anyhow::Result<()> {
         Ok(())
     } else {
         anyhow::bail!(
-            "{} violations; replay with `keyfire chaos --minutes {} --seed {seed}`",
+            "{} violations; replay with `keyfire chaos --minutes {} --seed {seed}{}`",
             out.report.violations.len(),
-            args.minutes
+            args.minutes,
+            if args.queue { " --queue" } else { "" }
         )
     }
 }

@@ -58,7 +58,7 @@ impl Inner {
     ) {
         // A node that fenced itself (no heartbeat) claims nothing: its peers may be taking
         // its runs over.
-        if self.claiming.is_cancelled() || self.fenced.load(Ordering::SeqCst) {
+        if self.claiming.is_cancelled() || self.fence.is_fenced() {
             return;
         }
         let Some(guard) = self.enter_inflight(job_id, at_ms, kind) else {
@@ -90,7 +90,7 @@ impl Inner {
     /// Take over a run that `holder` holds, lease or not: that node is gone (no heartbeat
     /// for node_ttl), or it is this node and the run no longer runs.
     pub(super) fn spawn_takeover(self: &Arc<Self>, job_id: String, at_ms: i64, holder: String) {
-        if self.claiming.is_cancelled() || self.fenced.load(Ordering::SeqCst) {
+        if self.claiming.is_cancelled() || self.fence.is_fenced() {
             return;
         }
         let Some(guard) = self.enter_inflight(job_id, at_ms, Kind::Lease) else {
@@ -101,7 +101,7 @@ impl Inner {
             let (job_id, at_ms) = (guard.job_id(), guard.at_ms());
             if let Err(e) = me.recover(job_id, at_ms, Some(&holder)).await {
                 tracing::warn!(job = %job_id, at = at_ms, error = %e, "takeover failed; the sweeper retries");
-                me.check_holders.store(true, Ordering::Relaxed);
+                me.sweep.check_holders.store(true, Ordering::Relaxed);
             }
         });
     }

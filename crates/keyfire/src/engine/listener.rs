@@ -169,8 +169,12 @@ impl Inner {
             self.specs.clear();
         }
         // Change messages may have been lost too: read the whole horizon again.
-        self.armed_upto.lock().expect("armed_upto lock").clear();
-        self.sweep_now.notify_one();
+        self.sweep
+            .armed_upto
+            .lock()
+            .expect("armed_upto lock")
+            .clear();
+        self.sweep.now.notify_one();
         let mut stream = pubsub.on_message();
         loop {
             tokio::select! {

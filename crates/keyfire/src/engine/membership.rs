@@ -1,8 +1,10 @@
 //! Membership: heartbeats in Redis time, the live set, and who owns a firing.
 
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
 
 use super::Inner;
 use crate::metrics::name;
@@ -52,7 +54,7 @@ impl Inner {
         let me = self.clone();
         tokio::spawn(async move {
             match me.heartbeat(Beat::Alive).await {
-                Ok(()) => me.sweep_now.notify_one(),
+                Ok(()) => me.sweep.now.notify_one(),
                 Err(e) => tracing::warn!(error = %e, "live set refresh failed"),
             }
         });
@@ -95,11 +97,85 @@ impl Inner {
         if *current != live {
             // Ownership moved: the next sweep reads the whole horizon again, and looks for
             // runs held by nodes that left.
-            self.armed_upto.lock().expect("armed_upto lock").clear();
-            self.check_holders.store(true, Ordering::Relaxed);
+            self.sweep
+                .armed_upto
+                .lock()
+                .expect("armed_upto lock")
+                .clear();
+            self.sweep.check_holders.store(true, Ordering::Relaxed);
         }
         *current = live;
         Ok(())
+    }
+}
+
+/// The self-fence: a node whose last heartbeat that succeeded is too old stops every run
+/// and claims nothing, before other nodes may take its runs over.
+pub(super) struct Fence {
+    /// When the last heartbeat that succeeded was sent.
+    last_beat: Mutex<Instant>,
+    /// Whether the node fenced itself: it claims nothing until a heartbeat succeeds.
+    fenced: AtomicBool,
+    /// Cancelled when the node fences itself: every run stops at once (no grace). Replaced
+    /// by a fresh token when a heartbeat succeeds again.
+    token: Mutex<CancellationToken>,
+    /// Runs the fence cut off and that have ended: handed over (taken over by this node,
+    /// which knows they no longer run) at the next heartbeat that succeeds.
+    released: Mutex<Vec<(String, i64)>>,
+}
+
+impl Fence {
+    pub(super) fn new() -> Self {
+        Self {
+            last_beat: Mutex::new(Instant::now()),
+            fenced: AtomicBool::new(false),
+            token: Mutex::new(CancellationToken::new()),
+            released: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Whether the node is fenced now.
+    pub(super) fn is_fenced(&self) -> bool {
+        self.fenced.load(Ordering::SeqCst)
+    }
+
+    /// The token a run started now stops on when the node fences itself.
+    pub(super) fn token(&self) -> CancellationToken {
+        self.token.lock().expect("fence lock").clone()
+    }
+
+    /// A run the fence cut off has ended: hand it over at the next good heartbeat.
+    pub(super) fn release(&self, job_id: String, at_ms: i64) {
+        self.released
+            .lock()
+            .expect("released lock")
+            .push((job_id, at_ms));
+    }
+
+    /// A heartbeat sent at `sent_at` succeeded: lift the fence. Returns whether the node was
+    /// fenced, and the runs to hand over.
+    fn beat_ok(&self, sent_at: Instant) -> (bool, Vec<(String, i64)>) {
+        {
+            let mut last = self.last_beat.lock().expect("last beat lock");
+            *last = (*last).max(sent_at);
+        }
+        let was_fenced = self.fenced.swap(false, Ordering::SeqCst);
+        if was_fenced {
+            *self.token.lock().expect("fence lock") = CancellationToken::new();
+        }
+        let released = std::mem::take(&mut *self.released.lock().expect("released lock"));
+        (was_fenced, released)
+    }
+
+    /// Fence the node if its last good heartbeat was sent longer ago than `after` and it is
+    /// not fenced yet: cancel every run. Returns how long it has been silent when it fenced.
+    fn check(&self, after: Duration) -> Option<Duration> {
+        let since = self.last_beat.lock().expect("last beat lock").elapsed();
+        if since > after && !self.fenced.swap(true, Ordering::SeqCst) {
+            self.token.lock().expect("fence lock").cancel();
+            return Some(since);
+        }
+        None
     }
 }
 
@@ -107,18 +183,12 @@ impl Inner {
     /// A heartbeat sent at `sent_at` succeeded: the node is in touch with Redis. If it had
     /// fenced itself, it claims again, and the runs it cut off are handed over at once.
     pub(super) fn beat_ok(self: &Arc<Self>, sent_at: Instant) {
-        {
-            let mut last = self.last_beat.lock().expect("last beat lock");
-            *last = (*last).max(sent_at);
-        }
-        if self.fenced.swap(false, Ordering::SeqCst) {
+        let (was_fenced, released) = self.fence.beat_ok(sent_at);
+        if was_fenced {
             tracing::warn!(node = %self.id, "heartbeat again: claiming again");
-            *self.fence.lock().expect("fence lock") = tokio_util::sync::CancellationToken::new();
-            self.check_holders.store(true, Ordering::Relaxed);
-            self.sweep_now.notify_one();
+            self.sweep.check_holders.store(true, Ordering::Relaxed);
+            self.sweep.now.notify_one();
         }
-        let released: Vec<(String, i64)> =
-            std::mem::take(&mut *self.released.lock().expect("released lock"));
         for (job_id, at_ms) in released {
             let holder = self.id.clone();
             self.spawn_takeover(job_id, at_ms, holder);
@@ -136,14 +206,13 @@ impl Inner {
                 _ = self.runs_cancel.cancelled() => break,
                 _ = tick.tick() => {}
             }
-            let since = self.last_beat.lock().expect("last beat lock").elapsed();
-            if since > after && !self.fenced.swap(true, Ordering::SeqCst) {
-                self.fence_runs(since);
+            if let Some(since) = self.fence.check(after) {
+                self.log_fenced_runs(since);
             }
         }
     }
 
-    fn fence_runs(&self, since: Duration) {
+    fn log_fenced_runs(&self, since: Duration) {
         let runs: Vec<String> = self
             .active_runs
             .lock()
@@ -157,7 +226,6 @@ impl Inner {
             runs = runs.len(),
             "no heartbeat: fencing this node (its runs stop, it claims nothing) before others take its runs over"
         );
-        self.fence.lock().expect("fence lock").cancel();
     }
 }
 

@@ -23,13 +23,13 @@ mod specs;
 mod sweeper;
 mod timers;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use tokio::sync::{Notify, Semaphore, mpsc};
+use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -144,15 +144,9 @@ impl Node {
             timers: timer_tx,
             claims: claim_tx,
             completions: done_tx,
-            sweep_now: Notify::new(),
+            sweep: sweeper::SweepState::default(),
             left: tokio::sync::Mutex::new(false),
-            sweeping: Mutex::new(HashSet::new()),
-            armed_upto: Mutex::new(HashMap::new()),
-            last_beat: Mutex::new(std::time::Instant::now()),
-            fenced: AtomicBool::new(false),
-            fence: Mutex::new(CancellationToken::new()),
-            released: Mutex::new(Vec::new()),
-            check_holders: AtomicBool::new(true),
+            fence: membership::Fence::new(),
             started_redis_ms: AtomicI64::new(0),
             stats: Stats::default(),
         });
@@ -329,32 +323,12 @@ pub(crate) struct Inner {
     claims: Vec<mpsc::UnboundedSender<batcher::ClaimRequest>>,
     /// Arms a local timer for a firing.
     timers: mpsc::UnboundedSender<timers::Arm>,
-    /// Asks the sweeper to sweep now (after a resubscribe).
-    sweep_now: Notify,
-    /// Shards whose sweep is in progress.
-    sweeping: Mutex<HashSet<usize>>,
-    /// Per shard, the Redis instant up to which a sweep read the due ZSET and armed this
-    /// node's firings, for the current live set. Later sweeps read only what is overdue and
-    /// what came within the horizon since; firings created or moved inside the part already
-    /// read arrive as change messages. Cleared whenever that could be wrong: the live set
-    /// changed (ownership moved) or the subscriber reconnected (messages were lost).
-    armed_upto: Mutex<HashMap<usize, i64>>,
+    /// The sweeper's state: what it is sweeping, how far it read, what to look for next.
+    sweep: sweeper::SweepState,
     /// Set once the node left the live set; held during each heartbeat.
     left: tokio::sync::Mutex<bool>,
-    /// When the last heartbeat that succeeded was sent (the node fences itself when this is
-    /// too long ago: [`membership::fence_after`]).
-    last_beat: Mutex<std::time::Instant>,
-    /// Whether the node fenced itself: it claims nothing until a heartbeat succeeds.
-    fenced: AtomicBool,
-    /// Cancelled when the node fences itself: every run stops at once (no grace). Replaced
-    /// by a fresh token when a heartbeat succeeds again.
-    fence: Mutex<CancellationToken>,
-    /// Runs the fence cut off and that have ended: handed over (taken over by this node,
-    /// which knows they no longer run) at the next heartbeat that succeeds.
-    released: Mutex<Vec<(String, i64)>>,
-    /// Whether the next sweep should look for runs held by nodes that left the live set
-    /// (set at start, when the live set changes, and while such runs are found).
-    check_holders: AtomicBool,
+    /// The self-fence (see [`membership::fence_after`]).
+    fence: membership::Fence,
     /// Redis time of this node's first heartbeat: a run its id holds that was claimed
     /// before is a previous process's (crashed and restarted under the same id).
     started_redis_ms: AtomicI64,

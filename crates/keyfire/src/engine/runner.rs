@@ -85,7 +85,7 @@ impl Inner {
                 c.claimed_ms,
                 token.clone(),
             ));
-            let fence = self.fence.lock().expect("fence lock").clone();
+            let fence = self.fence.token();
             let outcome = tokio::select! {
                 o = self.invoke(&spec.handler, firing, job.timeout_ms, &token) => o,
                 // Fenced (no heartbeat): cancel the run, which then has CANCEL_GRACE to
@@ -111,10 +111,7 @@ impl Inner {
                 // Its peers may take it over; the next heartbeat that succeeds hands it over
                 // at once if none did (this node knows it no longer runs).
                 tracing::warn!("run cut off by the fence");
-                self.released
-                    .lock()
-                    .expect("released lock")
-                    .push((spec.id.clone(), c.at_ms));
+                self.fence.release(spec.id.clone(), c.at_ms);
                 return;
             }
             if (self.runs_cancel.is_cancelled() || lease_lost) && !matches!(outcome, RunOutcome::Ok)

@@ -3,11 +3,12 @@
 //! arms timers for the firings this node owns within the horizon, and cleans up finished
 //! one-shot tasks.
 
-use std::collections::HashSet;
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::sync::Notify;
 use tokio::time::MissedTickBehavior;
 
 use super::Inner;
@@ -24,6 +25,34 @@ const OVERLAP_MS: i64 = 100;
 /// Longest time between two cleanups of finished tasks.
 const CLEANUP_EVERY_MS: i64 = 60_000;
 
+/// The sweeper's state.
+pub(super) struct SweepState {
+    /// Asks the sweeper to sweep now (after a resubscribe, a fence lifted, a takeover).
+    pub(super) now: Notify,
+    /// Shards whose sweep is in progress.
+    pub(super) running: Mutex<HashSet<usize>>,
+    /// Per shard, the Redis instant up to which a sweep read the due ZSET and armed this
+    /// node's firings, for the current live set. Later sweeps read only what is overdue and
+    /// what came within the horizon since; firings created or moved inside the part already
+    /// read arrive as change messages. Cleared whenever that could be wrong: the live set
+    /// changed (ownership moved) or the subscriber reconnected (messages were lost).
+    pub(super) armed_upto: Mutex<HashMap<usize, i64>>,
+    /// Whether the next sweep should look for runs held by nodes that left the live set
+    /// (set at start, when the live set changes, and while such runs are found).
+    pub(super) check_holders: AtomicBool,
+}
+
+impl Default for SweepState {
+    fn default() -> Self {
+        Self {
+            now: Notify::new(),
+            running: Mutex::default(),
+            armed_upto: Mutex::default(),
+            check_holders: AtomicBool::new(true),
+        }
+    }
+}
+
 impl Inner {
     pub(super) async fn sweeper_loop(self: Arc<Self>) {
         let mut tick = tokio::time::interval(self.settings.sweep_interval);
@@ -34,7 +63,7 @@ impl Inner {
             tokio::select! {
                 _ = self.claiming.cancelled() => break,
                 _ = tick.tick() => {}
-                _ = self.sweep_now.notified() => {}
+                _ = self.sweep.now.notified() => {}
             }
             if let Err(e) = self.sweep().await {
                 tracing::warn!(error = %e, "sweep failed");
@@ -43,7 +72,7 @@ impl Inner {
             // Now and then, look at every run's holder even with no change seen: a change
             // missed (a node that left and came back between two heartbeats) costs a lease.
             if self.stats.sweeps.load(Ordering::Relaxed).is_multiple_of(10) {
-                self.check_holders.store(true, Ordering::Relaxed);
+                self.sweep.check_holders.store(true, Ordering::Relaxed);
             }
             if self.clock.local_ms() - last_cleanup >= cleanup_every {
                 last_cleanup = self.clock.local_ms();
@@ -69,13 +98,23 @@ impl Inner {
         // background, is skipped until then, and does not hold up the others.
         let mut sweeps = Vec::new();
         for shard in 0..self.store.shards().len() {
-            if !self.sweeping.lock().expect("sweeping lock").insert(shard) {
+            if !self
+                .sweep
+                .running
+                .lock()
+                .expect("sweeping lock")
+                .insert(shard)
+            {
                 continue;
             }
             let me = self.clone();
             sweeps.push(tokio::spawn(async move {
                 let result = me.sweep_shard(shard, now, grace, horizon).await;
-                me.sweeping.lock().expect("sweeping lock").remove(&shard);
+                me.sweep
+                    .running
+                    .lock()
+                    .expect("sweeping lock")
+                    .remove(&shard);
                 if let Err(e) = &result {
                     tracing::warn!(shard, error = %e, "sweep of a shard failed");
                 }
@@ -108,6 +147,7 @@ impl Inner {
         // sweep read (for the same live set, with no message lost since) is armed already,
         // so only the overdue entries and those that came within the horizon are read.
         let upto = self
+            .sweep
             .armed_upto
             .lock()
             .expect("armed_upto lock")
@@ -142,7 +182,7 @@ impl Inner {
             }
         }
         {
-            let mut armed = self.armed_upto.lock().expect("armed_upto lock");
+            let mut armed = self.sweep.armed_upto.lock().expect("armed_upto lock");
             if complete {
                 // Overlap the next read a little: `now` is this node's estimate of Redis's
                 // clock, and claim.lua announces next firings by Redis's own.
@@ -167,7 +207,7 @@ impl Inner {
         metrics::gauge!(crate::metrics::name::SENTINELS, "node" => node, "shard" => shard_label)
             .set(sentinels as f64);
         // A lease is already a grace period: the owner takes it over at once.
-        if self.check_holders.load(Ordering::Relaxed) {
+        if self.sweep.check_holders.load(Ordering::Relaxed) {
             self.take_over_orphans(shard, now, grace).await?;
         } else {
             for (job_id, at, expiry) in self.store.expired_leases(shard, now, SWEEP_BATCH).await? {
@@ -221,7 +261,7 @@ impl Inner {
             }
         }
         if suspects.is_empty() {
-            self.check_holders.store(false, Ordering::Relaxed);
+            self.sweep.check_holders.store(false, Ordering::Relaxed);
             return Ok(());
         }
         // Their nodes are gone by this node's view: ask Redis when each last beat (a node
@@ -288,7 +328,7 @@ impl Inner {
             if beats.is_multiple_of(10) {
                 let check = notify::ensure_everywhere(&self.store, self.notifications_allowed);
                 match tokio::time::timeout(Duration::from_secs(5), check).await {
-                    Ok(Ok(true)) => self.sweep_now.notify_one(),
+                    Ok(Ok(true)) => self.sweep.now.notify_one(),
                     Ok(Ok(false)) => {}
                     Ok(Err(e)) => tracing::error!(error = %e, "expired events are off"),
                     Err(_) => tracing::warn!("notification check timed out"),

@@ -1,11 +1,13 @@
 //! The job model: what a user declares ([`JobSpec`]), how it is checked ([`JobSpec::validate`])
 //! and the validated form the engine schedules from ([`Job`]).
 
+mod dedup;
 mod policy;
 mod schedule;
 mod spec;
 mod validation;
 
+pub use dedup::{Dedup, DedupSpec, MAX_DEDUP_KEY_LEN, MAX_DEDUP_WINDOW_MS};
 pub use policy::{Backoff, MisfirePolicy, OverlapPolicy, RetryPolicy, RetrySpec};
 pub use schedule::Schedule;
 pub use spec::{Job, JobSpec, Validation};

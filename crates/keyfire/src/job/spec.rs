@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::dedup::{Dedup, DedupSpec};
 use super::policy::{MisfirePolicy, OverlapPolicy, RetryPolicy, RetrySpec};
 use super::schedule::{Schedule, parse_cron, parse_tz};
 use super::validation::{ValidationError, duration_ms};
@@ -74,6 +75,10 @@ pub struct JobSpec {
     /// Retries of a failed run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<RetrySpec>,
+    /// Deduplication on enqueue (one-shot tasks only): a key, or `content: true`, and a
+    /// window; enqueueing the same key within the window gives back the task created then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedup: Option<DedupSpec>,
 }
 
 /// What validation needs from its surroundings.
@@ -111,6 +116,8 @@ pub struct Job {
     pub timeout_ms: i64,
     /// Retry policy.
     pub retry: RetryPolicy,
+    /// The checked dedup declaration, if any.
+    pub dedup: Option<Dedup>,
 }
 
 /// What kind of JSON value this is, for messages ("a number").
@@ -213,6 +220,7 @@ impl JobSpec {
             overlap: None,
             timeout: None,
             retry: None,
+            dedup: None,
         }
     }
 
@@ -231,6 +239,12 @@ impl JobSpec {
     /// Set the retry policy.
     pub fn retry(mut self, retry: RetrySpec) -> Self {
         self.retry = Some(retry);
+        self
+    }
+
+    /// Deduplicate this task on enqueue (see [`DedupSpec`]).
+    pub fn dedup(mut self, dedup: DedupSpec) -> Self {
+        self.dedup = Some(dedup);
         self
     }
 
@@ -381,6 +395,16 @@ impl JobSpec {
             return Err(ValidationError::new("timeout", "must be greater than zero"));
         }
         let retry = RetryPolicy::from_spec(self.retry.as_ref())?;
+        let dedup = match &self.dedup {
+            Some(_) if !matches!(schedule, Schedule::Once { .. }) => {
+                return Err(ValidationError::new(
+                    "dedup",
+                    "applies only to one-shot tasks (at or after), not to cron or every",
+                ));
+            }
+            Some(d) => Some(d.resolve(&self.handler, &self.params)?),
+            None => None,
+        };
 
         Ok(Job {
             spec: self,
@@ -393,6 +417,7 @@ impl JobSpec {
             overlap,
             timeout_ms,
             retry,
+            dedup,
         })
     }
 }
@@ -490,6 +515,15 @@ mod tests {
                 ..Default::default()
             })),
             "retry.max_attempts"
+        );
+        assert_eq!(
+            with(|s| s.dedup = Some(DedupSpec::key("k", "1m"))),
+            "dedup",
+            "dedup is for one-shot tasks"
+        );
+        assert_eq!(
+            field_of(JobSpec::after("a", "1s", "log").dedup(DedupSpec::key("k", "0s"))),
+            "dedup.window"
         );
     }
 

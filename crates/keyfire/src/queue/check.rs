@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use super::{
-    MAX_DELAY, MAX_DELIVERIES_LIMIT, MAX_NEW_ID_LEN, MAX_POP, MAX_TASK_ID_LEN, MAX_TOPIC_LEN,
-    MAX_TTR, MAX_WAIT, NewTask, When, duration_ms,
+    DEFAULT_MAX_DELIVERIES, DEFAULT_TTR, MAX_DELAY, MAX_DELIVERIES_LIMIT, MAX_NEW_ID_LEN, MAX_POP,
+    MAX_TASK_ID_LEN, MAX_TOPIC_LEN, MAX_TTR, MAX_WAIT, NewTask, When, duration_ms,
 };
 use crate::error::{Error, Result};
 use crate::job::ValidationError;
@@ -20,13 +20,23 @@ pub(super) struct Checked {
     pub(super) when: (&'static str, i64),
 }
 
-/// The six arguments of one task in `add.lua`.
+/// The six arguments of one task in `add.lua` (a default ttr or max deliveries is not stored).
 pub(super) fn add_args(t: &Checked) -> [String; 6] {
+    let max = if t.max_deliveries == DEFAULT_MAX_DELIVERIES {
+        String::new()
+    } else {
+        t.max_deliveries.to_string()
+    };
+    let ttr = if t.ttr_ms == duration_ms(DEFAULT_TTR) {
+        String::new()
+    } else {
+        t.ttr_ms.to_string()
+    };
     [
         t.id.clone(),
         t.payload.clone(),
-        t.ttr_ms.to_string(),
-        t.max_deliveries.to_string(),
+        ttr,
+        max,
         t.when.0.to_string(),
         t.when.1.to_string(),
     ]

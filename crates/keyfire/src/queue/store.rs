@@ -9,7 +9,7 @@ use redis::{Script, Value};
 
 use super::check::{Checked, add_args};
 use super::reply::{AddReply, FinishReply, PopReply, PromoteReply, RequeueReply};
-use super::{NOTIFY_CAP, PROMOTE_BATCH, Queue, duration_ms};
+use super::{DEFAULT_MAX_DELIVERIES, DEFAULT_TTR, NOTIFY_CAP, PROMOTE_BATCH, Queue, duration_ms};
 use crate::error::Result;
 
 macro_rules! script {
@@ -94,7 +94,9 @@ impl Queue {
         for id in candidates {
             inv.key(k.qtask(id));
         }
-        inv.arg(max);
+        inv.arg(max)
+            .arg(DEFAULT_MAX_DELIVERIES)
+            .arg(duration_ms(DEFAULT_TTR));
         for id in candidates {
             // The topic rides in the token, so finish and touch need not read it first.
             inv.arg(id)
@@ -135,7 +137,8 @@ impl Queue {
             inv.key(k.qtask(id));
         }
         inv.arg(duration_ms(self.dead_retention).max(1))
-            .arg(NOTIFY_CAP);
+            .arg(NOTIFY_CAP)
+            .arg(DEFAULT_MAX_DELIVERIES);
         for id in ids {
             inv.arg(id);
         }

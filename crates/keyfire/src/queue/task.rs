@@ -234,6 +234,8 @@ pub enum Finished {
     NotFound,
 }
 
+/// A task as its record (a hash) says; fields a record may leave out have their defaults
+/// (see `lua/add.lua`).
 pub(super) fn decode_task(id: &str, map: &HashMap<String, String>) -> Result<TaskInfo> {
     let num = |name: &str| map.get(name).and_then(|v| v.parse::<i64>().ok());
     let state = map
@@ -243,16 +245,20 @@ pub(super) fn decode_task(id: &str, map: &HashMap<String, String>) -> Result<Tas
         .get("payload")
         .map(|p| serde_json::from_str(p))
         .transpose()?;
+    // A record of this version stores its creation as `c`, the due instant minus it (absent:
+    // 0); one of an earlier version as `created`.
+    let due = num("due").unwrap_or(0);
+    let created = num("created").unwrap_or_else(|| due - num("c").unwrap_or(0));
     Ok(TaskInfo {
         id: id.to_string(),
         topic: map.get("topic").cloned().unwrap_or_default(),
         state: TaskState::parse(state)?,
         payload,
         deliveries: num("deliveries").unwrap_or(0).max(0) as u32,
-        max_deliveries: num("max").unwrap_or(0).max(0) as u32,
-        ttr: ms_duration(num("ttr").unwrap_or(0)),
-        created_at: instant(num("created").unwrap_or(0)),
-        due_at: instant(num("due").unwrap_or(0)),
+        max_deliveries: num("max").map_or(DEFAULT_MAX_DELIVERIES, |m| m.max(0) as u32),
+        ttr: num("ttr").map_or(DEFAULT_TTR, ms_duration),
+        created_at: instant(created),
+        due_at: instant(due),
         ready_at: num("ready_at").map(instant),
         reserved_at: num("reserved_at").map(instant),
         deadline: num("deadline").map(instant),

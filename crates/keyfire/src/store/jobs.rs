@@ -7,7 +7,7 @@ use redis::{AsyncCommands, FromRedisValue, Value};
 
 use super::*;
 use crate::error::{Error, Result};
-use crate::job::JobSpec;
+use crate::job::{Dedup, JobSpec};
 
 script!(UPSERT, "upsert.lua");
 script!(INSERT, "insert.lua");
@@ -48,6 +48,61 @@ impl Store {
         next_ms: Option<i64>,
         created_ms: i64,
     ) -> Result<UpsertReply> {
+        let reply = self
+            .upsert_call(spec, expected, next_ms, created_ms, None)
+            .await?;
+        match reply_code(&reply)? {
+            Some(-1) => Ok(UpsertReply::Conflict),
+            _ => written(&reply),
+        }
+    }
+
+    /// Create a task that names a dedup key (`spec.id` must be new and on the shard that
+    /// [`Shards::of`] gives for `dedup.name`), unless the key names a task enqueued within its
+    /// window: one script decides, so concurrent enqueues on any nodes create one task.
+    /// `stale` is the id of a task the key named that was found deleted: the key is then
+    /// taken over.
+    pub async fn create_deduped(
+        &self,
+        spec: &JobSpec,
+        next_ms: Option<i64>,
+        created_ms: i64,
+        dedup: &Dedup,
+        stale: Option<&str>,
+    ) -> Result<Deduped> {
+        // The key lives under the task's shard tag: a task elsewhere would read another key.
+        if self.shards.of(&spec.id) != self.shards.of(&dedup.name) {
+            return Err(Error::Invalid(crate::job::ValidationError::new(
+                "id",
+                "a task with a dedup key must live on the key's shard",
+            )));
+        }
+        let reply = self
+            .upsert_call(
+                spec,
+                &JobState::default(),
+                next_ms,
+                created_ms,
+                Some((dedup, stale.unwrap_or(""))),
+            )
+            .await?;
+        match (reply_code(&reply)?, reply.as_slice()) {
+            (Some(-2), [_, holder]) => Ok(Deduped::Duplicate(
+                String::from_redis_value_ref(holder).map_err(redis::RedisError::from)?,
+            )),
+            (Some(-1), _) => Ok(Deduped::IdTaken),
+            _ => written(&reply).map(|_| Deduped::Created),
+        }
+    }
+
+    async fn upsert_call(
+        &self,
+        spec: &JobSpec,
+        expected: &JobState,
+        next_ms: Option<i64>,
+        created_ms: i64,
+        dedup: Option<(&Dedup, &str)>,
+    ) -> Result<Vec<Value>> {
         // A validated spec of a one-shot job holds `at` (`after` is resolved).
         let once = spec.at.is_some() || spec.after.is_some();
         let id = spec.id.as_str();
@@ -56,8 +111,8 @@ impl Store {
             .next_ms
             .map_or_else(|| k.fire(id, -1), |n| k.fire(id, n));
         let new_sentinel = next_ms.map_or_else(|| k.fire(id, -1), |n| k.fire(id, n));
-        let reply: Vec<Value> = UPSERT
-            .key(k.job(id))
+        let mut inv = UPSERT.prepare_invoke();
+        inv.key(k.job(id))
             .key(k.due())
             .key(k.jobs())
             .key(old_sentinel)
@@ -70,27 +125,13 @@ impl Store {
             .arg(self.keys().changes())
             .arg(created_ms)
             .arg(if once { "1" } else { "0" })
-            .arg(self.horizon_ms)
-            .invoke_async(&mut self.conn.clone())
-            .await?;
-        let code = reply
-            .first()
-            .map(i64::from_redis_value_ref)
-            .transpose()
-            .map_err(redis::RedisError::from)?;
-        match (code, reply.as_slice()) {
-            (Some(-1), _) => Ok(UpsertReply::Conflict),
-            (Some(v), [_, status, next, _]) => Ok(UpsertReply::Written {
-                version: v as u64,
-                status: JobStatus::parse(
-                    &String::from_redis_value_ref(status).map_err(redis::RedisError::from)?,
-                )?,
-                next_ms: opt_ms(
-                    &String::from_redis_value_ref(next).map_err(redis::RedisError::from)?,
-                ),
-            }),
-            _ => Err(Error::Corrupt(format!("upsert reply {reply:?}"))),
+            .arg(self.horizon_ms);
+        if let Some((dedup, stale)) = dedup {
+            inv.key(k.dedup(&dedup.name))
+                .arg(dedup.window_ms)
+                .arg(stale);
         }
+        Ok(inv.invoke_async(&mut self.conn.clone()).await?)
     }
 
     /// Create many new jobs (validated specs with their first firing): per shard, batches of
@@ -335,6 +376,38 @@ impl Store {
     /// Handler names registered by any node.
     pub async fn handlers(&self) -> Result<Vec<String>> {
         Ok(self.conn.clone().smembers(self.keys().handlers()).await?)
+    }
+}
+
+/// What [`Store::create_deduped`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Deduped {
+    /// The task was created and the dedup key names it for its window.
+    Created,
+    /// The dedup key names this task, enqueued within the window: nothing was written.
+    Duplicate(String),
+    /// A job with the new task's id exists already: nothing was written.
+    IdTaken,
+}
+
+fn reply_code(reply: &[Value]) -> Result<Option<i64>> {
+    Ok(reply
+        .first()
+        .map(i64::from_redis_value_ref)
+        .transpose()
+        .map_err(redis::RedisError::from)?)
+}
+
+fn written(reply: &[Value]) -> Result<UpsertReply> {
+    match (reply_code(reply)?, reply) {
+        (Some(v), [_, status, next, _]) if v > 0 => Ok(UpsertReply::Written {
+            version: v as u64,
+            status: JobStatus::parse(
+                &String::from_redis_value_ref(status).map_err(redis::RedisError::from)?,
+            )?,
+            next_ms: opt_ms(&String::from_redis_value_ref(next).map_err(redis::RedisError::from)?),
+        }),
+        _ => Err(Error::Corrupt(format!("upsert reply {reply:?}"))),
     }
 }
 

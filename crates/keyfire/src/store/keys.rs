@@ -191,6 +191,13 @@ impl Keys {
         Some((id.to_string(), at.parse().ok()?))
     }
 
+    /// A dedup key (`name` is [`crate::job::Dedup::name`]): it names the task enqueued with it
+    /// and expires with its window. Tasks that name it live on the shard [`Shards::of`] gives
+    /// for `name`, so the key and the task share a slot.
+    pub fn dedup(&self, name: &str) -> String {
+        format!("{}:dedup:{name}", self.tag)
+    }
+
     /// Watermark (ms): pending firings up to here have been given their sentinel keys.
     pub fn promoted(&self) -> String {
         format!("{}:promoted", self.tag)

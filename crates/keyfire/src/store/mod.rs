@@ -21,6 +21,7 @@ use std::sync::Arc;
 pub use conn::{
     Conn, Mode, client_addr, data_client, parse_cluster_slots, redact_url, sentinel_client,
 };
+pub use jobs::Deduped;
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use keys::{CLUSTER_SLOTS, Keys, Shards, firing_id, parse_firing_id, slot_of, stable_hash};
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]

@@ -8,8 +8,12 @@
 -- KEYS[5] topic stats hash   KEYS[6] topic sentinel key   KEYS[7] change channel
 -- KEYS[8..] task hashes, one per task
 -- ARGV[1] topic   ARGV[2] most wake-up tokens kept
--- ARGV[3..] six per task: id, payload JSON, ttr ms, max deliveries, 'delay' | 'at', the delay
---           ms or the instant ms
+-- ARGV[3..] six per task: id, payload JSON, ttr ms, max deliveries (each '' for the default:
+--           not stored), 'delay' | 'at', the delay ms or the instant ms
+-- A record holds state, topic, payload, due, `ttr` and `max` only when not the default, and
+-- `c`, the due instant minus the add's (when not 0), for its creation instant; deliveries are
+-- written by the first pop (with the default ttr and max when the record has none). (Records of earlier versions hold `created` and `deliveries`, and always `max`:
+-- readers take both.)
 -- Reply: {now, then per task: added (1|0), state, due}; an existing id answers 0 and its
 --        stored state and due, having written nothing
 assert(#KEYS >= 8 and #ARGV == 2 + 6 * (#KEYS - 7), 'add: wrong arity')
@@ -31,18 +35,31 @@ for i = 8, #KEYS do
   else
     local due = tonumber(ARGV[a + 5])
     if ARGV[a + 4] == 'delay' then due = now + due end
+    local record = {'state', 'delayed', 'topic', topic, 'payload', ARGV[a + 1], 'due', due}
+    if ARGV[a + 2] ~= '' then
+      record[#record + 1] = 'ttr'
+      record[#record + 1] = ARGV[a + 2]
+    end
+    if ARGV[a + 3] ~= '' then
+      record[#record + 1] = 'max'
+      record[#record + 1] = ARGV[a + 3]
+    end
+    if due ~= now then
+      record[#record + 1] = 'c'
+      record[#record + 1] = due - now
+    end
     if due > now then
-      redis.call('HSET', KEYS[i], 'state', 'delayed', 'topic', topic, 'payload', ARGV[a + 1],
-        'ttr', ARGV[a + 2], 'max', ARGV[a + 3], 'deliveries', 0, 'created', now, 'due', due)
+      redis.call('HSET', KEYS[i], unpack(record))
       delayed[#delayed + 1] = due
       delayed[#delayed + 1] = id
       if not earliest or due < earliest then earliest = due end
       reply[#reply + 1] = 1
       reply[#reply + 1] = 'delayed'
     else
-      redis.call('HSET', KEYS[i], 'state', 'ready', 'topic', topic, 'payload', ARGV[a + 1],
-        'ttr', ARGV[a + 2], 'max', ARGV[a + 3], 'deliveries', 0, 'created', now, 'due', due,
-        'ready_at', now)
+      record[2] = 'ready'
+      record[#record + 1] = 'ready_at'
+      record[#record + 1] = now
+      redis.call('HSET', KEYS[i], unpack(record))
       ready[#ready + 1] = now
       ready[#ready + 1] = id
       reply[#reply + 1] = 1

@@ -6,12 +6,14 @@
 -- different tasks.
 -- KEYS[1] ready zset   KEYS[2] reserved zset   KEYS[3] notify list   KEYS[4] topic stats hash
 -- KEYS[5..] task hashes of the candidates
--- ARGV[1] max   ARGV[2..] pairs: candidate id (as KEYS[5..]), the token it gets if taken
+-- ARGV[1] max   ARGV[2] the default max deliveries   ARGV[3] the default ttr ms (each written
+-- into a record that stores none, for touch and for a node of the previous release)
+-- ARGV[4..] pairs: candidate id (as KEYS[5..]), the token it gets if taken
 -- Reply: {taken, now, ready left, earliest reservation deadline or -1,
 --         then per task taken: id, payload, deliveries, ttr, due, ready_at, deadline, token}
 --        with nothing taken and nothing ready the notify list is cleared (its tokens announce
 --        nothing any more)
-assert(#KEYS >= 4 and #ARGV == 1 + 2 * (#KEYS - 4), 'pop: wrong arity')
+assert(#KEYS >= 4 and #ARGV == 3 + 2 * (#KEYS - 4), 'pop: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local max = tonumber(ARGV[1])
@@ -19,7 +21,7 @@ local out = {}
 local taken = 0
 if #KEYS > 4 then
   local ids = {}
-  for i = 5, #KEYS do ids[#ids + 1] = ARGV[2 * (i - 4)] end
+  for i = 5, #KEYS do ids[#ids + 1] = ARGV[2 * (i - 4) + 2] end
   local scores = redis.call('ZMSCORE', KEYS[1], unpack(ids))
   local chosen, reserved = {}, {}
   for i = 1, #ids do
@@ -28,15 +30,25 @@ if #KEYS > 4 then
     if score then
       local key = KEYS[i + 4]
       chosen[#chosen + 1] = ids[i]
-      local f = redis.call('HMGET', key, 'state', 'ttr', 'payload', 'due', 'deliveries')
+      local f = redis.call('HMGET', key, 'state', 'ttr', 'payload', 'due', 'deliveries', 'max')
       -- An entry whose record is not waiting (gone with its retention) is only dropped.
       if f[1] == 'ready' or f[1] == 'delayed' then
         local deliveries = (tonumber(f[5]) or 0) + 1
-        local deadline = now + tonumber(f[2])
-        local token = ARGV[2 * i + 1]
+        local ttr = tonumber(f[2]) or tonumber(ARGV[3])
+        local deadline = now + ttr
+        local token = ARGV[2 * i + 3]
         local ready_at = tonumber(score)
-        redis.call('HSET', key, 'state', 'reserved', 'token', token, 'reserved_at', now,
-          'deadline', deadline, 'deliveries', deliveries, 'ready_at', ready_at)
+        local fields = {'state', 'reserved', 'token', token, 'reserved_at', now,
+          'deadline', deadline, 'deliveries', deliveries, 'ready_at', ready_at}
+        if not f[6] then
+          fields[#fields + 1] = 'max'
+          fields[#fields + 1] = ARGV[2]
+        end
+        if not f[2] then
+          fields[#fields + 1] = 'ttr'
+          fields[#fields + 1] = ttr
+        end
+        redis.call('HSET', key, unpack(fields))
         reserved[#reserved + 1] = deadline
         reserved[#reserved + 1] = ids[i]
         taken = taken + 1
@@ -44,7 +56,7 @@ if #KEYS > 4 then
         out[n + 1] = ids[i]
         out[n + 2] = f[3] or 'null'
         out[n + 3] = deliveries
-        out[n + 4] = tonumber(f[2])
+        out[n + 4] = ttr
         out[n + 5] = tonumber(f[4]) or now
         out[n + 6] = ready_at
         out[n + 7] = deadline

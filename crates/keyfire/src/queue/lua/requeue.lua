@@ -6,23 +6,25 @@
 -- KEYS[1] ready zset   KEYS[2] reserved zset   KEYS[3] dead zset   KEYS[4] notify list
 -- KEYS[5] topic stats hash   KEYS[6..] task hashes of the candidates
 -- ARGV[1] dead-letter retention ms   ARGV[2] most wake-up tokens kept
--- ARGV[3..] candidate ids (as KEYS[6..])
+-- ARGV[3] max deliveries of a record that stores none (the default)
+-- ARGV[4..] candidate ids (as KEYS[6..])
 -- Reply: {requeued, dead, now, ids made ready...}
-assert(#KEYS >= 5 and #KEYS == #ARGV + 3, 'requeue: wrong arity')
+assert(#KEYS >= 5 and #KEYS == #ARGV + 2, 'requeue: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local retention = tonumber(ARGV[1])
+local default_max = tonumber(ARGV[3])
 local requeued, dead, ids = 0, 0, {}
-for i = 3, #ARGV do
+for i = 4, #ARGV do
   local id = ARGV[i]
-  local key = KEYS[i + 3]
+  local key = KEYS[i + 2]
   local deadline = redis.call('ZSCORE', KEYS[2], id)
   if deadline and tonumber(deadline) <= now then
     redis.call('ZREM', KEYS[2], id)
     local f = redis.call('HMGET', key, 'state', 'deliveries', 'max')
     if f[1] == 'reserved' then
       redis.call('HDEL', key, 'token', 'deadline')
-      if tonumber(f[2]) >= tonumber(f[3]) then
+      if (tonumber(f[2]) or 0) >= (tonumber(f[3]) or default_max) then
         redis.call('HSET', key, 'state', 'dead', 'finished_at', now)
         redis.call('ZADD', KEYS[3], now, id)
         redis.call('PEXPIRE', key, retention)

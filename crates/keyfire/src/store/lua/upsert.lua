@@ -9,13 +9,26 @@
 --         it is the phase of an `every` job without start_at)
 -- ARGV[7] "1" when the job is one-shot (cleaned up a retention period after it succeeded)
 -- ARGV[8] sentinel horizon ms: only a firing due within it gets its sentinel key now
--- Reply: {version, status, next, now}, or {-1, current version} when the version moved on.
-assert(#KEYS == 6 and #ARGV == 8, 'upsert: wrong arity')
+-- Deduplication, only when a task with a dedup key is enqueued (creates; ARGV[3] is "0"):
+-- KEYS[7] dedup key (same slot as the job: the job's id was picked on the key's shard)
+-- ARGV[9] dedup window ms: the key names the created task and expires with the window
+-- ARGV[10] id of a task the caller found deleted although the key named it, or "": a deleted
+--          task does not hold its key (the caller retries with its id to take the key over)
+-- Reply: {version, status, next, now}, or {-1, current version} when the version moved on,
+-- or {-2, id} when the dedup key names a task enqueued within its window (nothing written).
+assert((#KEYS == 6 and #ARGV == 8) or (#KEYS == 7 and #ARGV == 10), 'upsert: wrong arity')
+-- A table lookup, not a Redis call: tasks without a dedup key cost no command more.
+local dedup = KEYS[7]
+if dedup then
+  local holder = redis.call('GET', dedup)
+  if holder and holder ~= ARGV[10] then return {-2, holder} end
+end
 local cur = redis.call('HGET', KEYS[1], 'version') or '0'
 if cur ~= ARGV[3] then return {-1, cur} end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local version = tonumber(cur) + 1
+if dedup then redis.call('SET', dedup, ARGV[1], 'PX', ARGV[9]) end
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then
   redis.call('HSET', KEYS[1], 'created', ARGV[6], 'gen', redis.call('INCR', KEYS[6]))
