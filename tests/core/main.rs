@@ -17,3 +17,4 @@ mod precision;
 mod quickstart;
 mod retries;
 mod scaleout;
+mod upgrade;

@@ -82,6 +82,7 @@ impl Inner {
                 spec.id.clone(),
                 c.at_ms,
                 c.attempt,
+                c.claimed_ms,
                 token.clone(),
             ));
             let fence = self.fence.token();
@@ -165,6 +166,7 @@ impl Inner {
                 at_ms: c.at_ms,
                 record,
                 retry,
+                once: job.schedule.is_once(),
                 permit,
             };
             let shard = self.store.shards().of(&done.job_id);
@@ -233,6 +235,7 @@ impl Inner {
         job_id: String,
         at_ms: i64,
         attempt: u32,
+        claimed_ms: i64,
         cancel: CancellationToken,
     ) -> bool {
         let lease = Inner::ms(self.settings.lease);
@@ -241,7 +244,7 @@ impl Inner {
             tokio::time::sleep(every).await;
             match self
                 .store
-                .renew(&job_id, at_ms, attempt, &self.id, lease)
+                .renew(&job_id, at_ms, attempt, Some(claimed_ms), &self.id, lease)
                 .await
             {
                 Ok(true) => {}
