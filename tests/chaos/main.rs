@@ -5,7 +5,6 @@
 //! The node processes are the `chaos_node` example, which `cargo test` builds next to this
 //! test binary. Longer rounds: `cargo run --release -- chaos --minutes 10 --seed N`.
 
-mod fence;
 mod repro;
 
 use std::path::PathBuf;
