@@ -54,7 +54,7 @@ pub struct JobView {
     pub created_at: Option<DateTime<Utc>>,
     /// When it last changed.
     pub updated_at: Option<DateTime<Utc>>,
-    /// Runs completed.
+    /// Runs started (attempts claimed; a run in progress counts).
     pub runs: u64,
     /// Runs that failed.
     pub failures: u64,

@@ -75,7 +75,7 @@ pub struct JobCounts {
 /// Cumulative counters of the jobs read (jobs deleted since take theirs with them).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Totals {
-    /// Runs completed.
+    /// Runs started (attempts claimed; a run in progress counts).
     pub runs: u64,
     /// Runs that failed.
     pub failures: u64,

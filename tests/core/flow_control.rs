@@ -200,11 +200,11 @@ async fn limits_hold_across_three_nodes_and_a_node_killed_mid_run() {
         let victim_runs: usize = {
             let mut conn = w.conn().await;
             let k = store.job_keys("t000").clone();
-            let leases: HashMap<String, String> =
-                redis::AsyncCommands::hgetall(&mut conn, k.attempts())
-                    .await
-                    .unwrap();
-            leases.values().filter(|v| v.ends_with(":victim")).count()
+            // A run's lease: "<firing id>|<attempt>|<claimed ms>|<node>" in the running ZSET.
+            let leases: Vec<String> = redis::AsyncCommands::zrange(&mut conn, k.running(), 0, -1)
+                .await
+                .unwrap();
+            leases.iter().filter(|m| m.ends_with("|victim")).count()
         };
         if hits >= 20 && running > 0 && victim_runs > 0 {
             break;

@@ -195,21 +195,33 @@ async fn hold_requeues_the_same_attempt_and_is_fenced() {
     let k = s.job_keys("j").clone();
     let mut conn = w.conn().await;
     let fid = "j:1000";
-    let _: () = conn.hset(k.attempts(), fid, "3:500:n1").await.unwrap();
+    // The run's lease, as claim.lua writes it: attempt 3, claimed at 500 by n1.
+    let member = "j:1000|3|500|n1";
     let _: () = conn
-        .zadd(k.running(), fid, 99_999_999_999_999i64)
+        .zadd(k.running(), member, 99_999_999_999_999i64)
         .await
         .unwrap();
-    let _: () = conn.hset(k.job("j"), "active", fid).await.unwrap();
+    let _: () = conn
+        .hset_multiple(k.job("j"), &[("active", member), ("runs", "4")])
+        .await
+        .unwrap();
+    let hold = |attempt, claimed_ms, wait_ms| keyfire::store::Hold {
+        job_id: "j",
+        at_ms: 1000,
+        attempt,
+        claimed_ms,
+        wait_ms,
+    };
 
-    assert_eq!(s.hold("j", 1000, 3, "n2", 100).await.unwrap(), None);
-    assert_eq!(s.hold("j", 1000, 2, "n1", 100).await.unwrap(), None);
-    let running: Option<f64> = conn.zscore(k.running(), fid).await.unwrap();
+    assert_eq!(s.hold("n2", hold(3, 500, 100)).await.unwrap(), None);
+    assert_eq!(s.hold("n1", hold(2, 500, 100)).await.unwrap(), None);
+    assert_eq!(s.hold("n1", hold(3, 501, 100)).await.unwrap(), None);
+    let running: Option<f64> = conn.zscore(k.running(), member).await.unwrap();
     assert!(running.is_some(), "a fenced hold changed the run");
 
     let now = w.redis_ms().await;
     let due = s
-        .hold("j", 1000, 3, "n1", 250)
+        .hold("n1", hold(3, 500, 250))
         .await
         .unwrap()
         .expect("held");
@@ -217,16 +229,22 @@ async fn hold_requeues_the_same_attempt_and_is_fenced() {
         (now + 250..now + 1_250).contains(&due),
         "due {due}, now {now}"
     );
-    let running: Option<f64> = conn.zscore(k.running(), fid).await.unwrap();
+    let running: Option<f64> = conn.zscore(k.running(), member).await.unwrap();
     assert_eq!(running, None);
     let retry: Option<i64> = conn.zscore(k.retry(), fid).await.unwrap();
     assert_eq!(retry, Some(due));
     let attempt: String = conn.hget(k.attempts(), fid).await.unwrap();
     assert_eq!(attempt, "3", "the same attempt is queued again");
-    let active: Option<String> = conn.hget(k.job("j"), "active").await.unwrap();
+    let (active, runs): (Option<String>, i64) = redis::cmd("HMGET")
+        .arg(k.job("j"))
+        .arg(&["active", "runs"])
+        .query_async(&mut conn)
+        .await
+        .unwrap();
     assert_eq!(active, None);
-    let runs: i64 = conn.llen(k.runs("j")).await.unwrap();
-    assert_eq!(runs, 0, "a hold records no run");
+    assert_eq!(runs, 3, "the claim's count of a run is taken back");
+    let history: i64 = conn.llen(k.runs("j")).await.unwrap();
+    assert_eq!(history, 0, "a hold records no run");
 }
 
 /// Firings of the same instant wait in the order they first asked, not by id: one that

@@ -19,3 +19,4 @@ mod precision;
 mod quickstart;
 mod retries;
 mod scaleout;
+mod upgrade;

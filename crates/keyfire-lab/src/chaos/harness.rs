@@ -939,6 +939,8 @@ async fn pending(round: &Round, cutoff: i64) -> anyhow::Result<Vec<String>> {
     let mut out: Vec<String> = running
         .into_iter()
         .chain(retry)
+        // A lease names the run after its firing id: `<firing id>|<attempt>|…`.
+        .map(|m| keyfire::store::parse_lease_member(&m).0.to_string())
         .filter(|f| parse_firing_id(f).is_some_and(|(_, at)| at <= cutoff))
         .collect();
     out.extend(

@@ -19,6 +19,8 @@ pub(super) struct Done {
     pub(super) at_ms: i64,
     pub(super) record: RunRecord,
     pub(super) retry: Option<i64>,
+    /// A one-shot job: its success marks it done (saves the script a read of the job).
+    pub(super) once: bool,
     pub(super) permit: OwnedSemaphorePermit,
 }
 
@@ -47,6 +49,7 @@ impl Inner {
                 job_id: &d.job_id,
                 run: &d.record,
                 retry_delay_ms: d.retry,
+                once: Some(d.once),
             })
             .collect();
         let mut fates = None;

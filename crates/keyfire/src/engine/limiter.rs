@@ -34,6 +34,7 @@ pub(super) struct HoldAsk {
     job_id: String,
     at_ms: i64,
     attempt: u32,
+    claimed_ms: i64,
     wait_ms: i64,
     reply: oneshot::Sender<Option<Option<i64>>>,
 }
@@ -141,7 +142,7 @@ impl Inner {
         metrics::counter!(name::LIMIT_HELD, "node" => self.id.clone(), "key" => key.clone(), "reason" => reason.clone())
             .increment(1);
         Inner::bump(&self.stats.held);
-        match self.hold(job_id, c.at_ms, c.attempt, wait_ms).await {
+        match self.hold(job_id, c, wait_ms).await {
             Ok(Some(due)) => {
                 tracing::debug!(key, firing = %fid, wait_ms, reason, "held back by its limit");
                 self.arm_due(job_id.clone(), c.at_ms, Kind::Retry, due);
@@ -243,8 +244,7 @@ impl Inner {
     async fn hold(
         self: &Arc<Self>,
         job_id: &str,
-        at_ms: i64,
-        attempt: u32,
+        c: &Claimed,
         wait_ms: i64,
     ) -> crate::Result<Option<i64>> {
         let shard = self.store.shards().of(job_id);
@@ -262,8 +262,9 @@ impl Inner {
         let (reply, answer) = oneshot::channel();
         let ask = HoldAsk {
             job_id: job_id.to_string(),
-            at_ms,
-            attempt,
+            at_ms: c.at_ms,
+            attempt: c.attempt,
+            claimed_ms: c.claimed_ms,
             wait_ms,
             reply,
         };
@@ -272,9 +273,14 @@ impl Inner {
         {
             return Ok(due);
         }
-        self.store
-            .hold(job_id, at_ms, attempt, &self.id, wait_ms)
-            .await
+        let hold = Hold {
+            job_id,
+            at_ms: c.at_ms,
+            attempt: c.attempt,
+            claimed_ms: c.claimed_ms,
+            wait_ms,
+        };
+        self.store.hold(&self.id, hold).await
     }
 
     /// One shard's holds: the first waiting and whatever else is queued go in one call.
@@ -300,6 +306,7 @@ impl Inner {
                     job_id: &a.job_id,
                     at_ms: a.at_ms,
                     attempt: a.attempt,
+                    claimed_ms: a.claimed_ms,
                     wait_ms: a.wait_ms,
                 })
                 .collect();

@@ -89,6 +89,7 @@ impl Inner {
                 spec.id.clone(),
                 c.at_ms,
                 c.attempt,
+                c.claimed_ms,
                 slot.clone(),
                 token.clone(),
             ));
@@ -178,6 +179,7 @@ impl Inner {
                 at_ms: c.at_ms,
                 record,
                 retry,
+                once: job.schedule.is_once(),
                 permit,
             };
             let shard = self.store.shards().of(&done.job_id);
@@ -246,6 +248,7 @@ impl Inner {
         job_id: String,
         at_ms: i64,
         attempt: u32,
+        claimed_ms: i64,
         slot: Option<String>,
         cancel: CancellationToken,
     ) -> bool {
@@ -255,7 +258,7 @@ impl Inner {
             tokio::time::sleep(every).await;
             match self
                 .store
-                .renew(&job_id, at_ms, attempt, &self.id, lease)
+                .renew(&job_id, at_ms, attempt, Some(claimed_ms), &self.id, lease)
                 .await
             {
                 Ok(true) => {

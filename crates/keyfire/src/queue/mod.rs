@@ -58,13 +58,13 @@ mod store;
 mod task;
 mod wait;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use redis::{FromRedisValue, Value};
+use redis::Value;
 use serde::Deserialize;
 
 use crate::client::Client;
@@ -416,15 +416,7 @@ impl Queue {
     /// The head of the ready set (`n` ids), after taking back the expired reservations at the
     /// head of the reserved set (those made ready are candidates too).
     async fn read_candidates(&self, topic: &str, n: usize) -> Result<Vec<String>> {
-        let k = self.store.keys();
-        type Heads = (Vec<String>, Vec<(String, f64)>, (i64, i64));
-        let (mut candidates, reserved, time): Heads = redis::pipe()
-            .zrange(k.qready(topic), 0, n as isize - 1)
-            .zrange_withscores(k.qreserved(topic), 0, CANDIDATES as isize - 1)
-            .cmd("TIME")
-            .query_async(&mut self.store.connection())
-            .await?;
-        let now = crate::store::time_reply_ms(time);
+        let (mut candidates, reserved, now) = self.read_heads(topic, n, CANDIDATES).await?;
         let expired: Vec<String> = reserved
             .into_iter()
             .filter(|(_, deadline)| *deadline as i64 <= now)
@@ -433,12 +425,7 @@ impl Queue {
         if !expired.is_empty() {
             self.requeue(topic, &expired).await?;
             // They went to the tail of the ready set: read the head again.
-            candidates = redis::cmd("ZRANGE")
-                .arg(k.qready(topic))
-                .arg(0)
-                .arg(n as isize - 1)
-                .query_async(&mut self.store.connection())
-                .await?;
+            candidates = self.read_ready_head(topic, n).await?;
         }
         Ok(candidates)
     }
@@ -454,16 +441,10 @@ impl Queue {
     /// [`Queue::requeue_expired`], taking back at most `budget` reservations.
     pub(crate) async fn recover(&self, topic: &str, budget: usize) -> Result<Requeued> {
         check_topic(topic)?;
-        let k = self.store.keys();
         let mut done = Requeued::default();
         let mut seen = 0;
         while seen < budget {
-            let (reserved, time): (Vec<(String, f64)>, (i64, i64)) = redis::pipe()
-                .zrange_withscores(k.qreserved(topic), 0, CANDIDATES as isize - 1)
-                .cmd("TIME")
-                .query_async(&mut self.store.connection())
-                .await?;
-            let now = crate::store::time_reply_ms(time);
+            let (reserved, now) = self.read_reserved_head(topic, CANDIDATES).await?;
             let expired: Vec<String> = reserved
                 .iter()
                 .filter(|(_, deadline)| *deadline as i64 <= now)
@@ -602,22 +583,14 @@ impl Queue {
     /// such task (a done or deleted one is shown for the retention, then forgotten).
     pub async fn get(&self, id: &str) -> Result<TaskInfo> {
         check_task_id(id)?;
-        let k = self.store.keys();
-        let map: HashMap<String, String> = redis::cmd("HGETALL")
-            .arg(k.qtask(id))
-            .query_async(&mut self.store.connection())
-            .await?;
+        let map = self.read_record(id).await?;
         if map.is_empty() {
             return Err(Error::TaskNotFound(id.to_string()));
         }
         let mut info = decode_task(id, &map)?;
         if info.state == TaskState::Delayed {
             // Promotion leaves the record alone: in the ready set, it is ready.
-            let ready: Option<f64> = redis::cmd("ZSCORE")
-                .arg(k.qready(&info.topic))
-                .arg(id)
-                .query_async(&mut self.store.connection())
-                .await?;
+            let ready = self.read_ready_score(&info.topic, id).await?;
             if let Some(at) = ready {
                 info.state = TaskState::Ready;
                 info.ready_at = Some(instant(at as i64));
@@ -632,23 +605,7 @@ impl Queue {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let k = self.store.keys();
-        let mut conn = self.store.connection();
-        let ids: Vec<String> = redis::cmd("ZRANGE")
-            .arg(k.qdead(topic))
-            .arg(0)
-            .arg(limit - 1)
-            .arg("REV")
-            .query_async(&mut conn)
-            .await?;
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut pipe = redis::pipe();
-        for id in &ids {
-            pipe.cmd("HGETALL").arg(k.qtask(id));
-        }
-        let maps: Vec<HashMap<String, String>> = pipe.query_async(&mut conn).await?;
+        let (ids, maps) = self.read_dead(topic, limit).await?;
         ids.iter()
             .zip(&maps)
             .filter(|(_, m)| m.get("state").map(String::as_str) == Some("dead"))
@@ -662,22 +619,9 @@ impl Queue {
         if names.is_empty() {
             return Ok(Vec::new());
         }
-        let k = self.store.keys();
-        let mut pipe = redis::pipe();
-        for t in &names {
-            pipe.zcard(k.qdelayed(t))
-                .zcard(k.qready(t))
-                .zcard(k.qreserved(t))
-                .zcard(k.qdead(t))
-                .hgetall(k.qstats(t));
-        }
-        type Row = (u64, u64, u64, u64, HashMap<String, i64>);
-        let values: Vec<Value> = pipe.query_async(&mut self.store.connection()).await?;
+        let rows = self.read_topic_rows(&names).await?;
         let mut out = Vec::with_capacity(names.len());
-        for (topic, chunk) in names.into_iter().zip(values.chunks(5)) {
-            let (delayed, ready, reserved, dead, stats) =
-                Row::from_redis_value(Value::Array(chunk.to_vec()))
-                    .map_err(redis::RedisError::from)?;
+        for (topic, (delayed, ready, reserved, dead, stats)) in names.into_iter().zip(rows) {
             let n = |f: &str| stats.get(f).copied().unwrap_or(0).max(0) as u64;
             out.push(TopicCounts {
                 delayed,
@@ -697,10 +641,7 @@ impl Queue {
 
     /// Every topic name, sorted.
     pub(crate) async fn topic_names(&self) -> Result<Vec<String>> {
-        let mut names: Vec<String> = redis::cmd("SMEMBERS")
-            .arg(self.store.keys().qtopics())
-            .query_async(&mut self.store.connection())
-            .await?;
+        let mut names = self.read_topic_set().await?;
         names.sort();
         Ok(names)
     }
@@ -719,11 +660,7 @@ impl Queue {
     /// The topic a task belongs to (its record's), checking the id first.
     async fn topic_of(&self, id: &str) -> Result<String> {
         check_task_id(id)?;
-        let topic: Option<String> = redis::cmd("HGET")
-            .arg(self.store.keys().qtask(id))
-            .arg("topic")
-            .query_async(&mut self.store.connection())
-            .await?;
+        let topic = self.read_task_topic(id).await?;
         topic.ok_or_else(|| Error::TaskNotFound(id.to_string()))
     }
 

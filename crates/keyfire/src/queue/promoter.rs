@@ -256,31 +256,23 @@ impl Loop {
 
     async fn sweep_once(&mut self) -> crate::Result<()> {
         let names = self.queue.topic_names().await?;
-        let k = self.queue.store().keys().clone();
         let grace = self.view.grace().as_millis() as i64;
         let horizon = self.view.timer_horizon().as_millis() as i64;
         for chunk in names.chunks(HEADS_PER_READ) {
-            let mut pipe = redis::pipe();
-            for t in chunk {
-                pipe.zrange_withscores(k.qdelayed(t), 0, 0)
-                    .zrange_withscores(k.qreserved(t), 0, 0);
-            }
-            let heads: Vec<Vec<(String, f64)>> = pipe
-                .query_async(&mut self.queue.store().connection())
-                .await?;
+            let heads = self.queue.read_first_due(chunk).await?;
             let now = self.view.redis_now_ms();
-            for (topic, pair) in chunk.iter().zip(heads.chunks(2)) {
+            for (topic, (first_due, first_deadline)) in chunk.iter().zip(heads) {
                 let owner = self.view.owns(topic);
-                if let Some((_, due)) = pair[0].first() {
-                    let due = *due as i64;
+                if let Some(due) = first_due {
+                    let due = due as i64;
                     if due <= now && (owner || due <= now - grace) {
                         self.promote(topic.clone());
                     } else if owner && due <= now + horizon {
                         self.arm(topic.clone(), due);
                     }
                 }
-                if let Some((_, deadline)) = pair[1].first() {
-                    let deadline = *deadline as i64;
+                if let Some(deadline) = first_deadline {
+                    let deadline = deadline as i64;
                     if deadline <= now && (owner || deadline <= now - grace) {
                         let (queue, topic) = (self.queue.clone(), topic.clone());
                         tokio::spawn(async move {

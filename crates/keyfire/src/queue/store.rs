@@ -5,7 +5,9 @@
 
 use std::sync::LazyLock;
 
-use redis::{Script, Value};
+use std::collections::HashMap;
+
+use redis::{AsyncCommands, FromRedisValue, Script, Value};
 
 use super::check::{Checked, add_args};
 use super::reply::{AddReply, FinishReply, PopReply, PromoteReply, RequeueReply};
@@ -202,4 +204,170 @@ impl Queue {
             .arg(NOTIFY_CAP);
         inv
     }
+}
+
+/// A topic's counts as read: delayed, ready, reserved, dead, and its counters.
+pub(super) type TopicRow = (u64, u64, u64, u64, HashMap<String, i64>);
+
+/// The queue's reads (no script: what they read may change right after, and every change
+/// goes through a script that checks again).
+impl Queue {
+    /// The first `ready` ids of the ready set, the first `reserved` reservations (id, deadline)
+    /// and Redis's time (ms), in one round trip.
+    pub(super) async fn read_heads(
+        &self,
+        topic: &str,
+        ready: usize,
+        reserved: usize,
+    ) -> Result<(Vec<String>, Vec<(String, f64)>, i64)> {
+        let k = self.store.keys();
+        type Heads = (Vec<String>, Vec<(String, f64)>, (i64, i64));
+        let (head, reserved, time): Heads = redis::pipe()
+            .zrange(k.qready(topic), 0, ready as isize - 1)
+            .zrange_withscores(k.qreserved(topic), 0, reserved as isize - 1)
+            .cmd("TIME")
+            .query_async(&mut self.store.connection())
+            .await?;
+        Ok((head, reserved, crate::store::time_reply_ms(time)))
+    }
+
+    /// The first `n` reservations (id, deadline) and Redis's time (ms), in one round trip.
+    pub(super) async fn read_reserved_head(
+        &self,
+        topic: &str,
+        n: usize,
+    ) -> Result<(Vec<(String, f64)>, i64)> {
+        let (reserved, time): (Vec<(String, f64)>, (i64, i64)) = redis::pipe()
+            .zrange_withscores(self.store.keys().qreserved(topic), 0, n as isize - 1)
+            .cmd("TIME")
+            .query_async(&mut self.store.connection())
+            .await?;
+        Ok((reserved, crate::store::time_reply_ms(time)))
+    }
+
+    /// The first `n` ids of the ready set.
+    pub(super) async fn read_ready_head(&self, topic: &str, n: usize) -> Result<Vec<String>> {
+        Ok(self
+            .store
+            .connection()
+            .zrange(self.store.keys().qready(topic), 0, n as isize - 1)
+            .await?)
+    }
+
+    /// A task's record (empty when there is none).
+    pub(super) async fn read_record(&self, id: &str) -> Result<HashMap<String, String>> {
+        Ok(self
+            .store
+            .connection()
+            .hgetall(self.store.keys().qtask(id))
+            .await?)
+    }
+
+    /// A task's score in its topic's ready set, if it is there.
+    pub(super) async fn read_ready_score(&self, topic: &str, id: &str) -> Result<Option<f64>> {
+        Ok(self
+            .store
+            .connection()
+            .zscore(self.store.keys().qready(topic), id)
+            .await?)
+    }
+
+    /// The topic a task's record names.
+    pub(super) async fn read_task_topic(&self, id: &str) -> Result<Option<String>> {
+        Ok(self
+            .store
+            .connection()
+            .hget(self.store.keys().qtask(id), "topic")
+            .await?)
+    }
+
+    /// The newest `limit` dead letters of a topic: ids and their records.
+    pub(super) async fn read_dead(
+        &self,
+        topic: &str,
+        limit: usize,
+    ) -> Result<(Vec<String>, Vec<HashMap<String, String>>)> {
+        let k = self.store.keys();
+        let mut conn = self.store.connection();
+        let ids: Vec<String> = conn
+            .zrevrange(k.qdead(topic), 0, limit as isize - 1)
+            .await?;
+        if ids.is_empty() {
+            return Ok((ids, Vec::new()));
+        }
+        let mut pipe = redis::pipe();
+        for id in &ids {
+            pipe.hgetall(k.qtask(id));
+        }
+        let maps: Vec<HashMap<String, String>> = pipe.query_async(&mut conn).await?;
+        Ok((ids, maps))
+    }
+
+    /// Every topic's name, unsorted.
+    pub(super) async fn read_topic_set(&self) -> Result<Vec<String>> {
+        Ok(self
+            .store
+            .connection()
+            .smembers(self.store.keys().qtopics())
+            .await?)
+    }
+
+    /// Each topic's counts, in the order given, in one round trip.
+    pub(super) async fn read_topic_rows(&self, names: &[String]) -> Result<Vec<TopicRow>> {
+        let k = self.store.keys();
+        let mut pipe = redis::pipe();
+        for t in names {
+            pipe.zcard(k.qdelayed(t))
+                .zcard(k.qready(t))
+                .zcard(k.qreserved(t))
+                .zcard(k.qdead(t))
+                .hgetall(k.qstats(t));
+        }
+        let values: Vec<Value> = pipe.query_async(&mut self.store.connection()).await?;
+        values
+            .chunks(5)
+            .map(|chunk| {
+                TopicRow::from_redis_value(Value::Array(chunk.to_vec()))
+                    .map_err(|e| redis::RedisError::from(e).into())
+            })
+            .collect()
+    }
+
+    /// The earliest delayed task and the earliest reservation (with their scores) of each
+    /// topic, in the order given, in one round trip.
+    pub(super) async fn read_first_due(
+        &self,
+        names: &[String],
+    ) -> Result<Vec<(Option<f64>, Option<f64>)>> {
+        let k = self.store.keys();
+        let mut pipe = redis::pipe();
+        for t in names {
+            pipe.zrange_withscores(k.qdelayed(t), 0, 0)
+                .zrange_withscores(k.qreserved(t), 0, 0);
+        }
+        let heads: Vec<Vec<(String, f64)>> = pipe.query_async(&mut self.store.connection()).await?;
+        Ok(heads
+            .chunks(2)
+            .map(|pair| {
+                (
+                    pair[0].first().map(|(_, s)| *s),
+                    pair[1].first().map(|(_, s)| *s),
+                )
+            })
+            .collect())
+    }
+}
+
+/// `BLPOP notify secs` on a connection of its own (it blocks that connection): returns when a
+/// notification arrives or after `secs`.
+pub(super) async fn blpop(
+    conn: &mut redis::aio::MultiplexedConnection,
+    notify: &str,
+    secs: f64,
+) -> redis::RedisResult<Value> {
+    redis::cmd("BLPOP")
+        .arg(notify)
+        .arg(secs)
+        .query_async(conn)
+        .await
 }

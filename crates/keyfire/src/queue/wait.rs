@@ -85,9 +85,7 @@ impl Waiter {
                 };
                 // BLPOP takes seconds as a float (Redis >= 6); 0 would mean "forever".
                 let secs = limit.as_secs_f64().max(0.001);
-                let mut cmd = redis::cmd("BLPOP");
-                cmd.arg(notify).arg(secs);
-                let blpop = cmd.query_async::<redis::Value>(&mut conn);
+                let blpop = super::store::blpop(&mut conn, notify, secs);
                 let reply = tokio::time::timeout(limit + BLOCK_SLACK, blpop).await;
                 match reply {
                     Ok(Ok(_)) => {

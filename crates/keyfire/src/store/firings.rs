@@ -43,7 +43,7 @@ impl Store {
         };
         let k = self.shards.keys(shard);
         let mut inv = CLAIM.prepare_invoke();
-        inv.key(k.due()).key(k.running()).key(k.attempts());
+        inv.key(k.due()).key(k.running());
         inv.arg(first.node)
             .arg(first.lease_ms)
             .arg(self.keys().changes())
@@ -51,7 +51,6 @@ impl Store {
             .arg(first.announce_ms);
         for a in &batch {
             inv.key(k.job(a.job_id))
-                .key(k.fire(a.job_id, a.at_ms))
                 .key(k.fire(a.job_id, a.next_ms.unwrap_or(-1)));
             inv.arg(a.job_id)
                 .arg(a.at_ms)
@@ -222,6 +221,7 @@ impl Store {
                     job_id,
                     run,
                     retry_delay_ms,
+                    once: None,
                 }],
                 limits,
             )
@@ -265,25 +265,39 @@ impl Store {
             .arg(limits.history_max_age_ms);
         for c in &batch {
             let run = c.run;
-            // `failed_ms` is added by the script, in Redis time.
-            let dead = serde_json::json!({
-                "firing_id": run.firing_id,
-                "job_id": c.job_id,
-                "scheduled_ms": run.scheduled_ms,
-                "attempts": run.attempt,
-                "error": run.error,
-            });
+            // Only a failure with no retry left can go to the dead letters; `failed_ms` is
+            // added by the script, in Redis time.
+            let can_die =
+                c.retry_delay_ms.is_none() && run.outcome != "ok" && run.outcome != "cancelled";
+            let dead = if can_die {
+                serde_json::json!({
+                    "firing_id": run.firing_id,
+                    "job_id": c.job_id,
+                    "scheduled_ms": run.scheduled_ms,
+                    "attempts": run.attempt,
+                    "error": run.error,
+                })
+                .to_string()
+            } else {
+                String::new()
+            };
             inv.key(k.job(c.job_id))
                 .key(k.runs(c.job_id))
                 .key(k.dead(c.job_id));
             inv.arg(&run.firing_id)
                 .arg(&run.node)
                 .arg(run.attempt)
+                .arg(run.claimed_ms)
                 .arg(&run.outcome)
                 .arg(serde_json::to_string(run)?)
                 .arg(c.retry_delay_ms.map(|d| d.to_string()).unwrap_or_default())
                 .arg(c.job_id)
-                .arg(dead.to_string());
+                .arg(dead)
+                .arg(match c.once {
+                    Some(true) => "1",
+                    Some(false) => "0",
+                    None => "",
+                });
         }
         let flat: Vec<Value> = inv.invoke_async(&mut self.conn.clone()).await?;
         self.replicate(k).await;
@@ -312,11 +326,14 @@ impl Store {
     }
 
     /// Extend an attempt's lease; false when the lease is no longer this node's.
+    /// `claimed_ms`: when the attempt was claimed (the claim's reply), which names the lease
+    /// at once; None: the lease is looked up by attempt and node.
     pub async fn renew(
         &self,
         job_id: &str,
         at_ms: i64,
         attempt: u32,
+        claimed_ms: Option<i64>,
         node: &str,
         lease_ms: i64,
     ) -> Result<bool> {
@@ -324,10 +341,12 @@ impl Store {
         let n: i64 = RENEW
             .key(k.running())
             .key(k.attempts())
+            .key(k.job(job_id))
             .arg(node)
             .arg(firing_id(job_id, at_ms))
             .arg(lease_ms)
             .arg(attempt)
+            .arg(claimed_ms.map(|c| c.to_string()).unwrap_or_default())
             .invoke_async(&mut self.conn.clone())
             .await?;
         Ok(n == 1)

@@ -435,7 +435,9 @@ fn decode_job(map: &HashMap<String, String>) -> Result<JobRecord> {
         skipped: num("skipped") as u64,
         dead: num("dead") as u64,
         triggered: num("triggered") as u64,
-        active: map.get("active").cloned(),
+        active: map
+            .get("active")
+            .map(|a| parse_lease_member(a).0.to_string()),
         paused_ms: map.get("paused_at").and_then(|s| opt_ms(s)),
     })
 }

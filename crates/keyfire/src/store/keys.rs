@@ -209,13 +209,15 @@ impl Keys {
     }
 
     /// Lock of one firing's run (`SET NX PX`), written by nodes of an earlier layout only:
-    /// a run's lease record in [`Keys::attempts`] is its lock now. Read by a takeover of
-    /// such a run during a rolling upgrade, to name its node.
+    /// a run's lease in [`Keys::running`] is its lock now. Read by a takeover of such a run
+    /// during a rolling upgrade, to name its node.
     pub fn lock(&self, id: &str, at_ms: i64) -> String {
         format!("{}:lock:{id}:{at_ms}", self.tag)
     }
 
-    /// ZSET firing id → lease expiry (ms): runs in progress.
+    /// ZSET of runs in progress: the lease `<firing id>|<attempt>|<claimed ms>|<node>` → its
+    /// expiry (ms). The member is the run's fence: renewals and the outcome must name it.
+    /// (A run claimed by a node of the earlier layout: the bare firing id.)
     pub fn running(&self) -> String {
         format!("{}:running", self.tag)
     }
@@ -226,9 +228,9 @@ impl Keys {
         format!("{}:retry", self.tag)
     }
 
-    /// HASH firing id → the attempt now granted: a bare number while the attempt is queued,
-    /// the run's lease record `<attempt>:<claimed ms>:<node>` once claimed (fencing: a run
-    /// that the record does not name may neither renew nor record its outcome).
+    /// HASH firing id → the attempt granted to a queued attempt (a bare number; the claim
+    /// turns it into the run's lease in [`Keys::running`]). A run claimed by a node of the
+    /// earlier layout has its lease record `<attempt>:<claimed ms>:<node>` here.
     pub fn attempts(&self) -> String {
         format!("{}:attempts", self.tag)
     }

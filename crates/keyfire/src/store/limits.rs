@@ -76,6 +76,8 @@ pub struct Hold<'a> {
     pub at_ms: i64,
     /// The attempt this node claimed (queued again as it is).
     pub attempt: u32,
+    /// When this node claimed it (Redis time): with the attempt and node, its lease.
+    pub claimed_ms: i64,
     /// When its turn should come, from now.
     pub wait_ms: i64,
 }
@@ -313,28 +315,11 @@ impl Store {
         Ok(n == 1)
     }
 
-    /// Hold back attempt `attempt` of a firing this node claimed and its limit denied:
-    /// queue the same attempt again, due in `wait_ms`, without recording a run. Returns the
-    /// instant it is due, or None when the run is no longer this node's (fenced).
-    pub async fn hold(
-        &self,
-        job_id: &str,
-        at_ms: i64,
-        attempt: u32,
-        node: &str,
-        wait_ms: i64,
-    ) -> Result<Option<i64>> {
-        let mut out = self
-            .hold_many(
-                node,
-                &[Hold {
-                    job_id,
-                    at_ms,
-                    attempt,
-                    wait_ms,
-                }],
-            )
-            .await?;
+    /// Hold back an attempt of a firing this node claimed and its limit denied: queue the
+    /// same attempt again, due in `wait_ms`, without recording a run. Returns the instant it
+    /// is due, or None when the run is no longer this node's (fenced).
+    pub async fn hold(&self, node: &str, hold: Hold<'_>) -> Result<Option<i64>> {
+        let mut out = self.hold_many(node, &[hold]).await?;
         out.pop()
             .ok_or_else(|| Error::Corrupt("empty limit_hold reply".into()))
     }
@@ -369,6 +354,7 @@ impl Store {
             inv.key(k.job(h.job_id))
                 .arg(firing_id(h.job_id, h.at_ms))
                 .arg(h.attempt)
+                .arg(h.claimed_ms)
                 .arg(h.wait_ms);
         }
         let due: Vec<i64> = inv.invoke_async(&mut self.conn.clone()).await?;

@@ -56,7 +56,7 @@ pub struct JobRecord {
     pub created_ms: i64,
     /// Last change (ms, Redis time).
     pub updated_ms: i64,
-    /// Runs completed.
+    /// Runs started: attempts claimed (a run in progress counts).
     pub runs: u64,
     /// Runs that failed.
     pub failures: u64,
@@ -68,7 +68,7 @@ pub struct JobRecord {
     pub dead: u64,
     /// Manual triggers.
     pub triggered: u64,
-    /// The firing whose run is in progress (the latest one claimed), if any.
+    /// The firing of the latest run claimed (it may have ended), if any.
     pub active: Option<String>,
     /// When the job was last paused (ms, Redis time).
     pub paused_ms: Option<i64>,
@@ -99,8 +99,9 @@ pub enum Beat {
     Gone,
 }
 
-/// A run in progress, from its lease: the running ZSET's entry (lease expiry) and the lease
-/// record in the attempts hash, `<attempt>:<claimed ms>:<node>`.
+/// A run in progress, from its lease: the running ZSET's entry, member
+/// `<firing id>|<attempt>|<claimed ms>|<node>` and score the lease expiry (see
+/// [`lease_member`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
     /// The job.
@@ -109,16 +110,40 @@ pub struct Lease {
     pub at_ms: i64,
     /// When the lease expires unless renewed (ms, Redis time).
     pub expiry_ms: i64,
-    /// The attempt that runs (0 when the record does not say: an earlier layout's).
+    /// The attempt that runs (0 when the lease does not say: an earlier layout's).
     pub attempt: u32,
-    /// When it was claimed (ms, Redis time; 0 when the record does not say).
+    /// When it was claimed (ms, Redis time; 0 when the lease does not say).
     pub claimed_ms: i64,
-    /// The node that holds it (None when the record does not say).
+    /// The node that holds it (None when the lease does not say).
     pub node: Option<String>,
 }
 
-/// A lease record, `<attempt>:<claimed ms>:<node>`, as (attempt, claimed ms, node); None
-/// for a queued attempt's record (a bare attempt number).
+/// A run's lease as the running ZSET holds it: `<firing id>|<attempt>|<claimed ms>|<node>`.
+/// One entry is both the run's fence (renewals and the outcome must name it) and its lease
+/// expiry (the score). Job ids and instants hold no `|`; the node id comes last.
+pub fn lease_member(firing_id: &str, attempt: u32, claimed_ms: i64, node: &str) -> String {
+    format!("{firing_id}|{attempt}|{claimed_ms}|{node}")
+}
+
+/// Split a running ZSET member into the firing id and, for a lease of this layout, (attempt,
+/// claimed ms, node); None for an earlier layout's member (the bare firing id, its record
+/// in the attempts hash: see [`parse_lease_record`]).
+pub fn parse_lease_member(member: &str) -> (&str, Option<(u32, i64, &str)>) {
+    let Some((fid, rest)) = member.split_once('|') else {
+        return (member, None);
+    };
+    let mut parts = rest.splitn(3, '|');
+    let lease = (|| {
+        let attempt = parts.next()?.parse().ok()?;
+        let claimed = parts.next()?.parse().ok()?;
+        Some((attempt, claimed, parts.next()?))
+    })();
+    (fid, lease)
+}
+
+/// A lease record of the earlier layout (the attempts hash), `<attempt>:<claimed ms>:<node>`,
+/// as (attempt, claimed ms, node); None for a queued attempt's record (a bare attempt
+/// number).
 pub fn parse_lease_record(record: &str) -> Option<(u32, i64, &str)> {
     let mut parts = record.splitn(3, ':');
     let attempt = parts.next()?.parse().ok()?;
@@ -295,6 +320,9 @@ pub struct Completion<'a> {
     pub run: &'a RunRecord,
     /// Schedule the next attempt after this long; None: no further attempt.
     pub retry_delay_ms: Option<i64>,
+    /// Whether the job is a one-shot (its success marks it done, for the retention cleanup);
+    /// None: read it from the job (one more Redis command).
+    pub once: Option<bool>,
 }
 
 /// A job's spec as a claimer needs it.
@@ -352,4 +380,26 @@ pub struct ClaimArgs<'a> {
     /// Redis's now (or already due), so that its owner arms a timer: the node's timer
     /// horizon. One message per script call; the batch's first value counts.
     pub announce_ms: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lease_members_parse_back() {
+        let m = lease_member("job-1.a_b:1700000000123", 3, 1_700_000_000_456, "host:1|x");
+        assert_eq!(m, "job-1.a_b:1700000000123|3|1700000000456|host:1|x");
+        assert_eq!(
+            parse_lease_member(&m),
+            (
+                "job-1.a_b:1700000000123",
+                Some((3, 1_700_000_000_456, "host:1|x"))
+            )
+        );
+        // The earlier layout's member: the bare firing id.
+        assert_eq!(parse_lease_member("j:17"), ("j:17", None));
+        assert_eq!(parse_lease_record("2:17:n1"), Some((2, 17, "n1")));
+        assert_eq!(parse_lease_record("2"), None);
+    }
 }

@@ -1,5 +1,7 @@
 //! Scans of a shard's sorted sets: what is due, retrying, running, done; promotion into the sentinel horizon; counts.
 
+use std::collections::HashMap;
+
 use redis::AsyncCommands;
 
 use super::*;
@@ -20,31 +22,40 @@ impl Store {
             .await
     }
 
-    /// A shard's runs in progress (up to `limit`), with their lease records: who holds each
-    /// and since when, for the sweeper to take over the runs of nodes that left.
+    /// A shard's runs in progress (up to `limit`), with their leases: who holds each and
+    /// since when, for the sweeper to take over the runs of nodes that left. Leases of the
+    /// earlier layout (a bare firing id; the record in the attempts hash) are read too.
     pub async fn leases(&self, shard: usize, limit: usize) -> Result<Vec<Lease>> {
         let k = self.shards.keys(shard);
         let mut conn = self.conn.clone();
         let running: Vec<(String, i64)> = conn
             .zrange_withscores(k.running(), 0, limit as isize - 1)
             .await?;
-        if running.is_empty() {
-            return Ok(Vec::new());
+        let earlier: Vec<&str> = running
+            .iter()
+            .filter(|(m, _)| parse_lease_member(m).1.is_none())
+            .map(|(m, _)| m.as_str())
+            .collect();
+        let mut records: HashMap<&str, String> = HashMap::new();
+        if !earlier.is_empty() {
+            let found: Vec<Option<String>> = redis::cmd("HMGET")
+                .arg(k.attempts())
+                .arg(&earlier)
+                .query_async(&mut conn)
+                .await?;
+            for (fid, record) in earlier.iter().zip(found) {
+                if let Some(r) = record {
+                    records.insert(fid, r);
+                }
+            }
         }
-        let fids: Vec<&str> = running.iter().map(|(f, _)| f.as_str()).collect();
-        let records: Vec<Option<String>> = redis::cmd("HMGET")
-            .arg(k.attempts())
-            .arg(&fids)
-            .query_async(&mut conn)
-            .await?;
         Ok(running
             .iter()
-            .zip(records)
-            .filter_map(|((fid, expiry), record)| {
+            .filter_map(|(member, expiry)| {
+                let (fid, lease) = parse_lease_member(member);
                 let (job_id, at_ms) = parse_firing_id(fid)?;
-                let (attempt, claimed_ms, node) = record
-                    .as_deref()
-                    .and_then(parse_lease_record)
+                let (attempt, claimed_ms, node) = lease
+                    .or_else(|| records.get(fid).and_then(|r| parse_lease_record(r)))
                     .map(|(a, c, n)| (a, c, Some(n.to_string())))
                     .unwrap_or((0, 0, None));
                 Some(Lease {
@@ -84,8 +95,9 @@ impl Store {
             .await?;
         Ok(fids
             .iter()
-            .filter_map(|(f, score)| {
-                parse_firing_id(f).map(|(id, at)| (id.to_string(), at, *score))
+            .filter_map(|(member, score)| {
+                let (fid, _) = parse_lease_member(member);
+                parse_firing_id(fid).map(|(id, at)| (id.to_string(), at, *score))
             })
             .collect())
     }

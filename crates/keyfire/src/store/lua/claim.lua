@@ -1,14 +1,17 @@
 -- Claim scheduled firings, one or a batch: each at most once, ever (G1), never before its
 -- instant by Redis's clock (G3). The compare-and-set on the job's entry in the due ZSET is
--- what makes a firing claimable once; the run's lease record then guards the run: one field
--- of the attempts hash, "<attempt>:<claimed ms>:<node>", written with HSETNX (so it is the
--- run's lock as well), and the firing's entry in the running ZSET (its lease expiry, for the
--- sweeper). The completion removes both. The job's next
--- firing is scheduled in the same step, and the misfire and overlap policies are applied
--- here, atomically. Firings that arrive together are claimed in one call (fewer round trips).
--- KEYS[1] due zset   KEYS[2] running zset   KEYS[3] attempts hash (the lease records)
--- then per firing i (base b = 3 + 3 * (i - 1)):
---   KEYS[b+1] job hash   KEYS[b+2] sentinel of the firing   KEYS[b+3] sentinel of the job's next firing
+-- what makes a firing claimable once. The run's lease is then one entry of the running
+-- ZSET: the member "<firing id>|<attempt>|<claimed ms>|<node>" names the run (renewals and
+-- the outcome must name it exactly: the fence), the score is the lease expiry (for the
+-- sweeper). The completion removes it. The job's `active` field holds the latest run's
+-- member (the overlap policies look it up), and its `runs` counter counts the run here.
+-- The job's next firing is scheduled in the same step, and the misfire and overlap
+-- policies are applied here, atomically. Firings that arrive together are claimed in one
+-- call (fewer round trips). The firing's sentinel key is left alone: its instant has come,
+-- so it has expired (Redis deletes it).
+-- KEYS[1] due zset   KEYS[2] running zset
+-- then per firing i (base b = 2 + 2 * (i - 1)):
+--   KEYS[b+1] job hash   KEYS[b+2] sentinel of the job's next firing
 -- ARGV[1] node id   ARGV[2] lease ms   ARGV[3] change channel   ARGV[4] sentinel horizon ms
 -- ARGV[5] timer horizon ms: next firings due within it are announced on the change channel,
 --   one message {op = 'next', id = '', firings = {{id, ms}, ...}} per call, so that their
@@ -26,32 +29,37 @@
 --   3, version: job changed, recompute | 4, now: later than the tolerance, apply the misfire policy
 --   5, 'locked': a run of this firing holds a live lease | 6, 'missed': skipped (misfire policy)
 --   7, running firing: skipped, the previous run still runs (overlap forbid)
-local n = (#KEYS - 3) / 3
+local n = (#KEYS - 2) / 2
 assert(n >= 1 and n == math.floor(n) and #ARGV == 5 + 9 * n, 'claim: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local node, lease, channel, horizon = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local announce = tonumber(ARGV[5])
+-- Numbers written per firing are formatted once per call ('%d': Lua's own number format
+-- is a float's, and costs more than the rest of a firing's Lua).
+local now_s, expiry_s = string.format('%d', now), string.format('%d', now + lease)
 local reply, soon = {}, {}
 
-local function claim(job, sentinel, next_sentinel, id, at_s, version, nxt, tolerance,
-                     applied, run, missed, overlap)
+local function claim(job, next_sentinel, id, at_s, version, nxt, tolerance, applied, run,
+                     missed, overlap)
+  -- An instant in ms is an integer below 2^53: Redis writes its score as those digits, so
+  -- the texts compare (the caller writes the instant the same way).
   local score = redis.call('ZSCORE', KEYS[1], id)
-  if not score or tonumber(score) ~= tonumber(at_s) then return 0, 'stale' end
+  if score ~= at_s then return 0, 'stale' end
   local at = tonumber(at_s)
   if at > now then return 2, at - now end
-  local fields = redis.call('HMGET', job, 'version', 'active', 'gen')
+  local fields = redis.call('HMGET', job, 'version', 'active', 'gen', 'runs')
   if (fields[3] or '0') .. '.' .. (fields[1] or '0') ~= version then return 3, fields[1] or '0' end
   if applied ~= '1' and at < now - tonumber(tolerance) then return 4, now end
 
   local fid = id .. ':' .. at_s
-  -- `active`: the firing that now runs, written with the rest of the job's fields (one HSET).
-  local function advance(active)
-    redis.call('DEL', sentinel)
-    local fields = {'next', nxt, 'last', at}
-    if nxt == '' then fields[#fields + 1], fields[#fields + 2] = 'status', 'finished' end
-    if active then fields[#fields + 1], fields[#fields + 2] = 'active', active end
-    redis.call('HSET', job, unpack(fields))
+  -- `run`: the fields of the run (active, runs), written with the rest of the job's
+  -- fields (one HSET).
+  local function advance(run_fields)
+    local f = {'next', nxt, 'last', at_s}
+    if nxt == '' then f[#f + 1], f[#f + 2] = 'status', 'finished' end
+    for _, v in ipairs(run_fields) do f[#f + 1] = v end
+    redis.call('HSET', job, unpack(f))
     if nxt == '' then
       redis.call('ZREM', KEYS[1], id)
     else
@@ -62,37 +70,36 @@ local function claim(job, sentinel, next_sentinel, id, at_s, version, nxt, toler
       end
       if tonumber(nxt) <= now + announce then soon[#soon + 1] = {id, nxt} end
     end
-    if tonumber(missed) > 0 then redis.call('HINCRBY', job, 'missed', missed) end
+    if missed ~= '0' then redis.call('HINCRBY', job, 'missed', missed) end
   end
 
   if run == '0' then
-    advance()
+    advance({})
     return 6, 'missed'
   end
+  -- The latest run's lease: is it still held? Looked up only when the answer matters (a
+  -- policy other than allow, or a run of this very firing: then it is this run's lock).
   local active = fields[2]
   local replaced = nil
-  if active and active ~= fid then
-    local held = redis.call('ZSCORE', KEYS[2], active)
-    if held and tonumber(held) > now then
-      if overlap == 'forbid' then
-        advance()
-        redis.call('HINCRBY', job, 'skipped', 1)
-        return 7, active
-      elseif overlap == 'replace' then
-        replaced = active
+  if active and active ~= '' then
+    local running = string.match(active, '^[^|]*')
+    if running == fid or overlap ~= 'allow' then
+      local held = redis.call('ZSCORE', KEYS[2], active)
+      if held and tonumber(held) > now then
+        if running == fid then return 5, 'locked' end
+        if overlap == 'forbid' then
+          advance({})
+          redis.call('HINCRBY', job, 'skipped', 1)
+          return 7, running
+        elseif overlap == 'replace' then
+          replaced = running
+        end
       end
     end
   end
-  local record = '1:' .. now .. ':' .. node
-  if redis.call('HSETNX', KEYS[3], fid, record) == 0 then
-    -- A record is there already: a run of this firing that still holds its lease keeps it;
-    -- anything else (a queued attempt, a lease run out) gives way to this run.
-    local held = redis.call('ZSCORE', KEYS[2], fid)
-    if held and tonumber(held) > now then return 5, 'locked' end
-    redis.call('HSET', KEYS[3], fid, record)
-  end
-  advance(fid)
-  redis.call('ZADD', KEYS[2], now + lease, fid)
+  local member = fid .. '|1|' .. now_s .. '|' .. node
+  advance({'active', member, 'runs', string.format('%d', (tonumber(fields[4]) or 0) + 1)})
+  redis.call('ZADD', KEYS[2], expiry_s, member)
   if replaced then
     redis.call('PUBLISH', channel, cjson.encode({op = 'cancel', id = id, firing = replaced}))
   end
@@ -100,9 +107,9 @@ local function claim(job, sentinel, next_sentinel, id, at_s, version, nxt, toler
 end
 
 for i = 1, n do
-  local b = 3 + 3 * (i - 1)
+  local b = 2 + 2 * (i - 1)
   local a = 5 + 9 * (i - 1)
-  local code, arg = claim(KEYS[b + 1], KEYS[b + 2], KEYS[b + 3],
+  local code, arg = claim(KEYS[b + 1], KEYS[b + 2],
     ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7],
     ARGV[a + 8], ARGV[a + 9])
   reply[#reply + 1] = code

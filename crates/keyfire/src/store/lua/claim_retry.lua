@@ -1,8 +1,8 @@
 -- Claim the next attempt of a firing from the retry ZSET (a retry after a failure, a lease
 -- takeover after a node died, a manual trigger, a dead-letter replay). Once: the ZREM is the
--- compare-and-set. The attempt number was granted when the entry was added (fencing); the
--- claim turns the queued attempt's record into the run's lease record,
--- "<attempt>:<claimed ms>:<node>" (see claim.lua).
+-- compare-and-set. The attempt number was granted when the entry was added (fencing) and
+-- waits in the attempts hash; the claim turns it into the run's lease, the running ZSET's
+-- member "<firing id>|<attempt>|<claimed ms>|<node>" (see claim.lua), and counts the run.
 -- KEYS[1] job hash   KEYS[2] retry zset   KEYS[3] running zset   KEYS[4] attempts hash
 -- ARGV[1] firing id   ARGV[2] node id   ARGV[3] lease ms   ARGV[4] overlap policy   ARGV[5] change channel
 -- ARGV[6] job id
@@ -14,34 +14,37 @@ if not score then return {0, 'stale'} end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if tonumber(score) > now then return {2, tonumber(score) - now} end
-local status = redis.call('HGET', KEYS[1], 'status')
+local fields = redis.call('HMGET', KEYS[1], 'status', 'active', 'runs')
+local status = fields[1]
 if not status or status == 'paused' then
   redis.call('ZREM', KEYS[2], ARGV[1])
   redis.call('HDEL', KEYS[4], ARGV[1])
   return {8, status or 'deleted'}
 end
-local active = redis.call('HGET', KEYS[1], 'active')
+local active = fields[2]
 local replaced = nil
-if active and active ~= ARGV[1] then
-  local lease = redis.call('ZSCORE', KEYS[3], active)
+if active and active ~= '' and ARGV[4] ~= 'allow' then
+  local running = string.match(active, '^[^|]*')
+  local lease = running ~= ARGV[1] and redis.call('ZSCORE', KEYS[3], active)
   if lease and tonumber(lease) > now then
     if ARGV[4] == 'forbid' then
       redis.call('ZREM', KEYS[2], ARGV[1])
       redis.call('HDEL', KEYS[4], ARGV[1])
       redis.call('HINCRBY', KEYS[1], 'skipped', 1)
-      return {7, active}
+      return {7, running}
     elseif ARGV[4] == 'replace' then
-      replaced = active
+      replaced = running
     end
   end
 end
 -- The queued attempt's number (a bare number; a lease record's first field otherwise).
 local queued = redis.call('HGET', KEYS[4], ARGV[1]) or '1'
 local attempt = tonumber(string.match(queued, '^(%d+)')) or 1
-redis.call('HSET', KEYS[4], ARGV[1], attempt .. ':' .. now .. ':' .. ARGV[2])
+local member = ARGV[1] .. '|' .. attempt .. '|' .. now .. '|' .. ARGV[2]
+redis.call('HDEL', KEYS[4], ARGV[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('ZADD', KEYS[3], now + tonumber(ARGV[3]), ARGV[1])
-redis.call('HSET', KEYS[1], 'active', ARGV[1])
+redis.call('ZADD', KEYS[3], now + tonumber(ARGV[3]), member)
+redis.call('HSET', KEYS[1], 'active', member, 'runs', (tonumber(fields[3]) or 0) + 1)
 if replaced then
   redis.call('PUBLISH', ARGV[5], cjson.encode({op = 'cancel', id = ARGV[6], firing = replaced}))
 end

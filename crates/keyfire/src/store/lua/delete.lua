@@ -16,13 +16,18 @@ if ARGV[3] == '1' and redis.call('HGET', KEYS[1], 'status') ~= 'finished' then r
 redis.call('DEL', KEYS[1], KEYS[4], KEYS[5], KEYS[6])
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
--- Firing ids are "<job id>:<instant>", and job ids hold no ':'.
+-- Firing ids are "<job id>:<instant>", and job ids hold no ':'; a lease in the running ZSET
+-- is "<firing id>|<attempt>|<claimed ms>|<node>" (the bare firing id in the earlier layout).
 local prefix = ARGV[1] .. ':'
 for _, set in ipairs({KEYS[8], KEYS[9]}) do
-  for _, fid in ipairs(redis.call('ZRANGE', set, 0, -1)) do
-    if string.sub(fid, 1, #prefix) == prefix and not string.find(fid, ':', #prefix + 1, true) then
-      redis.call('ZREM', set, fid)
-      redis.call('HDEL', KEYS[10], fid)
+  for _, member in ipairs(redis.call('ZRANGE', set, 0, -1)) do
+    local at = string.match(string.sub(member, #prefix + 1), '^(%d+)')
+    if string.sub(member, 1, #prefix) == prefix and at then
+      local rest = string.sub(member, #prefix + #at + 1)
+      if rest == '' or string.sub(rest, 1, 1) == '|' then
+        redis.call('ZREM', set, member)
+        redis.call('HDEL', KEYS[10], prefix .. at)
+      end
     end
   end
 end

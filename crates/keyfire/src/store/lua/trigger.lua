@@ -7,10 +7,14 @@ assert(#KEYS == 4 and #ARGV == 2, 'trigger: wrong arity')
 if redis.call('EXISTS', KEYS[1]) == 0 then return false end
 local t = redis.call('TIME')
 local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
--- A firing id names one firing: step past any instant already in use for this job.
+-- A firing id names one firing: step past any instant already in use for this job (its
+-- pending firing, a queued attempt, the last firing claimed, the latest run's firing).
 local due = redis.call('ZSCORE', KEYS[4], ARGV[1])
+local job = redis.call('HMGET', KEYS[1], 'last', 'active')
+local last = tonumber(job[1] or '0')
+local running = string.match(job[2] or '', '^[^|]*')
 while (due and tonumber(due) == at) or redis.call('HEXISTS', KEYS[3], ARGV[1] .. ':' .. at) == 1
-    or tonumber(redis.call('HGET', KEYS[1], 'last') or '0') == at do
+    or last == at or running == ARGV[1] .. ':' .. at do
   at = at + 1
 end
 local fid = ARGV[1] .. ':' .. at
