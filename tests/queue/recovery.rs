@@ -107,3 +107,69 @@ async fn expired_reservations_of_an_unpopped_topic_are_taken_back() {
     );
     assert_eq!(q.dead_letters("idle", 10).await.unwrap()[0].id, dead);
 }
+
+/// A node killed mid-promotion, made deterministic: the topic's owner dies after the first
+/// batch of a promotion of 2,500 tasks due at one instant (the script's first run is played
+/// here, as the owner ran it); a node started afterwards finishes the promotion. Every task
+/// becomes ready exactly once, none before its instant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_promotion_cut_off_after_its_first_batch_is_finished_by_another_node() {
+    const N: usize = 2_500;
+    let w = World::new().await;
+    let owner = w.queue_node("owner").await;
+    let q = w.queue().await;
+    let due =
+        chrono::DateTime::<chrono::Utc>::from_timestamp_millis(w.redis_ms().await + 1_500).unwrap();
+    let tasks: Vec<NewTask> = (0..N)
+        .map(|i| NewTask::new("cut", json!(i)).at(due))
+        .collect();
+    q.add_many(tasks).await.unwrap();
+    // The owner crashes before the instant; then its first batch runs, and no more.
+    owner.abort();
+    while w.redis_ms().await < due.timestamp_millis() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let k = q.store().keys().clone();
+    let promote = redis::Script::new(include_str!(
+        "../../crates/keyfire/src/queue/lua/promote.lua"
+    ));
+    let (moved, _, _, more): (usize, i64, i64, i64) = promote
+        .key(k.qdelayed("cut"))
+        .key(k.qready("cut"))
+        .key(k.qnotify("cut"))
+        .key(k.qwake("cut"))
+        .arg(1_000)
+        .arg(1_000)
+        .invoke_async(&mut w.conn().await)
+        .await
+        .unwrap();
+    assert_eq!((moved, more), (1_000, 1), "one batch of a longer promotion");
+    let survivor = w.queue_node("survivor").await;
+    let mut seen = std::collections::HashSet::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while seen.len() < N {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "only {} of {N} tasks became ready",
+            seen.len()
+        );
+        for r in q
+            .pop_many("cut", 500, Duration::from_secs(2))
+            .await
+            .unwrap()
+        {
+            assert!(r.ready_at >= r.due_at, "never early: {r:?}");
+            assert_eq!(r.deliveries, 1, "delivered once: {r:?}");
+            assert!(seen.insert(r.id.clone()), "{} popped twice", r.id);
+            q.finish(&r.id, &r.token).await.unwrap();
+        }
+    }
+    assert!(
+        q.pop("cut", Duration::from_millis(300))
+            .await
+            .unwrap()
+            .is_none(),
+        "nothing more"
+    );
+    survivor.shutdown().await;
+}
