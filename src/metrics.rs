@@ -81,4 +81,8 @@ fn describe() {
         "Redis time minus this node's clock"
     );
     describe_gauge!(name::RUNNING, "Runs in progress on this node");
+    describe_counter!(
+        name::CALLBACKS,
+        "Callback attempts: delivered, failed (retried later), given up"
+    );
 }

@@ -274,12 +274,20 @@ async fn recorder(bind: &str) -> (SocketAddr, Seen) {
                 let s = s.clone();
                 async move {
                     let path = uri.path().to_string();
-                    let mut seen = s.lock().unwrap();
-                    let earlier = seen.iter().filter(|(p, _, _)| *p == path).count();
-                    seen.push((path.clone(), headers, body.to_vec()));
+                    let earlier = {
+                        let mut seen = s.lock().unwrap();
+                        let earlier = seen.iter().filter(|(p, _, _)| *p == path).count();
+                        seen.push((path.clone(), headers, body.to_vec()));
+                        earlier
+                    };
                     match path.as_str() {
                         "/fail" | "/broken" => (StatusCode::INTERNAL_SERVER_ERROR, "nope"),
                         "/flaky" if earlier == 0 => (StatusCode::INTERNAL_SERVER_ERROR, "once"),
+                        "/hang" if earlier == 0 => {
+                            // The first request never gets an answer (its sender dies first).
+                            tokio::time::sleep(Duration::from_secs(120)).await;
+                            (StatusCode::OK, "late")
+                        }
                         _ => (StatusCode::OK, "fine"),
                     }
                 }
@@ -653,6 +661,127 @@ async fn callbacks_fire_once_per_outcome_signed_and_never_change_it() {
     assert_eq!(runs_after.len(), 1);
     assert_eq!(runs_after[0].outcome, "ok");
     node.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callback_whose_node_dies_mid_send_is_sent_by_another_node() {
+    let w = World::new().await;
+    let (addr, seen) = recorder("127.0.0.1:0").await;
+    let (a, client) = node_with(&w, |s| s.node.id = "a".into()).await;
+    let s = secret(6);
+    let key = SigningSecret::parse(&s).unwrap();
+    let params = json!({
+        "url": format!("http://{addr}/ok"),
+        "signing_secrets": [s],
+        "callbacks": {"success": format!("http://{addr}/hang")},
+    });
+    deliver(&client, "cb-crash", params, 1).await;
+    let run = runs(&client, "cb-crash", 1).await.remove(0);
+    assert_eq!(run.outcome, "ok");
+    // Node a sends the callback and hangs on it; it dies before an answer comes.
+    eventually(
+        Duration::from_secs(10),
+        "the first callback attempt",
+        || async { (!seen_at(&seen, "/hang").is_empty()).then_some(()) },
+    )
+    .await;
+    a.abort();
+    let store = keyfire::store::Store::open(&w.settings.redis)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.pending_callbacks().await.unwrap(),
+        1,
+        "the callback stays in Redis"
+    );
+    // Node b takes it once its lease (node.lease) is over, and sends it again: the same
+    // webhook-id, signed, its second attempt.
+    let (b, _) = node_with(&w, |s| s.node.id = "b".into()).await;
+    let cbs = eventually(
+        Duration::from_secs(30),
+        "the callback sent again",
+        || async {
+            let cbs = seen_at(&seen, "/hang");
+            (cbs.len() >= 2).then_some(cbs)
+        },
+    )
+    .await;
+    let id = format!("{}:succeeded", run.firing_id);
+    for (h, body) in &cbs {
+        assert_eq!(header(h, "webhook-id"), id);
+        verified(&key, h, body).unwrap();
+    }
+    assert_eq!(header(&cbs[1].0, "keyfire-attempt"), "2");
+    let v: Value = serde_json::from_slice(&cbs[1].1).unwrap();
+    assert_eq!(v["type"], "keyfire.firing.succeeded");
+    assert_eq!(
+        (v["data"]["status"].as_u64(), v["data"]["body"].as_str()),
+        (Some(200), Some("fine"))
+    );
+    eventually(Duration::from_secs(10), "the outbox emptied", || async {
+        (store.pending_callbacks().await.unwrap() == 0).then_some(())
+    })
+    .await;
+    // Sent, and settled: not sent a third time.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(seen_at(&seen, "/hang").len(), 2);
+    assert_eq!(client.runs("cb-crash", 10).await.unwrap().len(), 1);
+    b.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outcome_refused_by_the_fence_queues_no_callback() {
+    let w = World::new().await;
+    let client = Client::connect(&w.settings)
+        .await
+        .unwrap()
+        .allow_handlers(vec!["noop".to_string()]);
+    client
+        .upsert(JobSpec::after("fenced", "1h", "noop"))
+        .await
+        .unwrap();
+    let store = keyfire::store::Store::open(&w.settings.redis)
+        .await
+        .unwrap();
+    let at_ms = store.time_ms().await.unwrap() + 3_600_000;
+    // The outcome of a run that holds no lease (taken over, or never claimed): refused,
+    // and its callback with it.
+    let record = RunRecord {
+        firing_id: format!("fenced:{at_ms}"),
+        scheduled_ms: at_ms,
+        attempt: 1,
+        node: "ghost".into(),
+        claimed_ms: at_ms,
+        started_ms: at_ms,
+        outcome: "ok".into(),
+        error: None,
+        finished_ms: None,
+        fate: None,
+        retry_at_ms: None,
+    };
+    let entry = json!({"job_id": "fenced", "firing_id": record.firing_id, "attempts": 1,
+        "url": "http://127.0.0.1:9/cb", "payload": {}})
+    .to_string();
+    let limits = keyfire::store::HistoryLimits {
+        history: 10,
+        history_max_age_ms: 3_600_000,
+        dead: 10,
+    };
+    let fates = store
+        .complete_many(
+            &[keyfire::store::Completion {
+                job_id: "fenced",
+                run: &record,
+                retry_delay_ms: None,
+                once: Some(true),
+                callback: Some(&entry),
+            }],
+            &limits,
+        )
+        .await
+        .unwrap();
+    assert_eq!(fates[0].0, keyfire::Fate::Fenced);
+    assert_eq!(store.pending_callbacks().await.unwrap(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -23,6 +23,7 @@ fn firing(job_id: &str, at_ms: i64, attempt: u32, params: serde_json::Value) -> 
         params,
         node_id: "test".into(),
         cancel: CancellationToken::new(),
+        report: Default::default(),
     }
 }
 

@@ -52,4 +52,7 @@ pub mod name {
     /// Firings held back under a limit key, waiting in line, as this node last heard from
     /// the limiter. Label `key`.
     pub const LIMIT_WAITING: &str = "keyfire_limit_waiting";
+    /// Callback attempts. Labels `node`, `result` (`delivered`, `failed`: retried later,
+    /// `given_up`: its last attempt failed, or it cannot be sent).
+    pub const CALLBACKS: &str = "keyfire_callbacks_total";
 }

@@ -21,6 +21,8 @@ pub(super) struct Done {
     pub(super) retry: Option<i64>,
     /// A one-shot job: its success marks it done (saves the script a read of the job).
     pub(super) once: bool,
+    /// The callback to queue with the outcome, if it is the one it reports.
+    pub(super) callback: Option<String>,
     pub(super) permit: OwnedSemaphorePermit,
 }
 
@@ -50,6 +52,7 @@ impl Inner {
                 run: &d.record,
                 retry_delay_ms: d.retry,
                 once: Some(d.once),
+                callback: d.callback.as_deref(),
             })
             .collect();
         let mut fates = None;
@@ -84,6 +87,11 @@ impl Inner {
             return;
         };
         for (done, (fate, now)) in batch.into_iter().zip(fates) {
+            if done.callback.is_some() && matches!(fate, Fate::Done | Fate::Dead) {
+                // Queued with the outcome: this node's sender takes it at once.
+                let shard = self.store.shards().of(&done.job_id);
+                self.callbacks_wake[shard].notify_one();
+            }
             match fate {
                 Fate::Dead => {
                     metrics::counter!(name::DEAD, "node" => self.id.clone()).increment(1);

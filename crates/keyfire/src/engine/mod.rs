@@ -8,10 +8,12 @@
 //! - `timers`: local timers for firings this node owns that are due within the horizon;
 //! - `sweeper`: claims overdue firings from the due ZSET (the owner's at once, anyone's after
 //!   the grace period) and arms timers for the owner's upcoming ones;
+//! - `callbacks`: sends the callbacks queued with outcomes (each shard's outbox), bounded;
 //! - the registry's hooks (`hooks`: the delay queue's topic promotion), each given a view of the
 //!   node and the expired keys and change messages that are theirs.
 
 mod batcher;
+mod callbacks;
 mod claim;
 mod completer;
 mod hooks;
@@ -152,6 +154,7 @@ impl Node {
             left: tokio::sync::Mutex::new(false),
             fence: membership::Fence::new(),
             started_redis_ms: AtomicI64::new(0),
+            callbacks_wake: (0..shards).map(|_| tokio::sync::Notify::new()).collect(),
             stats: Stats::default(),
         });
         // Join the live set and learn Redis's clock before claiming anything.
@@ -168,6 +171,9 @@ impl Node {
         let fence = tokio::spawn(inner.clone().fence_loop());
         for rx in claim_rx {
             tasks.spawn(inner.clone().claim_batcher(rx));
+        }
+        for shard in 0..shards {
+            tasks.spawn(inner.clone().callback_loop(shard));
         }
         // Not with the loops above: it must outlive them, to record the runs that finish
         // while the node drains.
@@ -339,6 +345,8 @@ pub(crate) struct Inner {
     /// Redis time of this node's first heartbeat: a run its id holds that was claimed
     /// before is a previous process's (crashed and restarted under the same id).
     started_redis_ms: AtomicI64,
+    /// Per shard: a completion of this node queued a callback there.
+    callbacks_wake: Vec<tokio::sync::Notify>,
     stats: Stats,
 }
 

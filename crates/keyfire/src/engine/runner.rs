@@ -11,10 +11,10 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::Inner;
 use super::claim::{Claimed, Kind, Source};
 use super::completer::{Done, retry_delay};
 use super::limiter::Gate;
+use super::{Inner, callbacks};
 use crate::handler::{Firing, HandlerError};
 use crate::metrics::name;
 use crate::store::{RunRecord, firing_id};
@@ -75,7 +75,9 @@ impl Inner {
             params: spec.params.clone(),
             node_id: self.id.clone(),
             cancel: token.clone(),
+            report: Default::default(),
         };
+        let report = firing.report.clone();
         let span = tracing::info_span!("run", job = %spec.id, firing = %fid, attempt = c.attempt);
         async {
             self.active_runs
@@ -172,6 +174,14 @@ impl Inner {
                 fate: None,
                 retry_at_ms: None,
             };
+            // Queued with the outcome, and only if it is the one the callback reports.
+            let callback = callbacks::entry_for(
+                report.get(),
+                &record,
+                &spec.id,
+                retry.is_none(),
+                self.clock.redis_now_ms(),
+            );
             // Recorded in a batch with the attempts that end around the same time; the
             // permit goes with it, so the executor stays bounded until the outcome is in Redis.
             let done = Done {
@@ -180,6 +190,7 @@ impl Inner {
                 record,
                 retry,
                 once: job.schedule.is_once(),
+                callback,
                 permit,
             };
             let shard = self.store.shards().of(&done.job_id);

@@ -11,7 +11,11 @@ pub(super) fn register_all(r: &mut Registry, settings: &HandlerSettings) {
     r.register("log", log);
     r.register("noop", noop);
     #[cfg(feature = "http")]
-    r.register("http", super::http::HttpHandler::new(&settings.http));
+    {
+        let http = super::http::HttpHandler::new(&settings.http);
+        r.set_callback_sender(std::sync::Arc::new(http.clone()));
+        r.register("http", http);
+    }
     if settings.command.enabled {
         r.register(
             "command",

@@ -12,7 +12,7 @@
 //! | `body` | a string, or any other JSON value (sent as JSON with `content-type: application/json`) |
 //! | `timeout` | such as `"10s"`; default `handlers.http.timeout`, at most `handlers.http.max_timeout` |
 //! | `signing_secrets` | one `whsec_…` secret, or two while rotating; default: the secrets `handlers.http.signing_secrets` gives the target host |
-//! | `callbacks` | `{"success": url, "failure": url}`: a signed summary is POSTed after a successful run, and after the last attempt fails |
+//! | `callbacks` | `{"success": url, "failure": url}`: a signed summary is POSTed after a successful run, and after the last attempt fails (queued in Redis with the outcome: see [`super::Report`]) |
 //!
 //! `{{job_id}}`, `{{firing_id}}`, `{{scheduled_at}}` (RFC 3339) and `{{attempt}}` in the URL,
 //! header values and body are replaced by the firing's values.
@@ -45,15 +45,13 @@ use futures::future::BoxFuture;
 use ipnet::IpNet;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
-use tokio::sync::OnceCell;
 
 use super::webhook::{self, SigningSecret};
-use super::{Firing, Handler, HandlerError, HandlerResult};
-use crate::config::{HttpHandlerSettings, RedisSettings, Settings};
-use crate::job::{RetryPolicy, ValidationError};
-use crate::store::Store;
+use super::{Callback, CallbackCall, CallbackSender, Firing, Handler, HandlerError, HandlerResult};
+use crate::config::{HttpHandlerSettings, Settings};
+use crate::job::ValidationError;
 
 /// Install the process-wide TLS crypto provider (ring) that `reqwest` uses for `https://`.
 /// Safe to call many times; every place that builds a `reqwest::Client` calls it first.
@@ -90,15 +88,6 @@ pub fn host_allowed(allowed: &[String], host: &str) -> bool {
 const RESERVED_HEADERS: [&str; 3] = ["webhook-id", "webhook-timestamp", "webhook-signature"];
 /// Redirects followed at most.
 const MAX_REDIRECTS: usize = 10;
-/// Delays between the attempts of a callback: five attempts over about 15 s, then it is
-/// given up (logged). Callbacks live in the node's memory, not in Redis.
-const CALLBACK_BACKOFF: [Duration; 4] = [
-    Duration::from_secs(1),
-    Duration::from_secs(2),
-    Duration::from_secs(4),
-    Duration::from_secs(8),
-];
-
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Params {
@@ -383,26 +372,6 @@ impl reqwest::dns::Resolve for GuardedResolver {
     }
 }
 
-/// Reads jobs' retry policies, to tell the last attempt of a firing (for failure callbacks).
-struct JobLookup {
-    redis: RedisSettings,
-    store: OnceCell<Store>,
-}
-
-impl JobLookup {
-    async fn max_attempts(&self, job_id: &str) -> Option<u32> {
-        let store = self
-            .store
-            .get_or_try_init(|| Store::open(&self.redis))
-            .await
-            .ok()?;
-        let record = store.get_job(job_id).await.ok()??;
-        RetryPolicy::from_spec(record.spec.retry.as_ref())
-            .ok()
-            .map(|p| p.max_attempts)
-    }
-}
-
 /// The `http` handler.
 #[derive(Clone)]
 pub struct HttpHandler {
@@ -418,7 +387,6 @@ struct Inner {
     own_port_client: reqwest::Client,
     /// `handlers.http.signing_secrets`, parsed.
     host_secrets: Vec<(String, Vec<SigningSecret>)>,
-    jobs: Option<JobLookup>,
 }
 
 fn build_client(guard: Arc<Guard>, own_port: bool) -> reqwest::Client {
@@ -434,26 +402,20 @@ fn build_client(guard: Arc<Guard>, own_port: bool) -> reqwest::Client {
 }
 
 impl HttpHandler {
-    /// A handler with these settings. It does not know the node's API address nor the jobs'
-    /// retry policies: see [`HttpHandler::for_node`].
+    /// A handler with these settings. It does not know the node's API address: see
+    /// [`HttpHandler::for_node`].
     pub fn new(settings: &HttpHandlerSettings) -> Self {
-        Self::build(settings, None, None)
+        Self::build(settings, None)
     }
 
     /// The handler a node of `settings` runs: it also refuses the node's own API address
-    /// (`handlers.http.block_own_api`), and reads a job's retry policy from Redis to send a
-    /// failure callback after the last attempt (without it, only after a failure that is
-    /// not retried).
+    /// (`handlers.http.block_own_api`).
     pub fn for_node(settings: &Settings) -> Self {
         let own = settings.api.enabled.then_some(settings.api.listen.as_str());
-        Self::build(&settings.handlers.http, own, Some(settings.redis.clone()))
+        Self::build(&settings.handlers.http, own)
     }
 
-    fn build(
-        settings: &HttpHandlerSettings,
-        own_api: Option<&str>,
-        redis: Option<RedisSettings>,
-    ) -> Self {
+    fn build(settings: &HttpHandlerSettings, own_api: Option<&str>) -> Self {
         install_tls_provider();
         let guard = Arc::new(Guard::new(settings, own_api));
         let mut host_secrets: Vec<(String, Vec<SigningSecret>)> = settings
@@ -478,10 +440,6 @@ impl HttpHandler {
                 own_port_client: build_client(guard.clone(), true),
                 guard,
                 host_secrets,
-                jobs: redis.map(|redis| JobLookup {
-                    redis,
-                    store: OnceCell::new(),
-                }),
             }),
         }
     }
@@ -491,6 +449,13 @@ impl Handler for HttpHandler {
     fn run(&self, firing: Firing) -> BoxFuture<'static, HandlerResult> {
         let inner = self.inner.clone();
         Box::pin(async move { inner.call(firing).await })
+    }
+}
+
+impl CallbackSender for HttpHandler {
+    fn send(&self, call: CallbackCall) -> BoxFuture<'static, HandlerResult> {
+        let inner = self.inner.clone();
+        Box::pin(async move { inner.callback(call).await })
     }
 }
 
@@ -515,8 +480,12 @@ struct SendClock {
 
 impl SendClock {
     fn new(claimed_at: chrono::DateTime<chrono::Utc>) -> Self {
+        Self::at(claimed_at.timestamp_millis())
+    }
+
+    fn at(base_ms: i64) -> Self {
         Self {
-            base_ms: claimed_at.timestamp_millis(),
+            base_ms,
             since: Instant::now(),
         }
     }
@@ -552,13 +521,6 @@ struct Outgoing {
     body: Option<Vec<u8>>,
     webhook_id: String,
     secrets: Vec<SigningSecret>,
-}
-
-/// How a delivery ended, for callbacks.
-struct Summary {
-    status: Option<u16>,
-    body: Option<String>,
-    error: Option<String>,
 }
 
 fn header_value(field: &str, text: &str) -> Result<HeaderValue, HandlerError> {
@@ -697,6 +659,17 @@ impl Inner {
             .map_err(|e| HandlerError::abort(format!("http: bad params: {e}")))?;
         let job_secrets = parse_secrets("params.signing_secrets", &p.signing_secrets)
             .map_err(|e| HandlerError::abort(format!("http: {}: {}", e.field, e.message)))?;
+        // Asked for first, so a timeout or a refused request still gets its failure callback.
+        let callback = |url: &Option<String>| {
+            url.as_ref().map(|u| Callback {
+                url: render(u, &f),
+                secrets: p.signing_secrets.clone(),
+            })
+        };
+        f.report.callbacks(
+            callback(&p.callbacks.success),
+            callback(&p.callbacks.failure),
+        );
         let url_text = render(&p.url, &f);
         let url = reqwest::Url::parse(&url_text)
             .map_err(|e| HandlerError::abort(format!("http: bad url '{url_text}': {e}")))?;
@@ -779,48 +752,26 @@ impl Inner {
         };
         let resp = match resp {
             Ok(Ok(r)) => r,
-            Ok(Err(e)) => {
-                let summary = Summary {
-                    status: None,
-                    body: None,
-                    error: Some(e.message().to_string()),
-                };
-                return self
-                    .finish(&f, &p, &job_secrets, clock, Err(e), summary)
-                    .await;
-            }
+            Ok(Err(e)) => return Err(e),
             Err(_) => {
-                let e = HandlerError::retry(format!(
+                return Err(HandlerError::retry(format!(
                     "http: {what}: timed out after {}",
                     humantime::format_duration(timeout)
-                ));
-                let summary = Summary {
-                    status: None,
-                    body: None,
-                    error: Some(e.message().to_string()),
-                };
-                return self
-                    .finish(&f, &p, &job_secrets, clock, Err(e), summary)
-                    .await;
+                )));
             }
         };
         let status = resp.status();
         let max_body = self.settings.max_error_body_bytes;
         if status.is_success() {
             tracing::debug!(job = %f.job_id, firing = %f.firing_id, %status, "http call succeeded");
+            // The body is read only for a success callback's summary.
             let body = if p.callbacks.success.is_some() {
                 Some(body_prefix(resp, max_body).await)
             } else {
                 None
             };
-            let summary = Summary {
-                status: Some(status.as_u16()),
-                body,
-                error: None,
-            };
-            return self
-                .finish(&f, &p, &job_secrets, clock, Ok(()), summary)
-                .await;
+            f.report.response(status.as_u16(), body);
+            return Ok(());
         }
         let retry_after = resp
             .headers()
@@ -838,97 +789,24 @@ impl Inner {
         } else {
             format!("http: {what}: status {status}: {body}")
         };
-        let summary = Summary {
-            status: Some(status.as_u16()),
-            body: Some(body),
-            error: Some(message.clone()),
-        };
-        let e = HandlerError::Retry {
+        f.report.response(status.as_u16(), Some(body));
+        Err(HandlerError::Retry {
             after: retry_after,
             message,
-        };
-        self.finish(&f, &p, &job_secrets, clock, Err(e), summary)
-            .await
+        })
     }
 
-    /// Send the callback the outcome calls for (in the background), and return the outcome.
-    async fn finish(
-        self: &Arc<Self>,
-        f: &Firing,
-        p: &Params,
-        job_secrets: &[SigningSecret],
-        clock: SendClock,
-        outcome: HandlerResult,
-        summary: Summary,
-    ) -> HandlerResult {
-        let target = match &outcome {
-            Ok(()) => p.callbacks.success.as_ref().map(|u| (u, "succeeded")),
-            Err(e) => match &p.callbacks.failure {
-                Some(u) if self.is_last_attempt(f, e).await => Some((u, "failed")),
-                _ => None,
-            },
-        };
-        if let Some((url, kind)) = target {
-            let payload = json!({
-                "type": format!("keyfire.firing.{kind}"),
-                "timestamp": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-                "data": {
-                    "job_id": f.job_id,
-                    "firing_id": f.firing_id,
-                    "scheduled_at": f.scheduled_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-                    "attempts": f.attempt,
-                    "status": summary.status,
-                    "body": summary.body,
-                    "error": summary.error,
-                },
-            });
-            let this = self.clone();
-            let url = render(url, f);
-            let id = format!("{}:{kind}", f.firing_id);
-            let secrets = job_secrets.to_vec();
-            let job_id = f.job_id.clone();
-            let trace = traceparent(&f.firing_id, f.attempt);
-            tokio::spawn(async move {
-                this.callback(url, id, job_id, trace, payload.to_string(), secrets, clock)
-                    .await;
-            });
-        }
-        outcome
-    }
-
-    /// Whether `error` ends the firing: not retried, or its last attempt.
-    async fn is_last_attempt(&self, f: &Firing, error: &HandlerError) -> bool {
-        match error {
-            HandlerError::Abort(_) => true,
-            HandlerError::Retry { .. } => match &self.jobs {
-                Some(jobs) => jobs
-                    .max_attempts(&f.job_id)
-                    .await
-                    .is_some_and(|max| f.attempt >= max),
-                None => false,
-            },
-        }
-    }
-
-    /// POST a callback, retrying on its own (bounded); its fate never changes the firing's.
-    #[allow(clippy::too_many_arguments)]
-    async fn callback(
-        &self,
-        url_text: String,
-        webhook_id: String,
-        job_id: String,
-        trace: String,
-        payload: String,
-        job_secrets: Vec<SigningSecret>,
-        clock: SendClock,
-    ) {
-        let url = match reqwest::Url::parse(&url_text) {
-            Ok(u) => u,
-            Err(e) => {
-                tracing::warn!(job = %job_id, callback = %webhook_id, "callback url '{url_text}' is not a URL: {e}");
-                return;
-            }
-        };
+    /// One attempt at a callback (the node retries it, bounded, and never lets its fate
+    /// change the firing's).
+    async fn callback(&self, call: CallbackCall) -> HandlerResult {
+        let url = reqwest::Url::parse(&call.target.url).map_err(|e| {
+            HandlerError::abort(format!(
+                "callback url '{}' is not a URL: {e}",
+                call.target.url
+            ))
+        })?;
+        let job_secrets = parse_secrets("signing_secrets", &call.target.secrets)
+            .map_err(|e| HandlerError::abort(format!("callback {}: {}", e.field, e.message)))?;
         let secrets = if job_secrets.is_empty() {
             self.secrets_for_host(url.host_str().unwrap_or_default())
         } else {
@@ -939,47 +817,33 @@ impl Inner {
             reqwest::header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        if let Ok(v) = HeaderValue::from_str(&job_id) {
-            headers.insert("keyfire-job-id", v);
+        headers.insert("keyfire-job-id", header_value("job id", &call.job_id)?);
+        headers.insert("keyfire-attempt", HeaderValue::from(call.attempt));
+        let trace = traceparent(&call.firing_id, call.attempts);
+        headers.insert("traceparent", header_value("traceparent", &trace)?);
+        let what = format!("callback {} to {}", call.id, url_without_secrets(&url));
+        let out = Outgoing {
+            url,
+            method: reqwest::Method::POST,
+            headers,
+            body: Some(call.payload.into_bytes()),
+            webhook_id: call.id,
+            secrets,
+        };
+        match tokio::time::timeout(
+            self.settings.timeout,
+            self.send(out, SendClock::at(call.now_ms)),
+        )
+        .await
+        {
+            Ok(Ok(resp)) if resp.status().is_success() => Ok(()),
+            Ok(Ok(resp)) => Err(HandlerError::retry(format!(
+                "{what}: status {}",
+                resp.status()
+            ))),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(HandlerError::retry(format!("{what}: timed out"))),
         }
-        if let Ok(v) = HeaderValue::from_str(&trace) {
-            headers.insert("traceparent", v);
-        }
-        let what = format!("callback {webhook_id} to {}", url_without_secrets(&url));
-        for attempt in 1..=CALLBACK_BACKOFF.len() + 1 {
-            let out = Outgoing {
-                url: url.clone(),
-                method: reqwest::Method::POST,
-                headers: headers.clone(),
-                body: Some(payload.clone().into_bytes()),
-                webhook_id: webhook_id.clone(),
-                secrets: secrets.clone(),
-            };
-            let result =
-                match tokio::time::timeout(self.settings.timeout, self.send(out, clock)).await {
-                    Ok(Ok(resp)) if resp.status().is_success() => Ok(()),
-                    Ok(Ok(resp)) => Err(HandlerError::retry(format!("status {}", resp.status()))),
-                    Ok(Err(e)) => Err(e),
-                    Err(_) => Err(HandlerError::retry("timed out")),
-                };
-            match result {
-                Ok(()) => {
-                    tracing::debug!(job = %job_id, attempt, "{what}: delivered");
-                    return;
-                }
-                Err(HandlerError::Abort(m)) => {
-                    tracing::warn!(job = %job_id, attempt, "{what}: not sent: {m}");
-                    return;
-                }
-                Err(HandlerError::Retry { message, .. }) => {
-                    tracing::warn!(job = %job_id, attempt, "{what}: failed: {message}");
-                }
-            }
-            if let Some(delay) = CALLBACK_BACKOFF.get(attempt - 1) {
-                tokio::time::sleep(*delay).await;
-            }
-        }
-        tracing::warn!(job = %job_id, "{what}: given up after {} attempts", CALLBACK_BACKOFF.len() + 1);
     }
 }
 
@@ -1011,6 +875,7 @@ fn url_without_secrets(url: &reqwest::Url) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn hosts_match_exactly_by_suffix_or_any() {
@@ -1267,6 +1132,7 @@ mod tests {
                             params: params.clone(),
                             node_id: "n".into(),
                             cancel: Default::default(),
+                            report: Default::default(),
                         });
                         async move { run.await.unwrap() }
                     })

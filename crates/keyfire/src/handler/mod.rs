@@ -11,7 +11,7 @@ pub mod webhook;
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -42,6 +42,92 @@ pub struct Firing {
     /// Cancelled when the run must stop: the node is shutting down past its drain timeout,
     /// or the run's lease was lost.
     pub cancel: CancellationToken,
+    /// What the handler reports beyond its result: the response it got and the callbacks to
+    /// send once the firing's outcome is recorded. `Report::default()` when building a
+    /// `Firing` by hand.
+    pub report: Report,
+}
+
+/// What a handler reports about its run beyond success or failure. The node reads it when the
+/// attempt ends: a callback asked for is written to Redis in the same script that records the
+/// outcome (so it is sent once that outcome is final, by whichever node gets to it, even if
+/// this one crashes), and the response details go into the callback's summary.
+#[derive(Debug, Clone, Default)]
+pub struct Report(Arc<Mutex<Reported>>);
+
+/// The contents of a [`Report`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reported {
+    /// Sent after a successful run.
+    pub on_success: Option<Callback>,
+    /// Sent after the firing's last attempt failed (it went to the dead letters, or failed
+    /// without retry).
+    pub on_failure: Option<Callback>,
+    /// The status code of the response the run got, if any.
+    pub status: Option<u16>,
+    /// The first bytes of the response body, if any.
+    pub body: Option<String>,
+}
+
+/// Where to POST a firing's outcome: a URL and the `whsec_…` secrets that sign it (empty:
+/// the secrets the sender's configuration gives the URL's host).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Callback {
+    /// `http://` or `https://`.
+    pub url: String,
+    /// One secret, or two while rotating.
+    pub secrets: Vec<String>,
+}
+
+impl Report {
+    /// Ask for callbacks after the outcome: `success` after a successful run, `failure` after
+    /// the last attempt failed.
+    pub fn callbacks(&self, success: Option<Callback>, failure: Option<Callback>) {
+        let mut r = self.0.lock().expect("report lock");
+        r.on_success = success;
+        r.on_failure = failure;
+    }
+
+    /// Note the response the run got (its status code and the first bytes of its body).
+    pub fn response(&self, status: u16, body: Option<String>) {
+        let mut r = self.0.lock().expect("report lock");
+        r.status = Some(status);
+        r.body = body;
+    }
+
+    /// What was reported so far.
+    pub fn get(&self) -> Reported {
+        self.0.lock().expect("report lock").clone()
+    }
+}
+
+/// One callback to send: a signed POST of a firing's outcome.
+#[derive(Debug, Clone)]
+pub struct CallbackCall {
+    /// The `webhook-id`: `<firing id>:succeeded` or `<firing id>:failed`, the same on every
+    /// attempt of the callback (the receiver's idempotency key).
+    pub id: String,
+    /// The job whose firing it reports.
+    pub job_id: String,
+    /// The firing it reports, and the attempts it took (its trace, for `traceparent`).
+    pub firing_id: String,
+    /// The attempts the firing took.
+    pub attempts: u32,
+    /// Where to send it, and the secrets that sign it.
+    pub target: Callback,
+    /// The JSON body.
+    pub payload: String,
+    /// 1 for the first attempt of this callback.
+    pub attempt: u32,
+    /// Now, by Redis's clock (ms): the `webhook-timestamp`.
+    pub now_ms: i64,
+}
+
+/// Sends callbacks (the `http` handler does). A node with none leaves them in Redis for the
+/// nodes that have one.
+pub trait CallbackSender: Send + Sync + 'static {
+    /// Send one; an error is retried later (bounded), [`HandlerError::Abort`] is not.
+    fn send(&self, call: CallbackCall) -> BoxFuture<'static, HandlerResult>;
 }
 
 /// Why a run did not succeed. Retry decisions are data, not strings.
@@ -117,6 +203,7 @@ where
 pub struct Registry {
     handlers: HashMap<String, Arc<dyn Handler>>,
     hooks: Vec<Arc<dyn NodeHook>>,
+    callbacks: Option<Arc<dyn CallbackSender>>,
 }
 
 impl fmt::Debug for Registry {
@@ -170,6 +257,18 @@ impl Registry {
     /// The hooks added.
     pub fn hooks(&self) -> &[Arc<dyn NodeHook>] {
         &self.hooks
+    }
+
+    /// Send the callbacks handlers ask for with `sender` (the built-in `http` handler is the
+    /// default sender).
+    pub fn set_callback_sender(&mut self, sender: Arc<dyn CallbackSender>) -> &mut Self {
+        self.callbacks = Some(sender);
+        self
+    }
+
+    /// The callback sender, if any.
+    pub fn callback_sender(&self) -> Option<Arc<dyn CallbackSender>> {
+        self.callbacks.clone()
     }
 
     /// Every registered name, sorted.

@@ -96,13 +96,13 @@ impl Registry {
     /// delayed tasks never become ready.
     pub fn for_node(settings: &Settings) -> Self {
         let mut r = Self::with_builtins_from(&settings.handlers);
-        // The node's `http`: it also refuses the node's own API and reads retry policies for
-        // failure callbacks.
+        // The node's `http`: it also refuses the node's own API (and sends the callbacks).
         #[cfg(feature = "http")]
-        r.register(
-            "http",
-            crate::handler::http::HttpHandler::for_node(settings),
-        );
+        {
+            let http = crate::handler::http::HttpHandler::for_node(settings);
+            r.set_callback_sender(Arc::new(http.clone()));
+            r.register("http", http);
+        }
         serve_topics(&mut r, &settings.redis);
         r
     }

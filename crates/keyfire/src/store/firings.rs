@@ -222,6 +222,7 @@ impl Store {
                     run,
                     retry_delay_ms,
                     once: None,
+                    callback: None,
                 }],
                 limits,
             )
@@ -259,7 +260,9 @@ impl Store {
         inv.key(k.running())
             .key(k.attempts())
             .key(k.retry())
-            .key(k.done());
+            .key(k.done())
+            .key(k.outbox())
+            .key(k.outbox_data());
         inv.arg(limits.history.max(1))
             .arg(limits.dead.max(1))
             .arg(limits.history_max_age_ms);
@@ -297,7 +300,8 @@ impl Store {
                     Some(true) => "1",
                     Some(false) => "0",
                     None => "",
-                });
+                })
+                .arg(c.callback.unwrap_or_default());
         }
         let flat: Vec<Value> = inv.invoke_async(&mut self.conn.clone()).await?;
         self.replicate(k).await;

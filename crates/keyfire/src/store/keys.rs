@@ -245,6 +245,18 @@ impl Keys {
         format!("{}:done", self.tag)
     }
 
+    /// ZSET callback id (`<firing id>:succeeded` or `:failed`) → when its next attempt is
+    /// due (ms, Redis time); a callback being sent is pushed a lease ahead.
+    pub fn outbox(&self) -> String {
+        format!("{}:outbox", self.tag)
+    }
+
+    /// HASH callback id → the callback (JSON: job, target, payload), and `<id>|tries` → the
+    /// attempts taken so far.
+    pub fn outbox_data(&self) -> String {
+        format!("{}:outbox:data", self.tag)
+    }
+
     /// LIST of a job's run records, newest first.
     pub fn runs(&self, id: &str) -> String {
         format!("{}:runs:{id}", self.tag)

@@ -3,6 +3,7 @@
 #[macro_use]
 mod scripts;
 
+mod callbacks;
 mod conn;
 mod firings;
 mod jobs;
@@ -18,6 +19,7 @@ mod shards;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+pub use callbacks::{CallbackFate, TakenCallback};
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use conn::{
     Conn, Mode, client_addr, data_client, parse_cluster_slots, redact_url, sentinel_client,

@@ -323,6 +323,9 @@ pub struct Completion<'a> {
     /// Whether the job is a one-shot (its success marks it done, for the retention cleanup);
     /// None: read it from the job (one more Redis command).
     pub once: Option<bool>,
+    /// A callback to queue with the outcome (JSON, see [`Store::take_callbacks`]): written
+    /// only if the outcome is the one it reports (a success, or a firing that is dead).
+    pub callback: Option<&'a str>,
 }
 
 /// A job's spec as a claimer needs it.

@@ -7,11 +7,14 @@
 -- A run claimed by a node of the earlier layout (its running entry the bare firing id, its
 -- lease record "<attempt>:<claimed ms>:<node>" in the attempts hash) is completed too.
 -- A lease is removed with its job (delete.lua), so a run that held its lease has a job.
+-- A callback given with an attempt is queued in the shard's outbox when the outcome is the
+-- one it reports (a success; a firing that is dead), once per firing and outcome.
 -- KEYS[1] running zset   KEYS[2] attempts hash   KEYS[3] retry zset   KEYS[4] done zset
--- then per attempt i (base b = 4 + 3 * (i - 1)):
+-- KEYS[5] outbox zset   KEYS[6] outbox hash
+-- then per attempt i (base b = 6 + 3 * (i - 1)):
 --   KEYS[b+1] job hash   KEYS[b+2] run history list   KEYS[b+3] dead letters list
 -- ARGV[1] history limit   ARGV[2] dead-letter limit   ARGV[3] history max age ms
--- then per attempt i (base a = 3 + 10 * (i - 1)):
+-- then per attempt i (base a = 3 + 11 * (i - 1)):
 --   ARGV[a+1] firing id   ARGV[a+2] node id   ARGV[a+3] attempt   ARGV[a+4] claimed ms
 --   ARGV[a+5] outcome (ok | failed | timeout | cancelled)   ARGV[a+6] run record JSON (an object)
 --   ARGV[a+7] retry delay ms, or "" for no further attempt   ARGV[a+8] job id
@@ -19,10 +22,11 @@
 --     cannot be: a success, or a failure with a retry)
 --   ARGV[a+10] "1": a one-shot job (a success marks it done, for the retention cleanup,
 --     which checks that it finished), "0": not, "": unknown (read from the job)
+--   ARGV[a+11] callback JSON, or "" for none
 -- Reply: per attempt, two values: fate (done | retry | dead | fenced | gone) and Redis time
 -- (ms); gone: the job was deleted while it ran.
-local n = (#KEYS - 4) / 3
-assert(n >= 1 and n == math.floor(n) and #ARGV == 3 + 10 * n, 'complete: wrong arity')
+local n = (#KEYS - 6) / 3
+assert(n >= 1 and n == math.floor(n) and #ARGV == 3 + 11 * n, 'complete: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local history, dead_limit, max_age = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -60,7 +64,7 @@ local function find_lease(job, fid, attempt, node)
 end
 
 local function complete(job, runs, dead, fid, node, attempt, claimed, outcome, record, retry,
-                        id, letter, once)
+                        id, letter, once, callback)
   local earlier = false
   if redis.call('ZREM', KEYS[1], fid .. '|' .. attempt .. '|' .. claimed .. '|' .. node) == 0 then
     -- Not this exact lease: taken over, queued again, deleted, or named by a caller that
@@ -116,16 +120,22 @@ local function complete(job, runs, dead, fid, node, attempt, claimed, outcome, r
     end
     if once == '1' then redis.call('ZADD', KEYS[4], now_s, id) end
   end
+  if callback ~= '' and (fate == 'dead' or (fate == 'done' and outcome == 'ok')) then
+    local cb = fid .. (outcome == 'ok' and ':succeeded' or ':failed')
+    if redis.call('HSETNX', KEYS[6], cb, callback) == 1 then
+      redis.call('ZADD', KEYS[5], now_s, cb)
+    end
+  end
   return fate
 end
 
 local reply = {}
 for i = 1, n do
-  local b = 4 + 3 * (i - 1)
-  local a = 3 + 10 * (i - 1)
+  local b = 6 + 3 * (i - 1)
+  local a = 3 + 11 * (i - 1)
   reply[#reply + 1] = complete(KEYS[b + 1], KEYS[b + 2], KEYS[b + 3],
     ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7],
-    ARGV[a + 8], ARGV[a + 9], ARGV[a + 10])
+    ARGV[a + 8], ARGV[a + 9], ARGV[a + 10], ARGV[a + 11])
   reply[#reply + 1] = now
 end
 return reply
