@@ -4,6 +4,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod batching;
 mod changes;
 mod crash;
 mod cutoff;

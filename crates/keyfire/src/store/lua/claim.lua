@@ -24,6 +24,11 @@
 --   ARGV[a+6] "1": the caller applied the misfire policy (take next, run and missed as given)
 --   ARGV[a+7] "1": run this firing, "0": skip it (misfire)   ARGV[a+8] firings to count as missed
 --   ARGV[a+9] overlap policy (allow | forbid | replace)
+-- The writes every firing of a call makes to the same key (its due entry removed or moved,
+-- its lease added) go as one command per key for the whole call, and the due entries are
+-- read in one ZMSCORE: a firing costs its job's HMGET and HSET, and its share of the rest.
+-- A job met twice in one call (a catch-up) sees the earlier firing's writes: they are sent,
+-- and its entry read again, before it goes on.
 -- Reply: per firing, two values:
 --   1, now: claimed | 0, 'stale': claimed already, changed or deleted | 2, ms: early by ms
 --   3, version: job changed, recompute | 4, now: later than the tolerance, apply the misfire policy
@@ -40,11 +45,35 @@ local announce = tonumber(ARGV[5])
 local now_s, expiry_s = string.format('%d', now), string.format('%d', now + lease)
 local reply, soon = {}, {}
 
-local function claim(job, next_sentinel, id, at_s, version, nxt, tolerance, applied, run,
+-- Writes held back to go as one command per key: due entries to remove, due entries to
+-- move (score, member pairs), leases to add (expiry, member pairs).
+local due_rem, due_add, run_add = {}, {}, {}
+local function flush()
+  if #due_rem > 0 then redis.call('ZREM', KEYS[1], unpack(due_rem)) end
+  if #due_add > 0 then redis.call('ZADD', KEYS[1], unpack(due_add)) end
+  if #run_add > 0 then redis.call('ZADD', KEYS[2], unpack(run_add)) end
+  due_rem, due_add, run_add = {}, {}, {}
+end
+
+-- Every firing's due entry, read at once (a job met again is read again, after a flush).
+local scores
+do
+  local ids = {}
+  for i = 1, n do ids[i] = ARGV[5 + 9 * (i - 1) + 1] end
+  scores = redis.call('ZMSCORE', KEYS[1], unpack(ids))
+end
+local met = {}
+
+local function claim(i, job, next_sentinel, id, at_s, version, nxt, tolerance, applied, run,
                      missed, overlap)
   -- An instant in ms is an integer below 2^53: Redis writes its score as those digits, so
   -- the texts compare (the caller writes the instant the same way).
-  local score = redis.call('ZSCORE', KEYS[1], id)
+  local score = scores[i]
+  if met[id] then
+    flush()
+    score = redis.call('ZSCORE', KEYS[1], id)
+  end
+  met[id] = true
   if score ~= at_s then return 0, 'stale' end
   local at = tonumber(at_s)
   if at > now then return 2, at - now end
@@ -61,9 +90,10 @@ local function claim(job, next_sentinel, id, at_s, version, nxt, tolerance, appl
     for _, v in ipairs(run_fields) do f[#f + 1] = v end
     redis.call('HSET', job, unpack(f))
     if nxt == '' then
-      redis.call('ZREM', KEYS[1], id)
+      due_rem[#due_rem + 1] = id
     else
-      redis.call('ZADD', KEYS[1], nxt, id)
+      due_add[#due_add + 1] = nxt
+      due_add[#due_add + 1] = id
       -- Later firings get their sentinel from promote.lua as they come within the horizon.
       if tonumber(nxt) > now and tonumber(nxt) <= now + horizon then
         redis.call('SET', next_sentinel, '1', 'PXAT', nxt)
@@ -99,7 +129,8 @@ local function claim(job, next_sentinel, id, at_s, version, nxt, tolerance, appl
   end
   local member = fid .. '|1|' .. now_s .. '|' .. node
   advance({'active', member, 'runs', string.format('%d', (tonumber(fields[4]) or 0) + 1)})
-  redis.call('ZADD', KEYS[2], expiry_s, member)
+  run_add[#run_add + 1] = expiry_s
+  run_add[#run_add + 1] = member
   if replaced then
     redis.call('PUBLISH', channel, cjson.encode({op = 'cancel', id = id, firing = replaced}))
   end
@@ -109,12 +140,13 @@ end
 for i = 1, n do
   local b = 2 + 2 * (i - 1)
   local a = 5 + 9 * (i - 1)
-  local code, arg = claim(KEYS[b + 1], KEYS[b + 2],
+  local code, arg = claim(i, KEYS[b + 1], KEYS[b + 2],
     ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7],
     ARGV[a + 8], ARGV[a + 9])
   reply[#reply + 1] = code
   reply[#reply + 1] = arg
 end
+flush()
 if #soon > 0 then
   redis.call('PUBLISH', channel, cjson.encode({op = 'next', id = '', firings = soon}))
 end

@@ -3,9 +3,12 @@
 -- history. Fenced by the lease: the running ZSET's member
 -- "<firing id>|<attempt>|<claimed ms>|<node>" (see claim.lua) must be there, naming this
 -- node, attempt and claim; if it is not (the run was taken over, or its firing queued
--- again), that outcome is refused and changes nothing. Removing the member is the check.
+-- again), that outcome is refused and changes nothing. The member's presence is the check.
 -- A run claimed by a node of the earlier layout (its running entry the bare firing id, its
 -- lease record "<attempt>:<claimed ms>:<node>" in the attempts hash) is completed too.
+-- The writes every attempt of a call makes to the same key (its lease removed, its next
+-- attempt queued, its one-shot job marked done) go as one command per key for the whole
+-- call, and the leases are read in one ZMSCORE.
 -- A lease is removed with its job (delete.lua), so a run that held its lease has a job.
 -- A callback given with an attempt is queued in the shard's outbox when the outcome is the
 -- one it reports (a success; a firing that is dead), once per firing and outcome.
@@ -63,13 +66,49 @@ local function find_lease(job, fid, attempt, node)
   return nil, false
 end
 
-local function complete(job, runs, dead, fid, node, attempt, claimed, outcome, record, retry,
+-- Writes held back to go as one command per key: leases to remove, next attempts (due,
+-- firing id pairs) and their attempt numbers (firing id, attempt pairs), finished one-shot
+-- jobs (instant, id pairs).
+local run_rem, retry_add, attempt_set, done_add = {}, {}, {}, {}
+local function flush()
+  if #run_rem > 0 then redis.call('ZREM', KEYS[1], unpack(run_rem)) end
+  if #retry_add > 0 then redis.call('ZADD', KEYS[3], unpack(retry_add)) end
+  if #attempt_set > 0 then redis.call('HSET', KEYS[2], unpack(attempt_set)) end
+  if #done_add > 0 then redis.call('ZADD', KEYS[4], unpack(done_add)) end
+  run_rem, retry_add, attempt_set, done_add = {}, {}, {}, {}
+end
+
+-- The leases the attempts name, read at once: present means the run still holds it.
+local leases
+do
+  local members = {}
+  for i = 1, n do
+    local a = 3 + 11 * (i - 1)
+    members[i] = ARGV[a + 1] .. '|' .. ARGV[a + 3] .. '|' .. ARGV[a + 4] .. '|' .. ARGV[a + 2]
+  end
+  leases = redis.call('ZMSCORE', KEYS[1], unpack(members))
+end
+-- Firings met in this call: one met again sees the writes before it (sent first).
+local met = {}
+
+local function complete(i, job, runs, dead, fid, node, attempt, claimed, outcome, record, retry,
                         id, letter, once, callback)
   local earlier = false
-  if redis.call('ZREM', KEYS[1], fid .. '|' .. attempt .. '|' .. claimed .. '|' .. node) == 0 then
+  local exact = fid .. '|' .. attempt .. '|' .. claimed .. '|' .. node
+  local held
+  if met[fid] then
+    flush()
+    held = redis.call('ZREM', KEYS[1], exact) == 1
+  else
+    held = leases[i] ~= false
+    if held then run_rem[#run_rem + 1] = exact end
+  end
+  met[fid] = true
+  if not held then
     -- Not this exact lease: taken over, queued again, deleted, or named by a caller that
     -- does not know the claim instant (then the attempt and node must match), or claimed
     -- by a node of the earlier layout.
+    flush()
     local member, layout = find_lease(job, fid, attempt, node)
     if not member or redis.call('ZREM', KEYS[1], member) == 0 then
       -- A job deleted while it ran (the `topic` handler deletes its own task's job) has no
@@ -90,8 +129,10 @@ local function complete(job, runs, dead, fid, node, attempt, claimed, outcome, r
         fate = 'retry'
         local due = now + tonumber(retry)
         extra = extra .. ',"retry_at_ms":' .. due
-        redis.call('ZADD', KEYS[3], due, fid)
-        redis.call('HSET', KEYS[2], fid, tonumber(attempt) + 1)
+        retry_add[#retry_add + 1] = due
+        retry_add[#retry_add + 1] = fid
+        attempt_set[#attempt_set + 1] = fid
+        attempt_set[#attempt_set + 1] = tonumber(attempt) + 1
       else
         fate = 'dead'
         redis.call('LPUSH', dead, with(letter, '"failed_ms":' .. now_s))
@@ -118,7 +159,10 @@ local function complete(job, runs, dead, fid, node, attempt, claimed, outcome, r
       local f = redis.call('HMGET', job, 'status', 'once')
       if f[1] == 'finished' and f[2] == '1' then once = '1' end
     end
-    if once == '1' then redis.call('ZADD', KEYS[4], now_s, id) end
+    if once == '1' then
+      done_add[#done_add + 1] = now_s
+      done_add[#done_add + 1] = id
+    end
   end
   if callback ~= '' and (fate == 'dead' or (fate == 'done' and outcome == 'ok')) then
     local cb = fid .. (outcome == 'ok' and ':succeeded' or ':failed')
@@ -133,9 +177,10 @@ local reply = {}
 for i = 1, n do
   local b = 6 + 3 * (i - 1)
   local a = 3 + 11 * (i - 1)
-  reply[#reply + 1] = complete(KEYS[b + 1], KEYS[b + 2], KEYS[b + 3],
+  reply[#reply + 1] = complete(i, KEYS[b + 1], KEYS[b + 2], KEYS[b + 3],
     ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7],
     ARGV[a + 8], ARGV[a + 9], ARGV[a + 10], ARGV[a + 11])
   reply[#reply + 1] = now
 end
+flush()
 return reply

@@ -1,0 +1,175 @@
+//! The claim and completion scripts take a batch per call and send the writes that go to the
+//! same key as one command for the whole call. These drive the scripts directly with batches
+//! that meet the same job or firing twice, where a write held back would be missed.
+
+use keyfire::JobSpec;
+use keyfire::job::RetrySpec;
+use keyfire::store::{ClaimArgs, ClaimReply, Completion, Fate, HistoryLimits, RunRecord, Store};
+use redis::AsyncCommands;
+
+use crate::support::World;
+
+const LIMITS: HistoryLimits = HistoryLimits {
+    history: 10,
+    history_max_age_ms: 3_600_000,
+    dead: 10,
+};
+
+async fn args_for<'a>(
+    store: &Store,
+    id: &'a str,
+    at_ms: i64,
+    next_ms: Option<i64>,
+) -> ClaimArgs<'a> {
+    let stored = store.job_spec(id).await.unwrap().unwrap();
+    ClaimArgs {
+        job_id: id,
+        at_ms,
+        version: stored.version,
+        generation: stored.generation,
+        next_ms,
+        node: "n1",
+        lease_ms: 30_000,
+        tolerance_ms: 3_600_000,
+        misfire_applied: false,
+        run: true,
+        missed: 0,
+        overlap: "allow",
+        announce_ms: 0,
+    }
+}
+
+fn record(id: &str, at_ms: i64, attempt: u32, claimed_ms: i64, outcome: &str) -> RunRecord {
+    RunRecord {
+        firing_id: format!("{id}:{at_ms}"),
+        scheduled_ms: at_ms,
+        attempt,
+        node: "n1".into(),
+        claimed_ms,
+        started_ms: claimed_ms,
+        outcome: outcome.into(),
+        error: (outcome != "ok").then(|| "boom".to_string()),
+        finished_ms: None,
+        fate: None,
+        retry_at_ms: None,
+    }
+}
+
+fn claimed_at(reply: &ClaimReply) -> i64 {
+    match reply {
+        ClaimReply::Claimed { now_ms, attempt: 1 } => *now_ms,
+        other => panic!("not claimed: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_that_meets_a_job_twice_sees_its_own_writes() {
+    let w = World::new().await;
+    let client = w.client().await;
+    let store = client.store();
+    let now = w.redis_ms().await;
+    let at = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).unwrap();
+    // "cron" will be behind by two firings (a catch-up claims both in one call); "a" and
+    // "b" are one-shots, due now.
+    client
+        .upsert(JobSpec::every("cron", "1s", "rec"))
+        .await
+        .unwrap();
+    for id in ["a", "b"] {
+        client
+            .enqueue(JobSpec::at(id, at(now - 10), "rec").retry(RetrySpec {
+                max_attempts: Some(3),
+                backoff: Some("fixed".into()),
+                interval: Some("1h".into()),
+                ..Default::default()
+            }))
+            .await
+            .unwrap();
+    }
+    let due = |id: &'static str| async move {
+        store.get_job(id).await.unwrap().unwrap().next_ms.unwrap()
+    };
+    let (c0, a0, b0) = (due("cron").await, due("a").await, due("b").await);
+    // No node runs: wait (by Redis's clock) until two of cron's firings are due.
+    while w.redis_ms().await <= c0 + 1_000 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let batch = [
+        args_for(store, "cron", c0, Some(c0 + 1_000)).await,
+        args_for(store, "a", a0, None).await,
+        args_for(store, "cron", c0 + 1_000, Some(c0 + 2_000)).await,
+        args_for(store, "b", b0, None).await,
+        // The same firing again in the same call: claimed already.
+        args_for(store, "a", a0, None).await,
+    ];
+    let replies = store.claim_many(&batch).await.unwrap();
+    let claimed: Vec<i64> = replies[..4].iter().map(claimed_at).collect();
+    assert_eq!(replies[4], ClaimReply::Stale, "{replies:?}");
+    assert_eq!(
+        due("cron").await,
+        c0 + 2_000,
+        "the second firing moved it on"
+    );
+    let mut conn = store.connection();
+    let k = store.job_keys("a");
+    let due_left: Vec<String> = conn.zrange(k.due(), 0, -1).await.unwrap();
+    assert_eq!(
+        due_left,
+        vec!["cron".to_string()],
+        "one-shots left the due set"
+    );
+    let leases: Vec<String> = conn.zrange(k.running(), 0, -1).await.unwrap();
+    assert_eq!(leases.len(), 4, "{leases:?}");
+
+    // Complete in one call: a success, a failure with a retry, the same success again
+    // (refused: its lease went with the first), both cron firings, and an attempt that
+    // holds no lease.
+    let ok_a = record("a", a0, 1, claimed[1], "ok");
+    let failed_b = record("b", b0, 1, claimed[3], "failed");
+    let cron0 = record("cron", c0, 1, claimed[0], "ok");
+    let cron1 = record("cron", c0 + 1_000, 1, claimed[2], "ok");
+    let ghost = record("b", b0, 2, claimed[3], "failed");
+    let done = |job_id, run, retry_delay_ms, once| Completion {
+        job_id,
+        run,
+        retry_delay_ms,
+        once: Some(once),
+        callback: None,
+    };
+    let fates = store
+        .complete_many(
+            &[
+                done("a", &ok_a, None, true),
+                done("b", &failed_b, Some(3_600_000), true),
+                done("a", &ok_a, None, true),
+                done("cron", &cron0, None, false),
+                done("cron", &cron1, None, false),
+                done("b", &ghost, None, true),
+            ],
+            &LIMITS,
+        )
+        .await
+        .unwrap();
+    let fates: Vec<Fate> = fates.into_iter().map(|(f, _)| f).collect();
+    assert_eq!(
+        fates,
+        [
+            Fate::Done,
+            Fate::Retry,
+            Fate::Fenced,
+            Fate::Done,
+            Fate::Done,
+            Fate::Fenced
+        ]
+    );
+    let leases: Vec<String> = conn.zrange(k.running(), 0, -1).await.unwrap();
+    assert!(leases.is_empty(), "every lease released: {leases:?}");
+    let retry: Vec<String> = conn.zrange(k.retry(), 0, -1).await.unwrap();
+    assert_eq!(retry, vec![format!("b:{b0}")]);
+    let next: Option<String> = conn.hget(k.attempts(), format!("b:{b0}")).await.unwrap();
+    assert_eq!(next.as_deref(), Some("2"));
+    let finished: Vec<String> = conn.zrange(k.done(), 0, -1).await.unwrap();
+    assert_eq!(finished, vec!["a".to_string()]);
+    assert_eq!(client.runs("a", 10).await.unwrap().len(), 1, "one record");
+    assert_eq!(client.runs("cron", 10).await.unwrap().len(), 2);
+}
