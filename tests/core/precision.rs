@@ -291,3 +291,43 @@ async fn sentinel_keys_stay_within_the_horizon() {
     );
     node.shutdown().await;
 }
+
+/// Redis emits the `expired` events of many sentinels expiring at once late, after the
+/// owner's timer claimed their firings: a node remembers the firings it claimed and makes no
+/// second (stale) claim for their late events, which cost a spec read and a script call each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn late_expiry_events_of_claimed_firings_make_no_claim() {
+    let w = World::new().await;
+    let a = w.node("a").await;
+    let client = w.client().await;
+    let base = w.redis_ms().await + 1_500;
+    let tasks: Vec<JobSpec> = (0..500)
+        .map(|i| JobSpec::at(format!("t{i}"), at(base), "rec"))
+        .collect();
+    client.enqueue_many(tasks).await.unwrap();
+    w.recorder.wait_count(500, Duration::from_secs(10)).await;
+    // The events trail the claims; wait until (nearly) all of them came.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while a.stats().events.load(Relaxed) < 490 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (events, stale, claimed) = (
+        a.stats().events.load(Relaxed),
+        a.stats().stale.load(Relaxed),
+        a.stats().claimed.load(Relaxed),
+    );
+    assert_once_on_time(
+        &w.recorder.seen(),
+        &format!("{events} events, {claimed} claims, {stale} stale"),
+    );
+    assert!(events >= 400, "only {events} expired events came");
+    assert_eq!(claimed, 500);
+    // Without the memory of settled firings, 70 of the 500 late events made a stale claim
+    // (the others came while the claims were in flight); with it, none.
+    assert!(
+        stale <= 10,
+        "{stale} stale claims for {events} events of 500 claimed firings"
+    );
+    a.shutdown().await;
+}

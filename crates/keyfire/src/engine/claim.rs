@@ -1,9 +1,10 @@
 //! The claim protocol: one firing (or its next attempt, or a lost run) taken by exactly one
 //! node, with the bookkeeping of what this node is claiming held by an RAII guard.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use super::Inner;
 use super::batcher::ClaimRequest;
@@ -59,6 +60,16 @@ impl Inner {
         // A node that fenced itself (no heartbeat) claims nothing: its peers may be taking
         // its runs over.
         if self.claiming.is_cancelled() || self.fence.is_fenced() {
+            return;
+        }
+        // Redis emits a sentinel's `expired` event late when many keys expire at once, often
+        // after this node's timer claimed the firing: that claim settled it (its due entry
+        // moved on), so the event has nothing to claim. Timers and sweeps are never skipped
+        // (a job created again with the same instant is theirs to claim).
+        if source == Source::Event
+            && kind == Kind::Scheduled
+            && self.claim_book.settled(&job_id, at_ms)
+        {
             return;
         }
         let Some(guard) = self.enter_inflight(job_id, at_ms, kind) else {
@@ -187,6 +198,14 @@ impl Inner {
         missed: u64,
     ) -> Step {
         match reply {
+            // This node moved the firing's due entry on: only a change (which arms timers)
+            // can make the same instant due again.
+            ClaimReply::Claimed { .. } | ClaimReply::Missed => {
+                self.claim_book.settle(job_id, at_ms);
+            }
+            _ => {}
+        }
+        match reply {
             ClaimReply::Claimed { now_ms, attempt } => {
                 Inner::bump(&self.stats.claimed);
                 metrics::histogram!(name::LATENESS, "node" => self.id.clone())
@@ -296,6 +315,14 @@ impl Inner {
                 cached.job.overlap.as_str(),
             )
             .await?;
+        match reply {
+            // This node moved the firing's due entry on: only a change (which arms timers)
+            // can make the same instant due again.
+            ClaimReply::Claimed { .. } | ClaimReply::Missed => {
+                self.claim_book.settle(job_id, at_ms);
+            }
+            _ => {}
+        }
         match reply {
             ClaimReply::Claimed { now_ms, attempt } => {
                 Inner::bump(&self.stats.claimed);
@@ -418,7 +445,21 @@ pub(super) type ClaimKey = (String, i64, Kind);
 pub(super) struct ClaimBook {
     inflight: Mutex<HashSet<ClaimKey>>,
     rearm: Mutex<HashMap<ClaimKey, i64>>,
+    settled: Mutex<Settled>,
 }
+
+/// Scheduled firings this node claimed (or skipped as missed) lately, kept for [`SETTLED_FOR`] and at most [`SETTLED_MAX`] of them.
+#[derive(Default)]
+struct Settled {
+    set: HashSet<(String, i64)>,
+    order: VecDeque<((String, i64), Instant)>,
+}
+
+/// How long a settled firing is remembered: an `expired` event comes later than that only
+/// under a backlog that the sweeper handles anyway.
+const SETTLED_FOR: Duration = Duration::from_secs(30);
+/// The most settled firings remembered (a few MB at most).
+const SETTLED_MAX: usize = 65_536;
 
 impl ClaimBook {
     /// Mark a firing as being claimed; false when it is already.
@@ -438,5 +479,29 @@ impl ClaimBook {
     fn leave(&self, key: &ClaimKey) -> Option<i64> {
         self.inflight.lock().expect("inflight lock").remove(key);
         self.rearm.lock().expect("rearm lock").remove(key)
+    }
+
+    /// A claim of this scheduled firing settled it: no later scheduled claim can take it.
+    pub(super) fn settle(&self, job_id: &str, at_ms: i64) {
+        let mut s = self.settled.lock().expect("settled lock");
+        let now = Instant::now();
+        while let Some((key, at)) = s.order.front() {
+            if s.order.len() < SETTLED_MAX && now.duration_since(*at) < SETTLED_FOR {
+                break;
+            }
+            let key = key.clone();
+            s.order.pop_front();
+            s.set.remove(&key);
+        }
+        let key = (job_id.to_string(), at_ms);
+        if s.set.insert(key.clone()) {
+            s.order.push_back((key, now));
+        }
+    }
+
+    /// Whether a claim of this scheduled firing settled it lately.
+    pub(super) fn settled(&self, job_id: &str, at_ms: i64) -> bool {
+        let s = self.settled.lock().expect("settled lock");
+        s.set.contains(&(job_id.to_string(), at_ms))
     }
 }
