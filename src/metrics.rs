@@ -82,6 +82,10 @@ fn describe() {
     );
     describe_gauge!(name::RUNNING, "Runs in progress on this node");
     describe_counter!(
+        name::DEDUPED,
+        "Tasks enqueued with a dedup key within its window: the existing task was returned"
+    );
+    describe_counter!(
         name::CALLBACKS,
         "Callback attempts: delivered, failed (retried later), given up"
     );

@@ -63,6 +63,15 @@ async fn metrics_match_known_activity() {
         )
         .await
         .unwrap();
+    // The same dedup key three times: one task, two duplicates.
+    for _ in 0..3 {
+        client
+            .enqueue(
+                JobSpec::after("", "1h", "rec").dedup(keyfire::job::DedupSpec::key("once", "10m")),
+            )
+            .await
+            .unwrap();
+    }
     w.recorder.wait_count(22, Duration::from_secs(10)).await;
     w.wait_idle(Duration::from_secs(5)).await;
 
@@ -124,6 +133,7 @@ async fn metrics_match_known_activity() {
     assert_eq!(both("keyfire_run_duration_seconds_count", &[]), 22.0);
     let le_1s = both("keyfire_firing_lateness_seconds_bucket", &[("le", "1")]);
     assert_eq!(le_1s, 21.0, "a firing was claimed more than 1 s late");
+    assert_eq!(sum(&text, "keyfire_tasks_deduplicated_total", &[]), 2.0);
     assert_eq!(
         both("keyfire_live_nodes", &[]),
         4.0,

@@ -337,7 +337,10 @@ impl Client {
             {
                 Deduped::Created => return Ok((self.get(&job.spec.id).await?, Upserted::Created)),
                 Deduped::Duplicate(id) => match self.store.get_job(&id).await? {
-                    Some(existing) => return Ok((existing, Upserted::Duplicate)),
+                    Some(existing) => {
+                        metrics::counter!(crate::metrics::name::DEDUPED).increment(1);
+                        return Ok((existing, Upserted::Duplicate));
+                    }
                     // Deleted (by hand, or cleaned up after it ran) while its key still lives:
                     // a deleted task does not hold its key, so take it over.
                     None => stale = Some(id),

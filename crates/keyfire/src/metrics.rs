@@ -55,4 +55,8 @@ pub mod name {
     /// Callback attempts. Labels `node`, `result` (`delivered`, `failed`: retried later,
     /// `given_up`: its last attempt failed, or it cannot be sent).
     pub const CALLBACKS: &str = "keyfire_callbacks_total";
+    /// Tasks enqueued with a dedup key that named a task within its window: the existing
+    /// task was returned, nothing was written. Recorded by the client that enqueued (the
+    /// REST API's, for `keyfire serve`); no `node` label.
+    pub const DEDUPED: &str = "keyfire_tasks_deduplicated_total";
 }
