@@ -57,8 +57,15 @@
 //! `aof_loss_ms` before a Redis SIGKILL, `doubled`, `double_claim` and `unrecorded` are
 //! reported as exempt (counted, not violations). A call of the workload that returned in
 //! that window may be undone too: the harness makes none there, and if one did, the
-//! call-dependent checks of its job are exempt. Nothing else is exempt: a SIGTERM restart
-//! loses nothing.
+//! call-dependent checks of its job are exempt. A SIGTERM restart loses nothing.
+//!
+//! # The other exemption: attempts used up by faults
+//!
+//! A run cut off by a fault (its node killed, stopped or cut off; Redis paused or restarted,
+//! which makes every node fence itself) is taken over as the next attempt (G5). A firing
+//! whose every attempt was cut off that way, until its attempts were used up and it went to
+//! the dead letters, is reported as exempt from `lost` (counted, not a violation). A run that
+//! returned `Ok` or failed on its own is never cut off.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -230,7 +237,8 @@ pub struct Report {
     pub lateness: BTreeMap<String, Lateness>,
     /// The violations.
     pub violations: Vec<Violation>,
-    /// Findings explained by a documented exemption (a Redis SIGKILL's lost writes).
+    /// Findings explained by a documented exemption (a Redis SIGKILL's lost writes; a
+    /// firing whose every attempt a fault cut off).
     pub exempt: Vec<Violation>,
 }
 
@@ -316,11 +324,7 @@ impl fmt::Display for Report {
             writeln!(f, "  … {} more", self.violations.len() - 30)?;
         }
         for v in self.exempt.iter().take(10) {
-            writeln!(
-                f,
-                "  exempt (redis SIGKILL) {} {}: {}",
-                v.kind, v.firing, v.detail
-            )?;
+            writeln!(f, "  exempt {} {}: {}", v.kind, v.firing, v.detail)?;
         }
         Ok(())
     }
@@ -742,6 +746,8 @@ struct Findings {
     found: Vec<Violation>,
     /// Queue tasks with an event inside a window an AOF loss may have undone.
     queue_touched: BTreeSet<String>,
+    /// Firings whose every attempt a fault cut off (see `Evidence::cut_by_a_fault`).
+    attempts_used_by_faults: BTreeSet<String>,
 }
 
 /// One delay-queue task as the checker judges it: its add and the consumers' events.
@@ -778,6 +784,7 @@ impl Findings {
             report,
             found: Vec::new(),
             queue_touched: BTreeSet::new(),
+            attempts_used_by_faults: BTreeSet::new(),
         }
     }
 
@@ -1055,6 +1062,9 @@ impl<'a> Evidence<'a> {
                     } else {
                         "no run succeeded"
                     };
+                    if is_dead && !rs.is_empty() && rs.iter().all(|r| self.cut_by_a_fault(r)) {
+                        f.attempts_used_by_faults.insert(fid.to_string());
+                    }
                     f.flag(
                         ViolationKind::Lost,
                         fid,
@@ -1338,12 +1348,44 @@ impl<'a> Evidence<'a> {
         }
     }
 
+    /// Whether a fault cut this run off: it did not return by itself (cancelled, dropped, or
+    /// no end: its node died) and it ended, or its node stopped, while a fault that takes
+    /// runs away held its node (killed, stopped, cut off) or Redis (paused, restarted). A
+    /// cut-off run is taken over as the next attempt, so enough of them in a row use up the
+    /// attempts and the firing goes to the dead letters, as designed.
+    fn cut_by_a_fault(&self, r: &Run) -> bool {
+        let outcome = r.end.and_then(|e| e.outcome);
+        if matches!(outcome, Some(Outcome::Ok | Outcome::Failed)) {
+            return false;
+        }
+        // A node resuming from SIGSTOP, or reconnecting, notices within a moment.
+        const NOTICED_WITHIN_MS: i64 = 2_000;
+        let ended = r.end.map(|e| e.at_ms);
+        self.faults.iter().any(|f| {
+            let hits = match f.kind {
+                FaultKind::NodeKill
+                | FaultKind::NodeStop
+                | FaultKind::CutDrop
+                | FaultKind::CutStall => f.node.as_deref() == Some(r.ev.node.as_str()),
+                FaultKind::ClientPause | FaultKind::RedisTerm | FaultKind::RedisKill => true,
+                _ => false,
+            };
+            hits && f.start_ms >= r.ev.claimed_ms - NOTICED_WITHIN_MS
+                && match ended {
+                    Some(t) => f.start_ms <= t && t <= f.end_ms + NOTICED_WITHIN_MS,
+                    // No end: its node died; a kill or stop of that node after the claim.
+                    None => f.node.as_deref() == Some(r.ev.node.as_str()),
+                }
+        })
+    }
+
     /// Sort the findings into violations and exemptions (a fault that explains them).
     fn sort(&self, f: Findings) -> Report {
         let Findings {
             mut report,
             found,
             queue_touched,
+            attempts_used_by_faults,
         } = f;
         // Sort findings into violations and exemptions.
         for v in found {
@@ -1366,7 +1408,8 @@ impl<'a> Evidence<'a> {
             };
             let exempt = (v.kind.aof_explainable()
                 && (touched() || queue_touched.contains(&v.firing)))
-                || (v.kind.op_explainable() && self.c.undone.contains(job));
+                || (v.kind.op_explainable() && self.c.undone.contains(job))
+                || (v.kind == ViolationKind::Lost && attempts_used_by_faults.contains(&v.firing));
             if exempt {
                 report.exempt.push(v);
             } else {
@@ -1383,7 +1426,7 @@ mod tests {
     use crate::chaos::model::Op;
     use crate::chaos::record::Outcome;
     use keyfire::job::JobSpec;
-    use keyfire::store::JobStatus;
+    use keyfire::store::{DeadLetter, JobStatus};
 
     const T0: i64 = 1_700_000_000_000;
 
@@ -1606,6 +1649,66 @@ mod tests {
         };
         let r = check(&workload(vec![every_second("j")]), &h, &[far]);
         assert_eq!(r.count(ViolationKind::Doubled), 1, "{r}");
+    }
+
+    /// A firing whose every attempt a fault cut off, dead-lettered once its attempts were used
+    /// up, is exempt from `lost`; the same firing with an attempt no fault explains is not.
+    #[test]
+    fn attempts_used_up_by_faults_are_exempt_from_lost() {
+        let mut h = clean();
+        let fid = firing_id("j", T0 + 2_000);
+        h.runs.retain(|e| e.firing != fid);
+        h.keyfire_runs
+            .get_mut("j")
+            .unwrap()
+            .retain(|r| r.firing_id != fid);
+        // Attempt 1 cancelled during a Redis pause, attempt 2 on n2 while n2 was stopped,
+        // attempt 3 during a Redis restart.
+        h.runs
+            .extend(ev(&fid, 1, T0 + 2_010, "n1", Some(Outcome::Cancelled)));
+        h.runs
+            .extend(ev(&fid, 2, T0 + 5_010, "n2", Some(Outcome::Cancelled)));
+        h.runs
+            .extend(ev(&fid, 3, T0 + 8_010, "n3", Some(Outcome::Cancelled)));
+        h.dead.insert(
+            "j".into(),
+            vec![DeadLetter {
+                firing_id: fid.clone(),
+                job_id: "j".into(),
+                scheduled_ms: T0 + 2_000,
+                attempts: 3,
+                error: None,
+                failed_ms: T0 + 9_000,
+            }],
+        );
+        let fault = |kind, node: Option<&str>, start: i64| FaultEvent {
+            kind,
+            node: node.map(String::from),
+            start_ms: T0 + start,
+            end_ms: T0 + start + 500,
+            detail: String::new(),
+        };
+        let faults = [
+            fault(FaultKind::ClientPause, None, 2_012),
+            fault(FaultKind::NodeStop, Some("n2"), 5_012),
+            fault(FaultKind::RedisTerm, None, 8_012),
+        ];
+        let w = workload(vec![every_second("j")]);
+        let r = check(&w, &h, &faults);
+        assert!(r.ok(), "{r}");
+        assert_eq!(r.exempt.len(), 1, "{r}");
+        assert_eq!(r.exempt[0].kind, ViolationKind::Lost);
+        // The stop hit another node: attempt 2 is not explained, so the loss is a violation.
+        let r = check(
+            &w,
+            &h,
+            &[
+                faults[0].clone(),
+                fault(FaultKind::NodeStop, Some("n1"), 5_012),
+                faults[2].clone(),
+            ],
+        );
+        assert_eq!(r.count(ViolationKind::Lost), 1, "{r}");
     }
 
     fn qadd(id: &str, due: i64) -> Op {
