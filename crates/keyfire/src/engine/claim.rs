@@ -316,14 +316,6 @@ impl Inner {
             )
             .await?;
         match reply {
-            // This node moved the firing's due entry on: only a change (which arms timers)
-            // can make the same instant due again.
-            ClaimReply::Claimed { .. } | ClaimReply::Missed => {
-                self.claim_book.settle(job_id, at_ms);
-            }
-            _ => {}
-        }
-        match reply {
             ClaimReply::Claimed { now_ms, attempt } => {
                 Inner::bump(&self.stats.claimed);
                 Ok(Some(Claimed {
@@ -449,10 +441,20 @@ pub(super) struct ClaimBook {
 }
 
 /// Scheduled firings this node claimed (or skipped as missed) lately, kept for [`SETTLED_FOR`] and at most [`SETTLED_MAX`] of them.
+/// Keyed by a hash of job id and instant, so the lookup for each `expired` event allocates
+/// nothing (a collision could only skip an event claim, which timers and sweeps back up).
 #[derive(Default)]
 struct Settled {
-    set: HashSet<(String, i64)>,
-    order: VecDeque<((String, i64), Instant)>,
+    hasher: std::collections::hash_map::RandomState,
+    set: HashSet<u64>,
+    order: VecDeque<(u64, Instant)>,
+}
+
+impl Settled {
+    fn key(&self, job_id: &str, at_ms: i64) -> u64 {
+        use std::hash::BuildHasher;
+        self.hasher.hash_one((job_id, at_ms))
+    }
 }
 
 /// How long a settled firing is remembered: an `expired` event comes later than that only
@@ -485,16 +487,15 @@ impl ClaimBook {
     pub(super) fn settle(&self, job_id: &str, at_ms: i64) {
         let mut s = self.settled.lock().expect("settled lock");
         let now = Instant::now();
-        while let Some((key, at)) = s.order.front() {
-            if s.order.len() < SETTLED_MAX && now.duration_since(*at) < SETTLED_FOR {
+        while let Some(&(key, at)) = s.order.front() {
+            if s.order.len() < SETTLED_MAX && now.duration_since(at) < SETTLED_FOR {
                 break;
             }
-            let key = key.clone();
             s.order.pop_front();
             s.set.remove(&key);
         }
-        let key = (job_id.to_string(), at_ms);
-        if s.set.insert(key.clone()) {
+        let key = s.key(job_id, at_ms);
+        if s.set.insert(key) {
             s.order.push_back((key, now));
         }
     }
@@ -502,6 +503,6 @@ impl ClaimBook {
     /// Whether a claim of this scheduled firing settled it lately.
     pub(super) fn settled(&self, job_id: &str, at_ms: i64) -> bool {
         let s = self.settled.lock().expect("settled lock");
-        s.set.contains(&(job_id.to_string(), at_ms))
+        s.set.contains(&s.key(job_id, at_ms))
     }
 }
