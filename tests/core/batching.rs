@@ -36,6 +36,7 @@ async fn args_for<'a>(
         missed: 0,
         overlap: "allow",
         announce_ms: 0,
+        compact: stored.compact,
     }
 }
 

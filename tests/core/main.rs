@@ -6,6 +6,7 @@ mod support;
 
 mod batching;
 mod changes;
+mod compact;
 mod crash;
 mod cutoff;
 mod dedup;

@@ -71,6 +71,8 @@ async fn runs_claimed_by_the_earlier_layout_are_renewed_completed_and_taken_over
     let at = chrono::DateTime::from_timestamp_millis(now + 3_600_000).unwrap();
     for id in ["old1", "old2"] {
         client.enqueue(JobSpec::at(id, at, "rec")).await.unwrap();
+        // The earlier layout kept every task in a job hash.
+        assert!(store.expand(id).await.unwrap());
     }
     let at_ms = store
         .get_job("old1")
@@ -268,6 +270,7 @@ async fn a_lease_names_its_claim_instant() {
             missed: 0,
             overlap: "allow",
             announce_ms: 0,
+            compact: stored.compact,
         })
         .await
         .unwrap();

@@ -185,6 +185,7 @@ impl Inner {
             missed,
             overlap: job.overlap.as_str(),
             announce_ms: Inner::ms(self.settings.timer_horizon),
+            compact: cached.compact,
         }
     }
 

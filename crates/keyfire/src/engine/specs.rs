@@ -15,6 +15,8 @@ pub(crate) struct CachedJob {
     pub(super) job: Job,
     /// The flow-control key its firings ask (it limits them only if it has a limit).
     pub(super) limit_key: Option<String>,
+    /// Read as a compact pending task (its claim expands it).
+    pub(super) compact: bool,
 }
 
 /// Validated specs by job id, each replaced when its job's version changes.
@@ -40,6 +42,7 @@ impl SpecCache {
             generation,
             spec,
             created_ms,
+            compact,
         } = stored;
         let job = spec.validate(&Validation {
             now_ms: created_ms,
@@ -58,6 +61,7 @@ impl SpecCache {
             version,
             generation,
             limit_key: job.spec.effective_limit_key(),
+            compact,
             job,
         });
         self.lock().insert(job_id.to_string(), cached.clone());

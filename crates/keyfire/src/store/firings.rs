@@ -43,7 +43,10 @@ impl Store {
         };
         let k = self.shards.keys(shard);
         let mut inv = CLAIM.prepare_invoke();
-        inv.key(k.due()).key(k.running());
+        inv.key(k.due())
+            .key(k.running())
+            .key(k.jobs())
+            .key(k.task_count());
         inv.arg(first.node)
             .arg(first.lease_ms)
             .arg(self.keys().changes())
@@ -51,7 +54,8 @@ impl Store {
             .arg(first.announce_ms);
         for a in &batch {
             inv.key(k.job(a.job_id))
-                .key(k.fire(a.job_id, a.next_ms.unwrap_or(-1)));
+                .key(k.fire(a.job_id, a.next_ms.unwrap_or(-1)))
+                .key(k.task_bucket(a.job_id));
             inv.arg(a.job_id)
                 .arg(a.at_ms)
                 .arg(format!("{}.{}", a.generation, a.version))
@@ -60,7 +64,8 @@ impl Store {
                 .arg(if a.misfire_applied { "1" } else { "0" })
                 .arg(if a.run { "1" } else { "0" })
                 .arg(a.missed)
-                .arg(a.overlap);
+                .arg(a.overlap)
+                .arg(if a.compact { "1" } else { "0" });
         }
         let flat: Vec<Value> = inv.invoke_async(&mut self.conn.clone()).await?;
         self.replicate(k).await;

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use futures::{StreamExt, TryStreamExt};
 use redis::{AsyncCommands, FromRedisValue, Value};
 
+use super::tasks::Compact;
 use super::*;
 use crate::error::{Error, Result};
 use crate::job::{Dedup, JobSpec};
@@ -21,20 +22,33 @@ const INSERT_IN_FLIGHT: usize = 4;
 
 impl Store {
     /// Read what a change needs: version, next firing, creation time, status, plus Redis time.
+    /// A compact pending task reads as version 1, active, its due entry its next firing.
     pub async fn job_state(&self, id: &str) -> Result<(JobState, i64)> {
+        let k = self.job_keys(id);
         let mut pipe = redis::pipe();
         pipe.cmd("HMGET")
-            .arg(self.job_keys(id).job(id))
+            .arg(k.job(id))
             .arg(&["version", "next", "created", "status"])
+            .hget(k.task_bucket(id), id)
+            .zscore(k.due(), id)
             .cmd("TIME");
         type Fields = (Option<u64>, Option<String>, Option<i64>, Option<String>);
-        let ((version, next, created, status), time): (Fields, (i64, i64)) =
+        type Reply = (Fields, Option<String>, Option<i64>, (i64, i64));
+        let ((version, next, created, status), compact, due, time): Reply =
             pipe.query_async(&mut self.conn.clone()).await?;
-        let state = JobState {
-            version: version.unwrap_or(0),
-            next_ms: next.as_deref().and_then(opt_ms),
-            created_ms: created,
-            status: status.as_deref().map(JobStatus::parse).transpose()?,
+        let state = match (version, compact) {
+            (None, Some(record)) => JobState {
+                version: 1,
+                next_ms: due,
+                created_ms: Some(Compact::decode(id, &record)?.created_ms),
+                status: Some(JobStatus::Active),
+            },
+            _ => JobState {
+                version: version.unwrap_or(0),
+                next_ms: next.as_deref().and_then(opt_ms),
+                created_ms: created,
+                status: status.as_deref().map(JobStatus::parse).transpose()?,
+            },
         };
         Ok((state, time_reply_ms(time)))
     }
@@ -118,6 +132,8 @@ impl Store {
             .key(old_sentinel)
             .key(new_sentinel)
             .key(k.generation())
+            .key(k.task_bucket(id))
+            .key(k.task_count())
             .arg(id)
             .arg(serde_json::to_string(spec)?)
             .arg(expected.version)
@@ -155,6 +171,7 @@ impl Store {
                 inv.key(k.due())
                     .key(k.jobs())
                     .key(k.generation())
+                    .key(k.task_count())
                     .arg(self.keys().changes())
                     .arg(created_ms)
                     .arg(self.horizon_ms);
@@ -162,6 +179,7 @@ impl Store {
                     let id = spec.id.as_str();
                     inv.key(k.job(id))
                         .key(k.fire(id, next.unwrap_or(-1)))
+                        .key(k.task_bucket(id))
                         .arg(id)
                         .arg(serde_json::to_string(spec)?)
                         .arg(next.map(|n| n.to_string()).unwrap_or_default())
@@ -208,6 +226,8 @@ impl Store {
             .key(k.retry())
             .key(k.running())
             .key(k.attempts())
+            .key(k.task_bucket(id))
+            .key(k.task_count())
             .arg(id)
             .arg(self.keys().changes())
             .arg(if only_if_finished { "1" } else { "0" })
@@ -223,6 +243,7 @@ impl Store {
         resume: bool,
         sentinel_ms: Option<i64>,
     ) -> Result<(bool, Option<JobStatus>, Option<i64>)> {
+        self.expand(id).await?;
         let k = self.job_keys(id);
         let (changed, status, next): (i64, String, String) = PAUSE
             .key(k.job(id))
@@ -250,6 +271,7 @@ impl Store {
     /// Queue a run of the job now (attempt 1), without moving its schedule. Returns the
     /// firing id, or None when there is no such job.
     pub async fn trigger(&self, job_id: &str) -> Result<Option<String>> {
+        self.expand(job_id).await?;
         let k = self.job_keys(job_id);
         Ok(TRIGGER
             .key(k.job(job_id))
@@ -262,14 +284,9 @@ impl Store {
             .await?)
     }
 
-    /// Read one job.
+    /// Read one job (a compact pending task too).
     pub async fn get_job(&self, id: &str) -> Result<Option<JobRecord>> {
-        let map: HashMap<String, String> =
-            self.conn.clone().hgetall(self.job_keys(id).job(id)).await?;
-        if map.is_empty() {
-            return Ok(None);
-        }
-        decode_job(&map).map(Some)
+        Ok(self.read_jobs(&[id]).await?.pop().flatten())
     }
 
     /// The version, spec and creation instant of a job (what a claimer needs), or None when it is gone.
@@ -278,7 +295,8 @@ impl Store {
         Ok(specs.pop().flatten())
     }
 
-    /// [`Store::job_spec`] of several jobs in one round trip, in order.
+    /// [`Store::job_spec`] of several jobs in one round trip, in order (two when some are
+    /// job hashes: compact tasks, the common case of a firing's claim, are read first).
     pub async fn job_specs(&self, ids: &[&str]) -> Result<Vec<Option<StoredSpec>>> {
         self.per_shard(ids, |id| id, |shard, part| self.shard_specs(shard, part))
             .await
@@ -290,31 +308,80 @@ impl Store {
         }
         let k = self.shards.keys(shard);
         let mut pipe = redis::pipe();
-        for id in ids {
-            pipe.cmd("HMGET")
-                .arg(k.job(id))
-                .arg(&["version", "spec", "created", "gen"]);
+        for id in &ids {
+            pipe.hget(k.task_bucket(id), **id);
+        }
+        let records: Vec<Option<String>> = pipe.query_async(&mut self.conn.clone()).await?;
+        let mut out: Vec<Option<StoredSpec>> = Vec::with_capacity(ids.len());
+        let mut hashes = redis::pipe();
+        for (id, record) in ids.iter().zip(&records) {
+            match record {
+                Some(r) => {
+                    let c = Compact::decode(id, r)?;
+                    out.push(Some(StoredSpec {
+                        version: 1,
+                        generation: c.generation,
+                        spec: c.spec,
+                        created_ms: c.created_ms,
+                        compact: true,
+                    }));
+                }
+                None => {
+                    hashes
+                        .cmd("HMGET")
+                        .arg(k.job(id))
+                        .arg(&["version", "spec", "created", "gen"]);
+                    out.push(None);
+                }
+            }
+        }
+        if records.iter().all(Option::is_some) {
+            return Ok(out);
         }
         type Fields = (Option<u64>, Option<String>, Option<i64>, Option<u64>);
-        let rows: Vec<Fields> = pipe.query_async(&mut self.conn.clone()).await?;
-        rows.into_iter()
-            .map(
-                |(version, spec, created, generation)| match (version, spec) {
-                    (Some(version), Some(s)) => Ok(Some(StoredSpec {
-                        version,
-                        generation: generation.unwrap_or(0),
-                        spec: serde_json::from_str(&s)?,
-                        created_ms: created.unwrap_or(0),
-                    })),
-                    _ => Ok(None),
-                },
-            )
-            .collect()
+        let rows: Vec<Fields> = hashes.query_async(&mut self.conn.clone()).await?;
+        let mut rows = rows.into_iter();
+        for (slot, record) in out.iter_mut().zip(&records) {
+            if record.is_some() {
+                continue;
+            }
+            let Some((version, spec, created, generation)) = rows.next() else {
+                break;
+            };
+            if let (Some(version), Some(s)) = (version, spec) {
+                *slot = Some(StoredSpec {
+                    version,
+                    generation: generation.unwrap_or(0),
+                    spec: serde_json::from_str(&s)?,
+                    created_ms: created.unwrap_or(0),
+                    compact: false,
+                });
+            }
+        }
+        Ok(out)
     }
 
-    /// Job ids in id order, after `cursor` (exclusive), at most `limit`: the first `limit`
-    /// of each shard, merged.
+    /// Job ids in listing order after `cursor` (exclusive: the last id of the previous page),
+    /// at most `limit`. Jobs come first, in id order (the first `limit` of each shard,
+    /// merged); then the compact pending tasks, bucket by bucket (see [`Keys::tasks`]). A
+    /// cursor that is a compact task continues in its bucket. A task whose firing is claimed
+    /// between two pages moves from the second part to the first, so a listing taken while
+    /// tasks fire can show one twice or miss one.
     pub async fn list_ids(&self, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        if let Some(a) = after
+            && self.is_compact(a).await?
+        {
+            return self.compact_ids(Some(a), limit).await;
+        }
+        let mut ids = self.index_ids(after, limit).await?;
+        if ids.len() < limit {
+            ids.extend(self.compact_ids(None, limit - ids.len()).await?);
+        }
+        Ok(ids)
+    }
+
+    /// Ids of the jobs index after `after`, in id order, at most `limit`.
+    async fn index_ids(&self, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
         let min = match after {
             Some(a) => format!("({a}"),
             None => "-".to_string(),
@@ -336,29 +403,40 @@ impl Store {
 
     /// Read many jobs in one round trip (missing ones are skipped).
     pub async fn get_jobs(&self, ids: &[String]) -> Result<Vec<JobRecord>> {
-        let maps = self
-            .per_shard(
-                ids,
-                |id| id.as_str(),
-                |shard, part| async move {
-                    if part.is_empty() {
-                        return Ok(Vec::new());
-                    }
-                    let k = self.shards.keys(shard);
-                    let mut pipe = redis::pipe();
-                    for id in part {
-                        pipe.hgetall(k.job(id));
-                    }
-                    let maps: Vec<HashMap<String, String>> =
-                        pipe.query_async(&mut self.conn.clone()).await?;
-                    Ok(maps)
-                },
-            )
-            .await?;
-        maps.iter()
-            .filter(|m| !m.is_empty())
-            .map(decode_job)
-            .collect()
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        Ok(self.read_jobs(&ids).await?.into_iter().flatten().collect())
+    }
+
+    /// Read many jobs in one round trip per shard, in order: a job hash, or a compact task
+    /// (its record and due entry), or None.
+    async fn read_jobs(&self, ids: &[&str]) -> Result<Vec<Option<JobRecord>>> {
+        self.per_shard(
+            ids,
+            |id| id,
+            |shard, part| async move {
+                if part.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let k = self.shards.keys(shard);
+                let mut pipe = redis::pipe();
+                for id in &part {
+                    pipe.hgetall(k.job(id))
+                        .hget(k.task_bucket(id), **id)
+                        .zscore(k.due(), **id);
+                }
+                type Row = (HashMap<String, String>, Option<String>, Option<i64>);
+                let rows: Vec<Row> = pipe.query_async(&mut self.conn.clone()).await?;
+                part.iter()
+                    .zip(rows)
+                    .map(|(id, (map, compact, due))| match compact {
+                        _ if !map.is_empty() => decode_job(&map).map(Some),
+                        Some(r) => Ok(Some(Compact::decode(id, &r)?.into_record(due))),
+                        None => Ok(None),
+                    })
+                    .collect()
+            },
+        )
+        .await
     }
 
     /// Add handler names to the set of known handlers.

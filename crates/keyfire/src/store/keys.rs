@@ -43,6 +43,17 @@ pub fn stable_hash(parts: &[&str]) -> u64 {
     h ^ (h >> 31)
 }
 
+/// Compact task buckets per shard ([`Keys::tasks`]). A bucket of up to 128 tasks is one
+/// listpack in Redis (`hash-max-listpack-entries`), so 8,192 buckets keep a million pending
+/// tasks per shard in listpacks. Part of the key layout: every node must agree on it.
+pub const TASK_BUCKETS: u32 = 8_192;
+
+/// The compact bucket of a task id: [`stable_hash`] of it, salted so that the bucket does
+/// not follow the shard.
+pub fn task_bucket(id: &str) -> u32 {
+    (stable_hash(&["task", id]) % u64::from(TASK_BUCKETS)) as u32
+}
+
 /// The key sets of every shard, plus the meta keys.
 #[derive(Debug, Clone)]
 pub struct Shards {
@@ -159,7 +170,27 @@ impl Keys {
         format!("{}:job:{id}", self.tag)
     }
 
-    /// ZSET of every job id (score 0: ordered by id, for paging).
+    /// HASH of compact pending one-shot tasks: task id → `<generation>|<created ms>|<spec
+    /// JSON without its id>`, one of [`TASK_BUCKETS`] per shard ([`task_bucket`] of the id).
+    /// A task lives here from its creation until its firing is claimed or it is changed:
+    /// then it becomes a job hash ([`Keys::job`]) with an entry in [`Keys::jobs`]. Its
+    /// instant is its entry in [`Keys::due`].
+    pub fn tasks(&self, bucket: u32) -> String {
+        format!("{}:tasks:{bucket}", self.tag)
+    }
+
+    /// The compact bucket ([`Keys::tasks`]) a task id lives in.
+    pub fn task_bucket(&self, id: &str) -> String {
+        self.tasks(task_bucket(id))
+    }
+
+    /// Counter of the compact pending tasks of this shard (they have no [`Keys::jobs`] entry).
+    pub fn task_count(&self) -> String {
+        format!("{}:tasks:count", self.tag)
+    }
+
+    /// ZSET of every job id (score 0: ordered by id, for paging). Compact pending tasks
+    /// ([`Keys::tasks`]) are not in it.
     pub fn jobs(&self) -> String {
         format!("{}:jobs", self.tag)
     }

@@ -15,6 +15,7 @@ mod ops;
 mod records;
 mod scans;
 mod shards;
+mod tasks;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -27,7 +28,8 @@ pub use conn::{
 pub use jobs::Deduped;
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use keys::{
-    CLUSTER_SLOTS, Keys, LimitKeys, Shards, firing_id, parse_firing_id, slot_of, stable_hash,
+    CLUSTER_SLOTS, Keys, LimitKeys, Shards, TASK_BUCKETS, firing_id, parse_firing_id, slot_of,
+    stable_hash, task_bucket,
 };
 pub use limits::{Acquired, Hold, LimitStatus};
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]

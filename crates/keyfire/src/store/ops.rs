@@ -68,19 +68,22 @@ impl Store {
         Ok(reply.get(1).cloned().unwrap_or_default())
     }
 
-    /// Jobs, due firings (by `now_ms`), leases and queued retries, summed over the shards.
+    /// Jobs (compact pending tasks included), due firings (by `now_ms`), leases and queued
+    /// retries, summed over the shards.
     pub async fn totals(&self, now_ms: i64) -> Result<Totals> {
         let mut conn = self.connection();
         let mut t = Totals::default();
         for keys in self.shards().iter() {
-            let (jobs, due, running, retrying): (u64, u64, u64, u64) = redis::pipe()
-                .zcard(keys.jobs())
-                .zcount(keys.due(), "-inf", now_ms)
-                .zcard(keys.running())
-                .zcard(keys.retry())
-                .query_async(&mut conn)
-                .await?;
-            t.jobs += jobs;
+            let (jobs, compact, due, running, retrying): (u64, Option<i64>, u64, u64, u64) =
+                redis::pipe()
+                    .zcard(keys.jobs())
+                    .get(keys.task_count())
+                    .zcount(keys.due(), "-inf", now_ms)
+                    .zcard(keys.running())
+                    .zcard(keys.retry())
+                    .query_async(&mut conn)
+                    .await?;
+            t.jobs += jobs + compact.unwrap_or(0).max(0) as u64;
             t.due += due;
             t.running += running;
             t.retrying += retrying;
@@ -89,7 +92,8 @@ impl Store {
     }
 
     /// For each job id, in order: the given fields of its record and the length of its
-    /// dead-letter list.
+    /// dead-letter list. A compact pending task reads as its job hash would: `status`
+    /// active, `version` 1, no counters.
     pub async fn job_fields(
         &self,
         ids: &[String],
@@ -108,15 +112,25 @@ impl Store {
             for &i in group {
                 pipe.cmd("HMGET").arg(keys.job(&ids[i])).arg(fields);
                 pipe.llen(keys.dead(&ids[i]));
+                pipe.hexists(keys.task_bucket(&ids[i]), &ids[i]);
             }
             let replies: Vec<(Vec<Option<String>>, u64)> = {
                 let flat: Vec<redis::Value> = pipe.query_async(&mut self.connection()).await?;
-                flat.chunks(2)
-                    .map(|pair| {
-                        Ok((
-                            redis::from_redis_value(pair[0].clone())?,
-                            redis::from_redis_value(pair[1].clone())?,
-                        ))
+                flat.chunks(3)
+                    .map(|row| {
+                        let mut hash: Vec<Option<String>> =
+                            redis::from_redis_value(row[0].clone())?;
+                        let compact: bool = redis::from_redis_value(row[2].clone())?;
+                        if compact && hash.iter().all(Option::is_none) {
+                            for (value, name) in hash.iter_mut().zip(fields) {
+                                *value = match *name {
+                                    "status" => Some("active".to_string()),
+                                    "version" => Some("1".to_string()),
+                                    _ => None,
+                                };
+                            }
+                        }
+                        Ok((hash, redis::from_redis_value(row[1].clone())?))
                     })
                     .collect::<std::result::Result<_, redis::ParsingError>>()
                     .map_err(redis::RedisError::from)?

@@ -339,6 +339,8 @@ pub struct StoredSpec {
     pub spec: JobSpec,
     /// Creation instant (ms).
     pub created_ms: i64,
+    /// Read from a compact pending task (its claim reads and expands that record).
+    pub compact: bool,
 }
 
 /// How much history to keep.
@@ -383,6 +385,8 @@ pub struct ClaimArgs<'a> {
     /// Redis's now (or already due), so that its owner arms a timer: the node's timer
     /// horizon. One message per script call; the batch's first value counts.
     pub announce_ms: i64,
+    /// The job was read as a compact pending task: the claim reads and expands its record.
+    pub compact: bool,
 }
 
 #[cfg(test)]

@@ -9,21 +9,25 @@
 -- policies are applied here, atomically. Firings that arrive together are claimed in one
 -- call (fewer round trips). The firing's sentinel key is left alone: its instant has come,
 -- so it has expired (Redis deletes it).
--- KEYS[1] due zset   KEYS[2] running zset
--- then per firing i (base b = 2 + 2 * (i - 1)):
---   KEYS[b+1] job hash   KEYS[b+2] sentinel of the job's next firing
+-- A compact pending task (insert.lua: one field of a bucket hash, no job hash) is expanded
+-- here into its job hash and jobs-index entry, in the HSET that records the claim.
+-- KEYS[1] due zset   KEYS[2] running zset   KEYS[3] jobs index   KEYS[4] compact task counter
+-- then per firing i (base b = 4 + 3 * (i - 1)):
+--   KEYS[b+1] job hash   KEYS[b+2] sentinel of the job's next firing   KEYS[b+3] its compact bucket
 -- ARGV[1] node id   ARGV[2] lease ms   ARGV[3] change channel   ARGV[4] sentinel horizon ms
 -- ARGV[5] timer horizon ms: next firings due within it are announced on the change channel,
 --   one message {op = 'next', id = '', firings = {{id, ms}, ...}} per call, so that their
 --   owners (often another node) arm timers instead of waiting for the sentinel's `expired`
 --   event, which Redis emits late when many keys expire at once (every-second cron jobs)
--- then per firing i (base a = 5 + 9 * (i - 1)):
+-- then per firing i (base a = 5 + 10 * (i - 1)):
 --   ARGV[a+1] job id   ARGV[a+2] instant ms   ARGV[a+3] "<generation>.<version>" of the job the
 --   caller computed with (a job created again after a delete has a new generation)
 --   ARGV[a+4] next firing ms or ""   ARGV[a+5] misfire tolerance ms
 --   ARGV[a+6] "1": the caller applied the misfire policy (take next, run and missed as given)
 --   ARGV[a+7] "1": run this firing, "0": skip it (misfire)   ARGV[a+8] firings to count as missed
 --   ARGV[a+9] overlap policy (allow | forbid | replace)
+--   ARGV[a+10] "1": the caller read the job compact (its bucket is read instead of its hash;
+--     gone from there, the reply is 3 with version 0 and the caller reads it again)
 -- The writes every firing of a call makes to the same key (its due entry removed or moved,
 -- its lease added) go as one command per key for the whole call, and the due entries are
 -- read in one ZMSCORE: a firing costs its job's HMGET and HSET, and its share of the rest.
@@ -34,8 +38,8 @@
 --   3, version: job changed, recompute | 4, now: later than the tolerance, apply the misfire policy
 --   5, 'locked': a run of this firing holds a live lease | 6, 'missed': skipped (misfire policy)
 --   7, running firing: skipped, the previous run still runs (overlap forbid)
-local n = (#KEYS - 2) / 2
-assert(n >= 1 and n == math.floor(n) and #ARGV == 5 + 9 * n, 'claim: wrong arity')
+local n = (#KEYS - 4) / 3
+assert(n >= 1 and n == math.floor(n) and #ARGV == 5 + 10 * n, 'claim: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local node, lease, channel, horizon = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
@@ -46,26 +50,29 @@ local now_s, expiry_s = string.format('%d', now), string.format('%d', now + leas
 local reply, soon = {}, {}
 
 -- Writes held back to go as one command per key: due entries to remove, due entries to
--- move (score, member pairs), leases to add (expiry, member pairs).
-local due_rem, due_add, run_add = {}, {}, {}
+-- move (score, member pairs), leases to add (expiry, member pairs), jobs-index entries of
+-- expanded compact tasks (0, id pairs).
+local due_rem, due_add, run_add, index_add = {}, {}, {}, {}
+local expanded = 0
 local function flush()
   if #due_rem > 0 then redis.call('ZREM', KEYS[1], unpack(due_rem)) end
   if #due_add > 0 then redis.call('ZADD', KEYS[1], unpack(due_add)) end
   if #run_add > 0 then redis.call('ZADD', KEYS[2], unpack(run_add)) end
-  due_rem, due_add, run_add = {}, {}, {}
+  if #index_add > 0 then redis.call('ZADD', KEYS[3], unpack(index_add)) end
+  due_rem, due_add, run_add, index_add = {}, {}, {}, {}
 end
 
 -- Every firing's due entry, read at once (a job met again is read again, after a flush).
 local scores
 do
   local ids = {}
-  for i = 1, n do ids[i] = ARGV[5 + 9 * (i - 1) + 1] end
+  for i = 1, n do ids[i] = ARGV[5 + 10 * (i - 1) + 1] end
   scores = redis.call('ZMSCORE', KEYS[1], unpack(ids))
 end
 local met = {}
 
-local function claim(i, job, next_sentinel, id, at_s, version, nxt, tolerance, applied, run,
-                     missed, overlap)
+local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tolerance, applied,
+                     run, missed, overlap, compact)
   -- An instant in ms is an integer below 2^53: Redis writes its score as those digits, so
   -- the texts compare (the caller writes the instant the same way).
   local score = scores[i]
@@ -77,7 +84,19 @@ local function claim(i, job, next_sentinel, id, at_s, version, nxt, tolerance, a
   if score ~= at_s then return 0, 'stale' end
   local at = tonumber(at_s)
   if at > now then return 2, at - now end
-  local fields = redis.call('HMGET', job, 'version', 'active', 'gen', 'runs')
+  local fields
+  -- A compact task's record: the fields its job hash gets when it is expanded.
+  local record = nil
+  if compact == '1' then
+    local rec = redis.call('HGET', bucket, id)
+    if not rec then return 3, '0' end
+    local g, c, s = string.match(rec, '^(%d+)|(%d+)|(.*)$')
+    fields = {'1', false, g, '0'}
+    record = {'created', c, 'gen', g, 'spec', '{"id":"' .. id .. '",' .. string.sub(s, 2),
+      'version', '1', 'updated', c, 'once', '1'}
+  else
+    fields = redis.call('HMGET', job, 'version', 'active', 'gen', 'runs')
+  end
   if (fields[3] or '0') .. '.' .. (fields[1] or '0') ~= version then return 3, fields[1] or '0' end
   if applied ~= '1' and at < now - tonumber(tolerance) then return 4, now end
 
@@ -86,8 +105,19 @@ local function claim(i, job, next_sentinel, id, at_s, version, nxt, tolerance, a
   -- fields (one HSET).
   local function advance(run_fields)
     local f = {'next', nxt, 'last', at_s}
-    if nxt == '' then f[#f + 1], f[#f + 2] = 'status', 'finished' end
+    if nxt == '' then
+      f[#f + 1], f[#f + 2] = 'status', 'finished'
+    elseif record then
+      f[#f + 1], f[#f + 2] = 'status', 'active'
+    end
     for _, v in ipairs(run_fields) do f[#f + 1] = v end
+    if record then
+      for _, v in ipairs(record) do f[#f + 1] = v end
+      redis.call('HDEL', bucket, id)
+      index_add[#index_add + 1] = 0
+      index_add[#index_add + 1] = id
+      expanded = expanded + 1
+    end
     redis.call('HSET', job, unpack(f))
     if nxt == '' then
       due_rem[#due_rem + 1] = id
@@ -138,15 +168,16 @@ local function claim(i, job, next_sentinel, id, at_s, version, nxt, tolerance, a
 end
 
 for i = 1, n do
-  local b = 2 + 2 * (i - 1)
-  local a = 5 + 9 * (i - 1)
-  local code, arg = claim(i, KEYS[b + 1], KEYS[b + 2],
+  local b = 4 + 3 * (i - 1)
+  local a = 5 + 10 * (i - 1)
+  local code, arg = claim(i, KEYS[b + 1], KEYS[b + 2], KEYS[b + 3],
     ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7],
-    ARGV[a + 8], ARGV[a + 9])
+    ARGV[a + 8], ARGV[a + 9], ARGV[a + 10])
   reply[#reply + 1] = code
   reply[#reply + 1] = arg
 end
 flush()
+if expanded > 0 then redis.call('DECRBY', KEYS[4], expanded) end
 if #soon > 0 then
   redis.call('PUBLISH', channel, cjson.encode({op = 'next', id = '', firings = soon}))
 end

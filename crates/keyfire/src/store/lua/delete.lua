@@ -6,12 +6,22 @@
 -- KEYS[1] job hash   KEYS[2] due zset   KEYS[3] jobs index   KEYS[4] sentinel of the next firing
 -- KEYS[5] run history list   KEYS[6] dead letters list   KEYS[7] done zset
 -- KEYS[8] retry zset   KEYS[9] running zset   KEYS[10] attempts hash
+-- KEYS[11] the job's compact bucket hash   KEYS[12] compact task counter
+--   (a compact pending task has no job hash, history, runs or retries: its bucket field,
+--   due entry and sentinel are all there is)
 -- ARGV[1] job id   ARGV[2] change channel   ARGV[3] "1": only if finished (retention cleanup)
 -- Reply: 1 deleted, 0 no such job (or not finished, with ARGV[3]).
 -- Cost: a scan of the retry and running ZSETs (pending retries and runs in progress).
-assert(#KEYS == 10 and #ARGV == 3, 'delete: wrong arity')
+assert(#KEYS == 12 and #ARGV == 3, 'delete: wrong arity')
 redis.call('ZREM', KEYS[7], ARGV[1])
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  if ARGV[3] == '1' or redis.call('HDEL', KEYS[11], ARGV[1]) == 0 then return 0 end
+  redis.call('DECR', KEYS[12])
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  redis.call('DEL', KEYS[4])
+  redis.call('PUBLISH', ARGV[2], cjson.encode({op = 'delete', id = ARGV[1]}))
+  return 1
+end
 if ARGV[3] == '1' and redis.call('HGET', KEYS[1], 'status') ~= 'finished' then return 0 end
 redis.call('DEL', KEYS[1], KEYS[4], KEYS[5], KEYS[6])
 redis.call('ZREM', KEYS[2], ARGV[1])

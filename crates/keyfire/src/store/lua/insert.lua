@@ -1,11 +1,14 @@
 -- Create many new jobs of one shard at once: the bulk path of Client::enqueue_many. Each job
 -- gets exactly the record upsert.lua writes for a job that does not exist yet (G4: its first
--- firing is scheduled in the same step), but in one HSET, with one ZADD into the due ZSET and
--- one into the jobs index for the whole batch, and one change message for the jobs due soon
--- (not one script call and one message per job). A job whose id exists already is left as
--- it is.
--- KEYS[1] due zset   KEYS[2] jobs index   KEYS[3] generation counter
--- then per job i (base b = 3 + 2 * (i - 1)): KEYS[b+1] job hash   KEYS[b+2] sentinel of its first firing
+-- firing is scheduled in the same step), but with one ZADD into the due ZSET for the whole
+-- batch and one change message for the jobs due soon (not one script call and one message
+-- per job). A pending one-shot task is written compact: one field of its bucket hash
+-- (`<generation>|<created ms>|<spec JSON without its id>`), no job hash and no jobs-index
+-- entry (the claim of its firing expands it; see claim.lua). A job whose id exists already
+-- (either form) is left as it is.
+-- KEYS[1] due zset   KEYS[2] jobs index   KEYS[3] generation counter   KEYS[4] compact task counter
+-- then per job i (base b = 4 + 3 * (i - 1)): KEYS[b+1] job hash   KEYS[b+2] sentinel of its
+--   first firing   KEYS[b+3] its compact bucket hash
 -- ARGV[1] change channel   ARGV[2] creation instant ms   ARGV[3] sentinel horizon ms
 -- then per job i (base a = 3 + 4 * (i - 1)):
 --   ARGV[a+1] job id   ARGV[a+2] spec JSON   ARGV[a+3] first firing ms or ""
@@ -15,27 +18,36 @@
 -- a past instant gives no `expired` event, so their owners claim them from this message).
 -- `id` is empty so that a node that does not know `created` ignores the message.
 -- Reply: the ids created.
-local n = (#KEYS - 3) / 2
+local n = (#KEYS - 4) / 3
 assert(n >= 1 and n == math.floor(n) and #ARGV == 3 + 4 * n, 'insert: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local channel, created_ms, horizon = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local gen = tonumber(redis.call('GET', KEYS[3]) or '0')
 local due, index, soon, created = {}, {}, {}, {}
+local compact = 0
 
 for i = 1, n do
-  local b = 3 + 2 * (i - 1)
+  local b = 4 + 3 * (i - 1)
   local a = 3 + 4 * (i - 1)
-  local job, sentinel = KEYS[b + 1], KEYS[b + 2]
+  local job, sentinel, bucket = KEYS[b + 1], KEYS[b + 2], KEYS[b + 3]
   local id, spec, nxt, once = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
-  if redis.call('HEXISTS', job, 'version') == 0 then
+  if redis.call('HEXISTS', job, 'version') == 0 and redis.call('HEXISTS', bucket, id) == 0 then
     gen = gen + 1
-    local status = 'active'
-    if nxt == '' then status = 'finished' end
-    redis.call('HSET', job, 'created', created_ms, 'gen', gen, 'spec', spec, 'version', 1,
-      'status', status, 'next', nxt, 'updated', now, 'once', once)
-    index[#index + 1] = 0
-    index[#index + 1] = id
+    -- The spec JSON starts with its id (serde writes fields in order; ids hold no character
+    -- JSON escapes): the compact form leaves it out.
+    local head = '{"id":"' .. id .. '",'
+    if once == '1' and nxt ~= '' and string.sub(spec, 1, #head) == head then
+      redis.call('HSET', bucket, id, gen .. '|' .. created_ms .. '|{' .. string.sub(spec, #head + 1))
+      compact = compact + 1
+    else
+      local status = 'active'
+      if nxt == '' then status = 'finished' end
+      redis.call('HSET', job, 'created', created_ms, 'gen', gen, 'spec', spec, 'version', 1,
+        'status', status, 'next', nxt, 'updated', now, 'once', once)
+      index[#index + 1] = 0
+      index[#index + 1] = id
+    end
     if nxt ~= '' then
       local at = tonumber(nxt)
       due[#due + 1] = at
@@ -58,8 +70,9 @@ local function zadd(key, args)
 end
 if #created > 0 then
   redis.call('SET', KEYS[3], gen)
-  zadd(KEYS[2], index)
-  zadd(KEYS[1], due)
+  if #index > 0 then zadd(KEYS[2], index) end
+  if #due > 0 then zadd(KEYS[1], due) end
+  if compact > 0 then redis.call('INCRBY', KEYS[4], compact) end
 end
 if #soon > 0 then
   redis.call('PUBLISH', channel, cjson.encode({op = 'created', id = '', firings = soon}))
