@@ -185,7 +185,8 @@ pub(super) async fn get_job(
     Ok(job_response(StatusCode::OK, &record))
 }
 
-/// List jobs in id order, filtered by status and handler, a page at a time.
+/// List jobs, filtered by status and handler, a page at a time: jobs in id order, then the
+/// one-shot tasks still waiting for their firing (stored compact, listed in storage order).
 #[utoipa::path(
     get,
     path = "/v1/jobs",

@@ -163,7 +163,7 @@ impl JobView {
 /// A page of jobs.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct JobList {
-    /// Jobs in id order.
+    /// Jobs in id order, then one-shot tasks still waiting for their firing (in storage order).
     pub jobs: Vec<JobView>,
     /// Pass as `after` for the next page; null on the last page.
     pub next_cursor: Option<String>,

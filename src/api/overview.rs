@@ -60,7 +60,7 @@ pub struct Overview {
 pub struct JobCounts {
     /// Every job under the prefix.
     pub total: u64,
-    /// Jobs read for the counts and totals (at most 10,000, in id order).
+    /// Jobs read for the counts and totals (at most 10,000, in listing order).
     pub scanned: u64,
     /// Whether every job was read (`scanned == total`).
     pub complete: bool,

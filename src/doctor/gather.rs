@@ -121,12 +121,14 @@ pub async fn gather_data<C: ConnectionLike>(conn: &mut C, facts: &mut Facts) {
         .unwrap_or(1);
     let mut jobs = 0;
     for shard in Shards::new(&facts.prefix, stored).iter() {
-        match redis::cmd("ZCARD")
-            .arg(shard.jobs())
-            .query_async::<u64>(conn)
+        // Jobs in the index, plus the compact pending tasks (not in it).
+        match redis::pipe()
+            .zcard(shard.jobs())
+            .get(shard.task_count())
+            .query_async::<(u64, Option<i64>)>(conn)
             .await
         {
-            Ok(n) => jobs += n,
+            Ok((n, compact)) => jobs += n + compact.unwrap_or(0).max(0) as u64,
             Err(_) => return,
         }
     }
