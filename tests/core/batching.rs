@@ -37,6 +37,7 @@ async fn args_for<'a>(
         overlap: "allow",
         announce_ms: 0,
         compact: stored.compact,
+        blind: false,
     }
 }
 

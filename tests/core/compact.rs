@@ -230,3 +230,90 @@ async fn tasks_of_the_earlier_layout_fire_beside_compact_ones() {
     crate::support::assert_exactly_once(&w.recorder.seen(), 100);
     assert_eq!(compact_count(&w).await, 0);
 }
+
+/// Calls of each Redis command since the last `CONFIG RESETSTAT`.
+async fn command_calls(w: &World) -> std::collections::BTreeMap<String, u64> {
+    let text: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut w.conn().await)
+        .await
+        .unwrap();
+    keyfire::store::parse_info(&text)
+        .into_iter()
+        .filter_map(|(k, v)| {
+            let name = k.strip_prefix("cmdstat_")?.to_string();
+            let calls = v
+                .split(',')
+                .find_map(|p| p.strip_prefix("calls="))?
+                .parse()
+                .ok()?;
+            Some((name, calls))
+        })
+        .collect()
+}
+
+/// A compact task's firing is claimed blind: the claim finds its record and replies with it,
+/// so the node reads no spec first. Redis then runs one `HGET` per firing (the claim's),
+/// where reading the spec first would take a second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compact_task_is_claimed_without_reading_its_spec_first() {
+    let w = World::new().await;
+    let client = w.client().await;
+    let _node = w.node("a").await;
+    let n = 300;
+    let now = w.redis_ms().await;
+    let specs: Vec<JobSpec> = (0..n)
+        .map(|i| {
+            let at = DateTime::from_timestamp_millis(now + 1_500 + i * 3).unwrap();
+            JobSpec::at(format!("b{i}"), at, "rec")
+        })
+        .collect();
+    client.enqueue_many(specs).await.unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(&mut w.conn().await)
+        .await
+        .unwrap();
+    w.recorder
+        .wait_count(n as usize, Duration::from_secs(20))
+        .await;
+    w.wait_idle(Duration::from_secs(10)).await;
+    crate::support::assert_exactly_once(&w.recorder.seen(), n as usize);
+    let calls = command_calls(&w).await;
+    eprintln!("commands for {n} firings: {calls:?}");
+    let hget = calls.get("hget").copied().unwrap_or(0);
+    assert!(
+        hget >= n as u64 && hget < n as u64 * 3 / 2,
+        "{hget} HGETs for {n} firings: {calls:?}"
+    );
+    assert_eq!(calls.get("hmget").copied().unwrap_or(0), 0, "{calls:?}");
+}
+
+/// A blind claim leaves a task found later than its misfire tolerance to the full protocol,
+/// which reads it and applies its misfire policy: `fire_once` runs it, `skip` records it as
+/// missed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_compact_task_meets_its_misfire_policy() {
+    let w = World::new().await;
+    let client = w.client().await;
+    let past = DateTime::from_timestamp_millis(w.redis_ms().await - 60_000).unwrap();
+    client
+        .enqueue(JobSpec::at("runs", past, "rec"))
+        .await
+        .unwrap();
+    let mut skip = JobSpec::at("skips", past, "rec");
+    skip.misfire = Some("skip".into());
+    client.enqueue(skip).await.unwrap();
+    assert_eq!(layout(&w, "skips").await, COMPACT);
+    let _node = w.node("a").await;
+    w.recorder.wait_count(1, Duration::from_secs(10)).await;
+    w.wait_idle(Duration::from_secs(5)).await;
+    let seen = w.recorder.seen();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].job_id, "runs");
+    let skipped = client.get("skips").await.unwrap();
+    assert_eq!(
+        (skipped.status, skipped.runs, skipped.missed),
+        (JobStatus::Finished, 0, 1)
+    );
+}

@@ -65,7 +65,11 @@ impl Store {
                 .arg(if a.run { "1" } else { "0" })
                 .arg(a.missed)
                 .arg(a.overlap)
-                .arg(if a.compact { "1" } else { "0" });
+                .arg(match (a.blind, a.compact) {
+                    (true, _) => "2",
+                    (false, true) => "1",
+                    (false, false) => "0",
+                });
         }
         let flat: Vec<Value> = inv.invoke_async(&mut self.conn.clone()).await?;
         self.replicate(k).await;

@@ -141,7 +141,8 @@ impl Store {
             .arg(self.keys().changes())
             .arg(created_ms)
             .arg(if once { "1" } else { "0" })
-            .arg(self.horizon_ms);
+            .arg(self.horizon_ms)
+            .arg(spec.misfire_tolerance_or_default());
         if let Some((dedup, stale)) = dedup {
             inv.key(k.dedup(&dedup.name))
                 .arg(dedup.window_ms)
@@ -183,7 +184,8 @@ impl Store {
                         .arg(id)
                         .arg(serde_json::to_string(spec)?)
                         .arg(next.map(|n| n.to_string()).unwrap_or_default())
-                        .arg(if spec.at.is_some() { "1" } else { "0" });
+                        .arg(if spec.at.is_some() { "1" } else { "0" })
+                        .arg(spec.misfire_tolerance_or_default());
                 }
                 calls.push(inv);
             }
