@@ -37,7 +37,6 @@ async fn args_for<'a>(
         overlap: "allow",
         announce_ms: 0,
         compact: stored.compact,
-        blind: false,
     }
 }
 

@@ -330,7 +330,6 @@ async fn a_stale_run_cannot_complete_a_replay_of_its_firing() {
         overlap: "allow",
         announce_ms: 0,
         compact: stored.compact,
-        blind: false,
     };
     let claimed = store.claim(&args).await.unwrap();
     assert!(

@@ -271,7 +271,6 @@ async fn a_lease_names_its_claim_instant() {
             overlap: "allow",
             announce_ms: 0,
             compact: stored.compact,
-            blind: false,
         })
         .await
         .unwrap();

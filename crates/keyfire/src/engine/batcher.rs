@@ -9,9 +9,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::Inner;
 use super::claim::{ClaimGuard, Kind, Source, Step};
-use super::misfire::MisfirePlan;
 use super::specs::CachedJob;
-use crate::store::{ClaimArgs, ClaimReply};
+use crate::store::ClaimArgs;
 
 /// Most scheduled claims sent in one script call.
 const CLAIM_BATCH: usize = 128;
@@ -91,104 +90,63 @@ impl Inner {
     }
 
     pub(super) async fn claim_batch(self: &Arc<Self>, batch: Vec<ClaimRequest>) {
-        // A job whose spec the cache holds is claimed at the version it holds. The others (a
-        // one-shot task's, nearly always) are claimed blind: the script claims a compact
-        // task as it finds it and replies with its record, so its spec costs no read.
-        let cached: Vec<Option<Arc<CachedJob>>> = batch
+        // The specs the cache lacks (a one-shot task's, always) in one round trip.
+        let ids: Vec<&str> = batch.iter().map(|r| r.guard.job_id()).collect();
+        let specs = match self.specs(&ids).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading job specs failed; the sweeper retries");
+                vec![None; batch.len()]
+            }
+        };
+        drop(ids);
+        let mut items: Vec<(ClaimRequest, Arc<CachedJob>)> = Vec::with_capacity(batch.len());
+        for (req, spec) in batch.into_iter().zip(specs) {
+            match spec {
+                Some(cached) => items.push((req, cached)),
+                // Gone or not valid: the request (and its guard) is dropped.
+                None => drop(req),
+            }
+        }
+        let args: Vec<ClaimArgs> = items
             .iter()
-            .map(|r| self.specs.get(r.guard.job_id()))
-            .collect();
-        let args: Vec<ClaimArgs> = batch
-            .iter()
-            .zip(&cached)
-            .map(|(r, c)| match c {
-                Some(c) => self.claim_args(r.guard.job_id(), r.guard.at_ms(), c, None),
-                None => self.blind_claim_args(r.guard.job_id(), r.guard.at_ms()),
-            })
+            .map(|(r, c)| self.claim_args(r.guard.job_id(), r.guard.at_ms(), c, None))
             .collect();
         let replies = self.store.claim_many(&args).await;
         drop(args);
         let replies = match replies {
             Ok(r) => r,
             Err(e) => {
-                tracing::warn!(error = %e, n = batch.len(), "batch claim failed; the sweeper retries");
+                tracing::warn!(error = %e, n = items.len(), "batch claim failed; the sweeper retries");
                 return;
             }
         };
-        for ((req, cached), reply) in batch.into_iter().zip(cached).zip(replies) {
+        for ((req, cached), reply) in items.into_iter().zip(replies) {
             let ClaimRequest {
                 guard,
                 source,
                 permit,
             } = req;
-            let (cached, reply) = match (cached, reply) {
-                (Some(c), reply) => (c, reply),
-                (None, ClaimReply::ClaimedBlind { now_ms, record }) => {
-                    match self.blind_claimed(guard.job_id(), &record) {
-                        Some(c) => (c, ClaimReply::Claimed { now_ms, attempt: 1 }),
-                        // Claimed but not runnable here: its lease runs out and a takeover
-                        // (with a fresh read of the job) deals with it.
-                        None => continue,
-                    }
-                }
-                (None, ClaimReply::Early { wait_ms }) => {
-                    self.retry_when_due(guard.job_id(), guard.at_ms(), Kind::Scheduled, wait_ms);
-                    continue;
-                }
-                (None, ClaimReply::Stale | ClaimReply::Locked | ClaimReply::Dropped) => {
-                    self.count_conflict();
-                    continue;
-                }
-                // Not a compact task on time (a job, a changed or late task): the one-firing
-                // protocol reads the job and claims it.
-                (None, _) => {
-                    self.claim_in_full(guard, source, permit, None);
-                    continue;
-                }
-            };
             match self.on_claim_reply(guard.job_id(), guard.at_ms(), cached, reply, 0) {
                 Step::Claimed(claimed) => {
                     drop(guard);
                     self.start_run(permit, claimed, Kind::Scheduled, source);
                 }
                 Step::Done => {}
-                // Rare (the job changed, or a misfire): the one-firing protocol finishes it.
-                Step::Again(plan) => self.claim_in_full(guard, source, permit, plan),
-            }
-        }
-    }
-
-    /// Finish a scheduled claim with the one-firing protocol (it reads the job), in a task.
-    fn claim_in_full(
-        self: &Arc<Self>,
-        guard: ClaimGuard,
-        source: Source,
-        permit: OwnedSemaphorePermit,
-        plan: Option<MisfirePlan>,
-    ) {
-        let me = self.clone();
-        self.runs.spawn(async move {
-            let claimed = me.try_claim(guard.job_id(), guard.at_ms(), plan).await;
-            let job_id = guard.job_id().to_string();
-            drop(guard);
-            match claimed {
-                Ok(Some(c)) => me.start_run(permit, c, Kind::Scheduled, source),
-                Ok(None) => {}
-                Err(e) => {
-                    tracing::warn!(job = %job_id, error = %e, "claim failed; the sweeper retries")
+                Step::Again(plan) => {
+                    // Rare (the job changed, or a misfire): the one-firing protocol finishes it.
+                    let me = self.clone();
+                    self.runs.spawn(async move {
+                        let claimed = me.try_claim(guard.job_id(), guard.at_ms(), plan).await;
+                        let job_id = guard.job_id().to_string();
+                        drop(guard);
+                        match claimed {
+                            Ok(Some(c)) => me.start_run(permit, c, Kind::Scheduled, source),
+                            Ok(None) => {}
+                            Err(e) => tracing::warn!(job = %job_id, error = %e, "claim failed; the sweeper retries"),
+                        }
+                    });
                 }
-            }
-        });
-    }
-
-    /// The spec a blind claim replied with, validated and cached; None (logged) when it does
-    /// not decode or validate.
-    fn blind_claimed(&self, job_id: &str, record: &str) -> Option<Arc<CachedJob>> {
-        match self.store.compact_spec(job_id, record) {
-            Ok(stored) => self.specs.insert(job_id, stored),
-            Err(e) => {
-                tracing::error!(job = job_id, error = %e, "a claimed task's record does not decode; not running it");
-                None
             }
         }
     }

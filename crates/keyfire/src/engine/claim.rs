@@ -186,35 +186,6 @@ impl Inner {
             overlap: job.overlap.as_str(),
             announce_ms: Inner::ms(self.settings.timer_horizon),
             compact: cached.compact,
-            blind: false,
-        }
-    }
-
-    /// A claim found the firing claimed already, locked, or its job gone.
-    pub(super) fn count_conflict(&self) {
-        Inner::bump(&self.stats.stale);
-        metrics::counter!(name::CONFLICTS, "node" => self.id.clone()).increment(1);
-    }
-
-    /// The claim script's arguments for a blind claim of the firing `at_ms`: the job is not
-    /// read first (see `ClaimArgs::blind`).
-    pub(super) fn blind_claim_args<'a>(&'a self, job_id: &'a str, at_ms: i64) -> ClaimArgs<'a> {
-        ClaimArgs {
-            job_id,
-            at_ms,
-            version: 0,
-            generation: 0,
-            next_ms: None,
-            node: &self.id,
-            lease_ms: Inner::ms(self.settings.lease),
-            tolerance_ms: 0,
-            misfire_applied: false,
-            run: true,
-            missed: 0,
-            overlap: "allow",
-            announce_ms: Inner::ms(self.settings.timer_horizon),
-            compact: false,
-            blind: true,
         }
     }
 
@@ -283,12 +254,8 @@ impl Inner {
                 Step::Done
             }
             ClaimReply::Stale | ClaimReply::Locked | ClaimReply::Dropped => {
-                self.count_conflict();
-                Step::Done
-            }
-            // Replies to blind claims only (the batcher's): never to a claim with a version.
-            ClaimReply::Unknown | ClaimReply::ClaimedBlind { .. } => {
-                tracing::error!(job = job_id, at = at_ms, ?reply, "unexpected claim reply");
+                Inner::bump(&self.stats.stale);
+                metrics::counter!(name::CONFLICTS, "node" => self.id.clone()).increment(1);
                 Step::Done
             }
         }

@@ -106,4 +106,31 @@ impl Inner {
         };
         Ok(self.specs.insert(job_id, stored))
     }
+
+    /// The specs of several jobs: cached ones from the cache, the others in one round trip.
+    pub(super) async fn specs(
+        &self,
+        job_ids: &[&str],
+    ) -> crate::Result<Vec<Option<Arc<CachedJob>>>> {
+        let mut out: Vec<Option<Arc<CachedJob>>> =
+            job_ids.iter().map(|id| self.specs.get(id)).collect();
+        let missing: Vec<&str> = job_ids
+            .iter()
+            .zip(&out)
+            .filter(|(_, c)| c.is_none())
+            .map(|(id, _)| *id)
+            .collect();
+        if missing.is_empty() {
+            return Ok(out);
+        }
+        let mut loaded = self.store.job_specs(&missing).await?.into_iter();
+        for (slot, id) in out.iter_mut().zip(job_ids) {
+            if slot.is_none()
+                && let Some(Some(stored)) = loaded.next()
+            {
+                *slot = self.specs.insert(id, stored);
+            }
+        }
+        Ok(out)
+    }
 }

@@ -162,15 +162,6 @@ pub(super) fn validate_id(id: &str) -> Result<(), ValidationError> {
 }
 
 impl JobSpec {
-    /// The misfire tolerance in ms: as given, or the default (a spec that does not parse
-    /// cannot have been stored: validation parses it first).
-    pub(crate) fn misfire_tolerance_or_default(&self) -> i64 {
-        self.misfire_tolerance
-            .as_deref()
-            .and_then(|t| super::validation::duration_ms("misfire_tolerance", t).ok())
-            .unwrap_or(super::DEFAULT_MISFIRE_TOLERANCE_MS)
-    }
-
     /// A cron job (5 or 6 fields, or a macro) in UTC; set [`JobSpec::tz`] for a zone.
     pub fn cron(
         id: impl Into<String>,

@@ -65,11 +65,7 @@ impl Store {
                 .arg(if a.run { "1" } else { "0" })
                 .arg(a.missed)
                 .arg(a.overlap)
-                .arg(match (a.blind, a.compact) {
-                    (true, _) => "2",
-                    (false, true) => "1",
-                    (false, false) => "0",
-                });
+                .arg(if a.compact { "1" } else { "0" });
         }
         let flat: Vec<Value> = inv.invoke_async(&mut self.conn.clone()).await?;
         self.replicate(k).await;

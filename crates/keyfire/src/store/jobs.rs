@@ -141,8 +141,7 @@ impl Store {
             .arg(self.keys().changes())
             .arg(created_ms)
             .arg(if once { "1" } else { "0" })
-            .arg(self.horizon_ms)
-            .arg(spec.misfire_tolerance_or_default());
+            .arg(self.horizon_ms);
         if let Some((dedup, stale)) = dedup {
             inv.key(k.dedup(&dedup.name))
                 .arg(dedup.window_ms)
@@ -184,8 +183,7 @@ impl Store {
                         .arg(id)
                         .arg(serde_json::to_string(spec)?)
                         .arg(next.map(|n| n.to_string()).unwrap_or_default())
-                        .arg(if spec.at.is_some() { "1" } else { "0" })
-                        .arg(spec.misfire_tolerance_or_default());
+                        .arg(if spec.at.is_some() { "1" } else { "0" });
                 }
                 calls.push(inv);
             }

@@ -220,7 +220,7 @@ pub enum Fate {
 }
 
 /// The reply of the claim script.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClaimReply {
     /// This node holds the firing; `now_ms` is Redis time at the claim.
     Claimed {
@@ -254,15 +254,6 @@ pub enum ClaimReply {
     Overlapped,
     /// Dropped: the job is paused or gone.
     Dropped,
-    /// A blind claim found no compact task due within its tolerance: read the job, claim again.
-    Unknown,
-    /// A blind claim claimed a compact task (attempt 1): its record, as it was.
-    ClaimedBlind {
-        /// Redis time of the claim.
-        now_ms: i64,
-        /// The compact record (see `Store::compact_spec`).
-        record: String,
-    },
 }
 
 fn parse_err(what: &str, v: &Value) -> ParsingError {
@@ -295,15 +286,6 @@ impl FromRedisValue for ClaimReply {
             6 => ClaimReply::Missed,
             7 => ClaimReply::Overlapped,
             8 => ClaimReply::Dropped,
-            9 => ClaimReply::Unknown,
-            10 => {
-                let text = String::from_redis_value_ref(arg)?;
-                let (now, record) = text.split_once('|').ok_or_else(|| parse_err("claim", &v))?;
-                ClaimReply::ClaimedBlind {
-                    now_ms: now.parse().map_err(|_| parse_err("claim", &v))?,
-                    record: record.to_string(),
-                }
-            }
             _ => return Err(parse_err("claim", &v)),
         })
     }
@@ -405,11 +387,6 @@ pub struct ClaimArgs<'a> {
     pub announce_ms: i64,
     /// The job was read as a compact pending task: the claim reads and expands its record.
     pub compact: bool,
-    /// The job was not read: claim it if it is a compact pending task due within its misfire
-    /// tolerance ([`ClaimReply::ClaimedBlind`], with its record), else
-    /// [`ClaimReply::Unknown`]. `version`, `generation`, `next_ms`, `tolerance_ms` and
-    /// `overlap` are not used.
-    pub blind: bool,
 }
 
 #[cfg(test)]

@@ -15,8 +15,7 @@ script!(EXPAND, "expand.lua");
 /// Buckets read per round trip while listing compact tasks.
 const LIST_BUCKETS: u32 = 1_024;
 
-/// A compact task's record (`<generation>|<created ms>|<misfire tolerance ms>|<spec JSON
-/// without its id>`), read.
+/// A compact task's record (`<generation>|<created ms>|<spec JSON without its id>`), read.
 #[derive(Debug, Clone)]
 pub(super) struct Compact {
     pub(super) generation: u64,
@@ -28,7 +27,7 @@ impl Compact {
     /// Decode the record of task `id`.
     pub(super) fn decode(id: &str, record: &str) -> Result<Self> {
         let corrupt = || Error::Corrupt(format!("compact task '{id}': record '{record}'"));
-        let mut parts = record.splitn(4, '|');
+        let mut parts = record.splitn(3, '|');
         let generation = parts
             .next()
             .and_then(|g| g.parse().ok())
@@ -37,8 +36,6 @@ impl Compact {
             .next()
             .and_then(|c| c.parse().ok())
             .ok_or_else(corrupt)?;
-        // The misfire tolerance is there for the claim script; the spec says it too.
-        parts.next().ok_or_else(corrupt)?;
         let rest = parts
             .next()
             .and_then(|s| s.strip_prefix('{'))
@@ -75,18 +72,6 @@ impl Compact {
 }
 
 impl Store {
-    /// The spec of a compact task as a blind claim replied it (its record).
-    pub fn compact_spec(&self, id: &str, record: &str) -> Result<StoredSpec> {
-        let c = Compact::decode(id, record)?;
-        Ok(StoredSpec {
-            version: 1,
-            generation: c.generation,
-            spec: c.spec,
-            created_ms: c.created_ms,
-            compact: true,
-        })
-    }
-
     /// Expand a compact pending task into its job hash (nothing to do for a job hash or no
     /// job), so a change that works on job hashes applies to it. Returns whether it did.
     pub async fn expand(&self, id: &str) -> Result<bool> {

@@ -28,11 +28,6 @@
 --   ARGV[a+9] overlap policy (allow | forbid | replace)
 --   ARGV[a+10] "1": the caller read the job compact (its bucket is read instead of its hash;
 --     gone from there, the reply is 3 with version 0 and the caller reads it again)
---     "2": blind, the caller has not read the job: claim it if it is a compact task (its
---     record is the job's current version; a change expands it away) due within its misfire
---     tolerance, replying 10 with "<now>|<record>"; otherwise reply 9 and the caller reads
---     the job and claims with the version it read. Blind claims save a compact task's
---     firing the read of its spec: the claim replies with it.
 -- The writes every firing of a call makes to the same key (its due entry removed or moved,
 -- its lease added) go as one command per key for the whole call, and the due entries are
 -- read in one ZMSCORE: a firing costs its job's HMGET and HSET, and its share of the rest.
@@ -43,8 +38,6 @@
 --   3, version: job changed, recompute | 4, now: later than the tolerance, apply the misfire policy
 --   5, 'locked': a run of this firing holds a live lease | 6, 'missed': skipped (misfire policy)
 --   7, running firing: skipped, the previous run still runs (overlap forbid)
---   9, 'unknown': blind, and not a compact task on time: read the job, claim again
---   10, "<now>|<record>": blind, claimed (the compact record, as it was)
 local n = (#KEYS - 4) / 3
 assert(n >= 1 and n == math.floor(n) and #ARGV == 5 + 10 * n, 'claim: wrong arity')
 local t = redis.call('TIME')
@@ -94,18 +87,10 @@ local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tole
   local fields
   -- A compact task's record: the fields its job hash gets when it is expanded.
   local record = nil
-  local blind = nil
-  if compact ~= '0' then
+  if compact == '1' then
     local rec = redis.call('HGET', bucket, id)
-    if not rec then
-      if compact == '2' then return 9, 'unknown' end
-      return 3, '0'
-    end
-    local g, c, tol, s = string.match(rec, '^(%d+)|(%d+)|(%d+)|(.*)$')
-    if compact == '2' then
-      if at < now - tonumber(tol) then return 9, 'unknown' end
-      version, blind, tolerance = g .. '.1', rec, tol
-    end
+    if not rec then return 3, '0' end
+    local g, c, s = string.match(rec, '^(%d+)|(%d+)|(.*)$')
     fields = {'1', false, g, '0'}
     record = {'created', c, 'gen', g, 'spec', '{"id":"' .. id .. '",' .. string.sub(s, 2),
       'version', '1', 'updated', c, 'once', '1'}
@@ -179,7 +164,6 @@ local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tole
   if replaced then
     redis.call('PUBLISH', channel, cjson.encode({op = 'cancel', id = id, firing = replaced}))
   end
-  if blind then return 10, now_s .. '|' .. blind end
   return 1, now
 end
 

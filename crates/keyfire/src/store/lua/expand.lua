@@ -9,7 +9,7 @@ assert(#KEYS == 5 and #ARGV == 1, 'expand: wrong arity')
 local id = ARGV[1]
 local rec = redis.call('HGET', KEYS[2], id)
 if not rec or redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-local g, c, _, s = string.match(rec, '^(%d+)|(%d+)|(%d+)|(.*)$')
+local g, c, s = string.match(rec, '^(%d+)|(%d+)|(.*)$')
 redis.call('HSET', KEYS[1], 'created', c, 'gen', g, 'spec', '{"id":"' .. id .. '",' .. string.sub(s, 2),
   'version', 1, 'status', 'active', 'next', redis.call('ZSCORE', KEYS[3], id) or '',
   'updated', c, 'once', '1')

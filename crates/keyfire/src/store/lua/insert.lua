@@ -3,23 +3,23 @@
 -- firing is scheduled in the same step), but with one ZADD into the due ZSET for the whole
 -- batch and one change message for the jobs due soon (not one script call and one message
 -- per job). A pending one-shot task is written compact: one field of its bucket hash
--- (`<generation>|<created ms>|<misfire tolerance ms>|<spec JSON without its id>`), no job hash and no jobs-index
+-- (`<generation>|<created ms>|<spec JSON without its id>`), no job hash and no jobs-index
 -- entry (the claim of its firing expands it; see claim.lua). A job whose id exists already
 -- (either form) is left as it is.
 -- KEYS[1] due zset   KEYS[2] jobs index   KEYS[3] generation counter   KEYS[4] compact task counter
 -- then per job i (base b = 4 + 3 * (i - 1)): KEYS[b+1] job hash   KEYS[b+2] sentinel of its
 --   first firing   KEYS[b+3] its compact bucket hash
 -- ARGV[1] change channel   ARGV[2] creation instant ms   ARGV[3] sentinel horizon ms
--- then per job i (base a = 3 + 5 * (i - 1)):
+-- then per job i (base a = 3 + 4 * (i - 1)):
 --   ARGV[a+1] job id   ARGV[a+2] spec JSON   ARGV[a+3] first firing ms or ""
---   ARGV[a+4] "1" when the job is one-shot   ARGV[a+5] its misfire tolerance ms
+--   ARGV[a+4] "1" when the job is one-shot
 -- The change message {op = 'created', id = '', firings = {{id, ms}, ...}} names the created
 -- jobs whose first firing is within the sentinel horizon (past ones too: a sentinel key with
 -- a past instant gives no `expired` event, so their owners claim them from this message).
 -- `id` is empty so that a node that does not know `created` ignores the message.
 -- Reply: the ids created.
 local n = (#KEYS - 4) / 3
-assert(n >= 1 and n == math.floor(n) and #ARGV == 3 + 5 * n, 'insert: wrong arity')
+assert(n >= 1 and n == math.floor(n) and #ARGV == 3 + 4 * n, 'insert: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local channel, created_ms, horizon = ARGV[1], ARGV[2], tonumber(ARGV[3])
@@ -29,7 +29,7 @@ local compact = 0
 
 for i = 1, n do
   local b = 4 + 3 * (i - 1)
-  local a = 3 + 5 * (i - 1)
+  local a = 3 + 4 * (i - 1)
   local job, sentinel, bucket = KEYS[b + 1], KEYS[b + 2], KEYS[b + 3]
   local id, spec, nxt, once = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
   if redis.call('HEXISTS', job, 'version') == 0 and redis.call('HEXISTS', bucket, id) == 0 then
@@ -38,8 +38,7 @@ for i = 1, n do
     -- JSON escapes): the compact form leaves it out.
     local head = '{"id":"' .. id .. '",'
     if once == '1' and nxt ~= '' and string.sub(spec, 1, #head) == head then
-      redis.call('HSET', bucket, id,
-        gen .. '|' .. created_ms .. '|' .. ARGV[a + 5] .. '|{' .. string.sub(spec, #head + 1))
+      redis.call('HSET', bucket, id, gen .. '|' .. created_ms .. '|{' .. string.sub(spec, #head + 1))
       compact = compact + 1
     else
       local status = 'active'

@@ -12,20 +12,19 @@
 --         it is the phase of an `every` job without start_at)
 -- ARGV[7] "1" when the job is one-shot (cleaned up a retention period after it succeeded)
 -- ARGV[8] sentinel horizon ms: only a firing due within it gets its sentinel key now
--- ARGV[9] the job's misfire tolerance ms (kept in a compact task's record, for its claim)
 -- Deduplication, only when a task with a dedup key is enqueued (creates; ARGV[3] is "0"):
 -- KEYS[9] dedup key (same slot as the job: the job's id was picked on the key's shard)
--- ARGV[10] dedup window ms: the key names the created task and expires with the window
--- ARGV[11] id of a task the caller found deleted although the key named it, or "": a deleted
+-- ARGV[9] dedup window ms: the key names the created task and expires with the window
+-- ARGV[10] id of a task the caller found deleted although the key named it, or "": a deleted
 --          task does not hold its key (the caller retries with its id to take the key over)
 -- Reply: {version, status, next, now}, or {-1, current version} when the version moved on,
 -- or {-2, id} when the dedup key names a task enqueued within its window (nothing written).
-assert((#KEYS == 8 and #ARGV == 9) or (#KEYS == 9 and #ARGV == 11), 'upsert: wrong arity')
+assert((#KEYS == 8 and #ARGV == 8) or (#KEYS == 9 and #ARGV == 10), 'upsert: wrong arity')
 -- A table lookup, not a Redis call: tasks without a dedup key cost no command more.
 local dedup = KEYS[9]
 if dedup then
   local holder = redis.call('GET', dedup)
-  if holder and holder ~= ARGV[11] then return {-2, holder} end
+  if holder and holder ~= ARGV[10] then return {-2, holder} end
 end
 local cur = redis.call('HGET', KEYS[1], 'version') or '0'
 if cur == '0' then
@@ -33,7 +32,7 @@ if cur == '0' then
   if rec then
     -- A compact task is at version 1: expanded when that is the version expected.
     if ARGV[3] ~= '1' then return {-1, '1'} end
-    local g, c, _, s = string.match(rec, '^(%d+)|(%d+)|(%d+)|(.*)$')
+    local g, c, s = string.match(rec, '^(%d+)|(%d+)|(.*)$')
     redis.call('HSET', KEYS[1], 'created', c, 'gen', g,
       'spec', '{"id":"' .. ARGV[1] .. '",' .. string.sub(s, 2), 'version', 1, 'status', 'active',
       'next', redis.call('ZSCORE', KEYS[2], ARGV[1]) or '', 'updated', c, 'once', '1')
@@ -46,7 +45,7 @@ if cur ~= ARGV[3] then return {-1, cur} end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local version = tonumber(cur) + 1
-if dedup then redis.call('SET', dedup, ARGV[1], 'PX', ARGV[10]) end
+if dedup then redis.call('SET', dedup, ARGV[1], 'PX', ARGV[9]) end
 local status = redis.call('HGET', KEYS[1], 'status')
 local gen = nil
 if not status then gen = redis.call('INCR', KEYS[6]) end
@@ -67,8 +66,7 @@ end
 -- JSON escapes): the compact form leaves it out.
 local head = '{"id":"' .. ARGV[1] .. '",'
 if gen and ARGV[7] == '1' and nxt ~= '' and string.sub(ARGV[2], 1, #head) == head then
-  redis.call('HSET', KEYS[7], ARGV[1],
-    gen .. '|' .. ARGV[6] .. '|' .. ARGV[9] .. '|{' .. string.sub(ARGV[2], #head + 1))
+  redis.call('HSET', KEYS[7], ARGV[1], gen .. '|' .. ARGV[6] .. '|{' .. string.sub(ARGV[2], #head + 1))
   redis.call('INCR', KEYS[8])
 else
   if gen then redis.call('HSET', KEYS[1], 'created', ARGV[6], 'gen', gen) end
