@@ -61,22 +61,10 @@ impl Inner {
             Gate::Run(slot) => slot,
             Gate::Held => return,
         };
+        Inner::bump(&self.stats.started);
         let job = &c.job.job;
         let spec = &job.spec;
         let fid = firing_id(&spec.id, c.at_ms);
-        // A claim that was in flight when the node fenced itself (it lost its heartbeat):
-        // its handler must not start, since the node's peers may take the run over. It is
-        // handed over like a run the fence cut off.
-        let fence = self.fence.token();
-        if fence.is_cancelled() {
-            tracing::warn!(job = %spec.id, firing = %fid, "claimed while fenced: not started, handed over");
-            if let Some(key) = &slot {
-                self.release_slot(key, &fid, None).await;
-            }
-            self.fence.release(spec.id.clone(), c.at_ms);
-            return;
-        }
-        Inner::bump(&self.stats.started);
         let token = self.runs_cancel.child_token();
         let firing = Firing {
             job_id: spec.id.clone(),
@@ -107,6 +95,7 @@ impl Inner {
                 slot.clone(),
                 token.clone(),
             ));
+            let fence = self.fence.token();
             let outcome = tokio::select! {
                 o = self.invoke(&spec.handler, firing, job.timeout_ms, &token) => o,
                 // Fenced (no heartbeat): cancel the run, which then has CANCEL_GRACE to
