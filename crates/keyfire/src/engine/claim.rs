@@ -473,6 +473,11 @@ impl ClaimBook {
             .insert(key.clone())
     }
 
+    /// How many claims of this node are under way.
+    pub(super) fn inflight_len(&self) -> usize {
+        self.inflight.lock().expect("inflight lock").len()
+    }
+
     /// Arm the firing again at `deadline` (local ms) once its claim ends.
     fn rearm_later(&self, key: ClaimKey, deadline: i64) {
         self.rearm.lock().expect("rearm lock").insert(key, deadline);

@@ -37,6 +37,11 @@ pub(super) struct SweepState {
     /// read arrive as change messages. Cleared whenever that could be wrong: the live set
     /// changed (ownership moved) or the subscriber reconnected (messages were lost).
     pub(super) armed_upto: Mutex<HashMap<usize, i64>>,
+    /// Shards whose last full read of overdue entries found a backlog (at least a page).
+    /// While this node still has claims under way, its sweeps read only the part of such a
+    /// backlog past the grace period: the rest was read and is being claimed, and reading
+    /// a backlog of 100,000 entries every second costs Redis more than claiming it.
+    pub(super) backlog: Mutex<HashSet<usize>>,
     /// Whether the next sweep should look for runs held by nodes that left the live set
     /// (set at start, when the live set changes, and while such runs are found).
     pub(super) check_holders: AtomicBool,
@@ -48,6 +53,7 @@ impl Default for SweepState {
             now: Notify::new(),
             running: Mutex::default(),
             armed_upto: Mutex::default(),
+            backlog: Mutex::default(),
             check_holders: AtomicBool::new(true),
         }
     }
@@ -156,11 +162,24 @@ impl Inner {
             .get(&shard)
             .copied()
             .filter(|&u| u > now);
+        // A backlog read by an earlier sweep and still being claimed is not read again,
+        // except for what is past the grace period (anyone's to take): its firings are in
+        // this node's claims, and the next sweep after they end reads it whole.
+        let busy = upto.is_some()
+            && self.claim_book.inflight_len() > 0
+            && self
+                .sweep
+                .backlog
+                .lock()
+                .expect("backlog lock")
+                .contains(&shard);
+        let overdue_until = if busy { now - grace } else { now };
         let ranges = match upto {
-            Some(u) => vec![(None, now), (Some(u), horizon)],
+            Some(u) => vec![(None, overdue_until), (Some(u), horizon)],
             None => vec![(None, horizon)],
         };
         let mut complete = true;
+        let mut overdue = 0;
         for (after, until) in ranges {
             let mut offset = 0;
             loop {
@@ -174,6 +193,7 @@ impl Inner {
                     .await?;
                 let n = page.len();
                 Inner::bump_by(&self.stats.due_read, n as u64);
+                overdue += page.iter().filter(|(_, at)| *at <= now).count();
                 for (job_id, at) in page {
                     self.take(job_id, at, Kind::Scheduled, at, now, grace);
                 }
@@ -181,6 +201,14 @@ impl Inner {
                     break;
                 }
                 offset += n;
+            }
+        }
+        if !busy {
+            let mut backlog = self.sweep.backlog.lock().expect("backlog lock");
+            if overdue >= SWEEP_BATCH {
+                backlog.insert(shard);
+            } else {
+                backlog.remove(&shard);
             }
         }
         {

@@ -71,6 +71,48 @@ do
 end
 local met = {}
 
+-- Record a claimed (or skipped) firing on its job: move its due entry on to the next
+-- firing (or remove it), write the fields of the run (`active`, `runs`; nil when none ran)
+-- with the rest of the job's fields in one HSET, expand a compact task (`record`: the
+-- fields of its job hash) into its job hash and index entry. A function of its own, not a
+-- closure per firing (a closure costs an allocation per captured local).
+local function advance(job, next_sentinel, bucket, id, at_s, nxt, missed, record, active, runs)
+  local f
+  if nxt == '' then
+    f = {'next', nxt, 'last', at_s, 'status', 'finished'}
+  elseif record then
+    f = {'next', nxt, 'last', at_s, 'status', 'active'}
+  else
+    f = {'next', nxt, 'last', at_s}
+  end
+  if active then
+    f[#f + 1], f[#f + 2], f[#f + 3], f[#f + 4] = 'active', active, 'runs', runs
+  end
+  if record then
+    for j = 1, #record do f[#f + 1] = record[j] end
+    redis.call('HDEL', bucket, id)
+    index_add[#index_add + 1] = '0'
+    index_add[#index_add + 1] = id
+    expanded = expanded + 1
+  end
+  redis.call('HSET', job, unpack(f))
+  if nxt == '' then
+    due_rem[#due_rem + 1] = id
+  else
+    due_add[#due_add + 1] = nxt
+    due_add[#due_add + 1] = id
+    -- Later firings get their sentinel from promote.lua as they come within the horizon.
+    local next_ms = tonumber(nxt)
+    if next_ms > now and next_ms <= now + horizon then
+      redis.call('SET', next_sentinel, '1', 'PXAT', nxt)
+    end
+    if next_ms <= now + announce then
+      soon[#soon + 1] = {id, nxt}
+    end
+  end
+  if missed ~= '0' then redis.call('HINCRBY', job, 'missed', missed) end
+end
+
 local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tolerance, applied,
                      run, missed, overlap, compact)
   -- An instant in ms is an integer below 2^53: Redis writes its score as those digits, so
@@ -101,54 +143,24 @@ local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tole
   if applied ~= '1' and at < now - tonumber(tolerance) then return 4, now end
 
   local fid = id .. ':' .. at_s
-  -- `run`: the fields of the run (active, runs), written with the rest of the job's
-  -- fields (one HSET).
-  local function advance(run_fields)
-    local f = {'next', nxt, 'last', at_s}
-    if nxt == '' then
-      f[#f + 1], f[#f + 2] = 'status', 'finished'
-    elseif record then
-      f[#f + 1], f[#f + 2] = 'status', 'active'
-    end
-    for _, v in ipairs(run_fields) do f[#f + 1] = v end
-    if record then
-      for _, v in ipairs(record) do f[#f + 1] = v end
-      redis.call('HDEL', bucket, id)
-      index_add[#index_add + 1] = 0
-      index_add[#index_add + 1] = id
-      expanded = expanded + 1
-    end
-    redis.call('HSET', job, unpack(f))
-    if nxt == '' then
-      due_rem[#due_rem + 1] = id
-    else
-      due_add[#due_add + 1] = nxt
-      due_add[#due_add + 1] = id
-      -- Later firings get their sentinel from promote.lua as they come within the horizon.
-      if tonumber(nxt) > now and tonumber(nxt) <= now + horizon then
-        redis.call('SET', next_sentinel, '1', 'PXAT', nxt)
-      end
-      if tonumber(nxt) <= now + announce then soon[#soon + 1] = {id, nxt} end
-    end
-    if missed ~= '0' then redis.call('HINCRBY', job, 'missed', missed) end
-  end
-
   if run == '0' then
-    advance({})
+    advance(job, next_sentinel, bucket, id, at_s, nxt, missed, record)
     return 6, 'missed'
   end
   -- The latest run's lease: is it still held? Looked up only when the answer matters (a
   -- policy other than allow, or a run of this very firing: then it is this run's lock).
+  -- Its member starts with its firing id and '|'.
   local active = fields[2]
   local replaced = nil
   if active and active ~= '' then
-    local running = string.match(active, '^[^|]*')
-    if running == fid or overlap ~= 'allow' then
+    local this = string.byte(active, #fid + 1) == 124 and string.sub(active, 1, #fid) == fid
+    if this or overlap ~= 'allow' then
       local held = redis.call('ZSCORE', KEYS[2], active)
       if held and tonumber(held) > now then
-        if running == fid then return 5, 'locked' end
+        if this then return 5, 'locked' end
+        local running = string.match(active, '^[^|]*')
         if overlap == 'forbid' then
-          advance({})
+          advance(job, next_sentinel, bucket, id, at_s, nxt, missed, record)
           redis.call('HINCRBY', job, 'skipped', 1)
           return 7, running
         elseif overlap == 'replace' then
@@ -158,7 +170,8 @@ local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tole
     end
   end
   local member = fid .. '|1|' .. now_s .. '|' .. node
-  advance({'active', member, 'runs', string.format('%d', (tonumber(fields[4]) or 0) + 1)})
+  advance(job, next_sentinel, bucket, id, at_s, nxt, missed, record, member,
+    string.format('%d', (tonumber(fields[4]) or 0) + 1))
   run_add[#run_add + 1] = expiry_s
   run_add[#run_add + 1] = member
   if replaced then
