@@ -454,6 +454,25 @@ impl Harness {
         done
     }
 
+    /// Wait until no run holds a lease, so every outcome is in Redis (a node sends its
+    /// claims before the outcomes that wait behind them), or until `limit`; Redis's clock
+    /// then, in ms.
+    pub async fn wait_recorded(&mut self, limit: Duration) -> anyhow::Result<i64> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let store = self.client.store();
+            let mut running = 0;
+            for shard in 0..store.shards().len() {
+                running += store.leases(shard, 1).await?.len();
+            }
+            if running == 0 || Instant::now() > deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        self.redis_ms().await
+    }
+
     /// After the last expected firing: how long to keep listening for a second run of any
     /// firing (a sweeper claims others' firings after the grace period).
     pub fn doubles_window(&self) -> Duration {

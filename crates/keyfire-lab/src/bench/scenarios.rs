@@ -183,9 +183,11 @@ fn deadline(last_ms: i64, expected: usize) -> i64 {
     last_ms + 30_000 + expected as i64
 }
 
-/// Wait for the expected firings (the window is set already), close the measured phase,
-/// wait for late doubles, and report. `planned_ms` is the span the instants were spread
-/// over (0 for a burst): firings per second are counted over at least that span.
+/// Wait for the expected firings (the window is set already) and for their outcomes to be
+/// recorded, close the measured phase, wait for late doubles, and report. `planned_ms` is
+/// the span the instants were spread over (0 for a burst): firings per second are counted
+/// from the first instant to the last outcome recorded (as BullMQ's figure counts to its
+/// last completed job), over at least that span.
 async fn measure_firings(
     h: &mut Harness,
     p: &Params,
@@ -197,6 +199,7 @@ async fn measure_firings(
     let all = h
         .wait_firings(expected.len(), deadline(last_ms, expected.len()))
         .await;
+    let recorded_ms = h.wait_recorded(Duration::from_secs(60)).await?;
     let snap1 = h.snapshot().await;
     if !all {
         h.progress.note(format!(
@@ -237,8 +240,9 @@ async fn measure_firings(
         report.lateness_max_ms = Some(pc.max);
         let first_at = first.values().map(|r| r.scheduled_ms).min().unwrap_or(0);
         let last_claim = first.values().map(|r| r.claimed_ms).max().unwrap_or(0);
+        let end = last_claim.max(recorded_ms);
         // Instants spread over a planned span cannot fire faster than it allows.
-        let span_s = (last_claim - first_at).max(planned_ms).max(1) as f64 / 1000.0;
+        let span_s = (end - first_at).max(planned_ms).max(1) as f64 / 1000.0;
         report.firings_per_s = Some(round2(first.len() as f64 / span_s));
     }
     let d = Delta::between(snap0, &snap1);
