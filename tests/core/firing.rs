@@ -106,6 +106,49 @@ async fn cron_every_second_runs_once_per_instant_without_gaps() {
     }
 }
 
+/// A backlog is not read again while the node is still claiming it: once a sweep found at
+/// least a page (10,000) of overdue entries, the next sweeps read only what is past the grace
+/// period until the node's claims in flight end. Here the node's one run permit is held by
+/// a slow run, so the backlog's claims stay in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backlog_being_claimed_is_not_read_again_each_sweep() {
+    let mut w = World::new().await;
+    w.settings.node.max_concurrent_runs = 1;
+    w.settings.node.sweep_interval = Duration::from_secs(3_600);
+    let node = w.node("a").await;
+    wait_for(|| node.stats().sweeps.load(Relaxed) >= 2).await;
+    let client = w.client().await;
+    let now = w.redis_ms().await;
+    let mut slow = JobSpec::at(
+        "slow",
+        DateTime::from_timestamp_millis(now).unwrap(),
+        "slow",
+    );
+    slow.params = serde_json::json!({ "sleep_ms": 8_000 });
+    client.upsert(slow).await.unwrap();
+    w.recorder.wait_count(1, Duration::from_secs(5)).await;
+    // 10,050 overdue tasks: each one's claim waits for the permit the slow run holds.
+    let past = DateTime::from_timestamp_millis(now - 100).unwrap();
+    let specs: Vec<JobSpec> = (0..10_050)
+        .map(|i| JobSpec::at(format!("b{i}"), past, "rec"))
+        .collect();
+    client.enqueue_many(specs).await.unwrap();
+    let read = || node.stats().due_read.load(Relaxed);
+    let r0 = read();
+    node.sweep_once().await.unwrap();
+    let r1 = read();
+    node.sweep_once().await.unwrap();
+    let r2 = read();
+    eprintln!("due entries read: {} then {}", r1 - r0, r2 - r1);
+    assert!(
+        r1 - r0 >= 10_050,
+        "the first sweep read the backlog: {}",
+        r1 - r0
+    );
+    assert!(r2 - r1 < 100, "the backlog was read again: {}", r2 - r1);
+    node.shutdown().await;
+}
+
 /// A job created with an instant already past is claimed directly (a PXAT in the past never
 /// gives an `expired` event), through the change channel, well before any sweep.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

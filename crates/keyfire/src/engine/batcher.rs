@@ -112,6 +112,12 @@ impl Inner {
             .iter()
             .map(|(r, c)| self.claim_args(r.guard.job_id(), r.guard.at_ms(), c, None))
             .collect();
+        // A fenced node claims nothing: requests queued before the fence are dropped (the
+        // sweeps, this node's once the fence lifts or its peers', claim them).
+        if self.fence.is_fenced() {
+            return;
+        }
+        let epoch = self.fence.epoch();
         let replies = self.store.claim_many(&args).await;
         drop(args);
         let replies = match replies {
@@ -130,18 +136,21 @@ impl Inner {
             match self.on_claim_reply(guard.job_id(), guard.at_ms(), cached, reply, 0) {
                 Step::Claimed(claimed) => {
                     drop(guard);
-                    self.start_run(permit, claimed, Kind::Scheduled, source);
+                    self.start_run(permit, claimed, Kind::Scheduled, source, epoch);
                 }
                 Step::Done => {}
                 Step::Again(plan) => {
                     // Rare (the job changed, or a misfire): the one-firing protocol finishes it.
                     let me = self.clone();
                     self.runs.spawn(async move {
+                        let epoch = me.fence.epoch();
                         let claimed = me.try_claim(guard.job_id(), guard.at_ms(), plan).await;
                         let job_id = guard.job_id().to_string();
                         drop(guard);
                         match claimed {
-                            Ok(Some(c)) => me.start_run(permit, c, Kind::Scheduled, source),
+                            Ok(Some(c)) => {
+                                me.start_run(permit, c, Kind::Scheduled, source, epoch)
+                            }
                             Ok(None) => {}
                             Err(e) => tracing::warn!(job = %job_id, error = %e, "claim failed; the sweeper retries"),
                         }

@@ -100,7 +100,15 @@ impl Inner {
 
     /// Take over a run that `holder` holds, lease or not: that node is gone (no heartbeat
     /// for node_ttl), or it is this node and the run no longer runs.
-    pub(super) fn spawn_takeover(self: &Arc<Self>, job_id: String, at_ms: i64, holder: String) {
+    /// `expiry`: the lease's expiry as the caller read it; the takeover is refused if the
+    /// holder renewed the lease since (it is alive after all).
+    pub(super) fn spawn_takeover(
+        self: &Arc<Self>,
+        job_id: String,
+        at_ms: i64,
+        holder: String,
+        expiry: Option<i64>,
+    ) {
         if self.claiming.is_cancelled() || self.fence.is_fenced() {
             return;
         }
@@ -110,7 +118,7 @@ impl Inner {
         let me = self.clone();
         self.runs.spawn(async move {
             let (job_id, at_ms) = (guard.job_id(), guard.at_ms());
-            if let Err(e) = me.recover(job_id, at_ms, Some(&holder)).await {
+            if let Err(e) = me.recover(job_id, at_ms, Some(&holder), expiry).await {
                 tracing::warn!(job = %job_id, at = at_ms, error = %e, "takeover failed; the sweeper retries");
                 me.sweep.check_holders.store(true, Ordering::Relaxed);
             }
@@ -122,7 +130,7 @@ impl Inner {
     pub(super) async fn claim(self: &Arc<Self>, guard: ClaimGuard, source: Source) {
         let (job_id, at_ms, kind) = (guard.job_id(), guard.at_ms(), guard.kind());
         if kind == Kind::Lease {
-            if let Err(e) = self.recover(job_id, at_ms, None).await {
+            if let Err(e) = self.recover(job_id, at_ms, None, None).await {
                 tracing::warn!(job = job_id, at = at_ms, error = %e, "lease takeover failed; the sweeper retries");
             }
             return;
@@ -145,10 +153,11 @@ impl Inner {
             });
             return;
         }
+        let epoch = self.fence.epoch();
         match self.try_claim_retry(job_id, at_ms).await {
             Ok(Some(claimed)) => {
                 drop(guard);
-                self.start_run(permit, claimed, kind, source);
+                self.start_run(permit, claimed, kind, source, epoch);
             }
             Ok(None) => {}
             Err(e) => {
@@ -340,16 +349,18 @@ impl Inner {
         job_id: &str,
         at_ms: i64,
         holder: Option<&str>,
+        expiry: Option<i64>,
     ) -> crate::Result<()> {
         let cached = self.spec(job_id).await?;
         let max_attempts = cached.as_ref().map_or(1, |c| c.job.retry.max_attempts);
         let limits = self.history_limits();
         if let Some(next) = self
             .store
-            .take_over(
+            .take_over_unless_renewed(
                 job_id,
                 at_ms,
                 holder,
+                expiry,
                 max_attempts,
                 limits.dead,
                 limits.history,

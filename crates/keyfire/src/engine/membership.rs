@@ -122,6 +122,9 @@ pub(super) struct Fence {
     /// Runs the fence cut off and that have ended: handed over (taken over by this node,
     /// which knows they no longer run) at the next heartbeat that succeeds.
     released: Mutex<Vec<(String, i64)>>,
+    /// How many times the node fenced itself: a claim sent before a fence and answered
+    /// after it (even once the fence lifted) renews its lease before its run starts.
+    epoch: std::sync::atomic::AtomicU64,
 }
 
 impl Fence {
@@ -131,7 +134,13 @@ impl Fence {
             fenced: AtomicBool::new(false),
             token: Mutex::new(CancellationToken::new()),
             released: Mutex::new(Vec::new()),
+            epoch: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// How many times the node fenced itself so far.
+    pub(super) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::SeqCst)
     }
 
     /// Whether the node is fenced now.
@@ -172,6 +181,7 @@ impl Fence {
     fn check(&self, after: Duration) -> Option<Duration> {
         let since = self.last_beat.lock().expect("last beat lock").elapsed();
         if since > after && !self.fenced.swap(true, Ordering::SeqCst) {
+            self.epoch.fetch_add(1, Ordering::SeqCst);
             self.token.lock().expect("fence lock").cancel();
             return Some(since);
         }
@@ -191,7 +201,7 @@ impl Inner {
         }
         for (job_id, at_ms) in released {
             let holder = self.id.clone();
-            self.spawn_takeover(job_id, at_ms, holder);
+            self.spawn_takeover(job_id, at_ms, holder, None);
         }
     }
 

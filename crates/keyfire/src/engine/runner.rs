@@ -38,6 +38,7 @@ impl Inner {
         claimed: Claimed,
         kind: Kind,
         source: Source,
+        epoch: u64,
     ) {
         let kind = if kind == Kind::Scheduled {
             "scheduled"
@@ -50,17 +51,67 @@ impl Inner {
             metrics::counter!(name::SWEPT, "node" => self.id.clone()).increment(1);
         }
         let me = self.clone();
-        self.runs.spawn(me.execute(permit, claimed));
+        self.runs.spawn(me.execute(permit, claimed, epoch));
+    }
+
+    /// Wait (up to the lease) until this node is no longer fenced, then renew the claimed
+    /// attempt's lease: whether it may start.
+    async fn wait_out_the_fence(&self, c: &Claimed) -> bool {
+        let lease = self.settings.lease;
+        let deadline = tokio::time::Instant::now() + lease;
+        while self.fence.is_fenced() {
+            if tokio::time::Instant::now() >= deadline || self.runs_cancel.is_cancelled() {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let id = &c.job.job.spec.id;
+        matches!(
+            self.store
+                .renew(
+                    id,
+                    c.at_ms,
+                    c.attempt,
+                    Some(c.claimed_ms),
+                    &self.id,
+                    Inner::ms(lease)
+                )
+                .await,
+            Ok(true)
+        )
     }
 
     /// Run a claimed firing, renew its lease while it runs, record the outcome.
-    pub(super) async fn execute(self: Arc<Self>, permit: OwnedSemaphorePermit, c: Claimed) {
+    /// `epoch`: the fence's epoch when the claim was sent.
+    pub(super) async fn execute(
+        self: Arc<Self>,
+        permit: OwnedSemaphorePermit,
+        c: Claimed,
+        epoch: u64,
+    ) {
         // Flow control: a firing its limit holds back gives its permit back and waits for
         // its turn (queued again); unlimited firings pass without a Redis call.
         let slot = match self.gate(&c).await {
             Gate::Run(slot) => slot,
             Gate::Held => return,
         };
+        // A claim sent before the node fenced itself and answered after (it was in flight
+        // when the heartbeats stopped; Redis answered it after a failover) starts no
+        // handler yet: the node's peers may be taking its runs over. It starts once a
+        // heartbeat succeeds again and a renewal finds its lease still this node's (the
+        // renewal also moves the lease's expiry, which a takeover decided on an older view
+        // checks, see recover.lua); if the lease was taken over, or the fence outlasts the
+        // lease, this attempt never starts.
+        if (self.fence.is_fenced() || self.fence.epoch() != epoch)
+            && !self.wait_out_the_fence(&c).await
+        {
+            tracing::warn!(job = %c.job.job.spec.id, at = c.at_ms, "claimed while fenced; not started");
+            if let Some(key) = &slot {
+                self.release_slot(key, &firing_id(&c.job.job.spec.id, c.at_ms), None)
+                    .await;
+            }
+            return;
+        }
         Inner::bump(&self.stats.started);
         let job = &c.job.job;
         let spec = &job.spec;

@@ -283,7 +283,7 @@ impl Inner {
                 // Held by this node's id but claimed before it started: an earlier process's.
                 Some(n) if n == self.id && lease.claimed_ms < started => {
                     let holder = self.id.clone();
-                    self.spawn_takeover(lease.job_id, lease.at_ms, holder);
+                    self.spawn_takeover(lease.job_id, lease.at_ms, holder, None);
                 }
                 Some(n) if n == self.id => {}
                 Some(n) if !live.contains(n) => suspects.push(lease),
@@ -311,7 +311,7 @@ impl Inner {
         for lease in suspects {
             let Some(node) = lease.node else { continue };
             if gone.contains(&node) {
-                self.spawn_takeover(lease.job_id, lease.at_ms, node);
+                self.spawn_takeover(lease.job_id, lease.at_ms, node, Some(lease.expiry_ms));
             }
         }
         Ok(())

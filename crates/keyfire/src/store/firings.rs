@@ -134,6 +134,32 @@ impl Store {
         dead_limit: usize,
         history_limit: usize,
     ) -> Result<Option<u32>> {
+        self.take_over_unless_renewed(
+            job_id,
+            at_ms,
+            holder,
+            None,
+            max_attempts,
+            dead_limit,
+            history_limit,
+        )
+        .await
+    }
+
+    /// [`Store::take_over`], refused when `expiry` is given and the lease's expiry is no
+    /// longer that: its holder renewed it since the caller read it, so it is alive (a
+    /// takeover decided on a view older than the holder's heartbeat).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn take_over_unless_renewed(
+        &self,
+        job_id: &str,
+        at_ms: i64,
+        holder: Option<&str>,
+        expiry: Option<i64>,
+        max_attempts: u32,
+        dead_limit: usize,
+        history_limit: usize,
+    ) -> Result<Option<u32>> {
         let k = self.job_keys(job_id);
         let fid = firing_id(job_id, at_ms);
         let error = match holder {
@@ -166,6 +192,7 @@ impl Store {
             .arg(at_ms)
             .arg(holder.unwrap_or(""))
             .arg(&error)
+            .arg(expiry.map(|e| e.to_string()).unwrap_or_default())
             .invoke_async(&mut self.conn.clone())
             .await?;
         Ok(match reply.as_slice() {

@@ -16,8 +16,11 @@
 -- ARGV[7] "" to take it only once its lease expired, or a node id: take it if that node
 --   holds it, lease or not (the caller found the node gone from the live set)
 -- ARGV[8] the error to record
+-- ARGV[9] (with a node id in ARGV[7]) the lease's expiry ms as the caller read it, or "":
+--   a lease renewed since (its expiry moved) is left alone, since its holder is alive after
+--   all (the caller's view of the live set was older than the holder's last heartbeat)
 -- Reply: {0} nothing to do | {1, next attempt} queued | {2, attempts} dead
-assert(#KEYS == 7 and #ARGV == 8, 'recover: wrong arity')
+assert(#KEYS == 7 and (#ARGV == 8 or #ARGV == 9), 'recover: wrong arity')
 local fid = string.match(ARGV[1], '^[^|]*')
 local member, score = nil, nil
 if ARGV[1] ~= fid then
@@ -66,6 +69,8 @@ attempt = tonumber(attempt) or 1
 if ARGV[7] == '' then
   if tonumber(score) > now then return {0} end
 elseif node ~= ARGV[7] then
+  return {0}
+elseif (ARGV[9] or '') ~= '' and tonumber(score) ~= tonumber(ARGV[9]) then
   return {0}
 end
 redis.call('ZREM', KEYS[1], member)
