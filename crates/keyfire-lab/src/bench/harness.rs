@@ -454,9 +454,8 @@ impl Harness {
         done
     }
 
-    /// Wait until no run holds a lease, so every outcome is in Redis (a node sends its
-    /// claims before the outcomes that wait behind them), or until `limit`; Redis's clock
-    /// then, in ms.
+    /// Wait until no run holds a lease, so every outcome is in Redis, or until `limit`;
+    /// Redis's clock then, in ms.
     pub async fn wait_recorded(&mut self, limit: Duration) -> anyhow::Result<i64> {
         let deadline = Instant::now() + limit;
         loop {

@@ -117,7 +117,7 @@ impl Inner {
         if self.fence.is_fenced() {
             return;
         }
-        let epoch = self.fence.epoch();
+        let epoch = self.fence.send_epoch();
         let replies = self.store.claim_many(&args).await;
         drop(args);
         let replies = match replies {
@@ -143,7 +143,7 @@ impl Inner {
                     // Rare (the job changed, or a misfire): the one-firing protocol finishes it.
                     let me = self.clone();
                     self.runs.spawn(async move {
-                        let epoch = me.fence.epoch();
+                        let epoch = me.fence.send_epoch();
                         let claimed = me.try_claim(guard.job_id(), guard.at_ms(), plan).await;
                         let job_id = guard.job_id().to_string();
                         drop(guard);

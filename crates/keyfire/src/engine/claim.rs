@@ -153,7 +153,7 @@ impl Inner {
             });
             return;
         }
-        let epoch = self.fence.epoch();
+        let epoch = self.fence.send_epoch();
         match self.try_claim_retry(job_id, at_ms).await {
             Ok(Some(claimed)) => {
                 drop(guard);

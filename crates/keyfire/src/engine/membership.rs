@@ -143,6 +143,17 @@ impl Fence {
         self.epoch.load(Ordering::SeqCst)
     }
 
+    /// The epoch to send a claim under: none that a run can match while the node is
+    /// fenced, so a claim sent while fenced renews its lease before its run starts, however
+    /// soon the fence lifts.
+    pub(super) fn send_epoch(&self) -> u64 {
+        if self.is_fenced() {
+            u64::MAX
+        } else {
+            self.epoch()
+        }
+    }
+
     /// Whether the node is fenced now.
     pub(super) fn is_fenced(&self) -> bool {
         self.fenced.load(Ordering::SeqCst)

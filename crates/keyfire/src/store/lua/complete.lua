@@ -80,7 +80,7 @@ end
 -- Firings met in this call: one met again sees the writes before it (sent first).
 local met = {}
 
-local function complete(i, job, runs, dead, fid, node, attempt, claimed, outcome, record, retry,
+local function complete(job, runs, dead, fid, node, attempt, claimed, outcome, record, retry,
                         id, letter, once, callback)
   local earlier = false
   local exact = fid .. '|' .. attempt .. '|' .. claimed .. '|' .. node
@@ -164,7 +164,7 @@ local reply = {}
 for i = 1, n do
   local b = 6 + 3 * (i - 1)
   local a = 3 + 11 * (i - 1)
-  reply[#reply + 1] = complete(i, KEYS[b + 1], KEYS[b + 2], KEYS[b + 3],
+  reply[#reply + 1] = complete(KEYS[b + 1], KEYS[b + 2], KEYS[b + 3],
     ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7],
     ARGV[a + 8], ARGV[a + 9], ARGV[a + 10], ARGV[a + 11])
   reply[#reply + 1] = now
