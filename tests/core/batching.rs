@@ -174,3 +174,81 @@ async fn a_batch_that_meets_a_job_twice_sees_its_own_writes() {
     assert_eq!(client.runs("a", 10).await.unwrap().len(), 1, "one record");
     assert_eq!(client.runs("cron", 10).await.unwrap().len(), 2);
 }
+
+/// A job's history is bounded by count and by age. A history below its limit loses every
+/// record past the maximum age at the next record; a full one is trimmed by count at every
+/// record and looked at for age in one completion of 16 (by Redis's clock), so records past
+/// the maximum age are gone after a few more completions, never shown past the limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_history_is_bounded_by_count_and_by_age() {
+    let w = World::new().await;
+    let client = w.client().await;
+    let store = client.store();
+    client
+        .upsert(JobSpec::every("h", "1h", "rec"))
+        .await
+        .unwrap();
+    let mut conn = store.connection();
+    let k = store.job_keys("h");
+    let now = w.redis_ms().await;
+    let old = |i: i64| {
+        let mut r = record("h", now - 7_200_000 - i, 1, now - 7_200_000 - i, "ok");
+        r.finished_ms = Some(now - 7_200_000 - i);
+        serde_json::to_string(&r).unwrap()
+    };
+    let mut at = now;
+    let aged = |runs: &[RunRecord]| {
+        runs.iter()
+            .filter(|r| r.finished_ms.is_some_and(|f| f < now - 3_600_000))
+            .count()
+    };
+
+    // Below the limit: three records two hours old (the maximum age is one hour) go at the
+    // next record.
+    for i in 0..3 {
+        let _: () = conn.rpush(k.runs("h"), old(i)).await.unwrap();
+    }
+    at += 1;
+    run_one(&w, store, at).await;
+    let runs = store.runs("h", 100).await.unwrap();
+    assert_eq!((runs.len(), aged(&runs)), (1, 0), "{runs:?}");
+
+    // Full: ten old records behind the new one. Every completion trims to the limit; the
+    // old records go within a few seconds of completions.
+    for i in 0..10 {
+        let _: () = conn.rpush(k.runs("h"), old(i)).await.unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut completions = 0;
+    loop {
+        at += 1;
+        run_one(&w, store, at).await;
+        completions += 1;
+        let runs = store.runs("h", 100).await.unwrap();
+        assert!(runs.len() <= LIMITS.history, "{} records", runs.len());
+        if aged(&runs) == 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "records past the maximum age kept through {completions} completions"
+        );
+    }
+    eprintln!("history: the aged records of a full history went after {completions} completions");
+}
+
+/// A run of job "h"'s firing `at`: its lease as a claim writes it, then its outcome.
+async fn run_one(w: &World, store: &Store, at: i64) {
+    let claimed = w.redis_ms().await;
+    let member = format!("h:{at}|1|{claimed}|n1");
+    let _: () = store
+        .connection()
+        .zadd(store.job_keys("h").running(), &member, claimed + 30_000)
+        .await
+        .unwrap();
+    let (fate, _) = store
+        .complete("h", &record("h", at, 1, claimed, "ok"), &LIMITS, None)
+        .await
+        .unwrap();
+    assert_eq!(fate, Fate::Done);
+}

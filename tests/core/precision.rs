@@ -57,7 +57,7 @@ async fn soon_firings_are_on_time_behind_100k_far_ones() {
     w.recorder.wait_count(200, Duration::from_secs(20)).await;
     assert_once_on_time(
         &w.recorder.seen(),
-        "issue-3 mechanism 1 (100k far, 200 soon)",
+        "precision, far firings (100k far, 200 soon)",
     );
     for n in nodes {
         n.shutdown().await;
@@ -85,7 +85,7 @@ async fn new_job_fires_on_time_via_the_owners_timer() {
     let seen = w.recorder.seen();
     let late = seen[0].claimed_ms - due;
     eprintln!(
-        "issue-3 mechanism 2: fired by {} {late} ms after its instant",
+        "precision, timers: fired by {} {late} ms after its instant",
         seen[0].node
     );
     assert_eq!(seen[0].node, "b");
@@ -287,7 +287,7 @@ async fn sentinel_keys_stay_within_the_horizon() {
     assert!(doubles(&w.recorder.seen()).is_empty());
     assert!(max_seen > 0, "promotion never created a sentinel");
     eprintln!(
-        "issue-3 mechanism 3: {samples} samples, at most {max_seen} sentinel keys (horizon 3 s, 300 firings over 12 s)"
+        "precision, sentinel horizon: {samples} samples, at most {max_seen} sentinel keys (horizon 3 s, 300 firings over 12 s)"
     );
     node.shutdown().await;
 }

@@ -223,9 +223,17 @@ impl Inner {
                 }
             }
             Change::Next { firings } => {
-                // Next firings a claim scheduled within the timer horizon: their owners arm
-                // timers. The jobs did not change, so their cached specs stay.
-                self.arm_firings(firings);
+                // Next firings a claim scheduled within its timer horizon: their owners arm
+                // timers, whatever their own horizon (nothing else brings such a firing to
+                // its instant: it has no sentinel key, and the sweeper read its range
+                // already). The jobs did not change, so their cached specs stay.
+                for (id, at) in firings {
+                    if let Ok(at) = at.parse::<i64>()
+                        && self.owns(&id, at)
+                    {
+                        self.arm(id, at);
+                    }
+                }
             }
             Change::Created { firings } => {
                 // Jobs created in bulk: new ids, so a cached spec is one of a deleted job

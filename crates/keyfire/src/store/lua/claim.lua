@@ -101,13 +101,17 @@ local function advance(job, next_sentinel, bucket, id, at_s, nxt, missed, record
   else
     due_add[#due_add + 1] = nxt
     due_add[#due_add + 1] = id
-    -- Later firings get their sentinel from promote.lua as they come within the horizon.
+    -- A next firing within the timer horizon is announced: its owner arms a timer and
+    -- claims at the instant, and the sweeper's read-ahead arms it again after a lost
+    -- message (a reconnect) or a change of owners. Its sentinel key would only expire after
+    -- that claim, a deletion and an `expired` event to every node for nothing, so it gets
+    -- none. One further out gets its sentinel key now if it is within the sentinel horizon,
+    -- or from promote.lua as it comes within it.
     local next_ms = tonumber(nxt)
-    if next_ms > now and next_ms <= now + horizon then
-      redis.call('SET', next_sentinel, '1', 'PXAT', nxt)
-    end
     if next_ms <= now + announce then
       soon[#soon + 1] = {id, nxt}
+    elseif next_ms <= now + horizon then
+      redis.call('SET', next_sentinel, '1', 'PXAT', nxt)
     end
   end
   if missed ~= '0' then redis.call('HINCRBY', job, 'missed', missed) end
