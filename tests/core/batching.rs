@@ -251,4 +251,49 @@ async fn run_one(w: &World, store: &Store, at: i64) {
         .await
         .unwrap();
     assert_eq!(fate, Fate::Done);
+
+/// Claims first: under a burst a node sends its claims before the outcomes of the runs that
+/// ended meanwhile (Redis runs one command at a time, so each outcome recorded among the
+/// claims makes the next firing later). Held outcomes are all recorded, each once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outcomes_wait_behind_a_burst_of_claims_and_are_all_recorded() {
+    use std::sync::atomic::Ordering::Relaxed;
+    use std::time::Duration;
+
+    let w = World::new().await;
+    let client = w.client().await;
+    let node = w.node("a").await;
+    let n = 2_000;
+    let at = chrono::DateTime::from_timestamp_millis(w.redis_ms().await + 1_500).unwrap();
+    let specs: Vec<JobSpec> = (0..n)
+        .map(|i| JobSpec::at(format!("h{i}"), at, "rec"))
+        .collect();
+    client.enqueue_many(specs).await.unwrap();
+    w.recorder.wait_count(n, Duration::from_secs(60)).await;
+    w.wait_idle(Duration::from_secs(30)).await;
+    crate::support::assert_exactly_once(&w.recorder.seen(), n);
+    let stats = node.stats();
+    let deferred = stats.deferred.load(Relaxed);
+    eprintln!(
+        "{deferred} of {n} outcomes waited behind claims; {} recorded",
+        stats.completed.load(Relaxed)
+    );
+    assert!(deferred > 0, "no outcome waited behind a claim");
+    assert_eq!(stats.completed.load(Relaxed), n as u64);
+    for i in (0..n).step_by(97) {
+        let id = format!("h{i}");
+        let job = client.get(&id).await.unwrap();
+        assert_eq!(
+            (job.status, job.runs),
+            (keyfire::JobStatus::Finished, 1),
+            "{id}"
+        );
+        let runs = client.runs(&id, 5).await.unwrap();
+        assert_eq!(runs.len(), 1, "{id}");
+        assert_eq!(
+            (runs[0].outcome.as_str(), runs[0].fate.as_deref()),
+            ("ok", Some("done")),
+            "{id}"
+        );
+    }
 }

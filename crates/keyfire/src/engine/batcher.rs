@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -16,6 +17,8 @@ use crate::store::ClaimArgs;
 const CLAIM_BATCH: usize = 128;
 /// Batches of claims (or completions) in flight at once.
 const CLAIM_BATCHES_IN_FLIGHT: usize = 4;
+/// How often a held batch looks again whether it may go.
+const HOLD_POLL: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// A scheduled firing waiting in the batcher's queue, with the executor permit it will run on.
 pub(super) struct ClaimRequest {
@@ -51,6 +54,25 @@ impl Inner {
         F: Fn(Arc<Inner>, Vec<T>) -> Fut,
         Fut: Future<Output = ()> + Send + 'static,
     {
+        self.run_batches_held(rx, stop, |_, _| false, |me, batch, _| work(me, batch))
+            .await
+    }
+
+    /// [`Inner::run_batches`], holding each batch back while `hold` says so of its first
+    /// item (checked every [`HOLD_POLL`]); what queues meanwhile joins the batch. `work`
+    /// learns whether the batch was held.
+    pub(super) async fn run_batches_held<T, H, F, Fut>(
+        self: &Arc<Self>,
+        rx: &mut mpsc::UnboundedReceiver<T>,
+        stop: &CancellationToken,
+        hold: H,
+        work: F,
+    ) where
+        T: Send + 'static,
+        H: Fn(&Arc<Inner>, &T) -> bool,
+        F: Fn(Arc<Inner>, Vec<T>, bool) -> Fut,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
         let in_flight = Arc::new(Semaphore::new(CLAIM_BATCHES_IN_FLIGHT));
         loop {
             let first = tokio::select! {
@@ -60,13 +82,18 @@ impl Inner {
                 },
                 _ = stop.cancelled() => break,
             };
+            let mut held = false;
+            while !stop.is_cancelled() && hold(self, &first) {
+                held = true;
+                tokio::time::sleep(HOLD_POLL).await;
+            }
             // Wait for a slot before gathering: what queues up meanwhile joins this batch
             // instead of waiting for the next one.
             let Ok(slot) = in_flight.clone().acquire_owned().await else {
                 break;
             };
             let batch = gather(first, rx);
-            let job = work(self.clone(), batch);
+            let job = work(self.clone(), batch, held);
             self.runs.spawn(async move {
                 job.await;
                 drop(slot);
@@ -81,12 +108,16 @@ impl Inner {
         mut rx: mpsc::UnboundedReceiver<ClaimRequest>,
     ) {
         self.run_batches(&mut rx, &self.claiming, |me, batch| async move {
-            me.claim_batch(batch).await
+            let n = batch.len();
+            me.claim_batch(batch).await;
+            me.claims_queued.fetch_sub(n, Ordering::Relaxed);
         })
         .await;
         // Requests left in the queue at shutdown are dropped with their permits and guards.
         rx.close();
-        while rx.try_recv().is_ok() {}
+        while rx.try_recv().is_ok() {
+            self.claims_queued.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
     pub(super) async fn claim_batch(self: &Arc<Self>, batch: Vec<ClaimRequest>) {

@@ -146,11 +146,17 @@ impl Inner {
         if kind == Kind::Scheduled {
             let shard = self.store.shards().of(job_id);
             // A batcher that stopped drops the request, and with it the guard.
-            let _ = self.claims[shard].send(ClaimRequest {
-                guard,
-                source,
-                permit,
-            });
+            self.claims_queued.fetch_add(1, Ordering::Relaxed);
+            if self.claims[shard]
+                .send(ClaimRequest {
+                    guard,
+                    source,
+                    permit,
+                })
+                .is_err()
+            {
+                self.claims_queued.fetch_sub(1, Ordering::Relaxed);
+            }
             return;
         }
         let epoch = self.fence.send_epoch();

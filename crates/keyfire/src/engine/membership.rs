@@ -125,6 +125,8 @@ pub(super) struct Fence {
     /// How many times the node fenced itself: a claim sent before a fence and answered
     /// after it (even once the fence lifted) renews its lease before its run starts.
     epoch: std::sync::atomic::AtomicU64,
+    /// When the fence last lifted.
+    lifted: Mutex<Option<Instant>>,
 }
 
 impl Fence {
@@ -135,7 +137,21 @@ impl Fence {
             token: Mutex::new(CancellationToken::new()),
             released: Mutex::new(Vec::new()),
             epoch: std::sync::atomic::AtomicU64::new(0),
+            lifted: Mutex::new(None),
         }
+    }
+
+    /// Whether the node is fenced, or its fence lifted less than `window` ago. Such a node
+    /// was cut off from Redis itself: other nodes' silence in that time may be the same
+    /// outage (Redis down, a failover), not their death, and they may be about to record
+    /// the outcomes of runs that ended before it.
+    pub(super) fn cut_off_within(&self, window: Duration) -> bool {
+        self.is_fenced()
+            || self
+                .lifted
+                .lock()
+                .expect("fence lifted lock")
+                .is_some_and(|t| t.elapsed() < window)
     }
 
     /// How many times the node fenced itself so far.
@@ -182,6 +198,7 @@ impl Fence {
         let was_fenced = self.fenced.swap(false, Ordering::SeqCst);
         if was_fenced {
             *self.token.lock().expect("fence lock") = CancellationToken::new();
+            *self.lifted.lock().expect("fence lifted lock") = Some(Instant::now());
         }
         let released = std::mem::take(&mut *self.released.lock().expect("released lock"));
         (was_fenced, released)

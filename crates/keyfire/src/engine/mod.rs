@@ -28,7 +28,7 @@ mod timers;
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -69,6 +69,8 @@ pub struct Stats {
     pub recovered: AtomicU64,
     /// Claimed firings held back by their limit key (queued again for their turn).
     pub held: AtomicU64,
+    /// Outcomes that waited behind this node's claims before they were sent to Redis.
+    pub deferred: AtomicU64,
 }
 
 /// A node, ready to start.
@@ -144,6 +146,10 @@ impl Node {
             claim_book: claim::ClaimBook::default(),
             active_runs: Mutex::new(HashMap::new()),
             permits: Arc::new(Semaphore::new(settings.node.max_concurrent_runs)),
+            record_permits: Arc::new(Semaphore::new(
+                settings.node.max_concurrent_runs * RECORD_PERMITS_PER_RUN,
+            )),
+            claims_queued: AtomicUsize::new(0),
             runs: TaskTracker::new(),
             claiming: cancel.child_token(),
             runs_cancel: cancel.clone(),
@@ -302,6 +308,9 @@ impl NodeHandle {
     }
 }
 
+/// Outcomes that may wait to be recorded, per run permit (`node.max_concurrent_runs`).
+const RECORD_PERMITS_PER_RUN: usize = 4;
+
 /// State shared by a node's tasks.
 pub(crate) struct Inner {
     id: String,
@@ -324,6 +333,11 @@ pub(crate) struct Inner {
     active_runs: Mutex<HashMap<String, CancellationToken>>,
     /// One permit per concurrent run: the bounded executor.
     permits: Arc<Semaphore>,
+    /// Outcomes waiting to be recorded: a run gives its permit back for one of these.
+    record_permits: Arc<Semaphore>,
+    /// Scheduled claims queued in the batchers or in flight (the completer holds outcomes
+    /// back while there are any).
+    claims_queued: AtomicUsize,
     /// Running handlers.
     runs: TaskTracker,
     /// Cancelled when the node stops claiming (shutdown begins).

@@ -233,8 +233,21 @@ impl Inner {
                 retry.is_none(),
                 self.clock.redis_now_ms(),
             );
-            // Recorded in a batch with the attempts that end around the same time; the
-            // permit goes with it, so the executor stays bounded until the outcome is in Redis.
+            // Recorded in a batch with the attempts that end around the same time. The run's
+            // permit is given back for a permit to record (up to four times as many): the
+            // next firing can start while outcomes wait their turn behind claims (see the
+            // completer), and outcomes Redis has not taken yet stay bounded.
+            let record_permit = tokio::select! {
+                p = self.record_permits.clone().acquire_owned() => p.ok(),
+                _ = self.runs_cancel.cancelled() => None,
+            };
+            let permit = match record_permit {
+                Some(p) => {
+                    drop(permit);
+                    p
+                }
+                None => permit,
+            };
             let done = Done {
                 job_id: spec.id.clone(),
                 at_ms: c.at_ms,
@@ -243,6 +256,7 @@ impl Inner {
                 once: job.schedule.is_once(),
                 callback,
                 permit,
+                ended: tokio::time::Instant::now(),
             };
             let shard = self.store.shards().of(&done.job_id);
             if let Err(mpsc::error::SendError(done)) = self.completions[shard].send(done) {

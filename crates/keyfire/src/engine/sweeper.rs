@@ -294,6 +294,14 @@ impl Inner {
             self.sweep.check_holders.store(false, Ordering::Relaxed);
             return Ok(());
         }
+        // A node that was cut off itself does not judge others gone until it has been back
+        // for node_ttl: their silence may have been the same outage, and they beat again
+        // and record what ended meanwhile (outcomes wait behind claims) within that time.
+        // Taking their runs over sooner ran firings twice after a Redis failover. Their
+        // leases still expire as usual. Looked at again at the next sweep.
+        if self.fence.cut_off_within(self.settings.node_ttl) {
+            return Ok(());
+        }
         // Their nodes are gone by this node's view: ask Redis when each last beat (a node
         // that drains has left the live set but still beats).
         let mut nodes: Vec<&str> = suspects.iter().filter_map(|l| l.node.as_deref()).collect();
