@@ -251,6 +251,7 @@ async fn run_one(w: &World, store: &Store, at: i64) {
         .await
         .unwrap();
     assert_eq!(fate, Fate::Done);
+}
 
 /// Claims first: under a burst a node sends its claims before the outcomes of the runs that
 /// ended meanwhile (Redis runs one command at a time, so each outcome recorded among the
