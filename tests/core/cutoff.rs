@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use keyfire::{Firing, JobSpec, Node, Registry};
+use keyfire::{Firing, JobSpec, Node, NodeHandle, Registry};
 use keyfire_lab::chaos::proxy::{Mode, Proxy};
 
 use crate::support::World;
@@ -71,23 +71,20 @@ async fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     }
 }
 
-async fn cut_off_node_stops_before_the_takeover(mode: Mode) {
-    let mut w = World::new().await;
-    let node_ttl = Duration::from_secs(4);
-    w.settings.node.node_ttl = node_ttl;
-    // The takeover is by membership alone: the lease outlasts the test.
-    w.settings.node.lease = Duration::from_secs(120);
-    let log = Log::default();
+/// A node `id` whose connections to Redis go through a proxy of its own.
+async fn behind_proxy(w: &World, id: &str, log: &Log) -> (Proxy, NodeHandle) {
     let proxy = Proxy::start(format!("127.0.0.1:{}", w.redis.port()))
         .await
         .unwrap();
-    let mut cut_settings = w.settings.clone();
-    cut_settings.redis.url = proxy.url();
-    cut_settings.node.id = "a".into();
-    let a = Node::new(cut_settings, registry(log.clone()))
-        .start()
-        .await
-        .unwrap();
+    let mut s = w.settings.clone();
+    s.redis.url = proxy.url();
+    s.node.id = id.into();
+    let node = Node::new(s, registry(log.clone())).start().await.unwrap();
+    (proxy, node)
+}
+
+/// Enqueue task "t" (handler `hold`) and wait until node a runs it (the only node yet).
+async fn run_on_a(w: &World, log: &Log) {
     let client = w.client().await.allow_handlers(["hold"]);
     client
         .enqueue(JobSpec::after("t", "0s", "hold"))
@@ -97,6 +94,17 @@ async fn cut_off_node_stops_before_the_takeover(mode: Mode) {
         log.find("a", "start").is_some()
     })
     .await;
+}
+
+async fn cut_off_node_stops_before_the_takeover(mode: Mode) {
+    let mut w = World::new().await;
+    let node_ttl = Duration::from_secs(4);
+    w.settings.node.node_ttl = node_ttl;
+    // The takeover is by membership alone: the lease outlasts the test.
+    w.settings.node.lease = Duration::from_secs(120);
+    let log = Log::default();
+    let (proxy, a) = behind_proxy(&w, "a", &log).await;
+    run_on_a(&w, &log).await;
     let mut direct = w.settings.clone();
     direct.node.id = "b".into();
     let b = Node::new(direct, registry(log.clone()))
@@ -175,24 +183,11 @@ async fn a_node_back_from_an_outage_waits_node_ttl_before_taking_over() {
     let mut proxies = Vec::new();
     let mut nodes = Vec::new();
     for id in ["a", "b"] {
-        let proxy = Proxy::start(format!("127.0.0.1:{}", w.redis.port()))
-            .await
-            .unwrap();
-        let mut s = w.settings.clone();
-        s.redis.url = proxy.url();
-        s.node.id = id.into();
+        let (proxy, node) = behind_proxy(&w, id, &log).await;
         proxies.push(proxy);
-        nodes.push(Node::new(s, registry(log.clone())).start().await.unwrap());
+        nodes.push(node);
         if id == "a" {
-            let client = w.client().await.allow_handlers(["hold"]);
-            client
-                .enqueue(JobSpec::after("t", "0s", "hold"))
-                .await
-                .unwrap();
-            wait_for("node a to start the run", Duration::from_secs(15), || {
-                log.find("a", "start").is_some()
-            })
-            .await;
+            run_on_a(&w, &log).await;
         }
     }
     // Both cut off for twice node_ttl: both fence; node a's run stops.

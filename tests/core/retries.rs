@@ -376,7 +376,7 @@ async fn a_stale_run_cannot_complete_a_replay_of_its_firing() {
         .unwrap();
     assert_eq!(fate, Fate::Fenced);
     let replay = store
-        .claim_retry("t", at_ms, "n2", 30_000, "allow")
+        .claim_retry("t", at_ms, "n2", 30_000, "allow", None)
         .await
         .unwrap();
     assert!(
@@ -409,4 +409,54 @@ async fn a_stale_run_cannot_complete_a_replay_of_its_firing() {
         .collect();
     assert_eq!(outcomes, [("ok", "done"), ("lost", "dead")], "{runs:?}");
     assert_eq!(runs[0].node, "n2");
+}
+
+/// A queued attempt (a retry, a trigger, a takeover) never runs a version of its job older
+/// than the job's: the claim names the version the node will run it with, and a node whose
+/// cached spec is behind (it missed the change message) is told the job changed, with
+/// nothing written, so it reads the job again. Seen in a chaos round before the check: a
+/// retry ran with the spec of the version before an update.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_attempt_is_not_claimed_with_an_older_version_of_its_job() {
+    use keyfire::store::ClaimReply;
+
+    let w = World::new().await;
+    let client = w.client().await;
+    let store = client.store();
+    client
+        .upsert(JobSpec::every("j", "1h", "rec"))
+        .await
+        .unwrap();
+    let v1 = store.job_spec("j").await.unwrap().unwrap();
+    let fid = client.trigger("j").await.unwrap();
+    let (_, at_ms) = keyfire::store::parse_firing_id(&fid).unwrap();
+    // The job changes after the attempt was queued.
+    client
+        .upsert(JobSpec::every("j", "1h", "rec").params(json!({ "v": 2 })))
+        .await
+        .unwrap();
+    let v2 = store.job_spec("j").await.unwrap().unwrap();
+    assert_eq!(v2.version, v1.version + 1);
+
+    let claim = |v: &keyfire::store::StoredSpec| {
+        let expect = Some((v.generation, v.version));
+        async move {
+            store
+                .claim_retry("j", at_ms, "n1", 30_000, "allow", expect)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(
+        claim(&v1).await,
+        ClaimReply::VersionChanged {
+            version: v2.version
+        }
+    );
+    // Nothing was written: the attempt is still queued, and claimed with the current version.
+    assert!(
+        matches!(claim(&v2).await, ClaimReply::Claimed { attempt: 1, .. }),
+        "the attempt was not left queued"
+    );
+    assert_eq!(claim(&v2).await, ClaimReply::Stale, "claimed twice");
 }

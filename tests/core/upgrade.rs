@@ -195,7 +195,7 @@ async fn runs_claimed_by_the_earlier_layout_are_renewed_completed_and_taken_over
             .unwrap()
     );
     let next = store
-        .claim_retry("old2", at_ms, "n-new", 30_000, "allow")
+        .claim_retry("old2", at_ms, "n-new", 30_000, "allow", None)
         .await
         .unwrap();
     let ClaimReply::Claimed { now_ms, attempt: 2 } = next else {
@@ -289,7 +289,7 @@ async fn a_lease_names_its_claim_instant() {
     // The same node claims the replay (attempt 1 again) a moment later.
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     let replay = store
-        .claim_retry("t", at_ms, "n1", 30_000, "allow")
+        .claim_retry("t", at_ms, "n1", 30_000, "allow", None)
         .await
         .unwrap();
     let ClaimReply::Claimed {

@@ -307,46 +307,55 @@ impl Inner {
         job_id: &str,
         at_ms: i64,
     ) -> crate::Result<Option<Claimed>> {
-        let Some(cached) = self.spec(job_id).await? else {
-            // Gone: the claim script drops the entry.
-            let _ = self
+        // A cached spec behind the job's version (a change message this node missed) is
+        // refused by the script; read the job again and ask once more.
+        for _ in 0..3 {
+            let Some(cached) = self.spec(job_id).await? else {
+                // Gone: the claim script drops the entry.
+                let _ = self
+                    .store
+                    .claim_retry(
+                        job_id,
+                        at_ms,
+                        &self.id,
+                        Inner::ms(self.settings.lease),
+                        "allow",
+                        None,
+                    )
+                    .await?;
+                return Ok(None);
+            };
+            let reply = self
                 .store
                 .claim_retry(
                     job_id,
                     at_ms,
                     &self.id,
                     Inner::ms(self.settings.lease),
-                    "allow",
+                    cached.job.overlap.as_str(),
+                    Some((cached.generation, cached.version)),
                 )
                 .await?;
-            return Ok(None);
-        };
-        let reply = self
-            .store
-            .claim_retry(
-                job_id,
-                at_ms,
-                &self.id,
-                Inner::ms(self.settings.lease),
-                cached.job.overlap.as_str(),
-            )
-            .await?;
-        match reply {
-            ClaimReply::Claimed { now_ms, attempt } => {
-                Inner::bump(&self.stats.claimed);
-                Ok(Some(Claimed {
-                    job: cached,
-                    at_ms,
-                    claimed_ms: now_ms,
-                    attempt,
-                }))
+            match reply {
+                ClaimReply::Claimed { now_ms, attempt } => {
+                    Inner::bump(&self.stats.claimed);
+                    return Ok(Some(Claimed {
+                        job: cached,
+                        at_ms,
+                        claimed_ms: now_ms,
+                        attempt,
+                    }));
+                }
+                ClaimReply::Early { wait_ms } => {
+                    self.retry_when_due(job_id, at_ms, Kind::Retry, wait_ms);
+                    return Ok(None);
+                }
+                // Left queued: a sweep asks again if the job keeps changing meanwhile.
+                ClaimReply::VersionChanged { .. } => self.specs.forget(job_id),
+                _ => return Ok(None),
             }
-            ClaimReply::Early { wait_ms } => {
-                self.retry_when_due(job_id, at_ms, Kind::Retry, wait_ms);
-                Ok(None)
-            }
-            _ => Ok(None),
         }
+        Ok(None)
     }
 
     /// Take over a run whose lease expired (`holder` None) or whose holder is gone.

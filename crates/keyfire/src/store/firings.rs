@@ -83,7 +83,9 @@ impl Store {
             .collect()
     }
 
-    /// Try to claim the next attempt of a firing from the retry ZSET.
+    /// Try to claim the next attempt of a firing from the retry ZSET. `version`: the
+    /// (generation, version) of the job the caller will run it with; a job at another one
+    /// answers [`ClaimReply::VersionChanged`] and nothing is written (None: no check).
     pub async fn claim_retry(
         &self,
         job_id: &str,
@@ -91,6 +93,7 @@ impl Store {
         node: &str,
         lease_ms: i64,
         overlap: &str,
+        version: Option<(u64, u64)>,
     ) -> Result<ClaimReply> {
         let k = self.job_keys(job_id);
         Ok(CLAIM_RETRY
@@ -104,6 +107,7 @@ impl Store {
             .arg(overlap)
             .arg(self.keys().changes())
             .arg(job_id)
+            .arg(version.map_or(String::new(), |(g, v)| format!("{g}.{v}")))
             .invoke_async(&mut self.conn.clone())
             .await?)
     }

@@ -6,20 +6,27 @@
 -- KEYS[1] job hash   KEYS[2] retry zset   KEYS[3] running zset   KEYS[4] attempts hash
 -- ARGV[1] firing id   ARGV[2] node id   ARGV[3] lease ms   ARGV[4] overlap policy   ARGV[5] change channel
 -- ARGV[6] job id
+-- ARGV[7] "<generation>.<version>" of the job the caller will run it with, or "" (no check):
+--   an attempt never runs a version older than the job's (G4), so a caller whose cached spec
+--   is behind (a change message it missed) is told to read the job again
 -- Reply: {1, now, attempt} claimed | {0, 'stale'} | {2, ms} early by ms
+--        {3, version} the job changed: read it again (nothing written)
 --        {7, running firing} skipped (overlap forbid) | {8, status} dropped: job paused or deleted
-assert(#KEYS == 4 and #ARGV == 6, 'claim_retry: wrong arity')
+assert(#KEYS == 4 and #ARGV == 7, 'claim_retry: wrong arity')
 local score = redis.call('ZSCORE', KEYS[2], ARGV[1])
 if not score then return {0, 'stale'} end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if tonumber(score) > now then return {2, tonumber(score) - now} end
-local fields = redis.call('HMGET', KEYS[1], 'status', 'active', 'runs')
+local fields = redis.call('HMGET', KEYS[1], 'status', 'active', 'runs', 'version', 'gen')
 local status = fields[1]
 if not status or status == 'paused' then
   redis.call('ZREM', KEYS[2], ARGV[1])
   redis.call('HDEL', KEYS[4], ARGV[1])
   return {8, status or 'deleted'}
+end
+if ARGV[7] ~= '' and (fields[5] or '0') .. '.' .. (fields[4] or '0') ~= ARGV[7] then
+  return {3, fields[4] or '0'}
 end
 local active = fields[2]
 local replaced = nil
