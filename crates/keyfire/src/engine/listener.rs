@@ -227,20 +227,14 @@ impl Inner {
                 // timers, whatever their own horizon (nothing else brings such a firing to
                 // its instant: it has no sentinel key, and the sweeper read its range
                 // already). The jobs did not change, so their cached specs stay.
-                for (id, at) in firings {
-                    if let Ok(at) = at.parse::<i64>()
-                        && self.owns(&id, at)
-                    {
-                        self.arm(id, at);
-                    }
-                }
+                self.arm_firings(firings, false);
             }
             Change::Created { firings } => {
                 // Jobs created in bulk: new ids, so a cached spec is one of a deleted job
                 // (its claim would be refused by generation anyway).
                 self.specs
                     .forget_all(firings.iter().map(|(id, _)| id.as_str()));
-                self.arm_firings(firings);
+                self.arm_firings(firings, true);
             }
             Change::Delete { id } => {
                 self.specs.forget(&id);
@@ -262,11 +256,15 @@ impl Inner {
         }
     }
 
-    /// `(id, instant ms)` pairs of a `created` or `next` message: each owner arms its own.
-    fn arm_firings(self: &Arc<Self>, firings: Vec<(String, String)>) {
+    /// `(id, instant ms)` pairs of a `created` or `next` message: each owner arms its own,
+    /// only those within its own timer horizon if `only_soon`.
+    fn arm_firings(self: &Arc<Self>, firings: Vec<(String, String)>, only_soon: bool) {
         for (id, at) in firings {
-            if let Ok(at) = at.parse::<i64>() {
+            let Ok(at) = at.parse::<i64>() else { continue };
+            if only_soon {
                 self.arm_if_soon(id, at);
+            } else if self.owns(&id, at) {
+                self.arm(id, at);
             }
         }
     }
