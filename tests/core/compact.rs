@@ -1,7 +1,7 @@
-//! Compact pending tasks: a one-shot task waiting for its firing is one field of a bucket
-//! hash plus its due entry (no job hash, no jobs-index entry). Everything a user does with a
-//! task still works on it, its claim expands it into a job record, and tasks written in the
-//! earlier layout (a job hash each) still fire.
+//! Compact tasks: a one-shot task is one field of a bucket hash plus its due entry (no job
+//! hash, no jobs-index entry), and stays so through a successful run. Everything a user does
+//! with a task still works on it, a change or a failed run expands it into a job record, and
+//! tasks written in the earlier layout (a job hash each) still fire.
 
 use std::time::Duration;
 
@@ -175,16 +175,20 @@ async fn changes_expand_a_compact_task_first() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_compact_task_fires_once_and_leaves_its_job_record() {
+async fn a_compact_task_fires_once_and_stays_compact() {
     let w = World::new().await;
     let client = w.client().await;
     let _a = w.node("a").await;
     let _b = w.node("b").await;
     let now = w.redis_ms().await;
+    let at = |i: i64| now + 500 + i * 5;
     let specs: Vec<JobSpec> = (0..200)
         .map(|i| {
-            let at = DateTime::from_timestamp_millis(now + 500 + i * 5).unwrap();
-            JobSpec::at(format!("c{i}"), at, "rec")
+            JobSpec::at(
+                format!("c{i}"),
+                DateTime::from_timestamp_millis(at(i)).unwrap(),
+                "rec",
+            )
         })
         .collect();
     client.enqueue_many(specs).await.unwrap();
@@ -193,12 +197,99 @@ async fn a_compact_task_fires_once_and_leaves_its_job_record() {
     crate::support::assert_exactly_once(&w.recorder.seen(), 200);
     for i in [0, 99, 199] {
         let id = format!("c{i}");
+        let fid = format!("{id}:{}", at(i));
         let job = client.get(&id).await.unwrap();
-        assert_eq!((job.status, job.runs), (JobStatus::Finished, 1), "{id}");
-        assert_eq!(layout(&w, &id).await, (true, true, false, false), "{id}");
-        assert_eq!(client.runs(&id, 5).await.unwrap().len(), 1);
+        assert_eq!(
+            (job.status, job.runs, job.next_ms, job.last_ms, job.active),
+            (JobStatus::Finished, 1, None, Some(at(i)), Some(fid.clone())),
+            "{id}"
+        );
+        // No job hash, no index entry: its record, then its history.
+        assert_eq!(layout(&w, &id).await, (false, false, true, false), "{id}");
+        let runs = client.runs(&id, 5).await.unwrap();
+        assert_eq!((runs.len(), runs[0].firing_id.as_str()), (1, fid.as_str()));
     }
-    assert_eq!(compact_count(&w).await, 0);
+    assert_eq!(compact_count(&w).await, 200);
+
+    // Changed, with the instant it ran at: expanded (a change), never run again (G1).
+    let again = client
+        .upsert(
+            JobSpec::at("c0", DateTime::from_timestamp_millis(at(0)).unwrap(), "rec")
+                .params(json!({"changed": true})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (again.status, again.next_ms, again.last_ms, again.runs),
+        (JobStatus::Finished, None, Some(at(0)), 1)
+    );
+    assert_eq!(layout(&w, "c0").await, (true, true, false, false));
+    assert_eq!(compact_count(&w).await, 199);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(w.recorder.seen_of("c0").len(), 1, "run again");
+}
+
+/// While its firing runs a compact task reads as finished with its run named; a run that
+/// fails expands it (its failures, retries and history are a job hash's); one deleted while
+/// it runs leaves nothing behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compact_task_runs_fails_and_is_deleted_like_a_job() {
+    let w = World::new().await;
+    let client = w.client().await;
+    let now = w.redis_ms().await;
+    let at = now + 300;
+    let when = DateTime::from_timestamp_millis(at).unwrap();
+    let retry = keyfire::job::RetrySpec {
+        max_attempts: Some(3),
+        backoff: Some("fixed".into()),
+        interval: Some("200ms".into()),
+        ..Default::default()
+    };
+    client
+        .enqueue_many(vec![
+            JobSpec::at("slow", when, "slow").params(json!({"sleep_ms": 1_500})),
+            JobSpec::at("gone", when, "slow").params(json!({"sleep_ms": 1_500})),
+            JobSpec::at("flaky", when, "flaky")
+                .params(json!({"ok_at": 2}))
+                .retry(retry),
+        ])
+        .await
+        .unwrap();
+    let _a = w.node("a").await;
+    w.recorder.wait_count(4, Duration::from_secs(10)).await;
+
+    // Running: still compact, read as finished with its run named.
+    let slow = client.get("slow").await.unwrap();
+    assert_eq!(
+        (slow.status, slow.runs, slow.last_ms, slow.active),
+        (JobStatus::Finished, 1, Some(at), Some(format!("slow:{at}")))
+    );
+    assert_eq!(layout(&w, "slow").await, (false, false, true, false));
+
+    // Deleted mid-run: its outcome finds nothing to record, and writes nothing.
+    client.delete("gone").await.unwrap();
+    w.wait_idle(Duration::from_secs(10)).await;
+    assert!(matches!(client.get("gone").await, Err(Error::NotFound(_))));
+    let keys = Keys::new(&w.settings.redis.prefix);
+    let history: bool = w.conn().await.exists(keys.runs("gone")).await.unwrap();
+    assert!(!history, "a deleted task's outcome wrote its history");
+
+    // Failed, then retried: a job hash with both attempts in its history.
+    let flaky = client.get("flaky").await.unwrap();
+    assert_eq!(
+        (flaky.status, flaky.runs, flaky.failures),
+        (JobStatus::Finished, 2, 1)
+    );
+    assert_eq!(layout(&w, "flaky").await, (true, true, false, false));
+    let runs = client.runs("flaky", 5).await.unwrap();
+    let fates: Vec<_> = runs
+        .iter()
+        .map(|r| r.fate.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(fates, ["done", "retry"]);
+    assert_eq!(client.runs("slow", 5).await.unwrap().len(), 1);
+    assert_eq!(layout(&w, "slow").await, (false, false, true, false));
+    assert_eq!(compact_count(&w).await, 1, "slow stays compact");
 }
 
 /// Upgrade: tasks and jobs written by the earlier layout (every task a job hash with a
@@ -228,5 +319,5 @@ async fn tasks_of_the_earlier_layout_fire_beside_compact_ones() {
     w.recorder.wait_count(100, Duration::from_secs(20)).await;
     w.wait_idle(Duration::from_secs(10)).await;
     crate::support::assert_exactly_once(&w.recorder.seen(), 100);
-    assert_eq!(compact_count(&w).await, 0);
+    assert_eq!(compact_count(&w).await, 50, "the compact ones stay so");
 }

@@ -420,8 +420,8 @@ impl Client {
     }
 
     /// Jobs after `after` (a cursor: the last id of the previous page): jobs in id order, then
-    /// the one-shot tasks still waiting for their firing (stored compact, in storage order;
-    /// a task whose firing is claimed between two pages moves to the jobs).
+    /// the one-shot tasks stored compact (in storage order; one changed, or whose run failed,
+    /// between two pages moves to the jobs).
     pub async fn list(&self, after: Option<&str>, limit: usize) -> Result<Vec<JobRecord>> {
         let ids = self.store.list_ids(after, limit).await?;
         self.store.get_jobs(&ids).await

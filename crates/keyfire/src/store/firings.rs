@@ -164,6 +164,9 @@ impl Store {
         dead_limit: usize,
         history_limit: usize,
     ) -> Result<Option<u32>> {
+        // A compact task's run is taken over as a job hash's: its history, failures and
+        // queued attempt are written there (nothing to do for a job hash).
+        self.expand(job_id).await?;
         let k = self.job_keys(job_id);
         let fid = firing_id(job_id, at_ms);
         let error = match holder {
@@ -291,6 +294,16 @@ impl Store {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
+        // A compact task whose run failed (or was cancelled) becomes a job hash first: its
+        // failures, retries and dead letters are kept there. A success records its run
+        // without one (complete.lua writes nothing on the job hash then).
+        futures::future::try_join_all(
+            batch
+                .iter()
+                .filter(|c| c.run.outcome != "ok" && c.once != Some(false))
+                .map(|c| self.expand(c.job_id)),
+        )
+        .await?;
         let k = self.shards.keys(shard);
         let mut inv = COMPLETE.prepare_invoke();
         inv.key(k.running())

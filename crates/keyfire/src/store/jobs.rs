@@ -10,7 +10,7 @@ use super::*;
 use crate::error::{Error, Result};
 use crate::job::{Dedup, JobSpec};
 
-script!(UPSERT, "upsert.lua");
+script!(UPSERT, "task_lib.lua" + "upsert.lua");
 script!(INSERT, "insert.lua");
 script!(DELETE, "delete.lua");
 script!(PAUSE, "pause.lua");
@@ -22,7 +22,8 @@ const INSERT_IN_FLIGHT: usize = 4;
 
 impl Store {
     /// Read what a change needs: version, next firing, creation time, status, plus Redis time.
-    /// A compact pending task reads as version 1, active, its due entry its next firing.
+    /// A compact task reads as version 1, active with its due entry its next firing, or
+    /// finished once its firing was claimed.
     pub async fn job_state(&self, id: &str) -> Result<(JobState, i64)> {
         let k = self.job_keys(id);
         let mut pipe = redis::pipe();
@@ -37,11 +38,16 @@ impl Store {
         let ((version, next, created, status), compact, due, time): Reply =
             pipe.query_async(&mut self.conn.clone()).await?;
         let state = match (version, compact) {
+            // Claimed when its due entry is gone (see task_lib.lua).
             (None, Some(record)) => JobState {
                 version: 1,
                 next_ms: due,
                 created_ms: Some(Compact::decode(id, &record)?.created_ms),
-                status: Some(JobStatus::Active),
+                status: Some(if due.is_some() {
+                    JobStatus::Active
+                } else {
+                    JobStatus::Finished
+                }),
             },
             _ => JobState {
                 version: version.unwrap_or(0),
@@ -134,6 +140,8 @@ impl Store {
             .key(k.generation())
             .key(k.task_bucket(id))
             .key(k.task_count())
+            .key(k.running())
+            .key(k.runs(id))
             .arg(id)
             .arg(serde_json::to_string(spec)?)
             .arg(expected.version)
@@ -363,10 +371,10 @@ impl Store {
 
     /// Job ids in listing order after `cursor` (exclusive: the last id of the previous page),
     /// at most `limit`. Jobs come first, in id order (the first `limit` of each shard,
-    /// merged); then the compact pending tasks, bucket by bucket (see [`Keys::tasks`]). A
-    /// cursor that is a compact task continues in its bucket. A task whose firing is claimed
-    /// between two pages moves from the second part to the first, so a listing taken while
-    /// tasks fire can show one twice or miss one.
+    /// merged); then the compact tasks, bucket by bucket (see [`Keys::tasks`]). A cursor that
+    /// is a compact task continues in its bucket. A compact task stays in its bucket through
+    /// its run; one that is changed (or whose run failed) between two pages moves from the
+    /// second part to the first.
     pub async fn list_ids(&self, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
         if let Some(a) = after
             && self.is_compact(a).await?
@@ -422,15 +430,44 @@ impl Store {
                 for id in &part {
                     pipe.hgetall(k.job(id))
                         .hget(k.task_bucket(id), **id)
-                        .zscore(k.due(), **id);
+                        .zscore(k.due(), **id)
+                        .lindex(k.runs(id), 0);
                 }
-                type Row = (HashMap<String, String>, Option<String>, Option<i64>);
+                type Row = (
+                    HashMap<String, String>,
+                    Option<String>,
+                    Option<i64>,
+                    Option<String>,
+                );
                 let rows: Vec<Row> = pipe.query_async(&mut self.conn.clone()).await?;
+                // A compact task whose firing was claimed and has no history yet runs: its
+                // lease names the firing (read only when there is one such task).
+                let running = rows.iter().any(|(map, compact, due, last)| {
+                    map.is_empty() && compact.is_some() && due.is_none() && last.is_none()
+                });
+                let leases: Vec<String> = if running {
+                    self.conn.clone().zrange(k.running(), 0, -1).await?
+                } else {
+                    Vec::new()
+                };
                 part.iter()
                     .zip(rows)
-                    .map(|(id, (map, compact, due))| match compact {
+                    .map(|(id, (map, compact, due, last))| match compact {
                         _ if !map.is_empty() => decode_job(&map).map(Some),
-                        Some(r) => Ok(Some(Compact::decode(id, &r)?.into_record(due))),
+                        Some(r) => {
+                            let claimed = match &last {
+                                Some(run) => {
+                                    Some(serde_json::from_str::<RunRecord>(run)?.firing_id)
+                                }
+                                None => leases
+                                    .iter()
+                                    .map(|m| parse_lease_member(m).0)
+                                    .find(|f| f.rsplit_once(':').is_some_and(|(j, _)| j == **id))
+                                    .map(str::to_string),
+                            };
+                            let c = Compact::decode(id, &r)?;
+                            Ok(Some(c.into_record(due, claimed.as_deref())))
+                        }
                         None => Ok(None),
                     })
                     .collect()

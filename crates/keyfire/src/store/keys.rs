@@ -170,11 +170,13 @@ impl Keys {
         format!("{}:job:{id}", self.tag)
     }
 
-    /// HASH of compact pending one-shot tasks: task id → `<generation>|<created ms>|<spec
-    /// JSON without its id>`, one of [`TASK_BUCKETS`] per shard ([`task_bucket`] of the id).
-    /// A task lives here from its creation until its firing is claimed or it is changed:
-    /// then it becomes a job hash ([`Keys::job`]) with an entry in [`Keys::jobs`]. Its
-    /// instant is its entry in [`Keys::due`].
+    /// HASH of compact one-shot tasks: task id → `<generation>|<created ms>|<spec JSON
+    /// without its id>`, one of [`TASK_BUCKETS`] per shard ([`task_bucket`] of the id). A
+    /// task lives here from its creation until it is deleted, changed, or its run fails or
+    /// is taken over: then it becomes a job hash ([`Keys::job`]) with an entry in
+    /// [`Keys::jobs`]. Its instant is its entry in [`Keys::due`] until its firing is claimed;
+    /// then its lease in [`Keys::running`], then its history ([`Keys::runs`]), say where
+    /// its firing is.
     pub fn tasks(&self, bucket: u32) -> String {
         format!("{}:tasks:{bucket}", self.tag)
     }
@@ -184,12 +186,12 @@ impl Keys {
         self.tasks(task_bucket(id))
     }
 
-    /// Counter of the compact pending tasks of this shard (they have no [`Keys::jobs`] entry).
+    /// Counter of the compact tasks of this shard (they have no [`Keys::jobs`] entry).
     pub fn task_count(&self) -> String {
         format!("{}:tasks:count", self.tag)
     }
 
-    /// ZSET of every job id (score 0: ordered by id, for paging). Compact pending tasks
+    /// ZSET of every job id (score 0: ordered by id, for paging). Compact tasks
     /// ([`Keys::tasks`]) are not in it.
     pub fn jobs(&self) -> String {
         format!("{}:jobs", self.tag)

@@ -344,6 +344,9 @@ impl Store {
         if part.is_empty() {
             return Ok(Vec::new());
         }
+        // A held attempt waits in the retry ZSET, whose claim works on job hashes: a compact
+        // task becomes one first (nothing to do for a job hash; see task_lib.lua).
+        futures::future::try_join_all(part.iter().map(|h| self.expand(h.job_id))).await?;
         let k = self.shards.keys(shard);
         let mut inv = HOLD.prepare_invoke();
         inv.key(k.running())

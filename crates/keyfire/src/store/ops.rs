@@ -92,8 +92,8 @@ impl Store {
     }
 
     /// For each job id, in order: the given fields of its record and the length of its
-    /// dead-letter list. A compact pending task reads as its job hash would: `status`
-    /// active, `version` 1, no counters.
+    /// dead-letter list. A compact task reads as its job hash would: `version` 1, `status`
+    /// active while its firing is due, then finished with `runs` 1 (see task_lib.lua).
     pub async fn job_fields(
         &self,
         ids: &[String],
@@ -113,19 +113,23 @@ impl Store {
                 pipe.cmd("HMGET").arg(keys.job(&ids[i])).arg(fields);
                 pipe.llen(keys.dead(&ids[i]));
                 pipe.hexists(keys.task_bucket(&ids[i]), &ids[i]);
+                pipe.zscore(keys.due(), &ids[i]);
             }
             let replies: Vec<(Vec<Option<String>>, u64)> = {
                 let flat: Vec<redis::Value> = pipe.query_async(&mut self.connection()).await?;
-                flat.chunks(3)
+                flat.chunks(4)
                     .map(|row| {
                         let mut hash: Vec<Option<String>> =
                             redis::from_redis_value(row[0].clone())?;
                         let compact: bool = redis::from_redis_value(row[2].clone())?;
+                        let pending = !matches!(row[3], redis::Value::Nil);
                         if compact && hash.iter().all(Option::is_none) {
                             for (value, name) in hash.iter_mut().zip(fields) {
-                                *value = match *name {
-                                    "status" => Some("active".to_string()),
-                                    "version" => Some("1".to_string()),
+                                *value = match (*name, pending) {
+                                    ("status", true) => Some("active".to_string()),
+                                    ("status", false) => Some("finished".to_string()),
+                                    ("runs", false) => Some("1".to_string()),
+                                    ("version", _) => Some("1".to_string()),
                                     _ => None,
                                 };
                             }

@@ -1,6 +1,8 @@
-//! Compact pending one-shot tasks: a task waiting for its firing is one field of a bucket
-//! hash ([`Keys::tasks`]) plus its due entry, with no job hash and no jobs-index entry. The
-//! claim of its firing (or a change: pause, trigger, update) expands it into a job hash.
+//! Compact one-shot tasks: a task is one field of a bucket hash ([`Keys::tasks`]) plus its due
+//! entry, with no job hash and no jobs-index entry, and stays so while its firing runs and
+//! after it succeeds (its lease, then its history record, are all its run adds). A change
+//! (pause, trigger, update), a failed run or a takeover expands it into a job hash
+//! (task_lib.lua).
 //! Reads here see both forms; jobs of the earlier layout (every task a job hash) are read,
 //! claimed and changed as before.
 
@@ -10,7 +12,7 @@ use super::*;
 use crate::error::{Error, Result};
 use crate::job::JobSpec;
 
-script!(EXPAND, "expand.lua");
+script!(EXPAND, "task_lib.lua" + "expand.lua");
 
 /// Buckets read per round trip while listing compact tasks.
 const LIST_BUCKETS: u32 = 1_024;
@@ -49,23 +51,33 @@ impl Compact {
         })
     }
 
-    /// The record a compact task reads as: version 1, active, nothing run yet.
-    pub(super) fn into_record(self, next_ms: Option<i64>) -> JobRecord {
+    /// The record a compact task reads as (version 1): pending (`next_ms`: its due entry),
+    /// active and nothing run yet; or claimed (`claimed`: the firing of its run, from its
+    /// lease or its history), finished with one run. What task_lib.lua expands it into.
+    pub(super) fn into_record(self, next_ms: Option<i64>, claimed: Option<&str>) -> JobRecord {
+        let last_ms = match next_ms {
+            Some(_) => None,
+            None => claimed.and_then(|f| f.rsplit_once(':')?.1.parse().ok()),
+        };
         JobRecord {
             spec: self.spec,
             version: 1,
-            status: JobStatus::Active,
+            status: if next_ms.is_some() {
+                JobStatus::Active
+            } else {
+                JobStatus::Finished
+            },
             next_ms,
-            last_ms: None,
+            last_ms,
             created_ms: self.created_ms,
             updated_ms: self.created_ms,
-            runs: 0,
+            runs: u64::from(last_ms.is_some()),
             failures: 0,
             missed: 0,
             skipped: 0,
             dead: 0,
             triggered: 0,
-            active: None,
+            active: last_ms.and(claimed).map(str::to_string),
             paused_ms: None,
         }
     }
@@ -82,6 +94,8 @@ impl Store {
             .key(k.due())
             .key(k.jobs())
             .key(k.task_count())
+            .key(k.running())
+            .key(k.runs(id))
             .arg(id)
             .invoke_async(&mut self.conn.clone())
             .await?;

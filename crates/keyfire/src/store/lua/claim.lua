@@ -9,8 +9,9 @@
 -- policies are applied here, atomically. Firings that arrive together are claimed in one
 -- call (fewer round trips). The firing's sentinel key is left alone: its instant has come,
 -- so it has expired (Redis deletes it).
--- A compact pending task (insert.lua: one field of a bucket hash, no job hash) is expanded
--- here into its job hash and jobs-index entry, in the HSET that records the claim.
+-- A compact task (insert.lua: one field of a bucket hash, no job hash) stays so: its claim
+-- removes its due entry and adds its lease, nothing else (see task_lib.lua). One whose
+-- firing is skipped (misfire) is expanded here into its job hash and jobs-index entry.
 -- KEYS[1] due zset   KEYS[2] running zset   KEYS[3] jobs index   KEYS[4] compact task counter
 -- then per firing i (base b = 4 + 3 * (i - 1)):
 --   KEYS[b+1] job hash   KEYS[b+2] sentinel of the job's next firing   KEYS[b+3] its compact bucket
@@ -136,7 +137,20 @@ local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tole
   if compact == '1' then
     local rec = redis.call('HGET', bucket, id)
     if not rec then return 3, '0' end
-    local g, c, s = string.match(rec, '^(%d+)|(%d+)|(.*)$')
+    local g = string.match(rec, '^(%d+)|')
+    if g .. '.1' ~= version then return 3, '1' end
+    if applied ~= '1' and at < now - tonumber(tolerance) then return 4, now end
+    if run == '1' and nxt == '' then
+      -- A compact task stays compact while its firing runs, and after (see task_lib.lua):
+      -- its due entry's removal and its run's lease are all its claim writes.
+      local member = id .. ':' .. at_s .. '|1|' .. now_s .. '|' .. node
+      due_rem[#due_rem + 1] = id
+      run_add[#run_add + 1] = expiry_s
+      run_add[#run_add + 1] = member
+      return 1, now
+    end
+    -- Skipped (misfire): expanded, to record the missed firing.
+    local c, s = string.match(rec, '^%d+|(%d+)|(.*)$')
     fields = {'1', false, g, '0'}
     record = {'created', c, 'gen', g, 'spec', '{"id":"' .. id .. '",' .. string.sub(s, 2),
       'version', '1', 'updated', c, 'once', '1'}

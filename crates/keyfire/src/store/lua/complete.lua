@@ -9,7 +9,10 @@
 -- The writes every attempt of a call makes to the same key (its next attempt queued, its
 -- one-shot job marked done) go as one command per key for the whole call; each lease is
 -- removed by a ZREM of its own, whose reply is the check.
--- A lease is removed with its job (delete.lua), so a run that held its lease has a job.
+-- A lease is removed with its job (delete.lua), so a run that held its lease has a job: a
+-- job hash, or a compact task's bucket field (see task_lib.lua). A compact task's success
+-- writes nothing on its job hash (it has none); the caller expands one whose run failed
+-- before its outcome is recorded here.
 -- A callback given with an attempt is queued in the shard's outbox when the outcome is the
 -- one it reports (a success; a firing that is dead), once per firing and outcome.
 -- KEYS[1] running zset   KEYS[2] attempts hash   KEYS[3] retry zset   KEYS[4] done zset
@@ -97,8 +100,11 @@ local function complete(job, runs, dead, fid, node, attempt, claimed, outcome, r
     local member, layout = find_lease(job, fid, attempt, node)
     if not member or redis.call('ZREM', KEYS[1], member) == 0 then
       -- A job deleted while it ran (the `topic` handler deletes its own task's job) has no
-      -- attempt left to fence: nothing to record, and nothing wrong.
-      if redis.call('EXISTS', job) == 0 then return 'gone' end
+      -- attempt left to fence: nothing to record, and nothing wrong. (A compact task has no
+      -- job hash: one whose success was recorded has its done entry.)
+      if redis.call('EXISTS', job) == 0 and not redis.call('ZSCORE', KEYS[4], id) then
+        return 'gone'
+      end
       return 'fenced'
     end
     if layout then
@@ -151,7 +157,8 @@ local function complete(job, runs, dead, fid, node, attempt, claimed, outcome, r
   if fate == 'done' and outcome == 'ok' then
     if once == '' then
       local f = redis.call('HMGET', job, 'status', 'once')
-      if f[1] == 'finished' and f[2] == '1' then once = '1' end
+      -- No job hash, yet it held its lease: a compact task (one-shot).
+      if not f[1] or (f[1] == 'finished' and f[2] == '1') then once = '1' end
     end
     if once == '1' then
       done_add[#done_add + 1] = now_s

@@ -7,25 +7,34 @@
 -- KEYS[5] run history list   KEYS[6] dead letters list   KEYS[7] done zset
 -- KEYS[8] retry zset   KEYS[9] running zset   KEYS[10] attempts hash
 -- KEYS[11] the job's compact bucket hash   KEYS[12] compact task counter
---   (a compact pending task has no job hash, history, runs or retries: its bucket field,
---   due entry and sentinel are all there is)
+--   (a compact task has no job hash, index entry, dead letters or queued attempts: its
+--   bucket field, then its due entry and sentinel, or its lease, or its history and done
+--   entry, are all there is; see task_lib.lua)
 -- ARGV[1] job id   ARGV[2] change channel   ARGV[3] "1": only if finished (retention cleanup)
 -- Reply: 1 deleted, 0 no such job (or not finished, with ARGV[3]).
 -- Cost: a scan of the retry and running ZSETs (pending retries and runs in progress).
 assert(#KEYS == 12 and #ARGV == 3, 'delete: wrong arity')
 redis.call('ZREM', KEYS[7], ARGV[1])
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  if ARGV[3] == '1' or redis.call('HDEL', KEYS[11], ARGV[1]) == 0 then return 0 end
+local compact = redis.call('EXISTS', KEYS[1]) == 0
+if compact then
+  if redis.call('HEXISTS', KEYS[11], ARGV[1]) == 0 then return 0 end
+  -- Finished: its firing was claimed (no due entry) and succeeded (its done entry, which the
+  -- retention cleanup found, came from that success). A compact task whose run failed was
+  -- expanded by its outcome.
+  if ARGV[3] == '1' and redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
+  redis.call('HDEL', KEYS[11], ARGV[1])
   redis.call('DECR', KEYS[12])
-  redis.call('ZREM', KEYS[2], ARGV[1])
-  redis.call('DEL', KEYS[4])
-  redis.call('PUBLISH', ARGV[2], cjson.encode({op = 'delete', id = ARGV[1]}))
-  return 1
+elseif ARGV[3] == '1' and redis.call('HGET', KEYS[1], 'status') ~= 'finished' then
+  return 0
 end
-if ARGV[3] == '1' and redis.call('HGET', KEYS[1], 'status') ~= 'finished' then return 0 end
 redis.call('DEL', KEYS[1], KEYS[4], KEYS[5], KEYS[6])
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
+if compact and ARGV[3] == '1' then
+  -- A finished compact task has no lease or queued attempt left.
+  redis.call('PUBLISH', ARGV[2], cjson.encode({op = 'delete', id = ARGV[1]}))
+  return 1
+end
 -- Firing ids are "<job id>:<instant>", and job ids hold no ':'; a lease in the running ZSET
 -- is "<firing id>|<attempt>|<claimed ms>|<node>" (the bare firing id in the earlier layout).
 local prefix = ARGV[1] .. ':'

@@ -1,19 +1,12 @@
--- Expand a compact pending task (see insert.lua) into its job hash and jobs-index entry, so
--- that a change (pause, trigger) works on it as on any job. Nothing to do for a job hash, or
--- for no job at all. Its instant stays its entry in the due ZSET.
+-- Expand a compact task (see insert.lua and task_lib.lua) into its job hash and jobs-index
+-- entry, so that a change (pause, trigger, update), a failed run's outcome or a takeover
+-- works on it as on any job. Nothing to do for a job hash, or for no job at all.
 -- KEYS[1] job hash   KEYS[2] its compact bucket hash   KEYS[3] due zset   KEYS[4] jobs index
--- KEYS[5] compact task counter
+-- KEYS[5] compact task counter   KEYS[6] running zset   KEYS[7] its run history list
 -- ARGV[1] job id
 -- Reply: 1 expanded, 0 nothing to do.
-assert(#KEYS == 5 and #ARGV == 1, 'expand: wrong arity')
-local id = ARGV[1]
-local rec = redis.call('HGET', KEYS[2], id)
-if not rec or redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-local g, c, s = string.match(rec, '^(%d+)|(%d+)|(.*)$')
-redis.call('HSET', KEYS[1], 'created', c, 'gen', g, 'spec', '{"id":"' .. id .. '",' .. string.sub(s, 2),
-  'version', 1, 'status', 'active', 'next', redis.call('ZSCORE', KEYS[3], id) or '',
-  'updated', c, 'once', '1')
-redis.call('HDEL', KEYS[2], id)
-redis.call('ZADD', KEYS[4], 0, id)
-redis.call('DECR', KEYS[5])
-return 1
+assert(#KEYS == 7 and #ARGV == 1, 'expand: wrong arity')
+if expand_task(KEYS[1], KEYS[2], KEYS[3], KEYS[6], KEYS[7], KEYS[4], KEYS[5], ARGV[1]) then
+  return 1
+end
+return 0

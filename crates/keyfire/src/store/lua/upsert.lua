@@ -5,7 +5,9 @@
 --         node holding the deleted job's spec (it missed the delete) cannot claim with it
 -- KEYS[7] the job's compact bucket hash   KEYS[8] compact task counter
 --   A new pending one-shot task is written compact (see insert.lua); a compact task that is
---   changed is expanded into its job hash first (version 1), then changed as any job.
+--   changed is expanded into its job hash first (version 1; see task_lib.lua), then changed
+--   as any job.
+-- KEYS[9] running zset   KEYS[10] the job's run history list (where an expanded task's run is)
 -- ARGV[1] job id   ARGV[2] spec JSON   ARGV[3] expected version ("0": must not exist)
 -- ARGV[4] next firing ms or ""   ARGV[5] change channel
 -- ARGV[6] creation instant ms the caller computed the schedule with (kept when the job exists:
@@ -13,33 +15,25 @@
 -- ARGV[7] "1" when the job is one-shot (cleaned up a retention period after it succeeded)
 -- ARGV[8] sentinel horizon ms: only a firing due within it gets its sentinel key now
 -- Deduplication, only when a task with a dedup key is enqueued (creates; ARGV[3] is "0"):
--- KEYS[9] dedup key (same slot as the job: the job's id was picked on the key's shard)
+-- KEYS[11] dedup key (same slot as the job: the job's id was picked on the key's shard)
 -- ARGV[9] dedup window ms: the key names the created task and expires with the window
 -- ARGV[10] id of a task the caller found deleted although the key named it, or "": a deleted
 --          task does not hold its key (the caller retries with its id to take the key over)
 -- Reply: {version, status, next, now}, or {-1, current version} when the version moved on,
 -- or {-2, id} when the dedup key names a task enqueued within its window (nothing written).
-assert((#KEYS == 8 and #ARGV == 8) or (#KEYS == 9 and #ARGV == 10), 'upsert: wrong arity')
+assert((#KEYS == 10 and #ARGV == 8) or (#KEYS == 11 and #ARGV == 10), 'upsert: wrong arity')
 -- A table lookup, not a Redis call: tasks without a dedup key cost no command more.
-local dedup = KEYS[9]
+local dedup = KEYS[11]
 if dedup then
   local holder = redis.call('GET', dedup)
   if holder and holder ~= ARGV[10] then return {-2, holder} end
 end
 local cur = redis.call('HGET', KEYS[1], 'version') or '0'
-if cur == '0' then
-  local rec = redis.call('HGET', KEYS[7], ARGV[1])
-  if rec then
-    -- A compact task is at version 1: expanded when that is the version expected.
-    if ARGV[3] ~= '1' then return {-1, '1'} end
-    local g, c, s = string.match(rec, '^(%d+)|(%d+)|(.*)$')
-    redis.call('HSET', KEYS[1], 'created', c, 'gen', g,
-      'spec', '{"id":"' .. ARGV[1] .. '",' .. string.sub(s, 2), 'version', 1, 'status', 'active',
-      'next', redis.call('ZSCORE', KEYS[2], ARGV[1]) or '', 'updated', c, 'once', '1')
-    redis.call('HDEL', KEYS[7], ARGV[1])
-    redis.call('DECR', KEYS[8])
-    cur = '1'
-  end
+if cur == '0' and redis.call('HEXISTS', KEYS[7], ARGV[1]) == 1 then
+  -- A compact task is at version 1: expanded when that is the version expected.
+  if ARGV[3] ~= '1' then return {-1, '1'} end
+  expand_task(KEYS[1], KEYS[7], KEYS[2], KEYS[9], KEYS[10], KEYS[3], KEYS[8], ARGV[1])
+  cur = '1'
 end
 if cur ~= ARGV[3] then return {-1, cur} end
 local t = redis.call('TIME')
