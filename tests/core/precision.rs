@@ -297,7 +297,10 @@ async fn sentinel_keys_stay_within_the_horizon() {
 /// second (stale) claim for their late events, which cost a spec read and a script call each.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn late_expiry_events_of_claimed_firings_make_no_claim() {
-    let w = World::new().await;
+    let mut w = World::new().await;
+    // The firings are armed by their creation's change message alone: no sweep reads them
+    // ahead (which would retire their sentinel keys, and with them the events).
+    w.settings.node.sweep_interval = Duration::from_secs(60);
     let a = w.node("a").await;
     let client = w.client().await;
     let base = w.redis_ms().await + 1_500;
@@ -330,4 +333,57 @@ async fn late_expiry_events_of_claimed_firings_make_no_claim() {
         "{stale} stale claims for {events} events of 500 claimed firings"
     );
     a.shutdown().await;
+}
+
+/// The owner's read-ahead retires the sentinel key of each firing it arms a timer for: the
+/// timer claims at the instant, so the key would only expire after that claim, a deletion
+/// and an `expired` event to every node for nothing. The firings still run once each, on
+/// time, and no node receives an event for them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn armed_firings_lose_their_sentinel_keys_and_fire_on_time() {
+    let w = World::new().await;
+    let client = w.client().await;
+    let keys = Keys::new(&w.settings.redis.prefix);
+    // Beyond the timer horizon (1.5 s) when created, within the sentinel horizon.
+    let base = w.redis_ms().await + 4_000;
+    let firings: Vec<(String, i64)> = (0..300).map(|i| (format!("r{i}"), base + i)).collect();
+    let specs: Vec<JobSpec> = firings
+        .iter()
+        .map(|(id, ms)| JobSpec::at(id.clone(), at(*ms), "rec"))
+        .collect();
+    client.enqueue_many(specs).await.unwrap();
+    assert_eq!(
+        sentinels(&w, &keys, &firings).await,
+        300,
+        "created with their sentinel keys"
+    );
+    let nodes = [w.node("a").await, w.node("b").await];
+    // Within the horizon the owners arm timers and retire the keys, before the instants.
+    while w.redis_ms().await < base - 300 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let left = sentinels(&w, &keys, &firings).await;
+    assert_eq!(
+        left, 0,
+        "{left} sentinel keys left 300 ms before their instants"
+    );
+    w.recorder.wait_count(300, Duration::from_secs(10)).await;
+    w.wait_idle(Duration::from_secs(5)).await;
+    let events: u64 = nodes.iter().map(|n| n.stats().events.load(Relaxed)).sum();
+    assert_once_on_time(
+        &w.recorder.seen(),
+        &format!("sentinels retired, {events} expired events"),
+    );
+    assert_eq!(w.recorder.seen().len(), 300);
+    assert_eq!(events, 0, "expired events came for retired sentinels");
+}
+
+/// How many of these firings' sentinel keys exist.
+async fn sentinels(w: &World, keys: &Keys, firings: &[(String, i64)]) -> i64 {
+    let names: Vec<String> = firings.iter().map(|(id, ms)| keys.fire(id, *ms)).collect();
+    redis::cmd("EXISTS")
+        .arg(&names)
+        .query_async(&mut w.conn().await)
+        .await
+        .unwrap()
 }

@@ -194,9 +194,18 @@ impl Inner {
                 let n = page.len();
                 Inner::bump_by(&self.stats.due_read, n as u64);
                 overdue += page.iter().filter(|(_, at)| *at <= now).count();
+                // A firing this node arms a timer for no longer needs its sentinel key: the
+                // timer claims at the instant, and if this node dies first the others take
+                // the firing after the grace period, as they would have on its `expired`
+                // event (only an owner claims on one). Those are retired, so a burst of
+                // firings does not bring a burst of expiries and events to every node.
+                let mut armed = Vec::new();
                 for (job_id, at) in page {
-                    self.take(job_id, at, Kind::Scheduled, at, now, grace);
+                    if self.take(job_id.clone(), at, Kind::Scheduled, at, now, grace) {
+                        armed.push((job_id, at));
+                    }
                 }
+                self.store.retire_sentinels(shard, &armed).await?;
                 if n < SWEEP_BATCH {
                     break;
                 }
@@ -325,7 +334,16 @@ impl Inner {
         Ok(())
     }
 
-    fn take(self: &Arc<Self>, job_id: String, at: i64, kind: Kind, due: i64, now: i64, grace: i64) {
+    /// Returns whether it armed a timer (a firing this node owns, due later).
+    fn take(
+        self: &Arc<Self>,
+        job_id: String,
+        at: i64,
+        kind: Kind,
+        due: i64,
+        now: i64,
+        grace: i64,
+    ) -> bool {
         if due <= now - grace {
             self.spawn_claim(job_id, at, kind, Source::Sweep);
         } else if self.owns(&job_id, at) {
@@ -333,8 +351,10 @@ impl Inner {
                 self.spawn_claim(job_id, at, kind, Source::Sweep);
             } else {
                 self.arm_due(job_id, at, kind, due);
+                return true;
             }
         }
+        false
     }
 
     /// Delete one-shot tasks that succeeded longer ago than the retention period.

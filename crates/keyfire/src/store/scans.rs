@@ -117,6 +117,20 @@ impl Store {
             .await?)
     }
 
+    /// Delete the sentinel keys of firings whose owner armed a timer for them (see the
+    /// sweeper's read-ahead): the timer claims at the instant, so the key would only expire
+    /// after that claim (Redis's expire cycle deleting it, its `expired` event sent to every
+    /// node) for nothing. One `UNLINK` per call; keys that are gone cost nothing.
+    pub async fn retire_sentinels(&self, shard: usize, firings: &[(String, i64)]) -> Result<()> {
+        if firings.is_empty() {
+            return Ok(());
+        }
+        let k = self.shards.keys(shard);
+        let keys: Vec<String> = firings.iter().map(|(id, at)| k.fire(id, *at)).collect();
+        let _: i64 = self.conn.clone().unlink(keys).await?;
+        Ok(())
+    }
+
     /// Give the pending firings that came within the sentinel horizon their sentinel keys.
     /// A watermark in Redis (`{prefix}:promoted`) records how far ahead this was done, so
     /// each firing is promoted about once whatever the number of nodes. Returns how many
