@@ -121,7 +121,7 @@ pub async fn gather_data<C: ConnectionLike>(conn: &mut C, facts: &mut Facts) {
         .unwrap_or(1);
     let mut jobs = 0;
     for shard in Shards::new(&facts.prefix, stored).iter() {
-        // Jobs in the index, plus the compact pending tasks (not in it).
+        // Jobs in the index, plus the compact tasks (not in it).
         match redis::pipe()
             .zcard(shard.jobs())
             .get(shard.task_count())

@@ -149,8 +149,7 @@ pub struct Facts {
     pub shard_count: Option<String>,
     /// Why the layout key could not be read.
     pub layout_error: Option<String>,
-    /// Jobs under the prefix (`ZCARD` of every shard's job index, plus its compact pending
-    /// tasks).
+    /// Jobs under the prefix (`ZCARD` of every shard's job index, plus its compact tasks).
     pub jobs: Option<u64>,
     /// `redis.shards` of the settings, to compare with the stored shard count; `None`: not
     /// compared (a bare URL was checked).

@@ -743,7 +743,7 @@ async fn an_outcome_refused_by_the_fence_queues_no_callback() {
     let store = keyfire::store::Store::open(&w.settings.redis)
         .await
         .unwrap();
-    // A claimed task has its job record (the claim expands a compact pending task).
+    // As a job hash, so that an outcome without a lease reads as fenced, not gone.
     assert!(store.expand("fenced").await.unwrap());
     let at_ms = store.time_ms().await.unwrap() + 3_600_000;
     // The outcome of a run that holds no lease (taken over, or never claimed): refused,

@@ -15,7 +15,7 @@ pub(crate) struct CachedJob {
     pub(super) job: Job,
     /// The flow-control key its firings ask (it limits them only if it has a limit).
     pub(super) limit_key: Option<String>,
-    /// Read as a compact pending task (its claim expands it).
+    /// Read as a compact task (its record in a bucket; see `store::tasks`).
     pub(super) compact: bool,
 }
 

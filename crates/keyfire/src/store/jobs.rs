@@ -292,7 +292,7 @@ impl Store {
             .await?)
     }
 
-    /// Read one job (a compact pending task too).
+    /// Read one job (a compact task too).
     pub async fn get_job(&self, id: &str) -> Result<Option<JobRecord>> {
         Ok(self.read_jobs(&[id]).await?.pop().flatten())
     }

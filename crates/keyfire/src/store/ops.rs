@@ -68,7 +68,7 @@ impl Store {
         Ok(reply.get(1).cloned().unwrap_or_default())
     }
 
-    /// Jobs (compact pending tasks included), due firings (by `now_ms`), leases and queued
+    /// Jobs (compact tasks included), due firings (by `now_ms`), leases and queued
     /// retries, summed over the shards.
     pub async fn totals(&self, now_ms: i64) -> Result<Totals> {
         let mut conn = self.connection();

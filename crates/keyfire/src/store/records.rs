@@ -339,7 +339,7 @@ pub struct StoredSpec {
     pub spec: JobSpec,
     /// Creation instant (ms).
     pub created_ms: i64,
-    /// Read from a compact pending task (its claim reads and expands that record).
+    /// Read from a compact task (its claim reads that record for the version check).
     pub compact: bool,
 }
 
@@ -385,7 +385,7 @@ pub struct ClaimArgs<'a> {
     /// Redis's now (or already due), so that its owner arms a timer: the node's timer
     /// horizon. One message per script call; the batch's first value counts.
     pub announce_ms: i64,
-    /// The job was read as a compact pending task: the claim reads and expands its record.
+    /// The job was read as a compact task: the claim reads its record for the version check.
     pub compact: bool,
 }
 

@@ -84,7 +84,7 @@ impl Compact {
 }
 
 impl Store {
-    /// Expand a compact pending task into its job hash (nothing to do for a job hash or no
+    /// Expand a compact task into its job hash (nothing to do for a job hash or no
     /// job), so a change that works on job hashes applies to it. Returns whether it did.
     pub async fn expand(&self, id: &str) -> Result<bool> {
         let k = self.job_keys(id);
@@ -112,7 +112,7 @@ impl Store {
         Ok(counts.into_iter().flatten().map(|c| c.max(0) as u64).sum())
     }
 
-    /// Whether `id` is a compact pending task.
+    /// Whether `id` is a compact task.
     pub(super) async fn is_compact(&self, id: &str) -> Result<bool> {
         let k = self.job_keys(id);
         Ok(self.conn.clone().hexists(k.task_bucket(id), id).await?)
