@@ -4,6 +4,7 @@
 //! one-shot tasks.
 
 use std::collections::{HashMap, HashSet};
+use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,8 +17,13 @@ use super::claim::{Kind, Source};
 use crate::store::Lease;
 use crate::store::notify;
 
-/// Entries read per page.
+/// Entries read per page (leases, retries, promotions), and the overdue count from which a
+/// shard's due entries are a backlog.
 const SWEEP_BATCH: usize = 10_000;
+/// Due entries read per page. Redis runs one command at a time: a page of 10,000 entries
+/// with their scores (and the `UNLINK` of the sentinels armed from it) holds up the claims
+/// behind it for several ms, on every node, every sweep.
+const DUE_PAGE: usize = 1_000;
 /// Most due entries read per sweep; a larger backlog is taken over the next sweeps.
 const SWEEP_MAX: usize = 1_000_000;
 /// How far the next sweep's read reaches back into what this one read (ms).
@@ -181,17 +187,28 @@ impl Inner {
         let mut complete = true;
         let mut overdue = 0;
         for (after, until) in ranges {
-            let mut offset = 0;
+            let (mut from, mut skip, mut read) =
+                (after.map_or(Bound::Unbounded, Bound::Excluded), 0, 0);
             loop {
-                if offset >= SWEEP_MAX {
+                if read >= SWEEP_MAX {
                     complete = false;
                     break;
                 }
                 let page = self
                     .store
-                    .due_page(shard, after, until, offset, SWEEP_BATCH)
+                    .due_page(shard, from, until, skip, DUE_PAGE)
                     .await?;
                 let n = page.len();
+                // The next page goes on from the last instant read, past its entries read.
+                if let Some(&(_, last)) = page.last() {
+                    let ties = page.iter().rev().take_while(|(_, at)| *at == last).count();
+                    skip = if from == Bound::Included(last) {
+                        skip + ties
+                    } else {
+                        ties
+                    };
+                    from = Bound::Included(last);
+                }
                 Inner::bump_by(&self.stats.due_read, n as u64);
                 overdue += page.iter().filter(|(_, at)| *at <= now).count();
                 // A firing this node arms a timer for no longer needs its sentinel key: the
@@ -206,10 +223,10 @@ impl Inner {
                     }
                 }
                 self.store.retire_sentinels(shard, &armed).await?;
-                if n < SWEEP_BATCH {
+                if n < DUE_PAGE {
                     break;
                 }
-                offset += n;
+                read += n;
             }
         }
         if !busy {

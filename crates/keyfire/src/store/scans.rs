@@ -1,6 +1,7 @@
 //! Scans of a shard's sorted sets: what is due, retrying, running, done; promotion into the sentinel horizon; counts.
 
 use std::collections::HashMap;
+use std::ops::Bound;
 
 use redis::AsyncCommands;
 
@@ -218,20 +219,27 @@ impl Store {
         max_ms: i64,
         limit: usize,
     ) -> Result<Vec<(String, i64)>> {
-        self.due_page(shard, None, max_ms, 0, limit).await
+        self.due_page(shard, Bound::Unbounded, max_ms, 0, limit)
+            .await
     }
 
-    /// A page of [`Store::due_until`]: `limit` entries after the first `offset`, only those
-    /// due after `after_ms` when given.
+    /// A page of [`Store::due_until`]: `limit` entries due from `from` (an instant, excluded
+    /// or included) to `max_ms`, after the first `skip` of them. A caller paging through
+    /// many entries goes on from the last instant it read (included), skipping the entries
+    /// of that instant it has (so each page costs Redis the same, not more with each page).
     pub async fn due_page(
         &self,
         shard: usize,
-        after_ms: Option<i64>,
+        from: Bound<i64>,
         max_ms: i64,
-        offset: usize,
+        skip: usize,
         limit: usize,
     ) -> Result<Vec<(String, i64)>> {
-        let min = after_ms.map_or_else(|| "-inf".to_string(), |a| format!("({a}"));
+        let min = match from {
+            Bound::Unbounded => "-inf".to_string(),
+            Bound::Excluded(a) => format!("({a}"),
+            Bound::Included(a) => a.to_string(),
+        };
         let v: Vec<(String, i64)> = self
             .conn
             .clone()
@@ -239,7 +247,7 @@ impl Store {
                 self.shards.keys(shard).due(),
                 min,
                 max_ms,
-                offset as isize,
+                skip as isize,
                 limit as isize,
             )
             .await?;
