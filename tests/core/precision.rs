@@ -387,3 +387,44 @@ async fn sentinels(w: &World, keys: &Keys, firings: &[(String, i64)]) -> i64 {
         .await
         .unwrap()
 }
+
+/// The read-ahead pages through a shard's due entries, also through more entries at one
+/// instant than a page holds: every firing is read, armed and has its sentinel key retired
+/// before its instant (one that a page skipped would keep its key).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_read_ahead_pages_through_many_firings_at_one_instant() {
+    let mut w = World::new().await;
+    w.settings.node.timer_horizon = Duration::from_secs(5);
+    let client = w.client().await;
+    let keys = Keys::new(&w.settings.redis.prefix);
+    let base = w.redis_ms().await + 3_000;
+    // 2,500 at one instant, 500 at the next: three pages of 1,000, ties across two.
+    let firings: Vec<(String, i64)> = (0..3_000)
+        .map(|i| (format!("p{i}"), if i < 2_500 { base } else { base + 1 }))
+        .collect();
+    let specs: Vec<JobSpec> = firings
+        .iter()
+        .map(|(id, ms)| JobSpec::at(id.clone(), at(*ms), "rec"))
+        .collect();
+    client.enqueue_many(specs).await.unwrap();
+    assert_eq!(sentinels(&w, &keys, &firings).await, 3_000);
+    let node = w.node("a").await;
+    while w.redis_ms().await < base - 500 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (left, read) = (
+        sentinels(&w, &keys, &firings).await,
+        node.stats().due_read.load(Relaxed),
+    );
+    assert_eq!(
+        left, 0,
+        "{left} sentinel keys left after reading {read} due entries"
+    );
+    w.recorder.wait_count(3_000, Duration::from_secs(20)).await;
+    w.wait_idle(Duration::from_secs(5)).await;
+    assert_once_on_time(
+        &w.recorder.seen(),
+        &format!("3,000 firings, {read} entries read"),
+    );
+    assert_eq!(w.recorder.seen().len(), 3_000);
+}

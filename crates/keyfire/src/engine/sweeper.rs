@@ -180,6 +180,10 @@ impl Inner {
                 .expect("backlog lock")
                 .contains(&shard);
         let overdue_until = if busy { now - grace } else { now };
+        // Firings that came within the sentinel horizon get their sentinel keys; first, so
+        // that those the read-ahead below arms lose theirs (at a node's first sweep the
+        // promotion's window starts now, and covers the timer horizon too).
+        self.store.promote(shard, SWEEP_BATCH).await?;
         let ranges = match upto {
             Some(u) => vec![(None, overdue_until), (Some(u), horizon)],
             None => vec![(None, horizon)],
@@ -254,8 +258,6 @@ impl Inner {
         {
             self.take(job_id, at, Kind::Retry, due, now, grace);
         }
-        // Firings that came within the sentinel horizon get their sentinel keys.
-        self.store.promote(shard, SWEEP_BATCH).await?;
         let (pending, sentinels) = self.store.shard_pending_counts(shard).await?;
         let (node, shard_label) = (self.id.clone(), shard.to_string());
         metrics::gauge!(crate::metrics::name::PENDING, "node" => node.clone(), "shard" => shard_label.clone())
