@@ -14,7 +14,7 @@ use crate::job::LimitSpec;
 script!(ACQUIRE, "limit_acquire.lua");
 script!(RELEASE, "limit_release.lua");
 script!(RENEW_SLOT, "limit_renew.lua");
-script!(HOLD, "limit_hold.lua");
+script!(HOLD, "task_lib.lua" + "limit_hold.lua");
 
 /// Waiters are scored by their scheduled instant less this (see `limit_acquire.lua`).
 const WAITER_EPOCH_MS: i64 = 1_600_000_000_000;
@@ -344,17 +344,20 @@ impl Store {
         if part.is_empty() {
             return Ok(Vec::new());
         }
-        // A held attempt waits in the retry ZSET, whose claim works on job hashes: a compact
-        // task becomes one first (nothing to do for a job hash; see task_lib.lua).
-        futures::future::try_join_all(part.iter().map(|h| self.expand(h.job_id))).await?;
         let k = self.shards.keys(shard);
         let mut inv = HOLD.prepare_invoke();
         inv.key(k.running())
             .key(k.attempts())
             .key(k.retry())
+            .key(k.due())
+            .key(k.jobs())
+            .key(k.task_count())
             .arg(node);
         for h in &part {
             inv.key(k.job(h.job_id))
+                .key(k.task_bucket(h.job_id))
+                .key(k.runs(h.job_id))
+                .arg(h.job_id)
                 .arg(firing_id(h.job_id, h.at_ms))
                 .arg(h.attempt)
                 .arg(h.claimed_ms)

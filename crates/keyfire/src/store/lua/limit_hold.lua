@@ -4,19 +4,26 @@
 -- lease like complete.lua: the running zset's member "<firing id>|<attempt>|<claimed
 -- ms>|<node>" (see claim.lua) must be this node's. Only the lease is given up; the firing
 -- keeps its place in the limit key's line (its waiters zset).
--- KEYS[1] running zset   KEYS[2] attempts hash   KEYS[3] retry zset
--- then per firing i: KEYS[3+i] its job hash
--- ARGV[1] node id   then per firing i (base a = 1 + 4 * (i - 1)):
---   ARGV[a+1] firing id   ARGV[a+2] attempt   ARGV[a+3] claimed ms   ARGV[a+4] wait ms
+-- A compact task is expanded into its job hash first (task_lib.lua): the queued attempt's
+-- claim (claim_retry.lua) works on job hashes.
+-- KEYS[1] running zset   KEYS[2] attempts hash   KEYS[3] retry zset   KEYS[4] due zset
+-- KEYS[5] jobs index   KEYS[6] compact task counter
+-- then per firing i (base b = 6 + 3 * (i - 1)): KEYS[b+1] its job hash
+--   KEYS[b+2] its compact bucket hash   KEYS[b+3] its run history list
+-- ARGV[1] node id   then per firing i (base a = 1 + 5 * (i - 1)):
+--   ARGV[a+1] job id   ARGV[a+2] firing id   ARGV[a+3] attempt   ARGV[a+4] claimed ms
+--   ARGV[a+5] wait ms
 -- Reply: per firing, the instant its attempt is due (held), or 0 (fenced: the run is no
 -- longer this node's)
-local n = #KEYS - 3
-assert(n >= 1 and #ARGV == 1 + 4 * n, 'limit_hold: wrong arity')
+local n = (#KEYS - 6) / 3
+assert(n >= 1 and n == math.floor(n) and #ARGV == 1 + 5 * n, 'limit_hold: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
-local function hold(job, fid, attempt, claimed, wait)
+local function hold(job, bucket, runs, id, fid, attempt, claimed, wait)
   local member = fid .. '|' .. attempt .. '|' .. claimed .. '|' .. ARGV[1]
+  -- Expanded while its lease is still there (the expansion names its run).
+  expand_task(job, bucket, KEYS[4], KEYS[1], runs, KEYS[5], KEYS[6], id)
   if redis.call('ZREM', KEYS[1], member) == 0 then return 0 end
   local due = now + math.max(tonumber(wait), 0)
   redis.call('HSET', KEYS[2], fid, attempt)
@@ -31,7 +38,9 @@ end
 
 local reply = {}
 for i = 1, n do
-  local a = 1 + 4 * (i - 1)
-  reply[i] = hold(KEYS[3 + i], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4])
+  local b = 6 + 3 * (i - 1)
+  local a = 1 + 5 * (i - 1)
+  reply[i] = hold(KEYS[b + 1], KEYS[b + 2], KEYS[b + 3], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3],
+    ARGV[a + 4], ARGV[a + 5])
 end
 return reply
