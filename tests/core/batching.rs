@@ -274,6 +274,12 @@ async fn outcomes_wait_behind_a_burst_of_claims_and_are_all_recorded() {
     w.wait_idle(Duration::from_secs(30)).await;
     crate::support::assert_exactly_once(&w.recorder.seen(), n);
     let stats = node.stats();
+    // The leases are gone once Redis recorded the outcomes; the node counts each when the
+    // script's reply comes back, a moment later.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while stats.completed.load(Relaxed) < n as u64 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let deferred = stats.deferred.load(Relaxed);
     eprintln!(
         "{deferred} of {n} outcomes waited behind claims; {} recorded",
