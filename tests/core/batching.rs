@@ -304,3 +304,142 @@ async fn outcomes_wait_behind_a_burst_of_claims_and_are_all_recorded() {
         );
     }
 }
+
+/// A call's firings each send only the keys and arguments they need, so the scripts walk a
+/// layout whose length varies per firing: one call mixes every form (a job in the common
+/// case, one whose next firing gets its sentinel key, a compact task, an overlap policy
+/// other than allow) and each firing must get its own writes, not its neighbour's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_call_mixes_every_form_of_arguments() {
+    let w = World::new().await;
+    let client = w.client().await;
+    let store = client.store();
+    let now = w.redis_ms().await;
+    let at = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).unwrap();
+    let mut forbid = JobSpec::every("forbid", "1s", "rec");
+    forbid.overlap = Some("forbid".into());
+    for spec in [
+        JobSpec::every("near", "1s", "rec"),
+        JobSpec::every("far", "1s", "rec"),
+        forbid,
+    ] {
+        client.upsert(spec).await.unwrap();
+    }
+    client
+        .enqueue(JobSpec::at("task", at(now - 10), "rec"))
+        .await
+        .unwrap();
+    let mut conn = store.connection();
+    let k = store.job_keys("near");
+    let due = |id: &'static str| async move {
+        store.get_job(id).await.unwrap().unwrap().next_ms.unwrap()
+    };
+    let (near, far, fb, task) = (
+        due("near").await,
+        due("far").await,
+        due("forbid").await,
+        due("task").await,
+    );
+    while w.redis_ms().await < near.max(far).max(fb) {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // Announce within 5 s: "near"'s next firing is announced (no sentinel key sent),
+    // "far"'s (20 s on, as its caller says, within the 60 s sentinel horizon) gets its
+    // sentinel key.
+    let with_announce = |mut a: ClaimArgs<'static>| {
+        a.announce_ms = 5_000;
+        a
+    };
+    let mut forbid_args = args_for(store, "forbid", fb, Some(fb + 1_000)).await;
+    forbid_args.overlap = "forbid";
+    let batch = [
+        with_announce(args_for(store, "near", near, Some(near + 1_000)).await),
+        with_announce(args_for(store, "task", task, None).await),
+        with_announce(args_for(store, "far", far, Some(far + 20_000)).await),
+        with_announce(forbid_args),
+    ];
+    assert!(batch[1].compact, "the task is stored compact");
+    let replies = store.claim_many(&batch).await.unwrap();
+    let claimed: Vec<i64> = replies.iter().map(claimed_at).collect();
+    let sentinel = |id: &str, ms: i64| k.fire(id, ms);
+    let near_key: bool = conn.exists(sentinel("near", near + 1_000)).await.unwrap();
+    let far_ttl: i64 = conn.pttl(sentinel("far", far + 20_000)).await.unwrap();
+    assert!(
+        !near_key,
+        "a next firing within the timer horizon is announced instead"
+    );
+    assert!(
+        far_ttl > 10_000,
+        "the next firing past the timer horizon has its sentinel key: pttl {far_ttl}"
+    );
+    assert_eq!(due("near").await, near + 1_000);
+    assert_eq!(due("far").await, far + 20_000);
+    assert_eq!(due("forbid").await, fb + 1_000);
+    let leases: Vec<String> = conn.zrange(k.running(), 0, -1).await.unwrap();
+    assert_eq!(leases.len(), 4, "{leases:?}");
+    let job = store.get_job("task").await.unwrap().unwrap();
+    assert!(
+        job.next_ms.is_none(),
+        "the task's firing was claimed: {job:?}"
+    );
+
+    // Complete in one call: a success of a job (one character of options), a success of a
+    // one-shot with a callback, a failure with a retry, and a failure with none left (its
+    // dead-letter entry and its callback follow its options).
+    let done = |job_id, run, retry_delay_ms, once, callback| Completion {
+        job_id,
+        run,
+        retry_delay_ms,
+        once,
+        callback,
+    };
+    let near_run = record("near", near, 1, claimed[0], "ok");
+    let task_run = record("task", task, 1, claimed[1], "ok");
+    let far_run = record("far", far, 1, claimed[2], "failed");
+    let fb_run = record("forbid", fb, 1, claimed[3], "failed");
+    let cb = r#"{"url":"http://127.0.0.1:9/hook"}"#;
+    let fates = store
+        .complete_many(
+            &[
+                done("near", &near_run, None, Some(false), None),
+                done("task", &task_run, None, None, Some(cb)),
+                done("far", &far_run, Some(3_600_000), Some(false), None),
+                done("forbid", &fb_run, None, Some(false), Some(cb)),
+            ],
+            &LIMITS,
+        )
+        .await
+        .unwrap();
+    let fates: Vec<Fate> = fates.into_iter().map(|(f, _)| f).collect();
+    assert_eq!(fates, [Fate::Done, Fate::Done, Fate::Retry, Fate::Dead]);
+    let leases: Vec<String> = conn.zrange(k.running(), 0, -1).await.unwrap();
+    assert!(leases.is_empty(), "every lease released: {leases:?}");
+    let finished: Vec<String> = conn.zrange(k.done(), 0, -1).await.unwrap();
+    assert_eq!(finished, vec!["task".to_string()], "the one-shot is done");
+    let retry: Vec<String> = conn.zrange(k.retry(), 0, -1).await.unwrap();
+    assert_eq!(retry, vec![format!("far:{far}")]);
+    let letters = store.dead_letters("forbid", 10).await.unwrap();
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    assert!(store.dead_letters("far", 10).await.unwrap().is_empty());
+    let outbox: Vec<String> = conn.zrange(k.outbox(), 0, -1).await.unwrap();
+    let mut outbox = outbox;
+    outbox.sort();
+    assert_eq!(
+        outbox,
+        vec![
+            format!("forbid:{fb}:failed"),
+            format!("task:{task}:succeeded")
+        ]
+    );
+    for (id, fate) in [
+        ("near", "done"),
+        ("task", "done"),
+        ("far", "retry"),
+        ("forbid", "dead"),
+    ] {
+        let runs = store.runs(id, 10).await.unwrap();
+        assert_eq!(runs.len(), 1, "{id}: {runs:?}");
+        assert_eq!(runs[0].fate.as_deref(), Some(fate), "{id}: {runs:?}");
+        assert!(runs[0].finished_ms.is_some(), "{id}: {runs:?}");
+    }
+}

@@ -108,8 +108,10 @@ def run(srv, lua, kind, n, batch):
             keys = [f'{P}:due', f'{P}:running', f'{P}:jobs', f'{P}:tasks:count']
             args = ['node-1', '30000', 'changes', '60000', '60000']
             for i in c:
-                keys += [f'{P}:job:{i}', f'{P}:fire:{i}:{nxt}', bucket(i)]
-                args += [i, str(at), gens[i], nxt, '120000', '0', '1', '0', 'allow', '1' if once else '0']
+                # Options (see claim.lua): the tolerance alone for a job in the common case;
+                # a compact task's bucket key and flags.
+                keys += [f'{P}:job:{i}'] + ([bucket(i)] if once else [])
+                args += [i, str(at), gens[i], nxt, 't120000' if once else '120000']
             rep = claim(keys=keys, args=args)
             for j, i in enumerate(c):
                 assert rep[2 * j] == 1, (i, rep[2 * j:2 * j + 2])
@@ -122,11 +124,12 @@ def run(srv, lua, kind, n, batch):
             args = ['100', '100', str(7 * 86_400_000)]
             for i in c:
                 fid = f'{i}:{at}'
-                keys += [f'{P}:job:{i}', f'{P}:runs:{i}', f'{P}:dead:{i}']
+                keys += [f'{P}:job:{i}', f'{P}:runs:{i}']
                 rec = json.dumps({'firing_id': fid, 'scheduled_ms': at, 'attempt': 1, 'node': 'node-1',
                                   'claimed_ms': claimed[i], 'started_ms': claimed[i], 'outcome': 'ok'},
                                  separators=(',', ':'))
-                args += [fid, 'node-1', '1', str(claimed[i]), 'ok', rec, '', i, '', '1' if once else '0', '']
+                # The lease member, the job id, the record (open: no closing brace), and the options of a success.
+                args += [f'{fid}|1|{claimed[i]}|node-1', i, rec[:-1], '1' if once else '0']
             rep = complete(keys=keys, args=args)
             assert all(x == b'done' for x in rep[0::2]), rep[:2]
         if measured:

@@ -53,19 +53,48 @@ impl Store {
             .arg(self.horizon_ms)
             .arg(first.announce_ms);
         for a in &batch {
-            inv.key(k.job(a.job_id))
-                .key(k.fire(a.job_id, a.next_ms.unwrap_or(-1)))
-                .key(k.task_bucket(a.job_id));
+            inv.key(k.job(a.job_id));
+            // Its next firing's sentinel key only when the claim may give it one: a next
+            // firing within the timer horizon of the instant is within it of Redis's now
+            // too (the firing is due), and is announced instead.
+            let sentinel = a.next_ms.filter(|next| next - a.at_ms > first.announce_ms);
+            if let Some(next) = sentinel {
+                inv.key(k.fire(a.job_id, next));
+            }
+            if a.compact {
+                inv.key(k.task_bucket(a.job_id));
+            }
             inv.arg(a.job_id)
                 .arg(a.at_ms)
                 .arg(format!("{}.{}", a.generation, a.version))
-                .arg(a.next_ms.map(|n| n.to_string()).unwrap_or_default())
-                .arg(a.tolerance_ms)
-                .arg(if a.misfire_applied { "1" } else { "0" })
-                .arg(if a.run { "1" } else { "0" })
-                .arg(a.missed)
-                .arg(a.overlap)
-                .arg(if a.compact { "1" } else { "0" });
+                .arg(a.next_ms.map(|n| n.to_string()).unwrap_or_default());
+            let common = !a.misfire_applied
+                && a.run
+                && a.missed == 0
+                && a.overlap == "allow"
+                && sentinel.is_none();
+            if common && !a.compact {
+                inv.arg(a.tolerance_ms);
+            } else if common {
+                inv.arg(format!("t{}", a.tolerance_ms));
+            } else {
+                let flag = |b: bool| if b { '1' } else { '0' };
+                let overlap = match a.overlap {
+                    "forbid" => 'f',
+                    "replace" => 'r',
+                    _ => 'a',
+                };
+                inv.arg(format!(
+                    "s{}|{}{}{}{}{}|{}",
+                    a.tolerance_ms,
+                    flag(a.misfire_applied),
+                    flag(a.run),
+                    flag(a.compact),
+                    flag(sentinel.is_some()),
+                    overlap,
+                    a.missed
+                ));
+            }
         }
         let flat: Vec<Value> = inv.invoke_async(&mut self.conn.clone()).await?;
         self.replicate(k).await;
@@ -333,24 +362,44 @@ impl Store {
             } else {
                 String::new()
             };
-            inv.key(k.job(c.job_id))
-                .key(k.runs(c.job_id))
-                .key(k.dead(c.job_id));
-            inv.arg(&run.firing_id)
-                .arg(&run.node)
-                .arg(run.attempt)
-                .arg(run.claimed_ms)
-                .arg(&run.outcome)
-                .arg(serde_json::to_string(run)?)
-                .arg(c.retry_delay_ms.map(|d| d.to_string()).unwrap_or_default())
-                .arg(c.job_id)
-                .arg(dead)
-                .arg(match c.once {
-                    Some(true) => "1",
-                    Some(false) => "0",
-                    None => "",
-                })
-                .arg(c.callback.unwrap_or_default());
+            inv.key(k.job(c.job_id)).key(k.runs(c.job_id));
+            inv.arg(lease_member(
+                &run.firing_id,
+                run.attempt,
+                run.claimed_ms,
+                &run.node,
+            ))
+            .arg(c.job_id)
+            .arg(open_record(run)?);
+            // Options (see complete.lua): a success with nothing else to do is one character.
+            let once = match c.once {
+                Some(true) => "1",
+                Some(false) => "0",
+                None => "",
+            };
+            if run.outcome == "ok"
+                && c.retry_delay_ms.is_none()
+                && c.callback.is_none()
+                && !once.is_empty()
+            {
+                inv.arg(once);
+                continue;
+            }
+            inv.arg(format!(
+                "s{}|{}|{}|{}{}",
+                run.outcome,
+                once,
+                c.retry_delay_ms.map(|d| d.to_string()).unwrap_or_default(),
+                if can_die { '1' } else { '0' },
+                if c.callback.is_some() { '1' } else { '0' },
+            ));
+            if can_die {
+                inv.key(k.dead(c.job_id));
+                inv.arg(dead);
+            }
+            if let Some(cb) = c.callback {
+                inv.arg(cb);
+            }
         }
         let flat: Vec<Value> = inv.invoke_async(&mut self.conn.clone()).await?;
         self.replicate(k).await;
@@ -417,4 +466,14 @@ impl Store {
             .map(|s| serde_json::from_str(s).map_err(Error::from))
             .collect()
     }
+}
+
+/// A run record as complete.lua takes it: its JSON object without the closing brace (the
+/// script appends the fields it knows and closes it, one string built instead of three).
+fn open_record(run: &RunRecord) -> Result<String> {
+    let mut json = serde_json::to_string(run)?;
+    if json.pop() != Some('}') {
+        return Err(Error::Corrupt("run record is not a JSON object".into()));
+    }
+    Ok(json)
 }

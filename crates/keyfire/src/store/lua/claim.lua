@@ -13,22 +13,29 @@
 -- removes its due entry and adds its lease, nothing else (see task_lib.lua). One whose
 -- firing is skipped (misfire) is expanded here into its job hash and jobs-index entry.
 -- KEYS[1] due zset   KEYS[2] running zset   KEYS[3] jobs index   KEYS[4] compact task counter
--- then per firing i (base b = 4 + 3 * (i - 1)):
---   KEYS[b+1] job hash   KEYS[b+2] sentinel of the job's next firing   KEYS[b+3] its compact bucket
+-- then per firing: its job hash, then the sentinel key of the job's next firing if its
+--   options say so, then its compact bucket if its options say so (keys a firing does not
+--   need are not sent: each argument costs Redis about as much as a short command's work)
 -- ARGV[1] node id   ARGV[2] lease ms   ARGV[3] change channel   ARGV[4] sentinel horizon ms
 -- ARGV[5] timer horizon ms: next firings due within it are announced on the change channel,
 --   one message {op = 'next', id = '', firings = {{id, ms}, ...}} per call, so that their
 --   owners (often another node) arm timers instead of waiting for the sentinel's `expired`
 --   event, which Redis emits late when many keys expire at once (every-second cron jobs)
--- then per firing i (base a = 5 + 10 * (i - 1)):
+-- then per firing i (base a = 5 + 5 * (i - 1)):
 --   ARGV[a+1] job id   ARGV[a+2] instant ms   ARGV[a+3] "<generation>.<version>" of the job the
 --   caller computed with (a job created again after a delete has a new generation)
---   ARGV[a+4] next firing ms or ""   ARGV[a+5] misfire tolerance ms
---   ARGV[a+6] "1": the caller applied the misfire policy (take next, run and missed as given)
---   ARGV[a+7] "1": run this firing, "0": skip it (misfire)   ARGV[a+8] firings to count as missed
---   ARGV[a+9] overlap policy (allow | forbid | replace)
---   ARGV[a+10] "1": the caller read the job compact (its bucket is read instead of its hash;
---     gone from there, the reply is 3 with version 0 and the caller reads it again)
+--   ARGV[a+4] next firing ms or ""
+--   ARGV[a+5] options: the misfire tolerance ms alone for the common case (the caller did not
+--     apply the misfire policy, run it, nothing missed, overlap allow, not compact, no
+--     sentinel key sent), "t<tolerance>" for a compact task in that case, else
+--     "s<tolerance>|<flags>|<missed>": flags one character each,
+--     applied (the caller applied the misfire policy: take next, run and missed as given),
+--     run ("0": skip it, misfire), compact (the caller read the job compact: its bucket is
+--     read instead of its hash; gone from there, the reply is 3 with version 0 and the
+--     caller reads it again), sentinel (its sentinel key is sent), then the overlap policy
+--     (a: allow, f: forbid, r: replace); missed: firings to count as missed
+--   A next firing that is due past the timer horizon but within the sentinel horizon gets
+--   its sentinel key when the caller sent it, else it is announced like a nearer one.
 -- The writes every firing of a call makes to the same key (its due entry removed or moved,
 -- its lease added) go as one command per key for the whole call, and the due entries are
 -- read in one ZMSCORE: a firing costs its job's HMGET and HSET, and its share of the rest.
@@ -39,8 +46,8 @@
 --   3, version: job changed, recompute | 4, now: later than the tolerance, apply the misfire policy
 --   5, 'locked': a run of this firing holds a live lease | 6, 'missed': skipped (misfire policy)
 --   7, running firing: skipped, the previous run still runs (overlap forbid)
-local n = (#KEYS - 4) / 3
-assert(n >= 1 and n == math.floor(n) and #ARGV == 5 + 10 * n, 'claim: wrong arity')
+local n = (#ARGV - 5) / 5
+assert(n >= 1 and n == math.floor(n) and #KEYS >= 4 + n, 'claim: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local node, lease, channel, horizon = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
@@ -48,6 +55,8 @@ local announce = tonumber(ARGV[5])
 -- Numbers written per firing are formatted once per call ('%d': Lua's own number format
 -- is a float's, and costs more than the rest of a firing's Lua).
 local now_s, expiry_s = string.format('%d', now), string.format('%d', now + lease)
+-- A run's lease member is "<firing id>|1|<claimed ms>|<node>": its tail is the same for the call.
+local tail = '|1|' .. now_s .. '|' .. node
 local reply, soon = {}, {}
 
 -- Writes held back to go as one command per key: due entries to remove, due entries to
@@ -67,7 +76,7 @@ end
 local scores
 do
   local ids = {}
-  for i = 1, n do ids[i] = ARGV[5 + 10 * (i - 1) + 1] end
+  for i = 1, n do ids[i] = ARGV[5 + 5 * (i - 1) + 1] end
   scores = redis.call('ZMSCORE', KEYS[1], unpack(ids))
 end
 local met = {}
@@ -78,25 +87,33 @@ local met = {}
 -- fields of its job hash) into its job hash and index entry. A function of its own, not a
 -- closure per firing (a closure costs an allocation per captured local).
 local function advance(job, next_sentinel, bucket, id, at_s, nxt, missed, record, active, runs)
-  local f
-  if nxt == '' then
-    f = {'next', nxt, 'last', at_s, 'status', 'finished'}
-  elseif record then
-    f = {'next', nxt, 'last', at_s, 'status', 'active'}
-  else
-    f = {'next', nxt, 'last', at_s}
-  end
-  if active then
-    f[#f + 1], f[#f + 2], f[#f + 3], f[#f + 4] = 'active', active, 'runs', runs
-  end
   if record then
+    local f
+    if nxt == '' then
+      f = {'next', nxt, 'last', at_s, 'status', 'finished'}
+    else
+      f = {'next', nxt, 'last', at_s, 'status', 'active'}
+    end
+    if active then
+      f[#f + 1], f[#f + 2], f[#f + 3], f[#f + 4] = 'active', active, 'runs', runs
+    end
     for j = 1, #record do f[#f + 1] = record[j] end
+    redis.call('HSET', job, unpack(f))
     redis.call('HDEL', bucket, id)
     index_add[#index_add + 1] = '0'
     index_add[#index_add + 1] = id
     expanded = expanded + 1
+  elseif nxt == '' then
+    if active then
+      redis.call('HSET', job, 'next', nxt, 'last', at_s, 'status', 'finished', 'active', active, 'runs', runs)
+    else
+      redis.call('HSET', job, 'next', nxt, 'last', at_s, 'status', 'finished')
+    end
+  elseif active then
+    redis.call('HSET', job, 'next', nxt, 'last', at_s, 'active', active, 'runs', runs)
+  else
+    redis.call('HSET', job, 'next', nxt, 'last', at_s)
   end
-  redis.call('HSET', job, unpack(f))
   if nxt == '' then
     due_rem[#due_rem + 1] = id
   else
@@ -107,10 +124,11 @@ local function advance(job, next_sentinel, bucket, id, at_s, nxt, missed, record
     -- message (a reconnect) or a change of owners. Its sentinel key would only expire after
     -- that claim, a deletion and an `expired` event to every node for nothing, so it gets
     -- none. One further out gets its sentinel key now if it is within the sentinel horizon,
-    -- or from promote.lua as it comes within it.
-    local next_ms = tonumber(nxt)
-    if next_ms <= now + announce then
-      soon[#soon + 1] = {id, nxt}
+    -- or from promote.lua as it comes within it. The announcement is written here as JSON
+    -- (job ids and instants need no escaping): cheaper than a table per firing for cjson.
+    local next_ms = nxt + 0
+    if next_ms <= now + horizon and (next_ms <= now + announce or not next_sentinel) then
+      soon[#soon + 1] = '["' .. id .. '","' .. nxt .. '"]'
     elseif next_ms <= now + horizon then
       redis.call('SET', next_sentinel, '1', 'PXAT', nxt)
     end
@@ -129,7 +147,8 @@ local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tole
   end
   met[id] = true
   if score ~= at_s then return 0, 'stale' end
-  local at = tonumber(at_s)
+  -- `+ 0` rather than tonumber: the builtin converts a string twice (strtod each time).
+  local at = at_s + 0
   if at > now then return 2, at - now end
   local fields
   -- A compact task's record: the fields its job hash gets when it is expanded.
@@ -139,11 +158,11 @@ local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tole
     if not rec then return 3, '0' end
     local g = string.match(rec, '^(%d+)|')
     if g .. '.1' ~= version then return 3, '1' end
-    if applied ~= '1' and at < now - tonumber(tolerance) then return 4, now end
+    if applied ~= '1' and at < now - tolerance then return 4, now end
     if run == '1' and nxt == '' then
       -- A compact task stays compact while its firing runs, and after (see task_lib.lua):
       -- its due entry's removal and its run's lease are all its claim writes.
-      local member = id .. ':' .. at_s .. '|1|' .. now_s .. '|' .. node
+      local member = id .. ':' .. at_s .. tail
       due_rem[#due_rem + 1] = id
       run_add[#run_add + 1] = expiry_s
       run_add[#run_add + 1] = member
@@ -158,7 +177,7 @@ local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tole
     fields = redis.call('HMGET', job, 'version', 'active', 'gen', 'runs')
   end
   if (fields[3] or '0') .. '.' .. (fields[1] or '0') ~= version then return 3, fields[1] or '0' end
-  if applied ~= '1' and at < now - tonumber(tolerance) then return 4, now end
+  if applied ~= '1' and at < now - tolerance then return 4, now end
 
   local fid = id .. ':' .. at_s
   if run == '0' then
@@ -171,7 +190,7 @@ local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tole
   local active = fields[2]
   local replaced = nil
   if active and active ~= '' then
-    local this = string.byte(active, #fid + 1) == 124 and string.sub(active, 1, #fid) == fid
+    local this = string.byte(active, #fid + 1) == 124 and string.find(active, fid, 1, true) == 1
     if this or overlap ~= 'allow' then
       local held = redis.call('ZSCORE', KEYS[2], active)
       if held and tonumber(held) > now then
@@ -187,9 +206,9 @@ local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tole
       end
     end
   end
-  local member = fid .. '|1|' .. now_s .. '|' .. node
+  local member = fid .. tail
   advance(job, next_sentinel, bucket, id, at_s, nxt, missed, record, member,
-    string.format('%d', (tonumber(fields[4]) or 0) + 1))
+    string.format('%d', (fields[4] or 0) + 1))
   run_add[#run_add + 1] = expiry_s
   run_add[#run_add + 1] = member
   if replaced then
@@ -198,18 +217,47 @@ local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tole
   return 1, now
 end
 
+local k = 4
 for i = 1, n do
-  local b = 4 + 3 * (i - 1)
-  local a = 5 + 10 * (i - 1)
-  local code, arg = claim(i, KEYS[b + 1], KEYS[b + 2], KEYS[b + 3],
-    ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7],
-    ARGV[a + 8], ARGV[a + 9], ARGV[a + 10])
+  local a = 5 + 5 * (i - 1)
+  local opts = ARGV[a + 5]
+  local first = string.byte(opts, 1)
+  local applied, run, compact, sentinel, overlap, missed = '0', '1', '0', false, 'allow', '0'
+  local tolerance
+  if first < 97 then
+    tolerance = opts + 0
+  elseif first == 116 then
+    -- "t<tolerance>": a compact task, otherwise the common case.
+    tolerance, compact = string.sub(opts, 2) + 0, '1'
+  else
+    local t, flags, m = string.match(opts, '^s(%d+)|(%w+)|(%d+)$')
+    assert(t, 'claim: bad options')
+    tolerance, missed = tonumber(t), m
+    applied, run, compact = string.sub(flags, 1, 1), string.sub(flags, 2, 2), string.sub(flags, 3, 3)
+    sentinel = string.sub(flags, 4, 4) == '1'
+    local o = string.sub(flags, 5, 5)
+    overlap = o == 'f' and 'forbid' or (o == 'r' and 'replace' or 'allow')
+  end
+  local job, next_sentinel, bucket = KEYS[k + 1], nil, nil
+  k = k + 1
+  if sentinel then
+    next_sentinel = KEYS[k + 1]
+    k = k + 1
+  end
+  if compact == '1' then
+    bucket = KEYS[k + 1]
+    k = k + 1
+  end
+  local code, arg = claim(i, job, next_sentinel, bucket,
+    ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], tolerance, applied, run,
+    missed, overlap, compact)
   reply[#reply + 1] = code
   reply[#reply + 1] = arg
 end
+assert(k == #KEYS, 'claim: wrong number of keys')
 flush()
 if expanded > 0 then redis.call('DECRBY', KEYS[4], expanded) end
 if #soon > 0 then
-  redis.call('PUBLISH', channel, cjson.encode({op = 'next', id = '', firings = soon}))
+  redis.call('PUBLISH', channel, '{"op":"next","id":"","firings":[' .. table.concat(soon, ',') .. ']}')
 end
 return reply

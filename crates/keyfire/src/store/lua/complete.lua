@@ -17,22 +17,26 @@
 -- one it reports (a success; a firing that is dead), once per firing and outcome.
 -- KEYS[1] running zset   KEYS[2] attempts hash   KEYS[3] retry zset   KEYS[4] done zset
 -- KEYS[5] outbox zset   KEYS[6] outbox hash
--- then per attempt i (base b = 6 + 3 * (i - 1)):
---   KEYS[b+1] job hash   KEYS[b+2] run history list   KEYS[b+3] dead letters list
+-- then per attempt: its job hash, its run history list, then its dead letters list if its
+--   options say a dead-letter entry follows (keys and arguments an attempt does not need
+--   are not sent: each costs Redis about as much as a short command's work)
 -- ARGV[1] history limit   ARGV[2] dead-letter limit   ARGV[3] history max age ms
--- then per attempt i (base a = 3 + 11 * (i - 1)):
---   ARGV[a+1] firing id   ARGV[a+2] node id   ARGV[a+3] attempt   ARGV[a+4] claimed ms
---   ARGV[a+5] outcome (ok | failed | timeout | cancelled)   ARGV[a+6] run record JSON (an object)
---   ARGV[a+7] retry delay ms, or "" for no further attempt   ARGV[a+8] job id
---   ARGV[a+9] dead-letter entry JSON (an object; used when the firing is dead; "" when it
---     cannot be: a success, or a failure with a retry)
---   ARGV[a+10] "1": a one-shot job (a success marks it done, for the retention cleanup,
---     which checks that it finished), "0": not, "": unknown (read from the job)
---   ARGV[a+11] callback JSON, or "" for none
+-- then per attempt:
+--   the run's lease member "<firing id>|<attempt>|<claimed ms>|<node>" (claimed ms 0: not
+--     known, then the attempt and node must match a lease)
+--   its job id   its run record: a JSON object without its closing brace (the script adds
+--     the fields it knows, finished_ms and fate, and closes it)
+--   options: "1" or "0" for a success with nothing else to do ("1": a one-shot job, whose
+--     success marks it done, for the retention cleanup, which checks that it finished;
+--     "0": not), else "s<outcome>|<once>|<retry>|<letter><callback>": outcome ok | failed |
+--     timeout | cancelled; once "1", "0" or "" (unknown: read from the job); retry the
+--     delay ms of the next attempt, or "" for none; letter "1": a dead-letter entry JSON
+--     follows (an object; sent when the firing can be dead: a failure with no retry),
+--     callback "1": a callback JSON follows (queued in the outbox with the outcome it
+--     reports)
 -- Reply: per attempt, two values: fate (done | retry | dead | fenced | gone) and Redis time
 -- (ms); gone: the job was deleted while it ran.
-local n = (#KEYS - 6) / 3
-assert(n >= 1 and n == math.floor(n) and #ARGV == 3 + 11 * n, 'complete: wrong arity')
+assert(#KEYS >= 8 and #ARGV >= 7, 'complete: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local history, dead_limit, max_age = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -83,10 +87,9 @@ end
 -- Firings met in this call: one met again sees the writes before it (sent first).
 local met = {}
 
-local function complete(job, runs, dead, fid, node, attempt, claimed, outcome, record, retry,
-                        id, letter, once, callback)
+local function complete(job, runs, dead, exact, fid, outcome, record, retry, id, letter, once,
+                        callback)
   local earlier = false
-  local exact = fid .. '|' .. attempt .. '|' .. claimed .. '|' .. node
   -- Removing the lease is the check that the run still holds it: one ZREM per attempt
   -- costs Redis less than reading every lease's score (a double formatted as text) first.
   if met[fid] then flush() end
@@ -97,7 +100,8 @@ local function complete(job, runs, dead, fid, node, attempt, claimed, outcome, r
     -- does not know the claim instant (then the attempt and node must match), or claimed
     -- by a node of the earlier layout.
     flush()
-    local member, layout = find_lease(job, fid, attempt, node)
+    local attempt, node = string.match(exact, '^[^|]*|(%d+)|%d*|(.*)$')
+    local member, layout = find_lease(job, fid, attempt or '', node or '')
     if not member or redis.call('ZREM', KEYS[1], member) == 0 then
       -- A job deleted while it ran (the `topic` handler deletes its own task's job) has no
       -- attempt left to fence: nothing to record, and nothing wrong. (A compact task has no
@@ -123,7 +127,7 @@ local function complete(job, runs, dead, fid, node, attempt, claimed, outcome, r
         retry_add[#retry_add + 1] = due
         retry_add[#retry_add + 1] = fid
         attempt_set[#attempt_set + 1] = fid
-        attempt_set[#attempt_set + 1] = tonumber(attempt) + 1
+        attempt_set[#attempt_set + 1] = string.match(exact, '^[^|]*|(%d+)|') + 1
       else
         fate = 'dead'
         redis.call('LPUSH', dead, with(letter, '"failed_ms":' .. now_s))
@@ -135,7 +139,7 @@ local function complete(job, runs, dead, fid, node, attempt, claimed, outcome, r
   end
   -- The claim counted the run; a claim of the earlier layout did not.
   if earlier then redis.call('HINCRBY', job, 'runs', 1) end
-  local len = redis.call('LPUSH', runs, with(record, extra .. ',"fate":"' .. fate .. '"'))
+  local len = redis.call('LPUSH', runs, record .. ',' .. extra .. ',"fate":"' .. fate .. '"}')
   -- Bounded by age too: drop the oldest records past the maximum age (the one just
   -- written is new; a one-shot task's first record needs no look). A full history is
   -- trimmed by count at every record, so its age is looked at in one call of 16 (by
@@ -175,13 +179,34 @@ local function complete(job, runs, dead, fid, node, attempt, claimed, outcome, r
 end
 
 local reply = {}
-for i = 1, n do
-  local b = 6 + 3 * (i - 1)
-  local a = 3 + 11 * (i - 1)
-  reply[#reply + 1] = complete(KEYS[b + 1], KEYS[b + 2], KEYS[b + 3],
-    ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7],
-    ARGV[a + 8], ARGV[a + 9], ARGV[a + 10], ARGV[a + 11])
+local k, a = 6, 3
+while a < #ARGV do
+  local exact, id, record, opts = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
+  a = a + 4
+  local job, runs, dead = KEYS[k + 1], KEYS[k + 2], nil
+  k = k + 2
+  local outcome, once, retry, letter, callback = 'ok', opts, '', '', ''
+  if string.byte(opts, 1) == 115 then
+    local o, c, r, flags = string.match(opts, '^s(%a+)|(%d?)|(%d*)|(%d%d)$')
+    assert(o, 'complete: bad options')
+    outcome, once, retry = o, c, r
+    if string.byte(flags, 1) == 49 then
+      letter = ARGV[a + 1]
+      a = a + 1
+      dead = KEYS[k + 1]
+      k = k + 1
+    end
+    if string.byte(flags, 2) == 49 then
+      callback = ARGV[a + 1]
+      a = a + 1
+    end
+  end
+  -- The firing id: the lease member up to its first '|' (ids and instants hold none).
+  local fid = string.sub(exact, 1, string.find(exact, '|', 1, true) - 1)
+  reply[#reply + 1] = complete(job, runs, dead, exact, fid, outcome, record, retry, id, letter,
+    once, callback)
   reply[#reply + 1] = now
 end
+assert(a == #ARGV and k == #KEYS, 'complete: wrong arity')
 flush()
 return reply
