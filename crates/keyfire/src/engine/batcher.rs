@@ -3,7 +3,6 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -108,16 +107,12 @@ impl Inner {
         mut rx: mpsc::UnboundedReceiver<ClaimRequest>,
     ) {
         self.run_batches(&mut rx, &self.claiming, |me, batch| async move {
-            let n = batch.len();
             me.claim_batch(batch).await;
-            me.claims_queued.fetch_sub(n, Ordering::Relaxed);
         })
         .await;
         // Requests left in the queue at shutdown are dropped with their permits and guards.
         rx.close();
-        while rx.try_recv().is_ok() {
-            self.claims_queued.fetch_sub(1, Ordering::Relaxed);
-        }
+        while rx.try_recv().is_ok() {}
     }
 
     pub(super) async fn claim_batch(self: &Arc<Self>, batch: Vec<ClaimRequest>) {

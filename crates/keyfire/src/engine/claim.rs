@@ -92,7 +92,13 @@ impl Inner {
         kind: Kind,
     ) -> Option<ClaimGuard> {
         let key = (job_id, at_ms, kind);
-        self.claim_book.enter(&key).then(|| ClaimGuard {
+        if !self.claim_book.enter(&key) {
+            return None;
+        }
+        if kind == Kind::Scheduled {
+            self.stats.claims_pending.fetch_add(1, Ordering::Relaxed);
+        }
+        Some(ClaimGuard {
             inner: self.clone(),
             key,
         })
@@ -146,17 +152,11 @@ impl Inner {
         if kind == Kind::Scheduled {
             let shard = self.store.shards().of(job_id);
             // A batcher that stopped drops the request, and with it the guard.
-            self.claims_queued.fetch_add(1, Ordering::Relaxed);
-            if self.claims[shard]
-                .send(ClaimRequest {
-                    guard,
-                    source,
-                    permit,
-                })
-                .is_err()
-            {
-                self.claims_queued.fetch_sub(1, Ordering::Relaxed);
-            }
+            let _ = self.claims[shard].send(ClaimRequest {
+                guard,
+                source,
+                permit,
+            });
             return;
         }
         let epoch = self.fence.send_epoch();
@@ -447,6 +447,12 @@ impl ClaimGuard {
 
 impl Drop for ClaimGuard {
     fn drop(&mut self) {
+        if self.key.2 == Kind::Scheduled {
+            self.inner
+                .stats
+                .claims_pending
+                .fetch_sub(1, Ordering::Relaxed);
+        }
         if let Some(deadline) = self.inner.claim_book.leave(&self.key) {
             let (job_id, at_ms, kind) = self.key.clone();
             self.inner.arm_at(job_id, at_ms, kind, Some(deadline));
@@ -497,11 +503,6 @@ impl ClaimBook {
             .lock()
             .expect("inflight lock")
             .insert(key.clone())
-    }
-
-    /// How many claims of this node are under way.
-    pub(super) fn inflight_len(&self) -> usize {
-        self.inflight.lock().expect("inflight lock").len()
     }
 
     /// Arm the firing again at `deadline` (local ms) once its claim ends.

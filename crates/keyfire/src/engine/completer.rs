@@ -38,7 +38,8 @@ impl Inner {
     /// Attempts that end around the same time are recorded in one script call. Runs until
     /// the node's runs are cancelled (the end of shutdown), then records what is left.
     ///
-    /// Claims first: while this node has claims queued or in flight, an outcome waits (up to
+    /// Claims first: while this node has scheduled claims under way (waiting for a run
+    /// permit, queued or in flight), an outcome waits (up to
     /// [`HOLD_MAX`] after its run ended) before it is sent. Redis runs one command at a
     /// time, so under a burst (10,000 cron firings in the same second) every outcome
     /// recorded among the claims makes the firings still to be claimed later; held back,
@@ -48,7 +49,8 @@ impl Inner {
             &mut rx,
             &self.runs_cancel,
             |me: &Arc<Inner>, first: &Done| {
-                me.claims_queued.load(Ordering::Relaxed) > 0 && first.ended.elapsed() < HOLD_MAX
+                me.stats.claims_pending.load(Ordering::Relaxed) > 0
+                    && first.ended.elapsed() < HOLD_MAX
             },
             |me, batch, held| async move {
                 if held {

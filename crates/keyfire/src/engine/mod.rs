@@ -28,7 +28,7 @@ mod timers;
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -71,6 +71,11 @@ pub struct Stats {
     pub held: AtomicU64,
     /// Outcomes that waited behind this node's claims before they were sent to Redis.
     pub deferred: AtomicU64,
+    /// Scheduled claims under way now (a gauge): from the moment a firing is marked as
+    /// being claimed (waiting for a run permit included) until its reply is handled. While
+    /// there are any, outcomes wait behind them and sweeps leave what is overdue within the
+    /// grace period alone.
+    pub claims_pending: AtomicU64,
 }
 
 /// A node, ready to start.
@@ -149,7 +154,6 @@ impl Node {
             record_permits: Arc::new(Semaphore::new(
                 settings.node.max_concurrent_runs * RECORD_PERMITS_PER_RUN,
             )),
-            claims_queued: AtomicUsize::new(0),
             runs: TaskTracker::new(),
             claiming: cancel.child_token(),
             runs_cancel: cancel.clone(),
@@ -309,7 +313,7 @@ impl NodeHandle {
 }
 
 /// Outcomes that may wait to be recorded, per run permit (`node.max_concurrent_runs`).
-const RECORD_PERMITS_PER_RUN: usize = 4;
+const RECORD_PERMITS_PER_RUN: usize = 16;
 
 /// State shared by a node's tasks.
 pub(crate) struct Inner {
@@ -335,9 +339,6 @@ pub(crate) struct Inner {
     permits: Arc<Semaphore>,
     /// Outcomes waiting to be recorded: a run gives its permit back for one of these.
     record_permits: Arc<Semaphore>,
-    /// Scheduled claims queued in the batchers or in flight (the completer holds outcomes
-    /// back while there are any).
-    claims_queued: AtomicUsize,
     /// Running handlers.
     runs: TaskTracker,
     /// Cancelled when the node stops claiming (shutdown begins).

@@ -17,8 +17,7 @@ use super::claim::{Kind, Source};
 use crate::store::Lease;
 use crate::store::notify;
 
-/// Entries read per page (leases, retries, promotions), and the overdue count from which a
-/// shard's due entries are a backlog.
+/// Entries read per page (leases, retries, promotions).
 const SWEEP_BATCH: usize = 10_000;
 /// Due entries read per page. Redis runs one command at a time: a page of 10,000 entries
 /// with their scores (and the `UNLINK` of the sentinels armed from it) holds up the claims
@@ -43,11 +42,6 @@ pub(super) struct SweepState {
     /// read arrive as change messages. Cleared whenever that could be wrong: the live set
     /// changed (ownership moved) or the subscriber reconnected (messages were lost).
     pub(super) armed_upto: Mutex<HashMap<usize, i64>>,
-    /// Shards whose last full read of overdue entries found a backlog (at least a page).
-    /// While this node still has claims under way, its sweeps read only the part of such a
-    /// backlog past the grace period: the rest was read and is being claimed, and reading
-    /// a backlog of 100,000 entries every second costs Redis more than claiming it.
-    pub(super) backlog: Mutex<HashSet<usize>>,
     /// Whether the next sweep should look for runs held by nodes that left the live set
     /// (set at start, when the live set changes, and while such runs are found).
     pub(super) check_holders: AtomicBool,
@@ -59,7 +53,6 @@ impl Default for SweepState {
             now: Notify::new(),
             running: Mutex::default(),
             armed_upto: Mutex::default(),
-            backlog: Mutex::default(),
             check_holders: AtomicBool::new(true),
         }
     }
@@ -168,17 +161,15 @@ impl Inner {
             .get(&shard)
             .copied()
             .filter(|&u| u > now);
-        // A backlog read by an earlier sweep and still being claimed is not read again,
-        // except for what is past the grace period (anyone's to take): its firings are in
-        // this node's claims, and the next sweep after they end reads it whole.
-        let busy = upto.is_some()
-            && self.claim_book.inflight_len() > 0
-            && self
-                .sweep
-                .backlog
-                .lock()
-                .expect("backlog lock")
-                .contains(&shard);
+        // While this node's scheduled claims are under way (a backlog an earlier sweep read,
+        // or a burst of firings at one instant, such as 10,000 cron jobs every second), what
+        // is overdue within the grace period is not read, only what is past it (anyone's to
+        // take): those firings are in this node's claims or its peers', and reading them
+        // with their scores costs Redis as much as claiming a good part of them, in the
+        // middle of the burst (a backlog of 100,000 read every second would cost more than
+        // claiming it). A firing whose timer was lost (its owner's message) is read by a
+        // later sweep, or past the grace period by any node's.
+        let busy = upto.is_some() && self.stats.claims_pending.load(Ordering::Relaxed) > 0;
         let overdue_until = if busy { now - grace } else { now };
         // Firings that came within the sentinel horizon get their sentinel keys; first, so
         // that those the read-ahead below arms lose theirs (at a node's first sweep the
@@ -189,7 +180,6 @@ impl Inner {
             None => vec![(None, horizon)],
         };
         let mut complete = true;
-        let mut overdue = 0;
         for (after, until) in ranges {
             let (mut from, mut skip, mut read) =
                 (after.map_or(Bound::Unbounded, Bound::Excluded), 0, 0);
@@ -214,7 +204,6 @@ impl Inner {
                     from = Bound::Included(last);
                 }
                 Inner::bump_by(&self.stats.due_read, n as u64);
-                overdue += page.iter().filter(|(_, at)| *at <= now).count();
                 // A firing this node arms a timer for no longer needs its sentinel key: the
                 // timer claims at the instant, and if this node dies first the others take
                 // the firing after the grace period, as they would have on its `expired`
@@ -231,14 +220,6 @@ impl Inner {
                     break;
                 }
                 read += n;
-            }
-        }
-        if !busy {
-            let mut backlog = self.sweep.backlog.lock().expect("backlog lock");
-            if overdue >= SWEEP_BATCH {
-                backlog.insert(shard);
-            } else {
-                backlog.remove(&shard);
             }
         }
         {
