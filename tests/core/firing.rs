@@ -106,11 +106,12 @@ async fn cron_every_second_runs_once_per_instant_without_gaps() {
     }
 }
 
-/// A backlog is not read while the node is claiming it: while its scheduled claims are under
-/// way, its sweeps read only what is past the grace period, so a burst (or a backlog an
-/// earlier sweep found) is not read again every sweep, in the middle of its claims. Here the
-/// node's one run permit is held by a slow run, so the backlog's claims (armed by the change
-/// message that announced the tasks) stay under way.
+/// A backlog is not read while the node is claiming it: while a page (1,000) or more of its
+/// scheduled claims are under way, its sweeps read only what is past the grace period, so a
+/// burst (or a backlog an earlier sweep found) is not read again every sweep, in the middle
+/// of its claims; fewer leave the sweep as it is. Here the node's one run permit is held by
+/// a slow run, so the claims (armed by the change message that announced the tasks) stay
+/// under way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backlog_being_claimed_is_not_read_again_each_sweep() {
     let mut w = World::new().await;
@@ -128,15 +129,24 @@ async fn a_backlog_being_claimed_is_not_read_again_each_sweep() {
     slow.params = serde_json::json!({ "sleep_ms": 8_000 });
     client.upsert(slow).await.unwrap();
     w.recorder.wait_count(1, Duration::from_secs(5)).await;
-    // 10,050 overdue tasks: each one's claim waits for the permit the slow run holds.
+    // Overdue tasks: each one's claim waits for the permit the slow run holds. A few
+    // claims under way (a steady load) leave the sweep as it is: it reads them.
     let past = DateTime::from_timestamp_millis(now - 100).unwrap();
-    let specs: Vec<JobSpec> = (0..10_050)
-        .map(|i| JobSpec::at(format!("b{i}"), past, "rec"))
-        .collect();
-    client.enqueue_many(specs).await.unwrap();
+    let tasks = |from: usize, to: usize| -> Vec<JobSpec> {
+        (from..to)
+            .map(|i| JobSpec::at(format!("b{i}"), past, "rec"))
+            .collect()
+    };
+    client.enqueue_many(tasks(0, 50)).await.unwrap();
     let pending = || node.stats().claims_pending.load(Relaxed);
-    wait_for(|| pending() >= 10_050).await;
+    wait_for(|| pending() >= 50).await;
     let read = || node.stats().due_read.load(Relaxed);
+    let r = read();
+    node.sweep_once().await.unwrap();
+    assert!(read() - r >= 50, "a sweep read the few: {}", read() - r);
+    // 10,050 in all: a backlog.
+    client.enqueue_many(tasks(50, 10_050)).await.unwrap();
+    wait_for(|| pending() >= 10_050).await;
     let r0 = read();
     node.sweep_once().await.unwrap();
     let r1 = read();

@@ -73,8 +73,8 @@ pub struct Stats {
     pub deferred: AtomicU64,
     /// Scheduled claims under way now (a gauge): from the moment a firing is marked as
     /// being claimed (waiting for a run permit included) until its reply is handled. While
-    /// there are any, outcomes wait behind them and sweeps leave what is overdue within the
-    /// grace period alone.
+    /// there are any, outcomes wait behind them; while there are a page (1,000) or more,
+    /// sweeps leave what is overdue within the grace period alone.
     pub claims_pending: AtomicU64,
 }
 

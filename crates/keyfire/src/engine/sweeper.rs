@@ -161,15 +161,18 @@ impl Inner {
             .get(&shard)
             .copied()
             .filter(|&u| u > now);
-        // While this node's scheduled claims are under way (a backlog an earlier sweep read,
-        // or a burst of firings at one instant, such as 10,000 cron jobs every second), what
-        // is overdue within the grace period is not read, only what is past it (anyone's to
-        // take): those firings are in this node's claims or its peers', and reading them
-        // with their scores costs Redis as much as claiming a good part of them, in the
-        // middle of the burst (a backlog of 100,000 read every second would cost more than
-        // claiming it). A firing whose timer was lost (its owner's message) is read by a
-        // later sweep, or past the grace period by any node's.
-        let busy = upto.is_some() && self.stats.claims_pending.load(Ordering::Relaxed) > 0;
+        // While this node has a page or more of scheduled claims under way (a backlog an
+        // earlier sweep read, or a burst of firings at one instant, such as 10,000 cron jobs
+        // every second), what is overdue within the grace period is not read, only what is
+        // past it (anyone's to take): those firings are in this node's claims or its
+        // peers', and reading them with their scores costs Redis as much as claiming a good
+        // part of them, in the middle of the burst (a backlog of 100,000 read every second
+        // would cost more than claiming it). A firing whose timer was lost (its owner's
+        // message), or whose claim failed, is read by the first sweep after the burst, or
+        // past the grace period by any node's. Fewer claims under way (a steady load) leave
+        // the sweep as it is.
+        let busy =
+            upto.is_some() && self.stats.claims_pending.load(Ordering::Relaxed) >= DUE_PAGE as u64;
         let overdue_until = if busy { now - grace } else { now };
         // Firings that came within the sentinel horizon get their sentinel keys; first, so
         // that those the read-ahead below arms lose theirs (at a node's first sweep the
