@@ -85,7 +85,9 @@ local met = {}
 -- firing (or remove it), write the fields of the run (`active`, `runs`; nil when none ran)
 -- with the rest of the job's fields in one HSET, expand a compact task (`record`: the
 -- fields of its job hash) into its job hash and index entry. A function of its own, not a
--- closure per firing (a closure costs an allocation per captured local).
+-- closure per firing (a closure costs an allocation per captured local). Outside an
+-- expansion the HSET is written out for each set of fields rather than built as a table
+-- and unpacked: a table per firing costs an allocation and its unpack a copy.
 local function advance(job, next_sentinel, bucket, id, at_s, nxt, missed, record, active, runs)
   if record then
     local f
