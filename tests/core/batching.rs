@@ -443,3 +443,97 @@ async fn one_call_mixes_every_form_of_arguments() {
         assert!(runs[0].finished_ms.is_some(), "{id}: {runs:?}");
     }
 }
+
+/// A job hash's `next` field and its due entry, as (field, score digits); claim.lua's
+/// compare-and-set reads the field, so the two must agree after every change.
+async fn next_and_due(w: &World, id: &str) -> (String, Option<String>) {
+    let keys = keyfire::store::Keys::new(&w.settings.redis.prefix);
+    let mut c = w.conn().await;
+    let (next, due): (Option<String>, Option<String>) = redis::pipe()
+        .hget(keys.job(id), "next")
+        .zscore(keys.due(), id)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    (next.expect("a job hash with a next field"), due)
+}
+
+async fn assert_mirrored(w: &World, id: &str, step: &str) -> Option<i64> {
+    let (next, due) = next_and_due(w, id).await;
+    match &due {
+        Some(due) => assert_eq!(&next, due, "{step}: next field and due entry differ"),
+        None => assert_eq!(next, "", "{step}: a next field without a due entry"),
+    }
+    due.map(|d| d.parse().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobs_next_field_mirrors_its_due_entry_and_fences_its_claims() {
+    let w = World::new().await;
+    let client = w.client().await;
+    let store = client.store();
+    // Created one by one and in bulk, updated, paused, resumed.
+    client
+        .upsert(JobSpec::every("j", "1s", "rec"))
+        .await
+        .unwrap();
+    assert_mirrored(&w, "j", "created").await.unwrap();
+    let now = w.redis_ms().await;
+    let bulk = [(
+        JobSpec::cron("bulk", "* * * * * *", "rec"),
+        Some(now / 1000 * 1000 + 5_000),
+    )];
+    assert_eq!(store.insert_many(&bulk, now).await.unwrap(), 1);
+    assert_mirrored(&w, "bulk", "created in bulk")
+        .await
+        .unwrap();
+    client
+        .upsert(JobSpec::every("j", "2s", "rec"))
+        .await
+        .unwrap();
+    assert_mirrored(&w, "j", "updated").await.unwrap();
+    client.pause("j").await.unwrap();
+    assert_eq!(assert_mirrored(&w, "j", "paused").await, None);
+    client.resume("j").await.unwrap();
+    let at = assert_mirrored(&w, "j", "resumed").await.unwrap();
+
+    // Claimed: the field moves with the entry, and the same instant is not claimable again.
+    let wait = at - w.redis_ms().await;
+    if wait > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(wait as u64 + 5)).await;
+    }
+    let next = at + 2_000;
+    let replies = store
+        .claim_many(&[args_for(store, "j", at, Some(next)).await])
+        .await
+        .unwrap();
+    claimed_at(&replies[0]);
+    assert_eq!(assert_mirrored(&w, "j", "claimed").await, Some(next));
+    let again = store
+        .claim_many(&[args_for(store, "j", at, Some(next)).await])
+        .await
+        .unwrap();
+    assert!(
+        matches!(again[0], ClaimReply::Stale),
+        "claimed twice: {again:?}"
+    );
+
+    // A field that disagrees with the entry fences the claim: the field is what is read.
+    let keys = keyfire::store::Keys::new(&w.settings.redis.prefix);
+    let mut c = w.conn().await;
+    let _: () = c.hset(keys.job("j"), "next", at + 1).await.unwrap();
+    let early = store
+        .claim_many(&[args_for(store, "j", next, Some(next + 2_000)).await])
+        .await
+        .unwrap();
+    assert!(
+        matches!(early[0], ClaimReply::Stale),
+        "claimed on a stale field: {early:?}"
+    );
+
+    // A compact task expanded into a job hash gets the field of its entry.
+    let soon = chrono::DateTime::from_timestamp_millis(w.redis_ms().await + 60_000).unwrap();
+    client.enqueue(JobSpec::at("t", soon, "rec")).await.unwrap();
+    assert!(store.expand("t").await.unwrap(), "expanded");
+    assert_mirrored(&w, "t", "expanded").await.unwrap();
+}

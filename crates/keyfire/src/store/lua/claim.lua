@@ -1,6 +1,9 @@
 -- Claim scheduled firings, one or a batch: each at most once, ever (G1), never before its
--- instant by Redis's clock (G3). The compare-and-set on the job's entry in the due ZSET is
--- what makes a firing claimable once. The run's lease is then one entry of the running
+-- instant by Redis's clock (G3). A compare-and-set on the firing's instant is what makes it
+-- claimable once: on the job hash's `next` field, which holds its due entry's score as the
+-- same digits (every script that moves or removes a job's due entry writes `next` in the
+-- same step: insert, upsert, pause, task_lib's expansion and this one), or, for a compact
+-- task (no job hash), on the due entry itself. The run's lease is then one entry of the running
 -- ZSET: the member "<firing id>|<attempt>|<claimed ms>|<node>" names the run (renewals and
 -- the outcome must name it exactly: the fence), the score is the lease expiry (for the
 -- sweeper). The completion removes it. The job's `active` field holds the latest run's
@@ -37,8 +40,9 @@
 --   A next firing that is due past the timer horizon but within the sentinel horizon gets
 --   its sentinel key when the caller sent it, else it is announced like a nearer one.
 -- The writes every firing of a call makes to the same key (its due entry removed or moved,
--- its lease added) go as one command per key for the whole call, and the due entries are
--- read in one ZMSCORE: a firing costs its job's HMGET and HSET, and its share of the rest.
+-- its lease added) go as one command per key for the whole call, and compact tasks' due
+-- entries are read in one ZMSCORE: a firing costs its job's HMGET and HSET (or its record's
+-- HGET), and its share of the rest.
 -- A job met twice in one call (a catch-up) sees the earlier firing's writes: they are sent,
 -- and its entry read again, before it goes on.
 -- Reply: per firing, two values:
@@ -72,13 +76,25 @@ local function flush()
   due_rem, due_add, run_add, index_add = {}, {}, {}, {}
 end
 
--- Every firing's due entry, read at once (a job met again is read again, after a flush).
+-- Every firing's due entry, read at once when the call has a compact task (a job hash holds
+-- its own next firing, so a call of jobs alone reads none; a job met again is read again,
+-- after a flush). Options starting 't', or 's' with the compact flag, name a compact task.
 local scores
 do
-  local ids = {}
-  for i = 1, n do ids[i] = ARGV[5 + 5 * (i - 1) + 1] end
-  scores = redis.call('ZMSCORE', KEYS[1], unpack(ids))
+  local ids, compact = {}, false
+  for i = 1, n do
+    local a = 5 + 5 * (i - 1)
+    ids[i] = ARGV[a + 1]
+    if not compact then
+      local first = string.byte(ARGV[a + 5], 1)
+      compact = first == 116 or (first == 115 and string.match(ARGV[a + 5], '^s%d+|..(.)') == '1')
+    end
+  end
+  if compact then scores = redis.call('ZMSCORE', KEYS[1], unpack(ids)) end
 end
+-- Numbers met in a call (instants, tolerances) are mostly the same few strings: each is
+-- converted once (a conversion is a strtod).
+local num = {}
 local met = {}
 
 -- Record a claimed (or skipped) firing on its job: move its due entry on to the next
@@ -128,7 +144,11 @@ local function advance(job, next_sentinel, bucket, id, at_s, nxt, missed, record
     -- none. One further out gets its sentinel key now if it is within the sentinel horizon,
     -- or from promote.lua as it comes within it. The announcement is written here as JSON
     -- (job ids and instants need no escaping): cheaper than a table per firing for cjson.
-    local next_ms = nxt + 0
+    local next_ms = num[nxt]
+    if not next_ms then
+      next_ms = nxt + 0
+      num[nxt] = next_ms
+    end
     if next_ms <= now + horizon and (next_ms <= now + announce or not next_sentinel) then
       soon[#soon + 1] = '["' .. id .. '","' .. nxt .. '"]'
     elseif next_ms <= now + horizon then
@@ -142,20 +162,26 @@ local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tole
                      run, missed, overlap, compact)
   -- An instant in ms is an integer below 2^53: Redis writes its score as those digits, so
   -- the texts compare (the caller writes the instant the same way).
-  local score = scores[i]
-  if met[id] then
-    flush()
-    score = redis.call('ZSCORE', KEYS[1], id)
-  end
+  local again = met[id]
+  if again then flush() end
   met[id] = true
-  if score ~= at_s then return 0, 'stale' end
-  -- `+ 0` rather than tonumber: the builtin converts a string twice (strtod each time).
-  local at = at_s + 0
-  if at > now then return 2, at - now end
+  local at = num[at_s]
+  if not at then
+    at = at_s + 0
+    num[at_s] = at
+  end
   local fields
   -- A compact task's record: the fields its job hash gets when it is expanded.
   local record = nil
   if compact == '1' then
+    local score
+    if again then
+      score = redis.call('ZSCORE', KEYS[1], id)
+    else
+      score = scores[i]
+    end
+    if score ~= at_s then return 0, 'stale' end
+    if at > now then return 2, at - now end
     local rec = redis.call('HGET', bucket, id)
     if not rec then return 3, '0' end
     local g = string.match(rec, '^(%d+)|')
@@ -176,7 +202,11 @@ local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tole
     record = {'created', c, 'gen', g, 'spec', '{"id":"' .. id .. '",' .. string.sub(s, 2),
       'version', '1', 'updated', c, 'once', '1'}
   else
-    fields = redis.call('HMGET', job, 'version', 'active', 'gen', 'runs')
+    -- A job hash's `next` is its due entry's score, as the same digits: every script that
+    -- moves or removes the entry writes it in the same step.
+    fields = redis.call('HMGET', job, 'version', 'active', 'gen', 'runs', 'next')
+    if fields[5] ~= at_s then return 0, 'stale' end
+    if at > now then return 2, at - now end
   end
   if (fields[3] or '0') .. '.' .. (fields[1] or '0') ~= version then return 3, fields[1] or '0' end
   if applied ~= '1' and at < now - tolerance then return 4, now end
@@ -227,7 +257,11 @@ for i = 1, n do
   local applied, run, compact, sentinel, overlap, missed = '0', '1', '0', false, 'allow', '0'
   local tolerance
   if first < 97 then
-    tolerance = opts + 0
+    tolerance = num[opts]
+    if not tolerance then
+      tolerance = opts + 0
+      num[opts] = tolerance
+    end
   elseif first == 116 then
     -- "t<tolerance>": a compact task, otherwise the common case.
     tolerance, compact = string.sub(opts, 2) + 0, '1'

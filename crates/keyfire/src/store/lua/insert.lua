@@ -43,6 +43,7 @@ for i = 1, n do
     else
       local status = 'active'
       if nxt == '' then status = 'finished' end
+      -- `next` mirrors the due entry (claim.lua's compare-and-set reads it).
       redis.call('HSET', job, 'created', created_ms, 'gen', gen, 'spec', spec, 'version', 1,
         'status', status, 'next', nxt, 'updated', now, 'once', once)
       index[#index + 1] = 0

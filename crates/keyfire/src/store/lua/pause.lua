@@ -13,6 +13,7 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if ARGV[2] == 'pause' then
   if status ~= 'active' then return {0, status, ''} end
+  -- `next` mirrors the due entry (claim.lua's compare-and-set reads it).
   redis.call('HSET', KEYS[1], 'status', 'paused', 'next', '', 'updated', now, 'paused_at', now)
   redis.call('ZREM', KEYS[2], ARGV[1])
   redis.call('DEL', KEYS[3])

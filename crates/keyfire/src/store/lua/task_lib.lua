@@ -16,6 +16,7 @@ local function expand_task(job, bucket, due, running, runs, index, count, id)
   local g, c, s = string.match(rec, '^(%d+)|(%d+)|(.*)$')
   local f = {'created', c, 'gen', g, 'spec', '{"id":"' .. id .. '",' .. string.sub(s, 2),
     'version', 1, 'updated', c, 'once', '1'}
+  -- `next` mirrors the due entry (claim.lua's compare-and-set reads it).
   local nxt = redis.call('ZSCORE', due, id)
   if nxt then
     f[#f + 1], f[#f + 2], f[#f + 3], f[#f + 4] = 'status', 'active', 'next', nxt

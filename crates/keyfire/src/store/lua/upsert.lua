@@ -64,6 +64,7 @@ if gen and ARGV[7] == '1' and nxt ~= '' and string.sub(ARGV[2], 1, #head) == hea
   redis.call('INCR', KEYS[8])
 else
   if gen then redis.call('HSET', KEYS[1], 'created', ARGV[6], 'gen', gen) end
+  -- `next` mirrors the due entry written below (claim.lua's compare-and-set reads it).
   redis.call('HSET', KEYS[1], 'spec', ARGV[2], 'version', version, 'status', status, 'next', nxt, 'updated', now, 'once', ARGV[7])
   redis.call('ZADD', KEYS[3], 0, ARGV[1])
 end
