@@ -280,6 +280,17 @@ impl Schedule {
     pub fn next_after(&self, after_ms: i64) -> Option<i64> {
         match self {
             Schedule::Cron { cron, tz, .. } => {
+                // The next whole second, when it matches: an every-second job's next firing
+                // without croner's search (the firing path computes one per firing). Only
+                // where clocks never change: elsewhere croner's daylight-saving rules may
+                // skip a matching second (a fixed-time job runs once in a repeated hour).
+                if matches!(tz, Tz::UTC | Tz::Etc__UTC) {
+                    let second = after_ms.div_euclid(1000) * 1000 + 1000;
+                    let at = tz.timestamp_millis_opt(second).single()?;
+                    if cron.is_time_matching(&at).unwrap_or(false) {
+                        return Some(second);
+                    }
+                }
                 let start = tz.timestamp_millis_opt(after_ms).single()?;
                 let next = cron.find_next_occurrence(&start, false).ok()?;
                 let ms = next.with_timezone(&Utc).timestamp_millis();
@@ -438,6 +449,55 @@ mod tests {
         assert_eq!(s.next_after(1_000), Some(2_000));
         assert_eq!(s.next_after(1_500), Some(2_000));
         assert_eq!(s.next_after(1_999), Some(2_000));
+    }
+
+    #[test]
+    fn the_next_second_shortcut_agrees_with_the_search() {
+        // Instants stepped by uneven amounts (sub-second ones included) across a leap day,
+        // month ends and a year end; each answer checked against croner's own search.
+        let start = Utc
+            .with_ymd_and_hms(2027, 12, 31, 23, 59, 50)
+            .unwrap()
+            .timestamp_millis();
+        for expr in [
+            "* * * * * *",
+            "*/5 * * * * *",
+            "0 * * * * *",
+            "30 15 10 * * *",
+            "* * * 29 2 *",
+            "0 0 0 L * *",
+            "* * * * * MON-FRI",
+            "*/7 * * * *",
+            "59 59 23 31 12 *",
+            "* 0 0 1 1 *",
+        ] {
+            for zone in ["UTC", "Etc/UTC"] {
+                let s = cron(expr, zone);
+                let Schedule::Cron { cron: c, tz, .. } = &s else {
+                    unreachable!()
+                };
+                let (mut t, mut seed) = (start, 7u64);
+                for _ in 0..400 {
+                    let from = tz.timestamp_millis_opt(t).single().unwrap();
+                    let searched = c.find_next_occurrence(&from, false).unwrap();
+                    let next = s.next_after(t).unwrap();
+                    assert_eq!(
+                        next,
+                        searched.timestamp_millis(),
+                        "{expr} in {zone} after {t}"
+                    );
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    t = match seed >> 62 {
+                        0 => next,
+                        1 => next + (seed >> 40) as i64 % 1000,
+                        2 => t + (seed >> 20) as i64 % 90_000_000,
+                        _ => t + (seed >> 30) as i64 % 5_000_000_000,
+                    };
+                }
+            }
+        }
     }
 
     // DESIGN.md's measured cases for croner 4, America/New_York 2026: the gap day and the repeat.
