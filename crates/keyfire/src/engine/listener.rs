@@ -54,6 +54,27 @@ enum Change {
     Unknown,
 }
 
+/// claim.lua's announcement of next firings (`{"op":"next","id":"","firings":[[id, ms],
+/// ...]}`), read straight into borrowed strings. Every node reads every announcement, a
+/// burst's worth each second under every-second cron jobs, and arms only its own share: the
+/// general [`Change`] path buffers the message and copies each id first.
+#[derive(Deserialize)]
+struct NextFirings<'a> {
+    #[serde(borrow)]
+    firings: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> NextFirings<'a> {
+    /// The announcement in `payload`, if it is one (None: not a `next` message, or one
+    /// with an escaped character, which cannot be borrowed; the general path reads it).
+    fn parse(payload: &'a [u8]) -> Option<Self> {
+        if !payload.starts_with(br#"{"op":"next","#) {
+            return None;
+        }
+        serde_json::from_slice(payload).ok()
+    }
+}
+
 /// How often the subscriber re-reads which servers hold data (Sentinel failover, cluster
 /// failover or resharding), besides whenever a subscription drops.
 const TOPOLOGY_EVERY: Duration = Duration::from_secs(2);
@@ -185,6 +206,10 @@ impl Inner {
                     None => return Ok(true),
                     Some(msg) => {
                         if msg.get_channel_name() == changes {
+                            if let Some(next) = NextFirings::parse(msg.get_payload_bytes()) {
+                                self.arm_next(next);
+                                continue;
+                            }
                             match serde_json::from_slice::<Change>(msg.get_payload_bytes()) {
                                 Ok(change) => self.on_change(change),
                                 Err(e) => tracing::warn!(error = %e, "bad change message"),
@@ -258,6 +283,16 @@ impl Inner {
 
     /// `(id, instant ms)` pairs of a `created` or `next` message: each owner arms its own,
     /// only those within its own timer horizon if `only_soon`.
+    /// Arm the announced next firings this node owns.
+    fn arm_next(self: &Arc<Self>, next: NextFirings<'_>) {
+        for (id, at) in next.firings {
+            let Ok(at) = at.parse::<i64>() else { continue };
+            if self.owns(id, at) {
+                self.arm(id.to_string(), at);
+            }
+        }
+    }
+
     fn arm_firings(self: &Arc<Self>, firings: Vec<(String, String)>, only_soon: bool) {
         for (id, at) in firings {
             let Ok(at) = at.parse::<i64>() else { continue };
@@ -288,7 +323,7 @@ fn addresses(clients: &[redis::Client]) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::Change;
+    use super::{Change, NextFirings};
 
     /// The messages the scripts publish, as they encode them (cjson), decode to their kind.
     #[test]
@@ -346,5 +381,26 @@ mod tests {
             decode(r#"{"op":"from-a-newer-node","id":"x"}"#),
             Change::Unknown
         ));
+    }
+
+    #[test]
+    fn next_announcements_are_read_in_place() {
+        let msg =
+            br#"{"op":"next","id":"","firings":[["a","1700000000000"],["b","1700000001000"]]}"#;
+        let next = NextFirings::parse(msg).expect("a next message");
+        assert_eq!(
+            next.firings,
+            [("a", "1700000000000"), ("b", "1700000001000")]
+        );
+        // An escaped character cannot be borrowed: the general path reads such a message.
+        let escaped = r#"{"op":"next","id":"","firings":[["b\u0041","1"]]}"#;
+        assert!(NextFirings::parse(escaped.as_bytes()).is_none());
+        match serde_json::from_str::<Change>(escaped).unwrap() {
+            Change::Next { firings } => assert_eq!(firings, [("bA".into(), "1".into())]),
+            other => panic!("{other:?}"),
+        }
+        // Other messages go the general way.
+        assert!(NextFirings::parse(br#"{"op":"created","id":"","firings":[["b","1"]]}"#).is_none());
+        assert!(NextFirings::parse(br#"{"op":"upsert","id":"a","version":3}"#).is_none());
     }
 }
