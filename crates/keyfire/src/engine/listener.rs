@@ -207,7 +207,7 @@ impl Inner {
                     Some(msg) => {
                         if msg.get_channel_name() == changes {
                             if let Some(next) = NextFirings::parse(msg.get_payload_bytes()) {
-                                self.arm_next(next);
+                                self.arm_firings(next.firings, false);
                                 continue;
                             }
                             match serde_json::from_slice::<Change>(msg.get_payload_bytes()) {
@@ -282,24 +282,21 @@ impl Inner {
     }
 
     /// `(id, instant ms)` pairs of a `created` or `next` message: each owner arms its own,
-    /// only those within its own timer horizon if `only_soon`.
-    /// Arm the announced next firings this node owns.
-    fn arm_next(self: &Arc<Self>, next: NextFirings<'_>) {
-        for (id, at) in next.firings {
-            let Ok(at) = at.parse::<i64>() else { continue };
-            if self.owns(id, at) {
-                self.arm(id.to_string(), at);
-            }
-        }
-    }
-
-    fn arm_firings(self: &Arc<Self>, firings: Vec<(String, String)>, only_soon: bool) {
+    /// only those within its own timer horizon if `only_soon`. An id is copied only when
+    /// this node arms it.
+    fn arm_firings<S: AsRef<str>>(
+        self: &Arc<Self>,
+        firings: impl IntoIterator<Item = (S, S)>,
+        only_soon: bool,
+    ) {
         for (id, at) in firings {
-            let Ok(at) = at.parse::<i64>() else { continue };
+            let Ok(at) = at.as_ref().parse::<i64>() else {
+                continue;
+            };
             if only_soon {
-                self.arm_if_soon(id, at);
-            } else if self.owns(&id, at) {
-                self.arm(id, at);
+                self.arm_if_soon(id.as_ref().to_string(), at);
+            } else if self.owns(id.as_ref(), at) {
+                self.arm(id.as_ref().to_string(), at);
             }
         }
     }

@@ -92,9 +92,14 @@ do
   end
   if compact then scores = redis.call('ZMSCORE', KEYS[1], unpack(ids)) end
 end
--- Numbers met in a call (instants, tolerances) are mostly the same few strings: each is
--- converted once (a conversion is a strtod).
-local num = {}
+-- Numbers met in a call (instants, tolerances) are mostly the same few strings: `num[s]`
+-- converts each once (a conversion is a strtod; `+ 0` rather than tonumber, which converts
+-- twice), a plain table read after that.
+local num = setmetatable({}, {__index = function(t, s)
+  local v = s + 0
+  t[s] = v
+  return v
+end})
 local met = {}
 
 -- Record a claimed (or skipped) firing on its job: move its due entry on to the next
@@ -145,10 +150,6 @@ local function advance(job, next_sentinel, bucket, id, at_s, nxt, missed, record
     -- or from promote.lua as it comes within it. The announcement is written here as JSON
     -- (job ids and instants need no escaping): cheaper than a table per firing for cjson.
     local next_ms = num[nxt]
-    if not next_ms then
-      next_ms = nxt + 0
-      num[nxt] = next_ms
-    end
     if next_ms <= now + horizon and (next_ms <= now + announce or not next_sentinel) then
       soon[#soon + 1] = '["' .. id .. '","' .. nxt .. '"]'
     elseif next_ms <= now + horizon then
@@ -166,10 +167,6 @@ local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tole
   if again then flush() end
   met[id] = true
   local at = num[at_s]
-  if not at then
-    at = at_s + 0
-    num[at_s] = at
-  end
   local fields
   -- A compact task's record: the fields its job hash gets when it is expanded.
   local record = nil
@@ -258,10 +255,6 @@ for i = 1, n do
   local tolerance
   if first < 97 then
     tolerance = num[opts]
-    if not tolerance then
-      tolerance = opts + 0
-      num[opts] = tolerance
-    end
   elseif first == 116 then
     -- "t<tolerance>": a compact task, otherwise the common case.
     tolerance, compact = string.sub(opts, 2) + 0, '1'
