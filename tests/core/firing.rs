@@ -262,3 +262,117 @@ async fn sharded_jobs_fire_exactly_once_on_every_shard() {
         n.shutdown().await;
     }
 }
+
+/// While this node's runs are short, a scheduled claim that finds no free run permit goes
+/// ahead of one (a burst keeps Redis busy instead of waiting for permits), and a firing
+/// claimed ahead that finds no run permit within a quarter of the lease (1 s at most) gives
+/// its lease up and is queued again as the same attempt: it still runs once, as attempt 1.
+/// Here the node's one run permit is held by a slow run (2.5 s) claimed in the same burst.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_go_ahead_of_run_permits_while_runs_are_short() {
+    let mut w = World::new().await;
+    w.settings.node.max_concurrent_runs = 1;
+    let node = w.node("a").await;
+    let client = w.client().await;
+    let now = w.redis_ms().await;
+    // A short run first: runs are short from then on.
+    client
+        .upsert(JobSpec::at(
+            "warm",
+            DateTime::from_timestamp_millis(now).unwrap(),
+            "rec",
+        ))
+        .await
+        .unwrap();
+    w.recorder.wait_count(1, Duration::from_secs(5)).await;
+    assert_eq!(node.stats().claimed_ahead.load(Relaxed), 0);
+
+    // Due together: the slow one first (timers due together go in id order), on the run
+    // permit; the three others ahead of it.
+    let at = DateTime::from_timestamp_millis(w.redis_ms().await + 1_000).unwrap();
+    let mut slow = JobSpec::at("a-slow", at, "slow");
+    slow.params = serde_json::json!({ "sleep_ms": 2_500 });
+    let mut burst = vec![slow];
+    burst.extend((0..3).map(|i| JobSpec::at(format!("b-{i}"), at, "rec")));
+    client.enqueue_many(burst).await.unwrap();
+    w.recorder.wait_count(5, Duration::from_secs(10)).await;
+    w.wait_idle(Duration::from_secs(5)).await;
+
+    let seen = w.recorder.seen();
+    assert_eq!(seen.len(), 5, "{seen:?}");
+    assert!(doubles(&seen).is_empty(), "doubles: {:?}", doubles(&seen));
+    assert!(seen.iter().all(|s| s.attempt == 1), "{seen:?}");
+    let ahead = node.stats().claimed_ahead.load(Relaxed);
+    let held = node.stats().ahead_held.load(Relaxed);
+    let slow_start = seen.iter().find(|s| s.job_id == "a-slow").unwrap().start_ms;
+    let late: Vec<i64> = seen
+        .iter()
+        .filter(|s| s.job_id.starts_with("b-"))
+        .map(|s| s.start_ms - slow_start)
+        .collect();
+    eprintln!(
+        "claimed ahead {ahead}, queued again {held}; b-* started after a-slow by {late:?} ms"
+    );
+    assert_eq!(ahead, 3, "claims that went ahead");
+    assert_eq!(held, 3, "firings claimed ahead and queued again");
+    // They waited for the slow run's permit: none started before it ended.
+    assert!(late.iter().all(|&d| d >= 2_400), "{late:?}");
+    node.shutdown().await;
+}
+
+/// Runs that take long stop claims going ahead of run permits: a node whose handlers are
+/// slow claims no more than it can run, and leaves the rest to its peers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_claims_go_ahead_while_runs_are_long() {
+    let mut w = World::new().await;
+    w.settings.node.max_concurrent_runs = 1;
+    let node = w.node("a").await;
+    let client = w.client().await;
+    let now = DateTime::from_timestamp_millis(w.redis_ms().await).unwrap();
+    let mut warm = JobSpec::at("warm", now, "slow");
+    warm.params = serde_json::json!({ "sleep_ms": 200 });
+    client.upsert(warm).await.unwrap();
+    w.recorder.wait_count(1, Duration::from_secs(5)).await;
+    w.wait_idle(Duration::from_secs(5)).await;
+
+    let at = DateTime::from_timestamp_millis(w.redis_ms().await + 1_000).unwrap();
+    let burst: Vec<JobSpec> = (0..4)
+        .map(|i| {
+            let mut s = JobSpec::at(format!("b-{i}"), at, "slow");
+            s.params = serde_json::json!({ "sleep_ms": 100 });
+            s
+        })
+        .collect();
+    client.enqueue_many(burst).await.unwrap();
+    w.recorder.wait_count(5, Duration::from_secs(10)).await;
+    w.wait_idle(Duration::from_secs(5)).await;
+    let seen = w.recorder.seen();
+    assert_eq!(seen.len(), 5, "{seen:?}");
+    assert!(doubles(&seen).is_empty(), "doubles: {:?}", doubles(&seen));
+    assert_eq!(node.stats().claimed_ahead.load(Relaxed), 0);
+    node.shutdown().await;
+}
+
+/// A firing armed ahead of its instant has its job's spec read then, in the background, not
+/// among the claims at the instant (an every-second cron job's instants go to each node in
+/// turn, so a node meets most jobs for the first time in a burst): five tasks due in a second
+/// are each read once, ahead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn specs_are_read_when_firings_are_armed() {
+    let w = World::new().await;
+    let node = w.node("a").await;
+    let client = w.client().await;
+    let at = DateTime::from_timestamp_millis(w.redis_ms().await + 1_000).unwrap();
+    let tasks: Vec<JobSpec> = (0..5)
+        .map(|i| JobSpec::at(format!("t-{i}"), at, "rec"))
+        .collect();
+    client.enqueue_many(tasks).await.unwrap();
+    w.recorder.wait_count(5, Duration::from_secs(5)).await;
+    let seen = w.recorder.seen();
+    assert!(doubles(&seen).is_empty(), "doubles: {:?}", doubles(&seen));
+    let read = node.stats().specs_read.load(Relaxed);
+    let ahead = node.stats().specs_read_ahead.load(Relaxed);
+    assert_eq!(ahead, 5, "specs read ahead");
+    assert_eq!(read, ahead, "specs read again at the claim");
+    node.shutdown().await;
+}

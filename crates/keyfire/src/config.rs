@@ -424,7 +424,8 @@ pub fn node_addr(node: &str) -> Option<(String, u16)> {
 pub struct NodeSettings {
     /// This node's id; empty picks `<hostname>-<random>`.
     pub id: String,
-    /// Runs this node executes at once; past it, it claims nothing new.
+    /// Runs this node executes at once; past it, it claims nothing new, except ahead of runs
+    /// while they are short (docs/architecture.md, claims ahead of runs).
     pub max_concurrent_runs: usize,
     /// How often the node announces itself and re-reads Redis's clock.
     #[serde(with = "humantime_serde")]

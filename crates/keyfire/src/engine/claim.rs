@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::Inner;
-use super::batcher::ClaimRequest;
+use super::batcher::{ClaimRequest, RunPermit};
 use super::misfire::{MisfirePlan, misfire_plan};
 use super::specs::CachedJob;
 use crate::metrics::name;
@@ -75,12 +75,80 @@ impl Inner {
         let Some(guard) = self.enter_inflight(job_id, at_ms, kind) else {
             return;
         };
+        // A scheduled claim with a permit at hand goes to its batcher now; one that must wait
+        // for a permit waits in a task of its own.
+        if kind == Kind::Scheduled
+            && let Some(permit) = self.try_claim_permit()
+        {
+            self.send_claim(guard, source, permit);
+            return;
+        }
         let me = self.clone();
         // Tracked with the runs, so shutdown waits for a claim that is about to start a run.
         // The guard takes the firing off `inflight` when the claim ends.
         self.runs.spawn(async move {
             me.claim(guard, source).await;
         });
+    }
+
+    /// Queue a scheduled claim for its shard's batcher.
+    fn send_claim(&self, guard: ClaimGuard, source: Source, permit: RunPermit) {
+        let shard = self.store.shards().of(guard.job_id());
+        // A batcher that stopped drops the request, and with it the guard.
+        let _ = self.claims[shard].send(ClaimRequest {
+            guard,
+            source,
+            permit,
+        });
+    }
+
+    /// A scheduled claim's permit if one is free now: a run permit, else, while runs are
+    /// short, a permit to claim ahead of one (see [`RunPermit`]).
+    fn try_claim_permit(&self) -> Option<RunPermit> {
+        if let Ok(p) = self.permits.clone().try_acquire_owned() {
+            return Some(RunPermit::Run(p));
+        }
+        if self.run_time.short()
+            && let Ok(p) = self.claims_ahead.clone().try_acquire_owned()
+        {
+            Inner::bump(&self.stats.claimed_ahead);
+            return Some(RunPermit::Ahead(p));
+        }
+        None
+    }
+
+    /// Wait for a scheduled claim's permit: while runs are short, a permit to claim ahead
+    /// (the run permits that come free go to the firings already claimed, which wait for
+    /// them in line); else a run permit; whichever applies when that changes. None once the
+    /// node stops claiming.
+    async fn claim_permit(&self) -> Option<RunPermit> {
+        loop {
+            let changed = self.run_time.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if let Some(p) = self.try_claim_permit() {
+                return Some(p);
+            }
+            let permit = if self.run_time.short() {
+                tokio::select! {
+                    biased;
+                    _ = self.claiming.cancelled() => None,
+                    _ = &mut changed => continue,
+                    p = self.claims_ahead.clone().acquire_owned() => p.ok().map(|p| {
+                        Inner::bump(&self.stats.claimed_ahead);
+                        RunPermit::Ahead(p)
+                    }),
+                }
+            } else {
+                tokio::select! {
+                    biased;
+                    _ = self.claiming.cancelled() => None,
+                    _ = &mut changed => continue,
+                    p = self.permits.clone().acquire_owned() => p.ok().map(RunPermit::Run),
+                }
+            };
+            return permit.filter(|_| !self.claiming.is_cancelled());
+        }
     }
 
     /// Mark a firing as being claimed by this node; None when a claim of it is under way
@@ -142,6 +210,12 @@ impl Inner {
             return;
         }
         // A permit first: a node at capacity claims nothing and leaves firings to others.
+        if kind == Kind::Scheduled {
+            if let Some(permit) = self.claim_permit().await {
+                self.send_claim(guard, source, permit);
+            }
+            return;
+        }
         let permit = tokio::select! {
             p = self.permits.clone().acquire_owned() => p.ok(),
             _ = self.claiming.cancelled() => None,
@@ -149,16 +223,6 @@ impl Inner {
         let Some(permit) = permit.filter(|_| !self.claiming.is_cancelled()) else {
             return;
         };
-        if kind == Kind::Scheduled {
-            let shard = self.store.shards().of(job_id);
-            // A batcher that stopped drops the request, and with it the guard.
-            let _ = self.claims[shard].send(ClaimRequest {
-                guard,
-                source,
-                permit,
-            });
-            return;
-        }
         let epoch = self.fence.send_epoch();
         match self.try_claim_retry(job_id, at_ms).await {
             Ok(Some(claimed)) => {

@@ -239,6 +239,23 @@ impl Inner {
         self.limited.asks.lock().expect("asks lock").remove(&key);
     }
 
+    /// A firing claimed ahead that found no run permit in time: give its lease up and queue
+    /// the same attempt again, due now, armed on this node's timers (its peers' sweeps take
+    /// it if this node stays busy).
+    pub(super) async fn hold_ahead(self: &Arc<Self>, c: Claimed) {
+        Inner::bump(&self.stats.ahead_held);
+        let job_id = &c.job.job.spec.id;
+        match self.hold(job_id, &c, 0).await {
+            Ok(Some(due)) => self.arm_due(job_id.clone(), c.at_ms, Kind::Retry, due),
+            Ok(None) => {
+                tracing::debug!(job = %job_id, at = c.at_ms, "claimed ahead, but the run is no longer ours")
+            }
+            Err(e) => {
+                tracing::warn!(job = %job_id, at = c.at_ms, error = %e, "could not queue a firing claimed ahead again; its lease hands it over")
+            }
+        }
+    }
+
     /// Hold a denied firing back, in one script call with the others of its shard that this
     /// node holds back meanwhile.
     async fn hold(

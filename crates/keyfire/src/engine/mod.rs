@@ -76,6 +76,18 @@ pub struct Stats {
     /// there are any, outcomes wait behind them; while there are a page (1,000) or more,
     /// sweeps leave what is overdue within the grace period alone.
     pub claims_pending: AtomicU64,
+    /// Job specs read from Redis (the node caches them by version).
+    pub specs_read: AtomicU64,
+    /// Of those, read when a firing was armed, ahead of its claim.
+    pub specs_read_ahead: AtomicU64,
+    /// Scheduled claims sent ahead of a free run permit (runs were short).
+    pub claimed_ahead: AtomicU64,
+    /// Firings claimed ahead that found no run permit in time (see
+    /// [`batcher::AHEAD_WAIT_MAX`]): queued again as the same attempt, for this node or
+    /// another to run.
+    pub ahead_held: AtomicU64,
+    /// Firings claimed ahead waiting for a run permit now (a gauge).
+    pub ahead_waiting: AtomicU64,
 }
 
 /// A node, ready to start.
@@ -151,6 +163,10 @@ impl Node {
             claim_book: claim::ClaimBook::default(),
             active_runs: Mutex::new(HashMap::new()),
             permits: Arc::new(Semaphore::new(settings.node.max_concurrent_runs)),
+            claims_ahead: Arc::new(Semaphore::new(
+                settings.node.max_concurrent_runs * batcher::CLAIMS_AHEAD_PER_RUN,
+            )),
+            run_time: batcher::RunTime::default(),
             record_permits: Arc::new(Semaphore::new(
                 settings.node.max_concurrent_runs * RECORD_PERMITS_PER_RUN,
             )),
@@ -339,6 +355,11 @@ pub(crate) struct Inner {
     permits: Arc<Semaphore>,
     /// Outcomes waiting to be recorded: a run gives its permit back for one of these.
     record_permits: Arc<Semaphore>,
+    /// Scheduled claims sent ahead of a free run permit, while runs are short (see
+    /// [`batcher::RunPermit`]).
+    claims_ahead: Arc<Semaphore>,
+    /// How long this node's handlers have been taking, lately.
+    run_time: batcher::RunTime,
     /// Running handlers.
     runs: TaskTracker,
     /// Cancelled when the node stops claiming (shutdown begins).

@@ -157,6 +157,7 @@ impl Inner {
                     std::future::pending::<()>().await
                 } => unreachable!("pending never resolves"),
             };
+            self.run_time.record(started.elapsed());
             let cut_off = fence.is_cancelled();
             // Did the run lose its lease (renewal found another attempt, or the lock gone)?
             let lease_lost = if renewer.is_finished() {

@@ -35,6 +35,11 @@ impl SpecCache {
         self.lock().get(job_id).cloned()
     }
 
+    /// Whether a job's spec is cached.
+    pub(super) fn contains(&self, job_id: &str) -> bool {
+        self.lock().contains_key(job_id)
+    }
+
     /// Validate a stored spec and cache it; None (and logged) when it no longer validates.
     pub(super) fn insert(&self, job_id: &str, stored: StoredSpec) -> Option<Arc<CachedJob>> {
         let StoredSpec {
@@ -101,6 +106,7 @@ impl Inner {
         if let Some(c) = self.specs.get(job_id) {
             return Ok(Some(c));
         }
+        Inner::bump(&self.stats.specs_read);
         let Some(stored) = self.store.job_spec(job_id).await? else {
             return Ok(None);
         };
@@ -123,6 +129,7 @@ impl Inner {
         if missing.is_empty() {
             return Ok(out);
         }
+        Inner::bump_by(&self.stats.specs_read, missing.len() as u64);
         let mut loaded = self.store.job_specs(&missing).await?.into_iter();
         for (slot, id) in out.iter_mut().zip(job_ids) {
             if slot.is_none()

@@ -25,6 +25,13 @@ pub(super) struct Arm {
     deadline_local_ms: i64,
 }
 
+/// A firing armed at least this long (ms) before its instant has its job's spec read now, if
+/// the node has not cached it, rather than when it fires.
+const PREFETCH_AHEAD_MS: i64 = 50;
+
+/// Most timers armed from the queue before the loop looks at its deadlines again.
+const ARM_DRAIN: usize = 1024;
+
 type Entry = Reverse<(i64, i64, String, KindKey)>;
 
 /// `Kind` as an orderable heap key.
@@ -79,6 +86,26 @@ impl Inner {
         });
     }
 
+    /// Read the specs of jobs whose firings were just armed, in the background: the claim
+    /// at the instant then finds them cached. An every-second cron job's instants go to
+    /// each node in turn (ownership is per firing), so a node meets most of its jobs for
+    /// the first time in the seconds after it starts; read at the instant, their specs
+    /// were read and validated among the claims of a burst.
+    fn prefetch_specs(self: &Arc<Self>, ids: Vec<String>) {
+        let me = self.clone();
+        tokio::spawn(async move {
+            let ids: Vec<&str> = ids
+                .iter()
+                .map(String::as_str)
+                .filter(|id| !me.specs.contains(id))
+                .collect();
+            Inner::bump_by(&me.stats.specs_read_ahead, ids.len() as u64);
+            if let Err(e) = me.specs(&ids).await {
+                tracing::debug!(error = %e, "reading specs ahead failed; the claims read them");
+            }
+        });
+    }
+
     pub(super) async fn timer_loop(self: Arc<Self>, mut rx: mpsc::UnboundedReceiver<Arm>) {
         let mut heap: BinaryHeap<Entry> = BinaryHeap::new();
         let mut armed: HashSet<(String, i64, KindKey)> = HashSet::new();
@@ -97,9 +124,29 @@ impl Inner {
                 msg = rx.recv() => match msg {
                     None => break,
                     Some(arm) => {
-                        let key = KindKey::from(arm.kind);
-                        if armed.insert((arm.job_id.clone(), arm.at_ms, key)) {
-                            heap.push(Reverse((arm.deadline_local_ms, arm.at_ms, arm.job_id, key)));
+                        // What else is queued goes in too (up to a bound, so due timers are
+                        // not held up) before the next sleep is set up: announcements arm
+                        // thousands of timers at once.
+                        let mut next = Some(arm);
+                        let mut taken = 0;
+                        let ahead = self.clock.local_ms() + PREFETCH_AHEAD_MS;
+                        let mut fetch = Vec::new();
+                        while let Some(arm) = next {
+                            taken += 1;
+                            let key = KindKey::from(arm.kind);
+                            if armed.insert((arm.job_id.clone(), arm.at_ms, key)) {
+                                if arm.kind == Kind::Scheduled
+                                    && arm.deadline_local_ms >= ahead
+                                    && !self.specs.contains(&arm.job_id)
+                                {
+                                    fetch.push(arm.job_id.clone());
+                                }
+                                heap.push(Reverse((arm.deadline_local_ms, arm.at_ms, arm.job_id, key)));
+                            }
+                            next = if taken < ARM_DRAIN { rx.try_recv().ok() } else { None };
+                        }
+                        if !fetch.is_empty() {
+                            self.prefetch_specs(fetch);
                         }
                     }
                 },
