@@ -82,9 +82,9 @@ pub struct Stats {
     pub specs_read_ahead: AtomicU64,
     /// Scheduled claims sent ahead of a free run permit (runs were short).
     pub claimed_ahead: AtomicU64,
-    /// Firings claimed ahead that found no run permit in time (see
-    /// [`batcher::AHEAD_WAIT_MAX`]): queued again as the same attempt, for this node or
-    /// another to run.
+    /// Firings claimed ahead that found no run permit in time (a quarter of the lease, 1 s
+    /// at most, while the node ran fewer firings than wait claimed ahead): queued again as
+    /// the same attempt, for this node or another to run.
     pub ahead_held: AtomicU64,
     /// Firings claimed ahead waiting for a run permit now (a gauge).
     pub ahead_waiting: AtomicU64,
