@@ -376,3 +376,47 @@ async fn specs_are_read_when_firings_are_armed() {
     assert_eq!(read, ahead, "specs read again at the claim");
     node.shutdown().await;
 }
+
+/// A burst larger than the claims a node may send ahead: the firings claimed ahead get the
+/// run permits that come free before any claim still waiting to be sent (those wait for
+/// permits to claim ahead, not in the run permits' line), so none waits past its turn and
+/// none is queued again; every firing runs once. (With claims waiting in the run permits'
+/// line too, firings claimed ahead queued behind them, timed out and were claimed again one
+/// by one: a burst ran at a hundredth of its rate.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_past_the_claims_ahead_runs_through_without_holding_back() {
+    let mut w = World::new().await;
+    w.settings.node.max_concurrent_runs = 8;
+    let node = w.node("a").await;
+    let client = w.client().await;
+    let now = w.redis_ms().await;
+    client
+        .upsert(JobSpec::at(
+            "warm",
+            DateTime::from_timestamp_millis(now).unwrap(),
+            "rec",
+        ))
+        .await
+        .unwrap();
+    w.recorder.wait_count(1, Duration::from_secs(5)).await;
+
+    let at = DateTime::from_timestamp_millis(w.redis_ms().await + 1_500).unwrap();
+    let burst: Vec<JobSpec> = (0..2_000)
+        .map(|i| JobSpec::at(format!("b-{i:04}"), at, "rec"))
+        .collect();
+    client.enqueue_many(burst).await.unwrap();
+    w.recorder.wait_count(2_001, Duration::from_secs(60)).await;
+    w.wait_idle(Duration::from_secs(10)).await;
+    let seen = w.recorder.seen();
+    assert_eq!(seen.len(), 2_001);
+    assert!(doubles(&seen).is_empty(), "doubles: {:?}", doubles(&seen));
+    let ahead = node.stats().claimed_ahead.load(Relaxed);
+    let held = node.stats().ahead_held.load(Relaxed);
+    eprintln!(
+        "claimed ahead {ahead}, queued again {held}; {}",
+        lateness_summary(&seen).3
+    );
+    assert!(ahead >= 100, "claims went ahead: {ahead}");
+    assert_eq!(held, 0, "firings claimed ahead were queued again");
+    node.shutdown().await;
+}
