@@ -263,6 +263,16 @@ async fn sharded_jobs_fire_exactly_once_on_every_shard() {
     }
 }
 
+/// One short run, recorded: the node's runs are short from then on (claims go ahead).
+async fn short_run_first(w: &World, client: &keyfire::Client) {
+    let now = DateTime::from_timestamp_millis(w.redis_ms().await).unwrap();
+    client
+        .upsert(JobSpec::at("warm", now, "rec"))
+        .await
+        .unwrap();
+    w.recorder.wait_count(1, Duration::from_secs(5)).await;
+}
+
 /// While this node's runs are short, a scheduled claim that finds no free run permit goes
 /// ahead of one (a burst keeps Redis busy instead of waiting for permits), and a firing
 /// claimed ahead that finds no run permit within a quarter of the lease (1 s at most) gives
@@ -274,17 +284,7 @@ async fn claims_go_ahead_of_run_permits_while_runs_are_short() {
     w.settings.node.max_concurrent_runs = 1;
     let node = w.node("a").await;
     let client = w.client().await;
-    let now = w.redis_ms().await;
-    // A short run first: runs are short from then on.
-    client
-        .upsert(JobSpec::at(
-            "warm",
-            DateTime::from_timestamp_millis(now).unwrap(),
-            "rec",
-        ))
-        .await
-        .unwrap();
-    w.recorder.wait_count(1, Duration::from_secs(5)).await;
+    short_run_first(&w, &client).await;
     assert_eq!(node.stats().claimed_ahead.load(Relaxed), 0);
 
     // Due together: the slow one first (timers due together go in id order), on the run
@@ -389,16 +389,7 @@ async fn a_burst_past_the_claims_ahead_runs_through_without_holding_back() {
     w.settings.node.max_concurrent_runs = 8;
     let node = w.node("a").await;
     let client = w.client().await;
-    let now = w.redis_ms().await;
-    client
-        .upsert(JobSpec::at(
-            "warm",
-            DateTime::from_timestamp_millis(now).unwrap(),
-            "rec",
-        ))
-        .await
-        .unwrap();
-    w.recorder.wait_count(1, Duration::from_secs(5)).await;
+    short_run_first(&w, &client).await;
 
     let at = DateTime::from_timestamp_millis(w.redis_ms().await + 1_500).unwrap();
     let burst: Vec<JobSpec> = (0..2_000)

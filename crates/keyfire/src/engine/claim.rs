@@ -6,6 +6,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tokio::sync::OwnedSemaphorePermit;
+
 use super::Inner;
 use super::batcher::{ClaimRequest, RunPermit};
 use super::misfire::{MisfirePlan, misfire_plan};
@@ -108,13 +110,17 @@ impl Inner {
         if let Ok(p) = self.permits.clone().try_acquire_owned() {
             return Some(RunPermit::Run(p));
         }
-        if self.run_time.short()
-            && let Ok(p) = self.claims_ahead.clone().try_acquire_owned()
-        {
-            Inner::bump(&self.stats.claimed_ahead);
-            return Some(RunPermit::Ahead(p));
+        if !self.run_time.short() {
+            return None;
         }
-        None
+        let p = self.claims_ahead.clone().try_acquire_owned().ok()?;
+        Some(self.ahead(p))
+    }
+
+    /// A permit to claim ahead, counted.
+    fn ahead(&self, p: OwnedSemaphorePermit) -> RunPermit {
+        Inner::bump(&self.stats.claimed_ahead);
+        RunPermit::Ahead(p)
     }
 
     /// Wait for a scheduled claim's permit: while runs are short, a permit to claim ahead
@@ -129,25 +135,24 @@ impl Inner {
             if let Some(p) = self.try_claim_permit() {
                 return Some(p);
             }
-            let permit = if self.run_time.short() {
-                tokio::select! {
-                    biased;
-                    _ = self.claiming.cancelled() => None,
-                    _ = &mut changed => continue,
-                    p = self.claims_ahead.clone().acquire_owned() => p.ok().map(|p| {
-                        Inner::bump(&self.stats.claimed_ahead);
-                        RunPermit::Ahead(p)
-                    }),
-                }
+            let short = self.run_time.short();
+            let line = if short {
+                &self.claims_ahead
             } else {
-                tokio::select! {
-                    biased;
-                    _ = self.claiming.cancelled() => None,
-                    _ = &mut changed => continue,
-                    p = self.permits.clone().acquire_owned() => p.ok().map(RunPermit::Run),
-                }
+                &self.permits
             };
-            return permit.filter(|_| !self.claiming.is_cancelled());
+            let permit = tokio::select! {
+                biased;
+                _ = self.claiming.cancelled() => None,
+                _ = &mut changed => continue,
+                p = line.clone().acquire_owned() => p.ok(),
+            };
+            let permit = permit.filter(|_| !self.claiming.is_cancelled())?;
+            return Some(if short {
+                self.ahead(permit)
+            } else {
+                RunPermit::Run(permit)
+            });
         }
     }
 

@@ -57,28 +57,24 @@ impl Inner {
     /// Wait (up to the lease) until this node is no longer fenced, then renew the claimed
     /// attempt's lease: whether it may start.
     async fn wait_out_the_fence(&self, c: &Claimed) -> bool {
-        let lease = self.settings.lease;
-        let deadline = tokio::time::Instant::now() + lease;
+        let deadline = tokio::time::Instant::now() + self.settings.lease;
         while self.fence.is_fenced() {
             if tokio::time::Instant::now() >= deadline || self.runs_cancel.is_cancelled() {
                 return false;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        matches!(self.renew_claimed(c).await, Ok(true))
+    }
+
+    /// Renew a claimed attempt's lease before its run starts: false when it is no longer
+    /// this node's (taken over).
+    pub(super) async fn renew_claimed(&self, c: &Claimed) -> crate::Result<bool> {
+        let lease = Inner::ms(self.settings.lease);
         let id = &c.job.job.spec.id;
-        matches!(
-            self.store
-                .renew(
-                    id,
-                    c.at_ms,
-                    c.attempt,
-                    Some(c.claimed_ms),
-                    &self.id,
-                    Inner::ms(lease)
-                )
-                .await,
-            Ok(true)
-        )
+        self.store
+            .renew(id, c.at_ms, c.attempt, Some(c.claimed_ms), &self.id, lease)
+            .await
     }
 
     /// Run a claimed firing, renew its lease while it runs, record the outcome.
