@@ -263,14 +263,19 @@ async fn sharded_jobs_fire_exactly_once_on_every_shard() {
     }
 }
 
+/// One run of `handler` with `params`, recorded: it sets how long the node's runs take
+/// (while they are short, claims go ahead of run permits).
+async fn run_first(w: &World, client: &keyfire::Client, handler: &str, params: serde_json::Value) {
+    let now = DateTime::from_timestamp_millis(w.redis_ms().await).unwrap();
+    let mut warm = JobSpec::at("warm", now, handler);
+    warm.params = params;
+    client.upsert(warm).await.unwrap();
+    w.recorder.wait_count(1, Duration::from_secs(5)).await;
+}
+
 /// One short run, recorded: the node's runs are short from then on (claims go ahead).
 async fn short_run_first(w: &World, client: &keyfire::Client) {
-    let now = DateTime::from_timestamp_millis(w.redis_ms().await).unwrap();
-    client
-        .upsert(JobSpec::at("warm", now, "rec"))
-        .await
-        .unwrap();
-    w.recorder.wait_count(1, Duration::from_secs(5)).await;
+    run_first(w, client, "rec", serde_json::Value::Null).await;
 }
 
 /// While this node's runs are short, a scheduled claim that finds no free run permit goes
@@ -328,11 +333,7 @@ async fn no_claims_go_ahead_while_runs_are_long() {
     w.settings.node.max_concurrent_runs = 1;
     let node = w.node("a").await;
     let client = w.client().await;
-    let now = DateTime::from_timestamp_millis(w.redis_ms().await).unwrap();
-    let mut warm = JobSpec::at("warm", now, "slow");
-    warm.params = serde_json::json!({ "sleep_ms": 200 });
-    client.upsert(warm).await.unwrap();
-    w.recorder.wait_count(1, Duration::from_secs(5)).await;
+    run_first(&w, &client, "slow", serde_json::json!({ "sleep_ms": 200 })).await;
     w.wait_idle(Duration::from_secs(5)).await;
 
     let at = DateTime::from_timestamp_millis(w.redis_ms().await + 1_000).unwrap();
