@@ -36,6 +36,7 @@ async fn args_for<'a>(
         missed: 0,
         overlap: "allow",
         announce_ms: 0,
+        arms_next: false,
         compact: stored.compact,
     }
 }
@@ -442,6 +443,104 @@ async fn one_call_mixes_every_form_of_arguments() {
         assert_eq!(runs[0].fate.as_deref(), Some(fate), "{id}: {runs:?}");
         assert!(runs[0].finished_ms.is_some(), "{id}: {runs:?}");
     }
+}
+
+/// Messages published so far (`INFO commandstats`: a script's `PUBLISH` counts).
+async fn publishes(conn: &mut redis::aio::ConnectionManager) -> u64 {
+    let text: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(conn)
+        .await
+        .unwrap();
+    keyfire::store::parse_info(&text)
+        .into_iter()
+        .find(|(k, _)| k == "cmdstat_publish")
+        .and_then(|(_, v)| {
+            v.split(',')
+                .find_map(|p| p.strip_prefix("calls="))
+                .and_then(|c| c.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// A claim whose caller owns every next firing and arms their timers itself (`arms_next`)
+/// publishes no announcement: the next firing sent without its sentinel key is the caller's
+/// to arm, and one sent with its sentinel key still gets it. The same claim without the flag
+/// announces the next firing (one message), so the flag is what keeps it quiet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_whose_caller_arms_the_next_firings_announces_none() {
+    let w = World::new().await;
+    let client = w.client().await;
+    let store = client.store();
+    for id in ["near", "far"] {
+        client
+            .upsert(JobSpec::every(id, "1s", "rec"))
+            .await
+            .unwrap();
+    }
+    let mut conn = w.conn().await;
+    let k = store.job_keys("near");
+    let due = |id: &'static str| async move {
+        store.get_job(id).await.unwrap().unwrap().next_ms.unwrap()
+    };
+    let (near, far) = (due("near").await, due("far").await);
+    while w.redis_ms().await < near.max(far) {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let quiet = |mut a: ClaimArgs<'static>, arms_next: bool| {
+        a.announce_ms = 5_000;
+        a.arms_next = arms_next;
+        a
+    };
+    let before = publishes(&mut conn).await;
+    let batch = [
+        quiet(
+            args_for(store, "near", near, Some(near + 1_000)).await,
+            true,
+        ),
+        quiet(args_for(store, "far", far, Some(far + 20_000)).await, true),
+    ];
+    let replies = store.claim_many(&batch).await.unwrap();
+    assert!(
+        replies
+            .iter()
+            .all(|r| matches!(r, ClaimReply::Claimed { .. })),
+        "{replies:?}"
+    );
+    assert_eq!(publishes(&mut conn).await - before, 0, "nothing announced");
+    let near_key: bool = conn.exists(k.fire("near", near + 1_000)).await.unwrap();
+    let far_ttl: i64 = conn.pttl(k.fire("far", far + 20_000)).await.unwrap();
+    assert!(
+        !near_key,
+        "the caller arms the near next firing: no sentinel key"
+    );
+    assert!(
+        far_ttl > 10_000,
+        "the far next firing has its sentinel key: pttl {far_ttl}"
+    );
+    assert_eq!(due("near").await, near + 1_000);
+    assert_eq!(due("far").await, far + 20_000);
+
+    // The next firing of "near", claimed without the flag: announced.
+    while w.redis_ms().await < near + 1_000 {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let before = publishes(&mut conn).await;
+    let loud = [quiet(
+        args_for(store, "near", near + 1_000, Some(near + 2_000)).await,
+        false,
+    )];
+    let replies = store.claim_many(&loud).await.unwrap();
+    assert!(
+        matches!(replies[0], ClaimReply::Claimed { .. }),
+        "{replies:?}"
+    );
+    assert_eq!(
+        publishes(&mut conn).await - before,
+        1,
+        "the next firing announced"
+    );
+    assert_eq!(due("near").await, near + 2_000);
 }
 
 /// A job hash's `next` field and its due entry, as (field, score digits); claim.lua's

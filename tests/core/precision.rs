@@ -75,7 +75,7 @@ async fn new_job_fires_on_time_via_the_owners_timer() {
     // A job id whose firing belongs to b.
     let id = (0..)
         .map(|i| format!("j{i}"))
-        .find(|id| owner(&live, id, due) == Some("b"))
+        .find(|id| owner(&live, id) == Some("b"))
         .unwrap();
     client
         .upsert(JobSpec::at(id.clone(), at(due), "rec"))
@@ -157,23 +157,60 @@ async fn bulk_created_tasks_fire_via_their_owners_timers() {
     b.shutdown().await;
 }
 
-/// A job firing every second, with no prompt path but the owners' timers: each claim
-/// announces the next firing (one `next` change message per claim call), so its owner
-/// arms a timer, whichever node that is. Without the announcement the second firing would
-/// wait for a sweep, 60 s away here.
+/// A job firing every second, with no prompt path but the owner's timers: the job's
+/// owner claims each firing and arms the timer of the next one itself, and the claims
+/// announce nothing (no `next` change message: no other node reads them). Without that
+/// timer the second firing would wait for a sweep, 60 s away here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn each_next_firing_reaches_its_owners_timer() {
+    use futures::StreamExt;
+
     let (w, a, b) = two_nodes_with_only_timers().await;
     let client = w.client().await;
+    let messages = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let mut pubsub = redis::Client::open(w.redis.url())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .unwrap();
+    pubsub
+        .subscribe(keyfire::store::Keys::new(&w.settings.redis.prefix).changes())
+        .await
+        .unwrap();
+    let listener = tokio::spawn({
+        let messages = messages.clone();
+        async move {
+            let mut stream = pubsub.on_message();
+            while let Some(m) = stream.next().await {
+                let text: String = m.get_payload().unwrap_or_default();
+                messages.lock().unwrap().push(text);
+            }
+        }
+    });
     client
         .upsert(JobSpec::every("beat", "1s", "rec"))
         .await
         .unwrap();
     w.recorder.wait_count(8, Duration::from_secs(20)).await;
     client.delete("beat").await.unwrap();
+    listener.abort();
     let mut seen = w.recorder.seen();
     seen.sort_by_key(|s| s.scheduled_ms);
     let nodes: Vec<&str> = seen.iter().map(|s| s.node.as_str()).collect();
+    let live = ["a".to_string(), "b".to_string()];
+    let owner = owner(&live, "beat").unwrap();
+    assert!(
+        nodes.iter().all(|n| *n == owner),
+        "every firing by the job's owner {owner}: {nodes:?}"
+    );
+    let announced: Vec<String> = messages
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|m| m.contains(r#""op":"next""#))
+        .cloned()
+        .collect();
+    assert!(announced.is_empty(), "claims announced: {announced:?}");
     assert_once_on_time(
         &seen,
         &format!("every second, timers only, fired by {nodes:?}"),

@@ -270,6 +270,7 @@ async fn a_lease_names_its_claim_instant() {
             missed: 0,
             overlap: "allow",
             announce_ms: 0,
+            arms_next: false,
             compact: stored.compact,
         })
         .await

@@ -195,7 +195,7 @@ impl QueueRound<'_> {
             .query_async(&mut conn)
             .await
             .unwrap_or_default();
-        let owner = keyfire::engine::membership::owner(&live, topic, 0)
+        let owner = keyfire::engine::membership::owner(&live, topic)
             .unwrap_or("n1")
             .to_string();
         let wait = (due - host_ms() - 20).max(0) as u64;

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::Inner;
 use super::claim::{ClaimGuard, Kind, Source, Step};
 use super::specs::CachedJob;
-use crate::store::ClaimArgs;
+use crate::store::{ClaimArgs, ClaimReply};
 
 /// Most scheduled claims sent in one script call.
 const CLAIM_BATCH: usize = 128;
@@ -221,9 +221,23 @@ impl Inner {
                 None => drop(req),
             }
         }
-        let args: Vec<ClaimArgs> = items
+        let mut args: Vec<ClaimArgs> = items
             .iter()
             .map(|(r, c)| self.claim_args(r.guard.job_id(), r.guard.at_ms(), c, None))
+            .collect();
+        // This node owns every job of the batch (its own firings, the common case): it arms
+        // the next firings the claim moves the jobs on to itself, and the claim announces
+        // none of them (a message every node would read, for one of them).
+        let arms_next = args
+            .iter()
+            .all(|a| a.next_ms.is_none() || self.owns(a.job_id));
+        let next_to_arm: Vec<Option<i64>> = args
+            .iter_mut()
+            .map(|a| {
+                a.arms_next = arms_next;
+                a.next_ms
+                    .filter(|next| arms_next && next - a.at_ms <= a.announce_ms)
+            })
             .collect();
         // A fenced node claims nothing: requests queued before the fence are dropped (the
         // sweeps, this node's once the fence lifts or its peers', claim them).
@@ -240,12 +254,20 @@ impl Inner {
                 return;
             }
         };
-        for ((req, cached), reply) in items.into_iter().zip(replies) {
+        for (((req, cached), reply), next) in items.into_iter().zip(replies).zip(next_to_arm) {
             let ClaimRequest {
                 guard,
                 source,
                 permit,
             } = req;
+            if let Some(next) = next
+                && matches!(
+                    reply,
+                    ClaimReply::Claimed { .. } | ClaimReply::Missed | ClaimReply::Overlapped
+                )
+            {
+                self.arm(guard.job_id().to_string(), next);
+            }
             match self.on_claim_reply(guard.job_id(), guard.at_ms(), cached, reply, 0) {
                 Step::Claimed(claimed) => {
                     drop(guard);

@@ -269,6 +269,7 @@ impl Inner {
             missed,
             overlap: job.overlap.as_str(),
             announce_ms: Inner::ms(self.settings.timer_horizon),
+            arms_next: false,
             compact: cached.compact,
         }
     }

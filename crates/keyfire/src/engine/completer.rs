@@ -124,7 +124,7 @@ impl Inner {
                 }
                 Fate::Retry => {
                     metrics::counter!(name::RETRIES, "node" => self.id.clone()).increment(1);
-                    if self.owns(&done.job_id, done.at_ms) {
+                    if self.owns(&done.job_id) {
                         let due = now + done.retry.unwrap_or(0);
                         self.arm_due(done.job_id.clone(), done.at_ms, Kind::Retry, due);
                     }

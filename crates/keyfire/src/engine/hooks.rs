@@ -18,7 +18,7 @@ impl NodeView for Inner {
         if !live.iter().any(|n| n == &self.id) {
             return true;
         }
-        owner(&live, name, 0) == Some(self.id.as_str())
+        owner(&live, name) == Some(self.id.as_str())
     }
 
     fn redis_now_ms(&self) -> i64 {

@@ -230,7 +230,7 @@ impl Inner {
         Inner::bump(&self.stats.events);
         // Only the owner claims at once; the others leave it to the sweeper after the grace
         // period, so a firing costs one claim, not one per node.
-        if self.owns(&job_id, at) {
+        if self.owns(&job_id) {
             self.spawn_claim(job_id, at, Kind::Scheduled, Source::Event);
         }
     }
@@ -242,7 +242,7 @@ impl Inner {
             Change::Retry { firing, at: due } => {
                 // A trigger or a dead-letter replay: an attempt due now.
                 if let Some((job, at)) = parse_firing_id(&firing)
-                    && self.owns(job, at)
+                    && self.owns(job)
                 {
                     self.arm_due(job.to_string(), at, Kind::Retry, due);
                 }
@@ -295,7 +295,7 @@ impl Inner {
             };
             if only_soon {
                 self.arm_if_soon(id.as_ref().to_string(), at);
-            } else if self.owns(id.as_ref(), at) {
+            } else if self.owns(id.as_ref()) {
                 self.arm(id.as_ref().to_string(), at);
             }
         }
@@ -305,7 +305,7 @@ impl Inner {
     /// a sentinel key with a past instant would never give an `expired` event).
     fn arm_if_soon(self: &Arc<Self>, id: String, at: i64) {
         let horizon = self.clock.redis_now_ms() + Inner::ms(self.settings.timer_horizon);
-        if at <= horizon && self.owns(&id, at) {
+        if at <= horizon && self.owns(&id) {
             self.arm(id, at);
         }
     }

@@ -24,24 +24,27 @@ pub(super) fn fence_after(node_ttl: Duration) -> Duration {
 
 pub use crate::store::stable_hash;
 
-/// The owner of a firing among `live` nodes: rendezvous (highest random weight) hashing, so
-/// a node joining or leaving moves only its own share.
-pub fn owner<'a>(live: &'a [String], job_id: &str, at_ms: i64) -> Option<&'a str> {
-    let at = at_ms.to_string();
+/// The owner of a job's firings (or of a topic) among `live` nodes: rendezvous (highest
+/// random weight) hashing of the name, so a node joining or leaving moves only its own share.
+/// Every firing of a job has the same owner while the live set stays: the node that claims a
+/// firing arms the timer of the next one itself (see `claim_batch`), and keeps the job's spec
+/// cached. Jobs, not firings, are spread over the nodes.
+pub fn owner<'a>(live: &'a [String], name: &str) -> Option<&'a str> {
     live.iter()
-        .max_by_key(|node| stable_hash(&[node, job_id, &at]))
+        .max_by_key(|node| stable_hash(&[node, name]))
         .map(String::as_str)
 }
 
 impl Inner {
-    /// Whether this node owns the firing, by its current view of the live set. With no view
-    /// yet (or when it is missing from it), a node claims what it sees: G1 makes that safe.
-    pub(super) fn owns(&self, job_id: &str, at_ms: i64) -> bool {
+    /// Whether this node owns the job's firings, by its current view of the live set. With
+    /// no view yet (or when it is missing from it), a node claims what it sees: G1 makes that
+    /// safe.
+    pub(super) fn owns(&self, job_id: &str) -> bool {
         let live = self.live.read().expect("live set lock");
         if !live.iter().any(|n| n == &self.id) {
             return true;
         }
-        owner(&live, job_id, at_ms) == Some(self.id.as_str())
+        owner(&live, job_id) == Some(self.id.as_str())
     }
 
     /// Another node joined or left: read the live set now and sweep, so the firings that
@@ -277,17 +280,18 @@ mod tests {
         let mut counts = [0usize; 3];
         let mut moved = 0;
         let two = &nodes[..2];
-        for at in 0..3000i64 {
-            let o = owner(&nodes, "job", at).unwrap();
+        for j in 0..3000 {
+            let job = format!("job-{j}");
+            let o = owner(&nodes, &job).unwrap();
             let i = nodes.iter().position(|n| n == o).unwrap();
             counts[i] += 1;
-            let o2 = owner(two, "job", at).unwrap();
+            let o2 = owner(two, &job).unwrap();
             if o != "node-2" && o2 != o {
                 moved += 1;
             }
         }
         assert!(counts.iter().all(|&c| c > 800), "uneven spread {counts:?}");
-        assert_eq!(moved, 0, "firings of staying nodes moved");
+        assert_eq!(moved, 0, "jobs of staying nodes moved");
     }
 
     #[test]

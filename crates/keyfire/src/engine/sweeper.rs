@@ -349,7 +349,7 @@ impl Inner {
     ) -> bool {
         if due <= now - grace {
             self.spawn_claim(job_id, at, kind, Source::Sweep);
-        } else if self.owns(&job_id, at) {
+        } else if self.owns(&job_id) {
             if due <= now {
                 self.spawn_claim(job_id, at, kind, Source::Sweep);
             } else {

@@ -51,7 +51,11 @@ impl Store {
             .arg(first.lease_ms)
             .arg(self.keys().changes())
             .arg(self.horizon_ms)
-            .arg(first.announce_ms);
+            .arg(if first.arms_next {
+                format!("q{}", first.announce_ms)
+            } else {
+                first.announce_ms.to_string()
+            });
         for a in &batch {
             inv.key(k.job(a.job_id));
             // Its next firing's sentinel key only when the claim may give it one: a next

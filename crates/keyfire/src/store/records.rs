@@ -385,6 +385,11 @@ pub struct ClaimArgs<'a> {
     /// Redis's now (or already due), so that its owner arms a timer: the node's timer
     /// horizon. One message per script call; the batch's first value counts.
     pub announce_ms: i64,
+    /// The caller owns every next firing of the call and arms the timers of those the claim
+    /// gives no sentinel key (`next_ms - at_ms` within `announce_ms`) itself when the claim
+    /// moves the firing on (claimed, missed or overlapped): the claim announces none. One per
+    /// script call; the batch's first value counts.
+    pub arms_next: bool,
     /// The job was read as a compact task: the claim reads its record for the version check.
     pub compact: bool,
 }

@@ -22,8 +22,10 @@
 -- ARGV[1] node id   ARGV[2] lease ms   ARGV[3] change channel   ARGV[4] sentinel horizon ms
 -- ARGV[5] timer horizon ms: next firings due within it are announced on the change channel,
 --   one message {op = 'next', id = '', firings = {{id, ms}, ...}} per call, so that their
---   owners (often another node) arm timers instead of waiting for the sentinel's `expired`
---   event, which Redis emits late when many keys expire at once (every-second cron jobs)
+--   owners arm timers instead of waiting for the sentinel's `expired` event, which Redis
+--   emits late when many keys expire at once (every-second cron jobs). Prefixed "q" (quiet):
+--   the caller owns every next firing of the call and arms the timers of those it sent
+--   without their sentinel key itself: they are not announced
 -- then per firing i (base a = 5 + 5 * (i - 1)):
 --   ARGV[a+1] job id   ARGV[a+2] instant ms   ARGV[a+3] "<generation>.<version>" of the job the
 --   caller computed with (a job created again after a delete has a new generation)
@@ -55,7 +57,8 @@ assert(n >= 1 and n == math.floor(n) and #KEYS >= 4 + n, 'claim: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local node, lease, channel, horizon = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
-local announce = tonumber(ARGV[5])
+local quiet = string.byte(ARGV[5], 1) == 113
+local announce = tonumber(quiet and string.sub(ARGV[5], 2) or ARGV[5])
 -- Numbers written per firing are formatted once per call ('%d': Lua's own number format
 -- is a float's, and costs more than the rest of a firing's Lua).
 local now_s, expiry_s = string.format('%d', now), string.format('%d', now + lease)
@@ -149,9 +152,10 @@ local function advance(job, next_sentinel, bucket, id, at_s, nxt, missed, record
     -- none. One further out gets its sentinel key now if it is within the sentinel horizon,
     -- or from promote.lua as it comes within it. The announcement is written here as JSON
     -- (job ids and instants need no escaping): cheaper than a table per firing for cjson.
+    -- Quiet, the caller arms those sent without their sentinel key: they are not announced.
     local next_ms = num[nxt]
     if next_ms <= now + horizon and (next_ms <= now + announce or not next_sentinel) then
-      soon[#soon + 1] = '["' .. id .. '","' .. nxt .. '"]'
+      if next_sentinel or not quiet then soon[#soon + 1] = '["' .. id .. '","' .. nxt .. '"]' end
     elseif next_ms <= now + horizon then
       redis.call('SET', next_sentinel, '1', 'PXAT', nxt)
     end
