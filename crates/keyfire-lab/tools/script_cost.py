@@ -7,10 +7,12 @@ real insert.lua, then drives claim.lua and complete.lua in batches of 20 as a no
 and counts the instructions Redis executes for each phase (callgrind_control zeroes the
 counters before a phase and dumps them after). Two workloads:
   cron  every-second jobs, measured on their second firing (a run before it, so the claim
-        checks the latest run and the completion trims an existing history);
+        checks the latest run and the completion trims an existing history), claimed by
+        their owner, which arms the next firing's timer itself (`--announce`: claimed by
+        another node, so the claim announces the next firing on the change channel);
   task  one-shot tasks (compact records expanded by their claim).
 
-usage: script_cost.py [--lua DIR] [--n 2000] [--batch 20] [cron|task ...]
+usage: script_cost.py [--lua DIR] [--n 2000] [--batch 20] [--announce] [cron|task ...]
 needs: redis-server (>= 7), valgrind, and Python's `redis` package (pip install redis).
 """
 import argparse, glob, json, os, shutil, socket, subprocess, sys, tempfile, time
@@ -64,7 +66,7 @@ class Server:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def run(srv, lua, kind, n, batch):
+def run(srv, lua, kind, n, batch, announce):
     r = srv.r
     r.flushall()
     script = lambda name: r.register_script(open(os.path.join(lua, f'{name}.lua')).read())
@@ -74,9 +76,10 @@ def run(srv, lua, kind, n, batch):
     tnow = lambda: (lambda t: t[0] * 1000 + t[1] // 1000)(r.time())
     ids = [f'{kind[0]}{i}' for i in range(n)]
     # Instants in the past (claimable at once, within the misfire tolerance), and for the
-    # measured cron round a next firing in the future within the sentinel horizon (so its
-    # sentinel is set and it is announced, as for an every-second job), whatever valgrind's
-    # pace: the figure does not depend on timing.
+    # measured cron round a next firing in the future within the sentinel horizon, sent
+    # without its sentinel key as for an every-second job (its owner arms it, or with
+    # `announce` the claim announces it), whatever valgrind's pace: the figure does not
+    # depend on timing.
     t0 = tnow() - 30_000
     sched = '{"at":"2026-01-01T00:00:00Z"}' if once else '{"cron":"* * * * * *"}'
     for s in range(0, n, 500):
@@ -106,7 +109,7 @@ def run(srv, lua, kind, n, batch):
             srv.zero()
         for c in chunks:
             keys = [f'{P}:due', f'{P}:running', f'{P}:jobs', f'{P}:tasks:count']
-            args = ['node-1', '30000', 'changes', '60000', '60000']
+            args = ['node-1', '30000', 'changes', '60000', '60000' if announce else 'q60000']
             for i in c:
                 # Options (see claim.lua): the tolerance alone for a job in the common case;
                 # a compact task's bucket key and flags.
@@ -144,6 +147,8 @@ def main():
     ap.add_argument('--lua', default=LUA)
     ap.add_argument('--n', type=int, default=2000)
     ap.add_argument('--batch', type=int, default=20)
+    ap.add_argument('--announce', action='store_true',
+                    help='claims announce the next firings (a claim by a node that does not own the job)')
     a = ap.parse_args()
     for tool in ('valgrind', 'callgrind_control', 'redis-server'):
         if not shutil.which(tool):
@@ -151,7 +156,7 @@ def main():
     srv = Server()
     try:
         for kind in a.kinds:
-            c = run(srv, a.lua, kind, a.n, a.batch)
+            c = run(srv, a.lua, kind, a.n, a.batch, a.announce)
             print(f"{kind:5} claim {c['claim']:8.0f}  complete {c['complete']:8.0f}  "
                   f"total {c['claim'] + c['complete']:8.0f} instructions per firing")
     finally:
