@@ -445,22 +445,10 @@ async fn one_call_mixes_every_form_of_arguments() {
     }
 }
 
-/// Messages published so far (`INFO commandstats`: a script's `PUBLISH` counts).
+/// Messages published so far (a script's `PUBLISH` counts).
 async fn publishes(conn: &mut redis::aio::ConnectionManager) -> u64 {
-    let text: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(conn)
-        .await
-        .unwrap();
-    keyfire::store::parse_info(&text)
-        .into_iter()
-        .find(|(k, _)| k == "cmdstat_publish")
-        .and_then(|(_, v)| {
-            v.split(',')
-                .find_map(|p| p.strip_prefix("calls="))
-                .and_then(|c| c.parse().ok())
-        })
-        .unwrap_or(0)
+    let calls = crate::support::command_calls(conn).await;
+    calls.get("publish").copied().unwrap_or(0)
 }
 
 /// A claim whose caller owns every next firing and arms their timers itself (`arms_next`)

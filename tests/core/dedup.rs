@@ -245,24 +245,9 @@ async fn redis_commands_per_enqueue() {
     async fn stats(
         c: &mut redis::aio::ConnectionManager,
     ) -> std::collections::BTreeMap<String, u64> {
-        let text: String = redis::cmd("INFO")
-            .arg("commandstats")
-            .query_async(c)
-            .await
-            .unwrap();
-        keyfire::store::parse_info(&text)
-            .into_iter()
-            .filter_map(|(k, v)| {
-                let name = k.strip_prefix("cmdstat_")?.to_string();
-                let calls = v
-                    .split(',')
-                    .find_map(|p| p.strip_prefix("calls="))?
-                    .parse()
-                    .ok()?;
-                Some((name, calls))
-            })
-            .filter(|(name, _)| name != "info" && name != "config|resetstat")
-            .collect()
+        let mut calls = crate::support::command_calls(c).await;
+        calls.retain(|name, _| name != "info" && name != "config|resetstat");
+        calls
     }
     let mut measure = async |label: &str, specs: Vec<JobSpec>| {
         let _: () = redis::cmd("CONFIG")

@@ -516,3 +516,27 @@ pub(crate) fn run_keyfire_dev(args: &[&str]) -> Vec<String> {
     assert!(status.success(), "keyfire dev exited with {status}");
     lines
 }
+
+/// Calls of each Redis command so far (`INFO commandstats`; a script's commands count too),
+/// by command name.
+pub(crate) async fn command_calls(
+    c: &mut ConnectionManager,
+) -> std::collections::BTreeMap<String, u64> {
+    let text: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(c)
+        .await
+        .unwrap();
+    keyfire::store::parse_info(&text)
+        .into_iter()
+        .filter_map(|(k, v)| {
+            let name = k.strip_prefix("cmdstat_")?.to_string();
+            let calls = v
+                .split(',')
+                .find_map(|p| p.strip_prefix("calls="))?
+                .parse()
+                .ok()?;
+            Some((name, calls))
+        })
+        .collect()
+}

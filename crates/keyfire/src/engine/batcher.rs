@@ -228,9 +228,11 @@ impl Inner {
         // This node owns every job of the batch (its own firings, the common case): it arms
         // the next firings the claim moves the jobs on to itself, and the claim announces
         // none of them (a message every node would read, for one of them).
-        let arms_next = args
-            .iter()
-            .all(|a| a.next_ms.is_none() || self.owns(a.job_id));
+        let arms_next = self.owns_all(
+            args.iter()
+                .filter(|a| a.next_ms.is_some())
+                .map(|a| a.job_id),
+        );
         let next_to_arm: Vec<Option<i64>> = args
             .iter_mut()
             .map(|a| {

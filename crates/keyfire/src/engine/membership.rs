@@ -40,11 +40,18 @@ impl Inner {
     /// no view yet (or when it is missing from it), a node claims what it sees: G1 makes that
     /// safe.
     pub(super) fn owns(&self, job_id: &str) -> bool {
+        self.owns_all([job_id])
+    }
+
+    /// Whether this node owns every one of these jobs (one read of the live set for all).
+    pub(super) fn owns_all<'a>(&self, job_ids: impl IntoIterator<Item = &'a str>) -> bool {
         let live = self.live.read().expect("live set lock");
         if !live.iter().any(|n| n == &self.id) {
             return true;
         }
-        owner(&live, job_id) == Some(self.id.as_str())
+        job_ids
+            .into_iter()
+            .all(|id| owner(&live, id) == Some(self.id.as_str()))
     }
 
     /// Another node joined or left: read the live set now and sweep, so the firings that
