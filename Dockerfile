@@ -16,10 +16,24 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     && cp target/release/keyfire /usr/local/bin/keyfire
 
 FROM debian:bookworm-slim
-# keyfire links only glibc (time zones are compiled in, no TLS), so no extra packages.
-RUN useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin keyfire
+# keyfire links only glibc and libgcc_s (both in bookworm-slim) and carries its own TLS
+# (rustls) and time zones, so the one package it needs is ca-certificates: the `http`
+# handler's HTTPS calls verify servers against the system store in /etc/ssl/certs, which
+# bookworm-slim leaves empty. To trust a CA of your own, derive an image that copies it to
+# /usr/local/share/ca-certificates/ and runs update-ca-certificates (as root).
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends ca-certificates \
+    && rm -rf /var/lib/apt/lists/*
+# A fixed, numeric uid and gid (10001), so Kubernetes can check runAsNonRoot against the image
+# and the manifests in deploy/kubernetes can name the same ids.
+RUN groupadd --system --gid 10001 keyfire \
+    && useradd --system --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin keyfire
 COPY --from=builder /usr/local/bin/keyfire /usr/local/bin/keyfire
-USER keyfire
+USER 10001:10001
+# No HEALTHCHECK: it would need an HTTP client (curl or wget) in the image for /healthz and
+# /readyz. Docker Compose orders the nodes after Redis's own health check, and Kubernetes
+# probes the two routes from the kubelet (deploy/kubernetes/deployment.yaml).
+EXPOSE 8080
 # Exec form: keyfire is PID 1 and gets SIGTERM itself, so `docker stop` drains running jobs.
 ENTRYPOINT ["keyfire"]
 CMD ["serve"]
