@@ -158,7 +158,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let log = Arc::new(RunLog::open(path.as_ref(), &settings.node.id)?);
     // The built-ins plus `topic`, which makes delayed delay-queue tasks ready.
-    let mut registry = Registry::for_node(&settings);
+    let mut registry = Registry::for_node(&settings)?;
     registry.register("chaos", move |f: Firing| chaos(log.clone(), f));
     let mut node = Node::new(settings, registry);
     if skew_ms != 0 {

@@ -60,6 +60,6 @@ async fn run_dev_node(mut settings: Settings) -> anyhow::Result<()> {
     if std::net::TcpListener::bind(&settings.api.listen).is_err() {
         settings.api.listen = "127.0.0.1:0".into();
     }
-    let registry = Registry::for_node(&settings);
+    let registry = Registry::for_node(&settings)?;
     super::serve::run_node(settings, registry).await
 }

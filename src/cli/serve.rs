@@ -134,7 +134,7 @@ pub async fn run(config: Option<&Path>) -> anyhow::Result<()> {
     };
     let settings = Settings::load(config).with_context(what)?;
     super::init_logging(&settings.log);
-    let registry = Registry::for_node(&settings);
+    let registry = Registry::for_node(&settings).with_context(what)?;
     run_node(settings, registry).await.with_context(what)
 }
 

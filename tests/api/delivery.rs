@@ -39,7 +39,7 @@ async fn node_with(
     let mut settings = w.settings.clone();
     settings.node.id = "deliver".into();
     change(&mut settings);
-    let registry = Registry::for_node(&settings);
+    let registry = Registry::for_node(&settings).unwrap();
     let names = registry.names();
     let node = Node::new(settings.clone(), registry).start().await.unwrap();
     let client = Client::connect(&settings)

@@ -53,7 +53,7 @@ async fn start(w: &World, handlers: &HandlerSettings) -> (keyfire::engine::NodeH
     let mut settings = w.settings.clone();
     settings.node.id = "h".into();
     settings.handlers = handlers.clone();
-    let registry = Registry::with_builtins_from(handlers);
+    let registry = Registry::with_builtins_from(handlers).unwrap();
     let names = registry.names();
     let node = Node::new(settings, registry).start().await.unwrap();
     let client = Client::connect(&w.settings)

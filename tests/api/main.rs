@@ -18,4 +18,5 @@ mod openapi;
 mod promises;
 mod routes;
 mod socket;
+mod tls;
 mod topics;

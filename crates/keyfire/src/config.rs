@@ -99,6 +99,61 @@ pub struct HttpHandlerSettings {
     /// Bytes of a failed response's body kept in the run's error (and of any response's
     /// body sent in a callback).
     pub max_error_body_bytes: usize,
+    /// A PEM file of CA certificates trusted for `https://` on top of the default roots (the
+    /// system's CA store, or the bundled Mozilla roots when the system has none): an internal
+    /// CA.
+    pub ca_file: Option<PathBuf>,
+    /// A PEM file of the client certificate (then its chain) presented to servers that ask
+    /// for one (mutual TLS). Needs `client_key`.
+    pub client_cert: Option<PathBuf>,
+    /// A PEM file of `client_cert`'s private key (PKCS#8, PKCS#1 or SEC1).
+    pub client_key: Option<PathBuf>,
+    /// TLS by target host (patterns as in `allowed_hosts`; the most specific matching pattern
+    /// wins): `[handlers.http.tls."api.internal"]` with `ca_file` (more roots for those hosts,
+    /// on top of `ca_file` above) and/or `client_cert` + `client_key` (the identity presented
+    /// to those hosts instead of the one above).
+    pub tls: BTreeMap<String, HttpTlsSettings>,
+}
+
+/// The TLS of the `http` handler's connections to the hosts of one
+/// [`HttpHandlerSettings::tls`] pattern.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpTlsSettings {
+    /// A PEM file of CA certificates these hosts are also trusted by.
+    pub ca_file: Option<PathBuf>,
+    /// A PEM file of the client certificate (then its chain) presented to these hosts.
+    pub client_cert: Option<PathBuf>,
+    /// A PEM file of `client_cert`'s private key.
+    pub client_key: Option<PathBuf>,
+}
+
+impl HttpTlsSettings {
+    /// Refuse a setting that cannot work, without reading the files (the handler reads them
+    /// when it is built, at node start): `name` is `handlers.http` or
+    /// `handlers.http.tls."<pattern>"`.
+    fn check(&self, name: &str) -> Result<()> {
+        for (key, path) in [
+            ("ca_file", &self.ca_file),
+            ("client_cert", &self.client_cert),
+            ("client_key", &self.client_key),
+        ] {
+            if path.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
+                return Err(Error::Config(format!(
+                    "{name}.{key}: is empty; give the path of a PEM file, or leave it out"
+                )));
+            }
+        }
+        match (&self.client_cert, &self.client_key) {
+            (Some(_), None) => Err(Error::Config(format!(
+                "{name}.client_key: must be set with {name}.client_cert (the certificate's private key)"
+            ))),
+            (None, Some(_)) => Err(Error::Config(format!(
+                "{name}.client_cert: must be set with {name}.client_key (the key's certificate)"
+            ))),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// What [`HttpHandlerSettings::blocked_networks`] holds by default: link-local addresses
@@ -126,6 +181,10 @@ impl Default for HttpHandlerSettings {
             timeout: Duration::from_secs(30),
             max_timeout: Duration::from_secs(300),
             max_error_body_bytes: 1024,
+            ca_file: None,
+            client_cert: None,
+            client_key: None,
+            tls: BTreeMap::new(),
         }
     }
 }
@@ -152,6 +211,11 @@ impl std::fmt::Debug for HttpHandlerSettings {
             .field("timeout", &self.timeout)
             .field("max_timeout", &self.max_timeout)
             .field("max_error_body_bytes", &self.max_error_body_bytes)
+            // Paths only: the key file's contents are never read here.
+            .field("ca_file", &self.ca_file)
+            .field("client_cert", &self.client_cert)
+            .field("client_key", &self.client_key)
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -174,7 +238,18 @@ impl HttpHandlerSettings {
             .collect()
     }
 
-    /// Refuse settings that cannot work, naming the setting.
+    /// The TLS settings for every host (`ca_file`, `client_cert`, `client_key`).
+    pub fn default_tls(&self) -> HttpTlsSettings {
+        HttpTlsSettings {
+            ca_file: self.ca_file.clone(),
+            client_cert: self.client_cert.clone(),
+            client_key: self.client_key.clone(),
+        }
+    }
+
+    /// Refuse settings that cannot work, naming the setting. The TLS files are read when the
+    /// handler is built (node start), not here: settings are also loaded by commands that
+    /// run elsewhere (`keyfire` against a remote API), where those files need not exist.
     pub fn check(&self) -> Result<()> {
         let bad = |name: &str, why: String| Err(Error::Config(format!("{name}: {why}")));
         if self.timeout.is_zero() {
@@ -206,6 +281,20 @@ impl HttpHandlerSettings {
                     return bad(&format!("{name}[{i}]"), why);
                 }
             }
+        }
+        self.default_tls().check("handlers.http")?;
+        for (host, tls) in &self.tls {
+            let name = format!("handlers.http.tls.\"{host}\"");
+            if host.trim().is_empty() {
+                return bad(
+                    &name,
+                    "name a host pattern (example.com, *.example.com or *)".into(),
+                );
+            }
+            if *tls == HttpTlsSettings::default() {
+                return bad(&name, "set ca_file, or client_cert and client_key".into());
+            }
+            tls.check(&name)?;
         }
         Ok(())
     }
@@ -963,6 +1052,85 @@ mod tests {
             !shown.contains(b64) && shown.contains("redacted"),
             "{shown}"
         );
+    }
+
+    #[test]
+    fn http_tls_settings_are_checked_by_name() {
+        let refused = |f: &dyn Fn(&mut HttpHandlerSettings)| {
+            let mut s = Settings::default();
+            f(&mut s.handlers.http);
+            s.check().unwrap_err().to_string()
+        };
+        let err = refused(&|h| h.client_cert = Some("/c.pem".into()));
+        assert!(
+            err.contains("handlers.http.client_key: must be set"),
+            "{err}"
+        );
+        let err = refused(&|h| h.client_key = Some("/k.pem".into()));
+        assert!(
+            err.contains("handlers.http.client_cert: must be set"),
+            "{err}"
+        );
+        let err = refused(&|h| h.ca_file = Some("".into()));
+        assert!(err.contains("handlers.http.ca_file: is empty"), "{err}");
+        let err = refused(&|h| {
+            h.tls.insert(
+                "api.internal".into(),
+                HttpTlsSettings {
+                    client_cert: Some("/c.pem".into()),
+                    ..Default::default()
+                },
+            );
+        });
+        assert!(
+            err.contains("handlers.http.tls.\"api.internal\".client_key: must be set"),
+            "{err}"
+        );
+        let err = refused(&|h| {
+            h.tls
+                .insert("api.internal".into(), HttpTlsSettings::default());
+        });
+        assert!(
+            err.contains("handlers.http.tls.\"api.internal\": set ca_file"),
+            "{err}"
+        );
+        let err = refused(&|h| {
+            let tls = HttpTlsSettings {
+                ca_file: Some("/ca.pem".into()),
+                ..Default::default()
+            };
+            h.tls.insert(" ".into(), tls);
+        });
+        assert!(err.contains("name a host pattern"), "{err}");
+
+        // The files are not read by the check (a remote CLI loads the same settings).
+        let s = Settings::load_from(
+            None,
+            env(&[
+                ("KEYFIRE__HANDLERS__HTTP__CA_FILE", "/nowhere/ca.pem"),
+                ("KEYFIRE__HANDLERS__HTTP__CLIENT_CERT", "/nowhere/c.pem"),
+                ("KEYFIRE__HANDLERS__HTTP__CLIENT_KEY", "/nowhere/k.pem"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(s.handlers.http.ca_file, Some("/nowhere/ca.pem".into()));
+        assert_eq!(
+            s.handlers.http.default_tls().client_key,
+            Some("/nowhere/k.pem".into())
+        );
+        let toml = r#"
+[handlers.http.tls."*.internal.example"]
+ca_file = "/etc/keyfire/internal-ca.pem"
+client_cert = "/etc/keyfire/client.pem"
+client_key = "/etc/keyfire/client.key"
+"#;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keyfire.toml");
+        std::fs::write(&path, toml).unwrap();
+        let s = Settings::load_from(Some(&path), env(&[])).unwrap();
+        let tls = &s.handlers.http.tls["*.internal.example"];
+        assert_eq!(tls.client_key, Some("/etc/keyfire/client.key".into()));
+        assert!(format!("{s:?}").contains("internal-ca.pem"));
     }
 
     #[test]

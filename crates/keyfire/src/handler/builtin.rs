@@ -3,16 +3,18 @@
 
 use super::{Firing, HandlerResult, Registry};
 use crate::config::HandlerSettings;
+use crate::error::Result;
 
 /// Register every built-in handler. `command` runs programs on the node, so it is registered
 /// only when the node's config turns it on: a job naming it is then refused at creation
-/// (unknown handler) on a cluster where no node allows it.
-pub(super) fn register_all(r: &mut Registry, settings: &HandlerSettings) {
+/// (unknown handler) on a cluster where no node allows it. Fails when the `http` handler
+/// cannot be built (a TLS file it names cannot be read or used).
+pub(super) fn register_all(r: &mut Registry, settings: &HandlerSettings) -> Result<()> {
     r.register("log", log);
     r.register("noop", noop);
     #[cfg(feature = "http")]
     {
-        let http = super::http::HttpHandler::new(&settings.http);
+        let http = super::http::HttpHandler::new(&settings.http)?;
         r.set_callback_sender(std::sync::Arc::new(http.clone()));
         r.register("http", http);
     }
@@ -22,6 +24,7 @@ pub(super) fn register_all(r: &mut Registry, settings: &HandlerSettings) {
             super::command::CommandHandler::new(&settings.command),
         );
     }
+    Ok(())
 }
 
 /// Logs the firing and its params at info level.

@@ -35,6 +35,15 @@
 //! before connecting. So the check is made on the address actually connected to, and a DNS
 //! answer that changes between a check and the connection (rebinding) cannot get around it.
 //! System proxy variables are ignored for the same reason.
+//!
+//! TLS ([`tls`]): `https://` is verified against the system's CA store, or, when the system has
+//! none (a slim container image), the bundled Mozilla roots, with one warning; plus the CA
+//! certificates of `handlers.http.ca_file`. `handlers.http.client_cert` and `client_key` give a
+//! client certificate (mutual TLS), and `handlers.http.tls."<host pattern>"` gives other
+//! files to the hosts it matches (patterns as in `allowed_hosts`, the most specific wins): the
+//! host of each request (every redirect hop, every callback) picks the client that sends it.
+//! The files are read when the handler is built; a handler that cannot be built is an error
+//! naming the setting ([`HttpHandler::new`]), never a panic.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -51,7 +60,10 @@ use sha2::{Digest, Sha256};
 use super::webhook::{self, SigningSecret};
 use super::{Callback, CallbackCall, CallbackSender, Firing, Handler, HandlerError, HandlerResult};
 use crate::config::{HttpHandlerSettings, Settings};
+use crate::error::{Error, Result};
 use crate::job::ValidationError;
+
+mod tls;
 
 /// Install the process-wide TLS crypto provider (ring) that `reqwest` uses for `https://`.
 /// Safe to call many times; every place that builds a `reqwest::Client` calls it first.
@@ -82,6 +94,20 @@ pub fn host_allowed(allowed: &[String], host: &str) -> bool {
             pattern.trim_start_matches('[').trim_end_matches(']') == host
         }
     })
+}
+
+/// Sort `(pattern, value)` pairs so that the first whose pattern matches a host (by
+/// [`host_allowed`]) is the most specific: exact names, then longer suffixes, `*` last.
+fn most_specific_first<T>(patterns: &mut [(String, T)]) {
+    patterns.sort_by_key(|(p, _)| (p == "*", p.starts_with("*."), std::cmp::Reverse(p.len())));
+}
+
+/// The entry of the first pattern (in [`most_specific_first`] order) that matches `host`.
+fn for_host<'a, T>(patterns: &'a [(String, T)], host: &str) -> Option<&'a T> {
+    patterns
+        .iter()
+        .find(|(pattern, _)| host_allowed(std::slice::from_ref(pattern), host))
+        .map(|(_, v)| v)
 }
 
 /// Headers a job may not set: they carry the signature.
@@ -381,15 +407,32 @@ pub struct HttpHandler {
 struct Inner {
     settings: HttpHandlerSettings,
     guard: Arc<Guard>,
-    /// For every port but the node's own API port.
-    client: reqwest::Client,
-    /// For the node's own API port: its resolver also drops the node's own addresses.
-    own_port_client: reqwest::Client,
+    /// For hosts no `handlers.http.tls` pattern matches.
+    clients: Clients,
+    /// By `handlers.http.tls` pattern, most specific first.
+    tls_clients: Vec<(String, Clients)>,
     /// `handlers.http.signing_secrets`, parsed.
     host_secrets: Vec<(String, Vec<SigningSecret>)>,
 }
 
-fn build_client(guard: Arc<Guard>, own_port: bool) -> reqwest::Client {
+/// The clients of one TLS configuration.
+struct Clients {
+    /// For every port but the node's own API port.
+    any_port: reqwest::Client,
+    /// For the node's own API port: its resolver also drops the node's own addresses.
+    own_port: reqwest::Client,
+}
+
+impl Clients {
+    fn new(guard: &Arc<Guard>, tls: tls::Profile) -> Result<Self> {
+        Ok(Self {
+            any_port: build_client(guard.clone(), false, &tls)?,
+            own_port: build_client(guard.clone(), true, &tls)?,
+        })
+    }
+}
+
+fn build_client(guard: Arc<Guard>, own_port: bool, tls: &tls::Profile) -> Result<reqwest::Client> {
     reqwest::Client::builder()
         // Followed by hand, so each hop passes the host rules and the guard.
         .redirect(reqwest::redirect::Policy::none())
@@ -397,27 +440,54 @@ fn build_client(guard: Arc<Guard>, own_port: bool) -> reqwest::Client {
         // A proxy would resolve names itself, out of the guard's sight.
         .no_proxy()
         .user_agent(concat!("keyfire/", env!("CARGO_PKG_VERSION")))
+        // Our own roots and identity, not the platform verifier's (which fails to build
+        // without a system CA store).
+        .tls_backend_preconfigured(tls.config.clone())
         .build()
-        .expect("the http handler's client builds (TLS provider installed)")
+        .map_err(|e| {
+            let mut why = e.to_string();
+            let mut src = std::error::Error::source(&e);
+            while let Some(s) = src {
+                why.push_str(": ");
+                why.push_str(&s.to_string());
+                src = s.source();
+            }
+            Error::Config(format!(
+                "{}: the http handler's client cannot be built: {why}",
+                tls.setting
+            ))
+        })
 }
 
 impl HttpHandler {
     /// A handler with these settings. It does not know the node's API address: see
-    /// [`HttpHandler::for_node`].
-    pub fn new(settings: &HttpHandlerSettings) -> Self {
-        Self::build(settings, None)
+    /// [`HttpHandler::for_node`]. Fails, naming the setting, when a TLS file
+    /// (`handlers.http.ca_file`, `client_cert`, `client_key`, `handlers.http.tls`) cannot be
+    /// read or used.
+    pub fn new(settings: &HttpHandlerSettings) -> Result<Self> {
+        Self::build(settings, None, tls::DefaultRoots::system())
     }
 
     /// The handler a node of `settings` runs: it also refuses the node's own API address
-    /// (`handlers.http.block_own_api`).
-    pub fn for_node(settings: &Settings) -> Self {
+    /// (`handlers.http.block_own_api`). Fails as [`HttpHandler::new`] does.
+    pub fn for_node(settings: &Settings) -> Result<Self> {
         let own = settings.api.enabled.then_some(settings.api.listen.as_str());
-        Self::build(&settings.handlers.http, own)
+        Self::build(&settings.handlers.http, own, tls::DefaultRoots::system())
     }
 
-    fn build(settings: &HttpHandlerSettings, own_api: Option<&str>) -> Self {
-        install_tls_provider();
+    fn build(
+        settings: &HttpHandlerSettings,
+        own_api: Option<&str>,
+        roots: &tls::DefaultRoots,
+    ) -> Result<Self> {
+        let profiles = tls::Profiles::load(settings, roots)?;
         let guard = Arc::new(Guard::new(settings, own_api));
+        let clients = Clients::new(&guard, profiles.default)?;
+        let tls_clients = profiles
+            .by_host
+            .into_iter()
+            .map(|(pattern, profile)| Ok((pattern, Clients::new(&guard, profile)?)))
+            .collect::<Result<Vec<_>>>()?;
         let mut host_secrets: Vec<(String, Vec<SigningSecret>)> = settings
             .signing_secrets
             .iter()
@@ -430,18 +500,16 @@ impl HttpHandler {
                 (pattern.trim().to_ascii_lowercase(), secrets)
             })
             .collect();
-        // Most specific first: exact names, then longer suffixes, `*` last.
-        host_secrets
-            .sort_by_key(|(p, _)| (p == "*", p.starts_with("*."), std::cmp::Reverse(p.len())));
-        Self {
+        most_specific_first(&mut host_secrets);
+        Ok(Self {
             inner: Arc::new(Inner {
                 settings: settings.clone(),
-                client: build_client(guard.clone(), false),
-                own_port_client: build_client(guard.clone(), true),
                 guard,
+                clients,
+                tls_clients,
                 host_secrets,
             }),
-        }
+        })
     }
 }
 
@@ -547,15 +615,13 @@ async fn body_prefix(mut resp: reqwest::Response, max: usize) -> String {
 impl Inner {
     /// The secrets `handlers.http.signing_secrets` gives `host`.
     fn secrets_for_host(&self, host: &str) -> Vec<SigningSecret> {
-        self.host_secrets
-            .iter()
-            .find(|(pattern, _)| host_allowed(std::slice::from_ref(pattern), host))
-            .map(|(_, s)| s.clone())
+        for_host(&self.host_secrets, host)
+            .cloned()
             .unwrap_or_default()
     }
 
     /// Check `url` against the host rules and, for an IP literal, the guard; the client to
-    /// send it with.
+    /// send it with (by the host's `handlers.http.tls` pattern and the port).
     fn client_for(&self, url: &reqwest::Url) -> Result<&reqwest::Client, HandlerError> {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(HandlerError::abort(format!(
@@ -579,10 +645,11 @@ impl Inner {
         {
             return Err(HandlerError::abort(format!("http: {why}")));
         }
+        let clients = for_host(&self.tls_clients, host).unwrap_or(&self.clients);
         Ok(if own_port {
-            &self.own_port_client
+            &clients.own_port
         } else {
-            &self.client
+            &clients.any_port
         })
     }
 
@@ -1036,7 +1103,7 @@ mod tests {
             s.signing_secrets
                 .insert(pattern.into(), vec![key(b).expose()]);
         }
-        let h = HttpHandler::new(&s);
+        let h = HttpHandler::new(&s).unwrap();
         let pick = |host: &str| h.inner.secrets_for_host(host);
         assert_eq!(pick("api.example.com"), vec![key(3)]);
         assert_eq!(pick("x.b.example.com"), vec![key(4)]);
@@ -1044,10 +1111,43 @@ mod tests {
         assert_eq!(pick("elsewhere.org"), vec![key(1)]);
         assert!(
             HttpHandler::new(&HttpHandlerSettings::default())
+                .unwrap()
                 .inner
                 .secrets_for_host("a")
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn no_system_ca_store_means_the_bundled_roots_and_one_warning() {
+        let bundled = webpki_roots::TLS_SERVER_ROOTS.len();
+        // A slim image: no store at all, or only loader errors.
+        for errors in [
+            vec![],
+            vec!["could not load certs from dir /etc/ssl/certs: No such file or directory".into()],
+        ] {
+            let roots = tls::DefaultRoots::from_system(vec![], &errors);
+            assert_eq!(roots.store.len(), bundled);
+            let warning = roots.warning.clone().expect("a warning");
+            assert!(warning.contains("bundled Mozilla roots"), "{warning}");
+            for e in &errors {
+                assert!(warning.contains(e.as_str()), "{warning}");
+            }
+            // The handler builds on them; no panic, no error.
+            let h = HttpHandler::build(&HttpHandlerSettings::default(), None, &roots);
+            assert!(h.is_ok(), "{:?}", h.err());
+        }
+        let junk = tls::DefaultRoots::from_system(vec![vec![1u8, 2, 3].into()], &[]);
+        assert_eq!(junk.store.len(), bundled);
+        assert!(
+            junk.warning
+                .unwrap()
+                .contains("none of its 1 certificates parses")
+        );
+        // A store that loads is used as it is, silently.
+        let ca = rcgen::generate_simple_self_signed(vec!["ca.test".to_string()]).unwrap();
+        let system = tls::DefaultRoots::from_system(vec![ca.cert.der().clone()], &[]);
+        assert_eq!((system.store.len(), system.warning), (1, None));
     }
 
     #[test]
@@ -1110,7 +1210,7 @@ mod tests {
                 });
             }
         });
-        let handler = HttpHandler::new(&HttpHandlerSettings::default());
+        let handler = HttpHandler::new(&HttpHandlerSettings::default()).unwrap();
         let secret = SigningSecret::from_key(vec![1u8; 32]).expose();
         let body = json!({"order": 42, "customer": "c-1234567", "items": [1, 2, 3], "note": "x".repeat(150)});
         let burst = |signed: bool| {

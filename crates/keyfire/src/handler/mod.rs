@@ -220,16 +220,28 @@ impl Registry {
 
     /// A registry holding the built-in handlers with default settings: `log`, `noop` and
     /// `http` (any host); `command` is off by default.
+    ///
+    /// The default settings name no file, so the `http` handler builds whatever the
+    /// environment holds (no system CA store: the bundled roots). Should it fail all the same,
+    /// the error is logged and the registry has no `http` (jobs naming it are refused as an
+    /// unknown handler): nothing here panics.
     pub fn with_builtins() -> Self {
-        Self::with_builtins_from(&crate::config::HandlerSettings::default())
+        let mut r = Self::new();
+        if let Err(e) = builtin::register_all(&mut r, &Default::default()) {
+            tracing::error!(error = %e, "the built-in http handler is not available");
+        }
+        r
     }
 
     /// A registry holding the built-in handlers configured by `settings`: `log`, `noop`,
-    /// `http`, and `command` when `settings.command.enabled`.
-    pub fn with_builtins_from(settings: &crate::config::HandlerSettings) -> Self {
+    /// `http`, and `command` when `settings.command.enabled`. Fails, naming the setting, when
+    /// the `http` handler cannot be built (a TLS file it names cannot be read or used).
+    pub fn with_builtins_from(
+        settings: &crate::config::HandlerSettings,
+    ) -> crate::error::Result<Self> {
         let mut r = Self::new();
-        builtin::register_all(&mut r, settings);
-        r
+        builtin::register_all(&mut r, settings)?;
+        Ok(r)
     }
 
     /// Register `handler` under `name`, replacing any handler of that name.

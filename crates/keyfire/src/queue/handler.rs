@@ -93,17 +93,18 @@ pub fn serve_topics(registry: &mut Registry, redis: &RedisSettings) {
 impl Registry {
     /// What a node of `settings` runs: the built-ins of `settings.handlers`, plus the delay
     /// queue ([`serve_topics`]) in the Redis of `settings.redis`. Without a node serving topics,
-    /// delayed tasks never become ready.
-    pub fn for_node(settings: &Settings) -> Self {
-        let mut r = Self::with_builtins_from(&settings.handlers);
+    /// delayed tasks never become ready. Fails, naming the setting, when the `http` handler
+    /// cannot be built (a TLS file it names cannot be read or used).
+    pub fn for_node(settings: &Settings) -> crate::error::Result<Self> {
+        let mut r = Self::with_builtins_from(&settings.handlers)?;
         // The node's `http`: it also refuses the node's own API (and sends the callbacks).
         #[cfg(feature = "http")]
         {
-            let http = crate::handler::http::HttpHandler::for_node(settings);
+            let http = crate::handler::http::HttpHandler::for_node(settings)?;
             r.set_callback_sender(Arc::new(http.clone()));
             r.register("http", http);
         }
         serve_topics(&mut r, &settings.redis);
-        r
+        Ok(r)
     }
 }
