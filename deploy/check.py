@@ -129,7 +129,9 @@ def check_node(res):
         fail(dwhere, f"volumeMounts.{mount['name']}: the config must be mounted readOnly")
     cm_name = volumes.get(mount["name"], {}).get("configMap", {}).get("name")
     if (("ConfigMap", cm_name)) not in res:
-        fail(dwhere, f"volumes.{mount['name']}: no ConfigMap named {cm_name!r} in deploy/kubernetes")
+        fail(
+            dwhere, f"volumes.{mount['name']}: no ConfigMap named {cm_name!r} in deploy/kubernetes"
+        )
         return None
     cm_path, cm = res[("ConfigMap", cm_name)]
     cwhere = f"{rel(cm_path)} data.{config_file.name}"
@@ -147,7 +149,9 @@ def check_node(res):
     # cancelled runs, all before the kubelet's SIGKILL.
     drain_text = settings.get("node", {}).get("drain_timeout")
     if drain_text is None:
-        fail(cwhere, "node.drain_timeout must be set explicitly (the grace period is sized from it)")
+        fail(
+            cwhere, "node.drain_timeout must be set explicitly (the grace period is sized from it)"
+        )
     else:
         drain = seconds(drain_text)
         if drain is None:
@@ -184,15 +188,25 @@ def check_node(res):
     if host != "0.0.0.0":
         fail(cwhere, f"api.listen: {listen!r} must listen on 0.0.0.0 to be reachable in the pod")
     if not port.isdigit() or ports.get("http") != int(port):
-        fail(dwhere, f"ports: containerPort 'http' {ports.get('http')} is not api.listen's port ({listen!r})")
-    for probe, path in [("startupProbe", "/healthz"), ("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")]:
+        fail(
+            dwhere,
+            f"ports: containerPort 'http' {ports.get('http')} is not api.listen's port ({listen!r})",
+        )
+    for probe, path in [
+        ("startupProbe", "/healthz"),
+        ("livenessProbe", "/healthz"),
+        ("readinessProbe", "/readyz"),
+    ]:
         get = c.get(probe, {}).get("httpGet", {})
         if get.get("path") != path or get.get("port") not in ("http", ports.get("http")):
             fail(dwhere, f"{probe}: expected httpGet {path} on port http, got {get}")
     svc_path, svc = res[("Service", "keyfire")]
     for p in svc["spec"]["ports"]:
         if p.get("targetPort") not in ("http", ports.get("http")):
-            fail(rel(svc_path), f"ports.{p.get('name')}: targetPort {p.get('targetPort')} is not the nodes' http port")
+            fail(
+                rel(svc_path),
+                f"ports.{p.get('name')}: targetPort {p.get('targetPort')} is not the nodes' http port",
+            )
     labels = dep["spec"]["template"]["metadata"]["labels"]
     for kind, name in [("Service", "keyfire"), ("PodDisruptionBudget", "keyfire")]:
         path, doc = res[(kind, name)]
@@ -207,22 +221,38 @@ def check_node(res):
         fail(dwhere, "env KEYFIRE__NODE__ID: must come from fieldRef metadata.name")
     token_ref = env.get("KEYFIRE__API__TOKEN", {}).get("secretKeyRef")
     if not token_ref or token_ref.get("optional"):
-        fail(dwhere, "env KEYFIRE__API__TOKEN: must come from a Secret, not optional (0.0.0.0 needs a token)")
+        fail(
+            dwhere,
+            "env KEYFIRE__API__TOKEN: must come from a Secret, not optional (0.0.0.0 needs a token)",
+        )
     else:
         secret = res.get(("Secret", token_ref["name"]))
         if secret is None:
             fail(dwhere, f"env KEYFIRE__API__TOKEN: no example Secret named {token_ref['name']!r}")
         elif token_ref["key"] not in secret[1].get("stringData", {}):
-            fail(rel(secret[0]), f"stringData: no key {token_ref['key']!r} (KEYFIRE__API__TOKEN reads it)")
+            fail(
+                rel(secret[0]),
+                f"stringData: no key {token_ref['key']!r} (KEYFIRE__API__TOKEN reads it)",
+            )
 
     # The image's user (Dockerfile) is the one the manifests run as.
     dockerfile = (ROOT / "Dockerfile").read_text()
     uid = re.search(r"useradd [^\n]*--uid (\d+)", dockerfile)
-    for where, ctx in [("securityContext", pod.get("securityContext", {})), ("containers[0].securityContext", c.get("securityContext", {}))]:
+    for where, ctx in [
+        ("securityContext", pod.get("securityContext", {})),
+        ("containers[0].securityContext", c.get("securityContext", {})),
+    ]:
         if uid and ctx.get("runAsUser", int(uid.group(1))) != int(uid.group(1)):
-            fail(dwhere, f"{where}.runAsUser {ctx.get('runAsUser')} is not the image's uid {uid.group(1)} (Dockerfile)")
+            fail(
+                dwhere,
+                f"{where}.runAsUser {ctx.get('runAsUser')} is not the image's uid {uid.group(1)} (Dockerfile)",
+            )
     sc = c.get("securityContext", {})
-    for field, want in [("readOnlyRootFilesystem", True), ("allowPrivilegeEscalation", False), ("runAsNonRoot", True)]:
+    for field, want in [
+        ("readOnlyRootFilesystem", True),
+        ("allowPrivilegeEscalation", False),
+        ("runAsNonRoot", True),
+    ]:
         if sc.get(field) != want:
             fail(dwhere, f"containers[0].securityContext.{field} must be {want}")
     if sc.get("capabilities", {}).get("drop") != ["ALL"]:
@@ -232,8 +262,13 @@ def check_node(res):
     url = settings.get("redis", {}).get("url", "")
     redis_host = re.sub(r"^rediss?://(?:[^@/]*@)?([^:/]+).*$", r"\1", url)
     if ("Service", redis_host) not in res:
-        fail(cwhere, f"redis.url: {url!r} names no Service in deploy/kubernetes (the try-out Redis is keyfire-redis)")
-    print(f"ok  {rel(cm_path)}: {config_file.name} is TOML; api.listen {listen}; probes, Service and env agree")
+        fail(
+            cwhere,
+            f"redis.url: {url!r} names no Service in deploy/kubernetes (the try-out Redis is keyfire-redis)",
+        )
+    print(
+        f"ok  {rel(cm_path)}: {config_file.name} is TOML; api.listen {listen}; probes, Service and env agree"
+    )
     return text
 
 
@@ -255,11 +290,16 @@ def check_compose():
             continue
         env = svc.get("environment", {})
         config = next(
-            (v.split(":")[0] for v in svc.get("volumes", []) if ":/etc/keyfire/keyfire.toml" in v), None
+            (v.split(":")[0] for v in svc.get("volumes", []) if ":/etc/keyfire/keyfire.toml" in v),
+            None,
         )
         drain_text = "30s"
         if config:
-            drain_text = tomllib.loads((ROOT / config).read_text()).get("node", {}).get("drain_timeout", "30s")
+            drain_text = (
+                tomllib.loads((ROOT / config).read_text())
+                .get("node", {})
+                .get("drain_timeout", "30s")
+            )
         drain_text = env.get("KEYFIRE__NODE__DRAIN_TIMEOUT", drain_text)
         grace = seconds(svc.get("stop_grace_period", "10s"))
         drain = seconds(drain_text)
@@ -269,8 +309,13 @@ def check_compose():
                 f"stop_grace_period {svc.get('stop_grace_period')} must exceed node.drain_timeout "
                 f"{drain_text} + {CANCEL_WAIT_S}s",
             )
-        if env.get("KEYFIRE__API__LISTEN", "").startswith("0.0.0.0") and not env.get("KEYFIRE__API__TOKEN"):
-            fail(f"docker-compose.yml services.{name}", "listens on 0.0.0.0 without KEYFIRE__API__TOKEN")
+        if env.get("KEYFIRE__API__LISTEN", "").startswith("0.0.0.0") and not env.get(
+            "KEYFIRE__API__TOKEN"
+        ):
+            fail(
+                f"docker-compose.yml services.{name}",
+                "listens on 0.0.0.0 without KEYFIRE__API__TOKEN",
+            )
     print("ok  docker-compose.yml: stop grace periods above the drain; tokens set")
 
 
@@ -299,16 +344,31 @@ def boot(keyfire, config_text, res):
     if not redis_server:
         fail("boot", "redis-server is not on PATH")
         return
-    grace = res[("Deployment", "keyfire")][1]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    grace = res[("Deployment", "keyfire")][1]["spec"]["template"]["spec"][
+        "terminationGracePeriodSeconds"
+    ]
     with tempfile.TemporaryDirectory(prefix="keyfire-deploy-check-") as tmp:
         tmp = Path(tmp)
         config = tmp / "keyfire.toml"
         config.write_text(config_text)
         rport, aport = free_port(), free_port()
         redis = subprocess.Popen(
-            [redis_server, str(ROOT / "redis.conf"), "--port", str(rport), "--bind", "127.0.0.1",
-             "--dir", str(tmp), "--save", "", "--appendonly", "no"],
-            stdout=open(tmp / "redis.log", "w"), stderr=subprocess.STDOUT,
+            [
+                redis_server,
+                str(ROOT / "redis.conf"),
+                "--port",
+                str(rport),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(tmp),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            stdout=open(tmp / "redis.log", "w"),
+            stderr=subprocess.STDOUT,
         )
         node = None
         log = tmp / "node.log"
@@ -322,27 +382,48 @@ def boot(keyfire, config_text, res):
                 KEYFIRE__API__LISTEN=f"127.0.0.1:{aport}",
             )
             deadline = time.monotonic() + 30
-            while subprocess.run(["redis-cli", "-p", str(rport), "ping"], capture_output=True).stdout.strip() != b"PONG":
+            while (
+                subprocess.run(
+                    ["redis-cli", "-p", str(rport), "ping"], capture_output=True
+                ).stdout.strip()
+                != b"PONG"
+            ):
                 if time.monotonic() > deadline or redis.poll() is not None:
-                    fail("boot", f"redis-server did not start: {(tmp / 'redis.log').read_text()[-2000:]}")
+                    fail(
+                        "boot",
+                        f"redis-server did not start: {(tmp / 'redis.log').read_text()[-2000:]}",
+                    )
                     return
                 time.sleep(0.1)
             node = subprocess.Popen(
-                [keyfire, "serve", "--config", str(config)], env=env,
-                stdout=open(log, "w"), stderr=subprocess.STDOUT,
+                [keyfire, "serve", "--config", str(config)],
+                env=env,
+                stdout=open(log, "w"),
+                stderr=subprocess.STDOUT,
             )
             base = f"http://127.0.0.1:{aport}"
             ready = None
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and node.poll() is None:
                 try:
-                    if get(f"{base}/healthz")[0] == 200 and (ready := get(f"{base}/readyz"))[0] == 200:
+                    if (
+                        get(f"{base}/healthz")[0] == 200
+                        and (ready := get(f"{base}/readyz"))[0] == 200
+                    ):
                         break
                 except OSError:
                     pass
                 time.sleep(0.2)
             if node.poll() is not None or ready is None or ready[0] != 200:
-                fail("boot", f"the node did not become ready on the ConfigMap's settings (readyz: {ready}):\n{log.read_text()[-3000:]}")
+                what = (
+                    f"exited {node.returncode}"
+                    if node.poll() is not None
+                    else f"was not ready within 60s (readyz: {ready})"
+                )
+                fail(
+                    "boot",
+                    f"on the ConfigMap's settings the node {what}:\n{log.read_text()[-3000:]}",
+                )
                 return
             status, body = get(f"{base}/v1/nodes", token)
             if status != 200 or "keyfire-7d9f8b6c4-x2x9q" not in body:
@@ -355,7 +436,10 @@ def boot(keyfire, config_text, res):
             try:
                 code = node.wait(timeout=grace)
             except subprocess.TimeoutExpired:
-                fail("boot", f"the node did not stop within the grace period ({grace}s) after SIGTERM")
+                fail(
+                    "boot",
+                    f"the node did not stop within the grace period ({grace}s) after SIGTERM",
+                )
                 return
             if code != 0:
                 fail("boot", f"the node exited {code} after SIGTERM:\n{log.read_text()[-3000:]}")
@@ -373,7 +457,9 @@ def boot(keyfire, config_text, res):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--keyfire", help="a keyfire binary: boot a node on the ConfigMap's settings")
+    parser.add_argument(
+        "--keyfire", help="a keyfire binary: boot a node on the ConfigMap's settings"
+    )
     args = parser.parse_args()
     res = resources()
     check_kustomizations()
