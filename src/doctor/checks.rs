@@ -53,7 +53,37 @@ pub(crate) fn check_version(f: &Facts) -> Finding {
 pub(crate) fn check_notifications(f: &Facts) -> Finding {
     const NAME: &str = "notifications";
     let Some(flags) = f.config("notify-keyspace-events") else {
-        return f.unreadable(NAME, "notify-keyspace-events");
+        return match &f.expiry_probe {
+            Some(Ok(Some(ms))) => Finding::ok(
+                NAME,
+                format!(
+                    "expired key events arrive: checked by a probe key, whose event came in {ms} \
+                     ms (notify-keyspace-events itself cannot be read: CONFIG is unavailable)"
+                ),
+            ),
+            Some(Ok(None)) => Finding::fail(
+                NAME,
+                format!(
+                    "no expired event arrived for a probe key within {} s, and \
+                     notify-keyspace-events cannot be read (CONFIG is unavailable): firings wait \
+                     for the sweeper, and a node refuses to start",
+                    keyfire::store::notify::PROBE_BOUND.as_secs()
+                ),
+                "set the parameter notify-keyspace-events to Ex in the service's settings \
+                 (ElastiCache and MemoryDB: the parameter group; Memorystore: Redis configs; \
+                 Azure: keyspace notifications; see docs/operations.md, Managed Redis)",
+            ),
+            Some(Err(why)) => Finding::warn(
+                NAME,
+                format!(
+                    "cannot read notify-keyspace-events (CONFIG is unavailable), and the probe \
+                     key failed: {why}"
+                ),
+                "give the Redis user SET, EXISTS and PSUBSCRIBE on __keyevent@<db>__:expired \
+                 (redis/keyfire.acl), or check the setting in the service's console",
+            ),
+            None => f.unreadable(NAME, "notify-keyspace-events"),
+        };
     };
     if has_expired_events(flags) {
         return Finding::ok(
@@ -82,6 +112,53 @@ pub(crate) fn check_notifications(f: &Facts) -> Finding {
     )
 }
 
+/// The settings the checks read with `CONFIG GET` that `INFO` does not show, so a managed
+/// Redis leaves them unchecked.
+const NOT_IN_INFO: &[&str] = &[
+    "appendfsync",
+    "save",
+    "dynamic-hz",
+    "client-output-buffer-limit",
+    "hash-max-listpack-value",
+];
+
+pub(crate) fn check_config_access(f: &Facts) -> Finding {
+    const NAME: &str = "config-access";
+    let Some(why) = f.config_error.as_deref() else {
+        return Finding::ok(NAME, "CONFIG GET reads every setting checked here");
+    };
+    let probed = match &f.expiry_probe {
+        Some(Ok(Some(_))) => "; expired key events checked by a probe key",
+        Some(_) => "; expired key events probed, without success (see notifications)",
+        None => "",
+    };
+    let unchecked: Vec<&str> = NOT_IN_INFO
+        .iter()
+        .copied()
+        .filter(|name| !f.config.contains_key(*name))
+        .collect();
+    let from_info = if f.from_info.is_empty() {
+        "nothing".to_string()
+    } else {
+        f.from_info.join(", ")
+    };
+    // A managed service refuses CONFIG by design: not a fault of the deployment, so not a
+    // warning of its own; the checks left blind warn each.
+    Finding::ok(
+        NAME,
+        format!(
+            "CONFIG GET is refused ({why}), as managed Redis services do: read {from_info} from \
+             INFO{probed}; cannot check {} (see docs/operations.md, Managed Redis, for what each \
+             service sets)",
+            if unchecked.is_empty() {
+                "nothing else".to_string()
+            } else {
+                unchecked.join(", ")
+            }
+        ),
+    )
+}
+
 pub(crate) fn check_eviction(f: &Facts) -> Finding {
     const NAME: &str = "eviction";
     let Some(policy) = f.config("maxmemory-policy") else {
@@ -90,7 +167,10 @@ pub(crate) fn check_eviction(f: &Facts) -> Finding {
     if policy == "noeviction" {
         return Finding::ok(
             NAME,
-            "maxmemory-policy is noeviction: keyfire's keys are never evicted",
+            format!(
+                "maxmemory-policy is noeviction{}: keyfire's keys are never evicted",
+                f.source_note("maxmemory-policy")
+            ),
         );
     }
     let limit = match f.config("maxmemory") {
@@ -100,8 +180,9 @@ pub(crate) fn check_eviction(f: &Facts) -> Finding {
     Finding::fail(
         NAME,
         format!(
-            "maxmemory-policy is {policy}: Redis may evict sentinel keys (an evicted key emits \
-             `evicted`, not `expired`), run locks (a firing could run twice) and job data{limit}"
+            "maxmemory-policy is {policy}{}: Redis may evict sentinel keys (an evicted key emits \
+             `evicted`, not `expired`), run locks (a firing could run twice) and job data{limit}",
+            f.source_note("maxmemory-policy")
         ),
         "put `maxmemory-policy noeviction` in redis.conf and apply it now: \
          redis-cli CONFIG SET maxmemory-policy noeviction (keep caches in another Redis)",
@@ -181,7 +262,7 @@ pub(crate) fn check_persistence(f: &Facts) -> Finding {
                 "appendfsync everysec (at most about a second is lost)",
             ),
             Some(sync) => Finding::ok(NAME, format!("AOF on (appendfsync {sync})")),
-            None => Finding::ok(NAME, "AOF on"),
+            None => Finding::ok(NAME, format!("AOF on{}", f.source_note("appendonly"))),
         };
     }
     if !save.trim().is_empty() {
@@ -207,8 +288,9 @@ pub(crate) fn check_hz(f: &Facts) -> Finding {
     let Some(hz) = f.config("hz").and_then(|h| h.parse::<u64>().ok()) else {
         return f.unreadable(NAME, "hz");
     };
+    let note = f.source_note("hz");
     if hz >= RECOMMENDED_HZ {
-        return Finding::ok(NAME, format!("hz is {hz}"));
+        return Finding::ok(NAME, format!("hz is {hz}{note}"));
     }
     let dynamic = if f.config("dynamic-hz") == Some("yes") {
         " (dynamic-hz raises it only with many clients)"
@@ -218,7 +300,7 @@ pub(crate) fn check_hz(f: &Facts) -> Finding {
     Finding::warn(
         NAME,
         format!(
-            "hz is {hz}{dynamic}: Redis runs its active expire cycle and checks the timeouts of \
+            "hz is {hz}{note}{dynamic}: Redis runs its active expire cycle and checks the timeouts of \
              blocking commands (BZPOPMIN, BLMOVE) {hz} times a second, so a blocking wait can \
              overshoot by up to {} ms and expiry events come later (keyfire's precision timers \
              keep firings on time regardless)",

@@ -108,6 +108,7 @@ pub(crate) async fn diagnose_url(
     let Ok(mut facts) = tokio::time::timeout(TIMEOUT, gather(&mut conn, prefix)).await else {
         return Report::new(shown, prefix, vec![slow_redis()]);
     };
+    probe_notifications(&client, &mut facts, None).await;
     facts.expected_shards = settings.map(|s| s.shards);
     let mut findings = vec![connected];
     findings.extend(evaluate(&facts));
@@ -180,12 +181,23 @@ pub(crate) async fn diagnose_topology(s: &RedisSettings) -> Report {
         ),
     )];
 
-    // Each master's own checks, all at once.
+    // Each master's own checks, all at once. A master that refuses CONFIG gets its
+    // expired events probed with a key of its own slots.
+    let probe_keys = match tokio::time::timeout(
+        TIMEOUT,
+        keyfire::store::notify::probe_keys(&conn, &s.prefix, &masters),
+    )
+    .await
+    {
+        Ok(Ok(keys)) => keys,
+        _ => vec![None; masters.len()],
+    };
     let servers: Vec<(Option<Facts>, Vec<Finding>)> = futures::future::join_all(
         masters
             .iter()
             .zip(&addrs)
-            .map(|(client, addr)| check_server(client, addr)),
+            .zip(probe_keys)
+            .map(|((client, addr), key)| check_server(client, addr, &s.prefix, key)),
     )
     .await;
     let replicas: Vec<(String, Option<usize>)> = addrs
@@ -216,7 +228,12 @@ pub(crate) async fn diagnose_topology(s: &RedisSettings) -> Report {
 }
 
 /// One master's checks, each finding labelled with `addr`; its facts when it could be read.
-pub(crate) async fn check_server(client: &Client, addr: &str) -> (Option<Facts>, Vec<Finding>) {
+pub(crate) async fn check_server(
+    client: &Client,
+    addr: &str,
+    prefix: &str,
+    probe_key: Option<String>,
+) -> (Option<Facts>, Vec<Finding>) {
     let fix = "check that this master runs and is reachable from here at the address the \
                deployment announces (cluster-announce-ip, replica-announce-ip), and \
                redis.username and redis.password";
@@ -225,9 +242,13 @@ pub(crate) async fn check_server(client: &Client, addr: &str) -> (Option<Facts>,
         Err(f) => return (None, vec![f.on(addr)]),
     };
     let connected = Finding::ok("connection", format!("connected in {ms} ms")).on(addr);
-    let Ok(facts) = tokio::time::timeout(TIMEOUT, gather_server(&mut conn)).await else {
+    let Ok(mut facts) = tokio::time::timeout(TIMEOUT, gather_server(&mut conn)).await else {
         return (None, vec![slow_redis().on(addr)]);
     };
+    facts.prefix = prefix.to_string();
+    if probe_key.is_some() {
+        probe_notifications(client, &mut facts, probe_key).await;
+    }
     let mut findings = vec![connected];
     findings.extend(
         evaluate_scope(&facts, Scope::Server)

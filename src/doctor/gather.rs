@@ -64,21 +64,78 @@ pub async fn gather_server(conn: &mut MultiplexedConnection) -> Facts {
             .query_async(conn)
             .await;
         match reply {
-            Ok(pairs) => {
-                if let Some(value) = pairs.get(1) {
+            Ok(pairs) => match pairs.get(1) {
+                Some(value) => {
                     facts.config.insert(name.to_string(), value.clone());
                 }
-            }
+                // Some services answer an empty list for what they do not expose (Upstash).
+                None => {
+                    facts
+                        .config_error
+                        .get_or_insert_with(|| format!("CONFIG GET {name} answered no value"));
+                }
+            },
             Err(e) => {
-                facts.config_error.get_or_insert_with(|| e.to_string());
+                facts
+                    .config_error
+                    .get_or_insert_with(|| e.to_string().trim().to_string());
             }
         }
     }
+    fill_from_info(&mut facts);
     match sample_clock(conn).await {
         Ok(c) => facts.clock = Some(c),
         Err(e) => facts.clock_error = Some(e.to_string()),
     }
     facts
+}
+
+/// Settings `INFO` shows too (its default sections), for a server that refuses `CONFIG`:
+/// (`CONFIG GET` name, `INFO` field, how to turn the `INFO` value into the setting's).
+const FROM_INFO: &[(&str, &str, fn(&str) -> String)] = &[
+    ("maxmemory", "maxmemory", str::to_string),
+    ("maxmemory-policy", "maxmemory_policy", str::to_string),
+    ("hz", "configured_hz", str::to_string),
+    ("appendonly", "aof_enabled", |v| {
+        if v == "1" { "yes" } else { "no" }.to_string()
+    }),
+];
+
+/// Fill the settings `CONFIG GET` could not read from `INFO`, where it shows them.
+pub(crate) fn fill_from_info(facts: &mut Facts) {
+    for (name, field, convert) in FROM_INFO {
+        if facts.config.contains_key(*name) {
+            continue;
+        }
+        // Redis before 6.2 has no configured_hz: its `hz` is the setting then.
+        let value = facts
+            .info
+            .get(*field)
+            .or_else(|| (*name == "hz").then(|| facts.info.get("hz")).flatten());
+        if let Some(value) = value {
+            facts.config.insert(name.to_string(), convert(value));
+            facts.from_info.push(name);
+        }
+    }
+}
+
+/// Where `notify-keyspace-events` could not be read (a managed Redis refuses `CONFIG`), check
+/// expired events the way a node does at start: a probe key under `prefix` with a 1 ms TTL,
+/// whose event must reach a subscription on `client`'s server (see
+/// [`keyfire::store::notify::probe_expired_events`]). `key` is the probe key to use (`None`:
+/// one under the meta tag).
+pub async fn probe_notifications(client: &redis::Client, facts: &mut Facts, key: Option<String>) {
+    if facts.config.contains_key("notify-keyspace-events") {
+        return;
+    }
+    let key = key.unwrap_or_else(|| keyfire::store::notify::probe_key(&facts.prefix));
+    let bound = keyfire::store::notify::PROBE_BOUND;
+    facts.expiry_probe = Some(
+        match keyfire::store::notify::probe_expired_events(client, &key, bound).await {
+            Ok(took) => Ok(took.map(|d| d.as_millis() as u64)),
+            Err(e) => Err(e.to_string()),
+        },
+    );
 }
 
 /// Read what the [`Scope::Data`] checks need into `facts`: the layout version and shard count

@@ -159,6 +159,12 @@ pub struct Facts {
     /// What the Redis user was refused (`NOPERM`) among the probes of what keyfire needs;
     /// `None` when not probed.
     pub acl_denied: Option<Vec<String>>,
+    /// Settings read from `INFO` because `CONFIG GET` was refused (a managed Redis).
+    pub from_info: Vec<&'static str>,
+    /// Where `notify-keyspace-events` could not be read: the probe key's outcome, the ms its
+    /// `expired` event took (`None`: it did not come within the bound), or why the probe
+    /// failed. `None` when no probe was made.
+    pub expiry_probe: Option<Result<Option<u64>, String>>,
 }
 
 impl Facts {
@@ -178,11 +184,22 @@ impl Facts {
             .unwrap_or("Redis did not list it");
         Finding::warn(
             check,
-            format!("cannot read {setting} ({why})"),
+            format!("cannot check {setting} ({why}); INFO does not show it either"),
             format!(
-                "check `{setting}` by hand (redis-cli CONFIG GET {setting}); managed Redis services often forbid CONFIG"
+                "check `{setting}` by hand (redis-cli CONFIG GET {setting}), or in a managed \
+                 service's settings (its parameter group or console: see docs/operations.md, \
+                 Managed Redis)"
             ),
         )
+    }
+
+    /// " (read from INFO: CONFIG is unavailable)" when `setting` was, else "".
+    fn source_note(&self, setting: &str) -> &'static str {
+        if self.from_info.contains(&setting) {
+            " (read from INFO: CONFIG is unavailable)"
+        } else {
+            ""
+        }
     }
 }
 
@@ -269,6 +286,12 @@ pub const CHECKS: &[Check] = &[
         about: "hash-max-listpack-value keeps job records compact",
         scope: Scope::Server,
         eval: check_hash_encoding,
+    },
+    Check {
+        name: "config-access",
+        about: "what CONFIG GET could read, and what was read from INFO or probed instead",
+        scope: Scope::Server,
+        eval: check_config_access,
     },
     Check {
         name: "layout",

@@ -250,7 +250,9 @@ async fn redis_commands_per_enqueue() {
         calls
     }
     let mut measure = async |label: &str, specs: Vec<JobSpec>| {
-        let _: () = redis::cmd("CONFIG")
+        let _: () = w
+            .redis
+            .admin("CONFIG")
             .arg("RESETSTAT")
             .query_async(&mut c)
             .await

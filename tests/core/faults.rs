@@ -116,7 +116,9 @@ async fn notifications_off_mid_run_lose_no_firing() {
             s.iter().any(|r| r.scheduled_ms >= base + 1_000)
         })
         .await;
-    let _: () = redis::cmd("CONFIG")
+    let _: () = w
+        .redis
+        .admin("CONFIG")
         .arg("SET")
         .arg("notify-keyspace-events")
         .arg("")
@@ -225,7 +227,9 @@ async fn one_sweep_claims_what_events_and_timers_missed() {
     w.settings.redis.enable_notifications = false;
     let node = w.node("stepped").await;
     let mut conn = w.conn().await;
-    let _: () = redis::cmd("CONFIG")
+    let _: () = w
+        .redis
+        .admin("CONFIG")
         .arg("SET")
         .arg("notify-keyspace-events")
         .arg("")

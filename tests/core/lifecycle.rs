@@ -164,6 +164,25 @@ async fn node_start_checks_expired_events() {
         .err()
         .expect("started without expired events");
     assert!(matches!(err, Error::Setup(_)), "{err}");
+    let managed =
+        w.redis.admin("CONFIG").get_packed_command() != redis::cmd("CONFIG").get_packed_command();
+    if managed {
+        // Without CONFIG the node probes: no event came, and it names the service setting.
+        assert!(
+            err.to_string()
+                .contains("sent no expired event for a probe key")
+                && err.to_string().contains("parameter group"),
+            "{err}"
+        );
+        // Nor can it turn them on.
+        let err = Node::new(w.settings.clone(), Registry::with_builtins())
+            .start()
+            .await
+            .err()
+            .expect("started without expired events");
+        assert!(err.to_string().contains("probe key"), "{err}");
+        return;
+    }
     assert!(
         err.to_string().contains("notify-keyspace-events Ex"),
         "{err}"
@@ -174,7 +193,9 @@ async fn node_start_checks_expired_events() {
         .await
         .unwrap();
     let mut conn = w.conn().await;
-    let (_, flags): (String, String) = redis::cmd("CONFIG")
+    let (_, flags): (String, String) = w
+        .redis
+        .admin("CONFIG")
         .arg("GET")
         .arg("notify-keyspace-events")
         .query_async(&mut conn)

@@ -112,7 +112,9 @@ async fn two_nodes_with_only_timers() -> (World, NodeHandle, NodeHandle) {
     })
     .await;
     let mut conn = w.conn().await;
-    let _: () = redis::cmd("CONFIG")
+    let _: () = w
+        .redis
+        .admin("CONFIG")
         .arg("SET")
         .arg("notify-keyspace-events")
         .arg("")

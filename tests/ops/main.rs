@@ -9,3 +9,4 @@ mod browser;
 mod dashboard;
 mod doctor;
 mod logs;
+mod managed;

@@ -366,71 +366,11 @@ async fn acl_user_from_settings_is_used_and_a_wrong_password_is_named() {
     assert!(err.contains("redis.password"), "{err}");
 }
 
-/// A CA and a server certificate for `localhost` and `127.0.0.1`, written as PEM files.
-fn write_certs(
-    dir: &std::path::Path,
-) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
-    use rcgen::{
-        BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair,
-        KeyUsagePurpose,
-    };
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "keyfire test CA");
-    ca_params.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
-    let server_key = KeyPair::generate().unwrap();
-    let mut params =
-        CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
-    params
-        .distinguished_name
-        .push(DnType::CommonName, "localhost");
-    let cert = params.signed_by(&server_key, &ca).unwrap();
-    let (ca_path, cert_path, key_path) = (
-        dir.join("ca.pem"),
-        dir.join("server.pem"),
-        dir.join("server.key"),
-    );
-    std::fs::write(&ca_path, ca.pem()).unwrap();
-    std::fs::write(&cert_path, cert.pem()).unwrap();
-    std::fs::write(&key_path, server_key.serialize_pem()).unwrap();
-    (ca_path, cert_path, key_path)
-}
-
 #[tokio::test]
 async fn tls_with_a_private_ca_connects() {
-    let certs = tempfile::tempdir().unwrap();
-    let (ca, cert, key) = write_certs(certs.path());
-    let options = RedisOptions {
-        extra: vec![
-            ("tls-cert-file".into(), cert.display().to_string()),
-            ("tls-key-file".into(), key.display().to_string()),
-            ("tls-ca-cert-file".into(), ca.display().to_string()),
-            ("tls-auth-clients".into(), "no".into()),
-        ],
-        ..Default::default()
-    };
-    let server = match RedisServer::start_with_extra_port(options, "tls-port") {
-        Ok(s) => s,
-        Err(e) => {
-            let msg = e.to_string();
-            // Built without TLS: redis-server refuses the tls-* directives.
-            if msg.contains("tls")
-                && (msg.contains("Bad directive") || msg.contains("not supported"))
-            {
-                eprintln!(
-                    "SKIP tls_with_a_private_ca_connects: redis-server lacks TLS support: {msg}"
-                );
-                return;
-            }
-            panic!("start redis-server with TLS: {msg}");
-        }
+    let Some((server, ca, _certs)) = crate::support::tls_redis(RedisOptions::default()) else {
+        eprintln!("SKIP tls_with_a_private_ca_connects: redis-server lacks TLS support");
+        return;
     };
     let tls_port = server.extra_port().unwrap();
     let url = format!("redis://127.0.0.1:{tls_port}/0");

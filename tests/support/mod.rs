@@ -43,7 +43,8 @@ pub(crate) async fn confined_user(redis: &RedisServer, prefix: &str) -> String {
         .get_multiplexed_async_connection()
         .await
         .unwrap();
-    let _: () = redis::cmd("ACL")
+    let _: () = redis
+        .admin("ACL")
         .arg("SETUSER")
         .arg("confined")
         .arg(&rule)
@@ -59,6 +60,14 @@ impl World {
     }
 
     pub(crate) async fn with(options: RedisOptions) -> Self {
+        // KEYFIRE_TEST_REDIS_MANAGED=1: Redis as a managed service offers it, without CONFIG,
+        // DEBUG, ROLE, COMMAND, MONITOR, ACL or CLUSTER (the fixtures reach the ones they need
+        // to set faults up by secret names: `RedisServer::admin`).
+        let options = if keyfire_testkit::managed_from_env() {
+            options.as_managed()
+        } else {
+            options
+        };
         let redis = RedisServer::start_with(options).expect("start redis-server");
         let mut settings = Settings::default();
         settings.redis.url = redis.url();
@@ -539,4 +548,70 @@ pub(crate) async fn command_calls(
             Some((name, calls))
         })
         .collect()
+}
+
+/// A CA and a server certificate for `localhost` and `127.0.0.1`, written as PEM files.
+pub(crate) fn write_certs(
+    dir: &std::path::Path,
+) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    use rcgen::{
+        BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair,
+        KeyUsagePurpose,
+    };
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "keyfire test CA");
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+    let server_key = KeyPair::generate().unwrap();
+    let mut params =
+        CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "localhost");
+    let cert = params.signed_by(&server_key, &ca).unwrap();
+    let (ca_path, cert_path, key_path) = (
+        dir.join("ca.pem"),
+        dir.join("server.pem"),
+        dir.join("server.key"),
+    );
+    std::fs::write(&ca_path, ca.pem()).unwrap();
+    std::fs::write(&cert_path, cert.pem()).unwrap();
+    std::fs::write(&key_path, server_key.serialize_pem()).unwrap();
+    (ca_path, cert_path, key_path)
+}
+
+/// A redis-server with `options` that also serves TLS (a certificate for 127.0.0.1 signed by a
+/// CA made here; clients need not present one), with the CA's PEM file and the dir holding the
+/// files (keep it alive). `None` when this redis-server was built without TLS.
+pub(crate) fn tls_redis(
+    mut options: RedisOptions,
+) -> Option<(RedisServer, std::path::PathBuf, tempfile::TempDir)> {
+    let certs = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = write_certs(certs.path());
+    options.extra.extend([
+        ("tls-cert-file".into(), cert.display().to_string()),
+        ("tls-key-file".into(), key.display().to_string()),
+        ("tls-ca-cert-file".into(), ca.display().to_string()),
+        ("tls-auth-clients".into(), "no".into()),
+    ]);
+    match RedisServer::start_with_extra_port(options, "tls-port") {
+        Ok(s) => Some((s, ca, certs)),
+        Err(e) => {
+            let msg = e.to_string();
+            // Built without TLS: redis-server refuses the tls-* directives.
+            if msg.contains("tls")
+                && (msg.contains("Bad directive") || msg.contains("not supported"))
+            {
+                return None;
+            }
+            panic!("start redis-server with TLS: {msg}");
+        }
+    }
 }

@@ -30,6 +30,48 @@ pub struct RedisOptions {
     pub extra: Vec<(String, String)>,
 }
 
+/// Commands that managed Redis services forbid (ElastiCache: CONFIG, DEBUG; Aiven also ACL,
+/// CLUSTER, COMMAND, MONITOR, ROLE), and the name a [`RedisOptions::managed`] server gives each:
+/// empty where it is gone, a secret name where the tests' own fixtures still need it to set a
+/// fault up (see [`RedisServer::admin`]).
+pub const MANAGED_RENAMES: &[(&str, &str)] = &[
+    ("CONFIG", "kf-admin-config"),
+    ("DEBUG", "kf-admin-debug"),
+    ("ACL", "kf-admin-acl"),
+    ("ROLE", ""),
+    ("COMMAND", ""),
+    ("MONITOR", ""),
+    ("CLUSTER", ""),
+];
+
+/// Whether the tests run against Redis as a managed service offers it
+/// (`KEYFIRE_TEST_REDIS_MANAGED=1`): the fixtures that honour it start their servers with
+/// [`RedisOptions::managed`].
+pub fn managed_from_env() -> bool {
+    std::env::var("KEYFIRE_TEST_REDIS_MANAGED").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+impl RedisOptions {
+    /// A server like a managed service's: the commands of [`MANAGED_RENAMES`] renamed away.
+    pub fn managed() -> Self {
+        Self::default().as_managed()
+    }
+
+    /// These options with the commands of [`MANAGED_RENAMES`] renamed away.
+    pub fn as_managed(mut self) -> Self {
+        for (from, to) in MANAGED_RENAMES {
+            self.extra
+                .push(("rename-command".into(), format!("{from} {to}")));
+        }
+        self
+    }
+
+    /// Whether these options rename the managed services' forbidden commands away.
+    pub fn is_managed(&self) -> bool {
+        self.extra.iter().any(|(k, _)| k == "rename-command")
+    }
+}
+
 /// A redis-server child process, killed when dropped.
 pub struct RedisServer {
     child: Option<Child>,
@@ -55,6 +97,68 @@ impl std::fmt::Debug for RedisServer {
         f.debug_struct("RedisServer")
             .field("port", &self.port)
             .finish()
+    }
+}
+
+/// Why a fixture could not start, for `keyfire dev` to tell its user what to fix: carried
+/// inside the `io::Error` the start functions return (see [`StartError::of`]), whose kind is
+/// the underlying error's.
+#[derive(Debug)]
+pub enum StartError {
+    /// No directory of its own could be made, or written, under the temp dir (`TMPDIR`).
+    Dir {
+        /// The temp dir it was made in.
+        parent: PathBuf,
+        /// Why not.
+        source: io::Error,
+    },
+    /// The program could not be run (not installed, not on `PATH`, not executable).
+    Program {
+        /// `redis-server` or `redis-cli`.
+        program: &'static str,
+        /// Why not.
+        source: io::Error,
+    },
+}
+
+impl StartError {
+    /// The start error an `io::Error` from a fixture carries, if it is one.
+    pub fn of(e: &io::Error) -> Option<&StartError> {
+        e.get_ref()?.downcast_ref()
+    }
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Dir { parent, source } => write!(
+                f,
+                "cannot create redis-server's directory under {} ({source}): set TMPDIR to a \
+                 writable directory",
+                parent.display()
+            ),
+            StartError::Program { program, source } => write!(
+                f,
+                "cannot run {program} ({source}): install Redis, or put {program} on PATH"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for StartError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StartError::Dir { source, .. } | StartError::Program { source, .. } => Some(source),
+        }
+    }
+}
+
+impl From<StartError> for io::Error {
+    fn from(e: StartError) -> Self {
+        let kind = match &e {
+            StartError::Dir { source, .. } | StartError::Program { source, .. } => source.kind(),
+        };
+        io::Error::new(kind, e)
     }
 }
 
@@ -85,10 +189,15 @@ impl RedisServer {
         extra_port: Option<&str>,
         sentinel: Option<SentinelOf>,
     ) -> io::Result<Self> {
+        let in_temp = |source: io::Error| StartError::Dir {
+            parent: std::env::temp_dir(),
+            source,
+        };
         let dir = tempfile::Builder::new()
             .prefix("keyfire-redis-")
-            .tempdir()?;
-        std::fs::write(dir.path().join("redis.conf"), REDIS_CONF)?;
+            .tempdir()
+            .map_err(in_temp)?;
+        std::fs::write(dir.path().join("redis.conf"), REDIS_CONF).map_err(in_temp)?;
         let mut server = Self {
             child: None,
             port: 0,
@@ -185,7 +294,12 @@ impl RedisServer {
                 cmd.arg(format!("--{name}")).arg(port.to_string());
             }
             for (k, v) in &self.options.extra {
-                cmd.arg(format!("--{k}")).arg(v);
+                cmd.arg(format!("--{k}"));
+                // `rename-command` takes two arguments (see RedisOptions::managed).
+                match (k.as_str(), v.split_once(' ')) {
+                    ("rename-command", Some((from, to))) => cmd.args([from, to]),
+                    _ => cmd.arg(v),
+                };
             }
         }
         let child = cmd
@@ -193,11 +307,9 @@ impl RedisServer {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("cannot run redis-server (is it on PATH?): {e}"),
-                )
+            .map_err(|source| StartError::Program {
+                program: "redis-server",
+                source,
             })?;
         self.child = Some(child);
         self.wait_ready(Duration::from_secs(10))
@@ -225,6 +337,24 @@ impl RedisServer {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// A command to set a test's fault up with: `name` (such as `CONFIG`), or the secret name
+    /// a [`RedisOptions::managed`] server gave it, so fixtures keep working where keyfire
+    /// cannot reach the command.
+    pub fn admin(&self, name: &str) -> redis::Cmd {
+        let renamed = self
+            .options
+            .extra
+            .iter()
+            .filter(|(k, _)| k == "rename-command")
+            .filter_map(|(_, v)| v.split_once(' '))
+            .find(|(from, _)| from.eq_ignore_ascii_case(name))
+            .map(|(_, to)| to);
+        redis::cmd(match renamed {
+            Some(to) if !to.is_empty() => to,
+            _ => name,
+        })
     }
 
     /// `redis://127.0.0.1:<port>/0`.
@@ -417,6 +547,7 @@ impl RedisCluster {
                 killed: vec![false; nodes.len()],
                 nodes,
             };
+            // infallible index: `masters >= 3` was checked above, so there are nodes.
             let log = cluster.nodes[0].dir().join("cluster-create.log");
             let out = Command::new("redis-cli")
                 .arg("--cluster")
@@ -426,11 +557,9 @@ impl RedisCluster {
                 .arg("--cluster-yes")
                 .stdin(Stdio::null())
                 .output()
-                .map_err(|e| {
-                    io::Error::new(
-                        e.kind(),
-                        format!("cannot run redis-cli (is it on PATH?): {e}"),
-                    )
+                .map_err(|source| StartError::Program {
+                    program: "redis-cli",
+                    source,
                 })?;
             let _ = std::fs::write(&log, [&out.stdout[..], &out.stderr[..]].concat());
             if !out.status.success() {

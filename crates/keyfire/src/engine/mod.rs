@@ -132,7 +132,7 @@ impl Node {
         settings.check()?;
         let store = Store::open(&settings.redis).await?;
         store.check_layout().await?;
-        notify::ensure_everywhere(&store, settings.redis.enable_notifications).await?;
+        notify::ensure_everywhere(&store, settings.redis.enable_notifications, true).await?;
         store.register_handlers(&registry.names()).await?;
 
         let id = if settings.node.id.is_empty() {

@@ -387,7 +387,8 @@ impl Inner {
             // Someone may turn expiry events off at run time; the sweeper covers the gap,
             // and this turns them back on (when allowed) so firings are on time again.
             if beats.is_multiple_of(10) {
-                let check = notify::ensure_everywhere(&self.store, self.notifications_allowed);
+                let check =
+                    notify::ensure_everywhere(&self.store, self.notifications_allowed, false);
                 match tokio::time::timeout(Duration::from_secs(5), check).await {
                     Ok(Ok(true)) => self.sweep.now.notify_one(),
                     Ok(Ok(false)) => {}

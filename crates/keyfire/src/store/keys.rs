@@ -165,6 +165,11 @@ impl Keys {
         }
     }
 
+    /// The prefix these keys are under (the hash tag without its braces).
+    pub fn prefix(&self) -> &str {
+        &self.tag[1..self.tag.len() - 1]
+    }
+
     /// Hash with a job's spec, version, status, next firing and counters.
     pub fn job(&self, id: &str) -> String {
         format!("{}:job:{id}", self.tag)

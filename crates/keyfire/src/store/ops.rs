@@ -58,14 +58,20 @@ impl Store {
         Ok(())
     }
 
-    /// The `notify-keyspace-events` setting of the server behind the store's connection.
-    pub async fn notify_flags(&self) -> Result<String> {
-        let reply: Vec<String> = redis::cmd("CONFIG")
+    /// The `notify-keyspace-events` setting of the server behind the store's connection;
+    /// `None` where `CONFIG` is not available (a managed service: the node checked the events
+    /// by a probe at start, see [`super::notify`]).
+    pub async fn notify_flags(&self) -> Result<Option<String>> {
+        let reply: redis::RedisResult<Vec<String>> = redis::cmd("CONFIG")
             .arg("GET")
             .arg("notify-keyspace-events")
             .query_async(&mut self.connection())
-            .await?;
-        Ok(reply.get(1).cloned().unwrap_or_default())
+            .await;
+        match reply {
+            Ok(reply) => Ok(Some(reply.get(1).cloned().unwrap_or_default())),
+            Err(e) if super::notify::is_command_unavailable(&e) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Jobs (compact tasks included), due firings (by `now_ms`), leases and queued
