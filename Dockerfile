@@ -19,8 +19,10 @@ FROM debian:bookworm-slim
 # keyfire links only glibc and libgcc_s (both in bookworm-slim) and carries its own TLS
 # (rustls) and time zones, so the one package it needs is ca-certificates: the `http`
 # handler's HTTPS calls verify servers against the system store in /etc/ssl/certs, which
-# bookworm-slim leaves empty. To trust a CA of your own, derive an image that copies it to
-# /usr/local/share/ca-certificates/ and runs update-ca-certificates (as root).
+# bookworm-slim leaves empty (keyfire would fall back to its bundled roots, with a warning,
+# and miss Debian's updates to the store and any CA added to it). A CA of your own: a PEM
+# file mounted into the container and named by handlers.http.ca_file, or a derived image
+# that copies it to /usr/local/share/ca-certificates/ and runs update-ca-certificates.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates \
     && rm -rf /var/lib/apt/lists/*
