@@ -75,6 +75,16 @@ pub fn install_tls_provider() {
     });
 }
 
+/// The TLS configuration the `http` handler uses with default settings: the system's CA
+/// store, or the bundled Mozilla roots when it has none (one warning). For keyfire's other
+/// `reqwest` clients (`.tls_backend_preconfigured(..)`), whose default TLS setup fails to build
+/// without a system CA store.
+pub fn default_client_tls() -> Result<rustls::ClientConfig> {
+    let profiles =
+        tls::Profiles::load(&HttpHandlerSettings::default(), tls::DefaultRoots::system())?;
+    Ok(profiles.default.config)
+}
+
 use super::template::render;
 
 /// Whether `host` matches one of `allowed`: an exact name, `*.suffix` (any subdomain, not the
@@ -1136,6 +1146,14 @@ mod tests {
             // The handler builds on them; no panic, no error.
             let h = HttpHandler::build(&HttpHandlerSettings::default(), None, &roots);
             assert!(h.is_ok(), "{:?}", h.err());
+            let profiles = tls::Profiles::load(&HttpHandlerSettings::default(), &roots).unwrap();
+            assert!(profiles.by_host.is_empty());
+            assert!(
+                reqwest::Client::builder()
+                    .tls_backend_preconfigured(profiles.default.config)
+                    .build()
+                    .is_ok()
+            );
         }
         let junk = tls::DefaultRoots::from_system(vec![vec![1u8, 2, 3].into()], &[]);
         assert_eq!(junk.store.len(), bundled);
