@@ -141,7 +141,12 @@ impl Remote {
             .or_else(|| settings.map(|s| s.api.token))
             .filter(|t| !t.is_empty());
         keyfire::handler::http::install_tls_provider();
+        // The http handler's roots (the system store, else the bundled ones), so the CLI
+        // works in a container without a CA store too.
+        let tls = keyfire::handler::http::default_client_tls()
+            .map_err(|e| CliError::new(exit::ERROR, format!("http client: {e}")))?;
         let http = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls)
             .connect_timeout(Duration::from_secs(5))
             .timeout(Duration::from_secs(self.timeout.max(1)))
             .user_agent(concat!("keyfire-cli/", env!("CARGO_PKG_VERSION")))

@@ -90,9 +90,11 @@ pub async fn gather_server(conn: &mut MultiplexedConnection) -> Facts {
     facts
 }
 
-/// Settings `INFO` shows too (its default sections), for a server that refuses `CONFIG`:
 /// (`CONFIG GET` name, `INFO` field, how to turn the `INFO` value into the setting's).
-const FROM_INFO: &[(&str, &str, fn(&str) -> String)] = &[
+type FromInfo = (&'static str, &'static str, fn(&str) -> String);
+
+/// Settings `INFO` shows too (its default sections), for a server that refuses `CONFIG`.
+const FROM_INFO: &[FromInfo] = &[
     ("maxmemory", "maxmemory", str::to_string),
     ("maxmemory-policy", "maxmemory_policy", str::to_string),
     ("hz", "configured_hz", str::to_string),

@@ -8,5 +8,6 @@ mod support;
 mod browser;
 mod dashboard;
 mod doctor;
+mod image;
 mod logs;
 mod managed;

@@ -122,7 +122,12 @@ async fn start_servers(h: &Harness, rest: &RestServers) -> anyhow::Result<Server
         servers.children.push(child);
         servers.urls.push(format!("http://127.0.0.1:{port}"));
     }
-    let http = reqwest::Client::new();
+    // Plain http to its own nodes; the handler's roots keep a machine without a CA store
+    // from failing to build the client.
+    keyfire::handler::http::install_tls_provider();
+    let http = reqwest::Client::builder()
+        .tls_backend_preconfigured(keyfire::handler::http::default_client_tls()?)
+        .build()?;
     let give_up = Instant::now() + Duration::from_secs(30);
     for url in &servers.urls {
         loop {
@@ -359,6 +364,7 @@ pub(super) async fn run(
     let http = match &servers {
         Some(_) => Some(
             reqwest::Client::builder()
+                .tls_backend_preconfigured(keyfire::handler::http::default_client_tls()?)
                 .pool_max_idle_per_host(CONSUMERS)
                 .build()?,
         ),
