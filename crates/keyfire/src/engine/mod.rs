@@ -130,6 +130,7 @@ impl Node {
             clock,
         } = self;
         settings.check()?;
+        check_run_permits(settings.node.max_concurrent_runs)?;
         let store = Store::open(&settings.redis).await?;
         store.check_layout().await?;
         notify::ensure_everywhere(&store, settings.redis.enable_notifications, true).await?;
@@ -217,14 +218,30 @@ impl Node {
     }
 }
 
+/// `<host>-<8 hex digits>`: the host's name from `/etc/hostname`, else the kernel's
+/// (`/proc/sys/kernel/hostname`), else `HOSTNAME`; `node` when none names one (an image
+/// without `/etc/hostname`, a read-only or empty one).
 fn default_node_id() -> String {
-    let host = std::fs::read_to_string("/etc/hostname")
-        .ok()
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
+    node_id_from([
+        std::fs::read_to_string("/etc/hostname").ok(),
+        std::fs::read_to_string("/proc/sys/kernel/hostname").ok(),
+        std::env::var("HOSTNAME").ok(),
+    ])
+}
+
+/// A node id from the first of `names` with a name on its first line, or `node`.
+fn node_id_from(names: impl IntoIterator<Item = Option<String>>) -> String {
+    let host = names
+        .into_iter()
+        .flatten()
+        .find_map(|text| {
+            let line = text.lines().next()?.trim();
+            (!line.is_empty()).then(|| line.to_string())
+        })
         .unwrap_or_else(|| "node".into());
-    let suffix = uuid::Uuid::new_v4().simple().to_string();
-    format!("{host}-{}", &suffix[..8])
+    // The top 32 bits of a v4 UUID are random: 8 hex digits, formatted without slicing.
+    let suffix = (uuid::Uuid::new_v4().as_u128() >> 96) as u32;
+    format!("{host}-{suffix:08x}")
 }
 
 /// A running node.
@@ -248,6 +265,8 @@ impl NodeHandle {
 
     /// The live nodes as this node saw them at its last heartbeat, sorted.
     pub fn live_nodes(&self) -> Vec<String> {
+        // infallible: poisoned only by a panic while held, and its holders only clone or
+        // replace the list.
         self.inner.live.read().expect("live set lock").clone()
     }
 
@@ -330,6 +349,19 @@ impl NodeHandle {
 
 /// Outcomes that may wait to be recorded, per run permit (`node.max_concurrent_runs`).
 const RECORD_PERMITS_PER_RUN: usize = 16;
+
+/// Refuse a `node.max_concurrent_runs` whose semaphores could not be made (tokio panics past
+/// `Semaphore::MAX_PERMITS`, and the multiplications would overflow first).
+fn check_run_permits(runs: usize) -> Result<()> {
+    let per_run = batcher::CLAIMS_AHEAD_PER_RUN.max(RECORD_PERMITS_PER_RUN);
+    let most = Semaphore::MAX_PERMITS / per_run;
+    if runs > most {
+        return Err(crate::error::Error::Config(format!(
+            "node.max_concurrent_runs: {runs} is too many; at most {most}"
+        )));
+    }
+    Ok(())
+}
 
 /// State shared by a node's tasks.
 pub(crate) struct Inner {
@@ -428,5 +460,35 @@ impl Inner {
 
     fn bump_by(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_id_falls_back_when_no_host_name_is_found() {
+        // No /etc/hostname, an empty kernel name, no HOSTNAME: `node-<8 hex digits>`.
+        let id = node_id_from([None, Some(" \n".into()), None]);
+        let suffix = id.strip_prefix("node-").expect(&id);
+        assert_eq!(suffix.len(), 8, "{id}");
+        assert!(suffix.chars().all(|c| c.is_ascii_hexdigit()), "{id}");
+        assert_ne!(id, node_id_from([None::<String>]), "ids are random");
+        assert!(node_id_from([]).starts_with("node-"));
+        // The first name found wins, its first line trimmed.
+        let id = node_id_from([Some("\n".into()), Some(" web-1 \nignored".into())]);
+        assert!(
+            id.starts_with("web-1-") && id.len() == "web-1-".len() + 8,
+            "{id}"
+        );
+        assert!(node_id_from([Some("db\n".into()), Some("web".into())]).starts_with("db-"));
+    }
+
+    #[test]
+    fn too_many_concurrent_runs_are_refused_by_name() {
+        check_run_permits(1_000_000).unwrap();
+        let err = check_run_permits(usize::MAX).unwrap_err().to_string();
+        assert!(err.contains("node.max_concurrent_runs"), "{err}");
     }
 }
