@@ -21,12 +21,14 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a node: claim and run firings, until SIGINT/SIGTERM.
+    #[command(after_help = keyfire_server::cli::exit::HELP)]
     Serve {
         /// TOML settings file (see keyfire.example.toml); KEYFIRE__SECTION__KEY env vars override it.
         #[arg(long, short)]
         config: Option<PathBuf>,
     },
     /// Start a redis-server of its own (shipped redis.conf, free port) and a node with demo jobs.
+    #[command(after_help = keyfire_server::cli::exit::HELP)]
     Dev {
         /// A Redis Cluster of its own instead (3 masters + 3 replicas, 12 shards).
         #[arg(long)]
@@ -78,12 +80,30 @@ enum CronCommand {
     },
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Built here rather than by `#[tokio::main]`, which panics when the runtime cannot start.
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            print_error(&format!(
+                "cannot start the async runtime ({e}): raise the limits on open files and threads (ulimit -n, ulimit -u)"
+            ));
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(run(cli))
+}
+
+async fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
-        Command::Serve { config } => keyfire_server::cli::serve::run(config.as_deref()).await,
-        Command::Dev { cluster } => keyfire_server::cli::dev::run(cluster).await,
+        Command::Serve { config } => {
+            return node_exit(keyfire_server::cli::serve::run(config.as_deref()).await);
+        }
+        Command::Dev { cluster } => return node_exit(keyfire_server::cli::dev::run(cluster).await),
         Command::Bench(args) => keyfire_lab::cli::bench::run(args).await,
         Command::Chaos(args) => keyfire_lab::cli::chaos::run(args).await,
         Command::Job(args) => return client_exit(keyfire_server::cli::job::run(args).await),
@@ -120,10 +140,29 @@ async fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            print_error(&format!("{e:#}"));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The exit of `serve` and `dev`: one line naming the fault and its fix, and the fault's code
+/// (listed in `keyfire serve --help`).
+fn node_exit(result: anyhow::Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let (exit, line) = keyfire_server::cli::exit::describe(&e);
+            print_error(&line);
+            ExitCode::from(exit.code())
+        }
+    }
+}
+
+/// `error: <line>` on stderr; a closed stderr is no reason to panic (`eprintln!` would).
+fn print_error(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "error: {line}");
 }
 
 /// An RFC 3339 instant for `--from`.

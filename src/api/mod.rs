@@ -278,8 +278,43 @@ pub fn app(state: ApiState) -> Router {
     router(state).merge(dashboard::routes(auth))
 }
 
+/// Why [`bind`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    /// `api.listen` is not usable as written: it resolves to no address, or to a non-loopback
+    /// one while no `api.token` is set.
+    #[error(transparent)]
+    Config(#[from] Error),
+    /// The address is fine, but listening on it failed: it is taken, not this host's, or this
+    /// process may not listen there.
+    #[error("{}", listen_failure(.listen, .source))]
+    Listen {
+        /// `api.listen` as written.
+        listen: String,
+        /// What the OS said.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// One line naming what is wrong with `api.listen` and how to fix it.
+fn listen_failure(listen: &str, e: &std::io::Error) -> String {
+    use std::io::ErrorKind;
+    let what = match e.kind() {
+        ErrorKind::AddrInUse => "is taken",
+        ErrorKind::PermissionDenied => {
+            "may not be listened on by this user (ports below 1024 need root or CAP_NET_BIND_SERVICE)"
+        }
+        ErrorKind::AddrNotAvailable => "is not an address of this host",
+        _ => "cannot be listened on",
+    };
+    format!(
+        "api.listen {listen} {what} ({e}): set api.listen or KEYFIRE__API__LISTEN to a free address"
+    )
+}
+
 /// Bind `api.listen`, refusing a non-loopback address when no token is set.
-pub async fn bind(api: &ApiSettings) -> Result<TcpListener> {
+pub async fn bind(api: &ApiSettings) -> Result<TcpListener, BindError> {
     let addrs: Vec<SocketAddr> = tokio::net::lookup_host(&api.listen)
         .await
         .map_err(|e| Error::Config(format!("api.listen '{}': {e}", api.listen)))?
@@ -288,7 +323,8 @@ pub async fn bind(api: &ApiSettings) -> Result<TcpListener> {
         return Err(Error::Config(format!(
             "api.listen '{}' resolves to no address",
             api.listen
-        )));
+        ))
+        .into());
     }
     if api.token.is_empty()
         && let Some(open) = addrs.iter().find(|a| !a.ip().is_loopback())
@@ -296,11 +332,15 @@ pub async fn bind(api: &ApiSettings) -> Result<TcpListener> {
         return Err(Error::Config(format!(
             "api.listen '{}' ({open}) is not a loopback address: set api.token (bearer auth) or listen on 127.0.0.1",
             api.listen
-        )));
+        ))
+        .into());
     }
     TcpListener::bind(&addrs[..])
         .await
-        .map_err(|e| Error::Config(format!("api.listen '{}': cannot listen: {e}", api.listen)))
+        .map_err(|source| BindError::Listen {
+            listen: api.listen.clone(),
+            source,
+        })
 }
 
 /// Serve the API and the dashboard ([`app`]) on `listener` until `shutdown` resolves

@@ -4,6 +4,7 @@ pub mod cron;
 pub mod dead;
 pub mod dev;
 pub mod doctor;
+pub mod exit;
 pub mod job;
 pub mod limits;
 pub mod nodes;
@@ -28,20 +29,35 @@ pub fn init_logging(log: &LogSettings) {
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.
 pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    shutdown_signals().await
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM received from the moment it is called (the handlers
+/// are installed here, not when first polled): a node calls it before it starts, so a signal
+/// sent while it starts stops it once started, drained, instead of killing it outright.
+pub fn shutdown_signals() -> impl std::future::Future<Output = ()> + Send + 'static {
+    use tokio::signal::unix::{SignalKind, signal};
+    // A handler that cannot be installed must not stop the node at once: wait on the other.
+    let listen = |kind: SignalKind, name: &'static str| {
+        let installed = signal(kind).map_err(|e| {
+            tracing::warn!(error = %e, "cannot listen for {name}; stop the node with the other signal");
+        });
+        async move {
+            match installed {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(()) => std::future::pending().await,
             }
-            Err(_) => std::future::pending().await,
         }
     };
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = term => {}
+    let int = listen(SignalKind::interrupt(), "SIGINT");
+    let term = listen(SignalKind::terminate(), "SIGTERM");
+    async move {
+        tokio::select! {
+            _ = int => {}
+            _ = term => {}
+        }
+        tracing::info!("shutdown requested");
     }
-    tracing::info!("shutdown requested");
 }

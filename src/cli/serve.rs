@@ -132,10 +132,35 @@ pub async fn run(config: Option<&Path>) -> anyhow::Result<()> {
         Some(p) => format!("config {}", p.display()),
         None => "config (defaults and KEYFIRE__ environment)".into(),
     };
+    if let Some(path) = config {
+        check_readable(path)?;
+    }
     let settings = Settings::load(config).with_context(what)?;
     super::init_logging(&settings.log);
     let registry = Registry::for_node(&settings).with_context(what)?;
-    run_node(settings, registry).await.with_context(what)
+    // Not under the config's name: from here on, what fails is Redis, the address or a node
+    // part, and the error names the setting itself.
+    run_node(settings, registry).await
+}
+
+/// Refuse a `--config` that cannot be read as a file, naming it and why (the config loader
+/// would call a directory "not found" and an unreadable file a parse error).
+fn check_readable(path: &Path) -> Result<()> {
+    let unreadable = |why: String| {
+        Err(Error::Config(format!(
+            "--config {}: {why}: give --config a readable TOML file",
+            path.display()
+        )))
+    };
+    match std::fs::metadata(path) {
+        Err(e) => return unreadable(format!("cannot read it ({e})")),
+        Ok(m) if m.is_dir() => return unreadable("is a directory".into()),
+        Ok(_) => {}
+    }
+    if let Err(e) = std::fs::File::open(path) {
+        return unreadable(format!("cannot read it ({e})"));
+    }
+    Ok(())
 }
 
 /// A running node and the API it serves.
@@ -173,7 +198,7 @@ impl Served {
     }
 }
 
-/// Check the declared jobs, bind the API, start the node, apply the declared jobs and serve
+/// Bind the API, check the declared jobs, start the node, apply the declared jobs and serve
 /// the API. Nothing is written when a declared job is invalid.
 pub async fn start(settings: Settings, registry: Registry) -> anyhow::Result<Served> {
     let names = registry.names();
@@ -181,6 +206,13 @@ pub async fn start(settings: Settings, registry: Registry) -> anyhow::Result<Ser
     // The server's Prometheus recorder, before the node records anything (the library
     // records through the `metrics` facade and installs no recorder of its own).
     let _ = crate::metrics::handle();
+    // The address first: a taken port is reported at once, not after Redis's connection
+    // retries, and binding writes nothing.
+    let listener = if settings.api.enabled {
+        Some(api::bind(&settings.api).await?)
+    } else {
+        None
+    };
     let client = Client::connect(&settings)
         .await?
         .allow_handlers(names.clone());
@@ -190,11 +222,6 @@ pub async fn start(settings: Settings, registry: Registry) -> anyhow::Result<Ser
         client.put_limit(limit.clone()).await?;
         tracing::info!(key = %limit.key, rate = ?limit.rate, in_flight = ?limit.in_flight, "flow limit declared");
     }
-    let listener = if settings.api.enabled {
-        Some(api::bind(&settings.api).await?)
-    } else {
-        None
-    };
     let node = Node::new(settings.clone(), registry).start().await?;
     if let Err(e) = apply_declared_jobs(&client, &settings).await {
         node.shutdown().await;
@@ -220,8 +247,10 @@ pub async fn start(settings: Settings, registry: Registry) -> anyhow::Result<Ser
 
 /// Start a node and its API, run until a shutdown signal.
 pub async fn run_node(settings: Settings, registry: Registry) -> anyhow::Result<()> {
+    // Before the start: a SIGTERM sent while the node starts must not kill it half-started.
+    let shutdown = super::shutdown_signals();
     let served = start(settings, registry).await?;
-    super::shutdown_signal().await;
+    shutdown.await;
     served.shutdown().await;
     Ok(())
 }

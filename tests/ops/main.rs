@@ -1,6 +1,7 @@
 //! Operations, all but `/metrics`: `keyfire doctor` against real
 //! redis-servers, the dashboard (its files, the overview route, and a real headless Chromium
-//! driving it), and the node's JSON logs. One test binary made of modules, so it links once.
+//! driving it), the node's JSON logs, and how `serve` and `dev` start, or fail with an exit
+//! code, in a wrong environment. One test binary made of modules, so it links once.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -11,3 +12,4 @@ mod doctor;
 mod image;
 mod logs;
 mod managed;
+mod startup;
