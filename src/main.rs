@@ -73,10 +73,11 @@ enum CronCommand {
         /// How many instants.
         #[arg(short = 'n', default_value_t = 5)]
         n: usize,
-        /// Start after this instant (RFC 3339, such as 2026-10-31T00:00:00Z) instead of now,
-        /// to preview a DST change months away.
-        #[arg(long, value_parser = parse_rfc3339)]
-        from: Option<chrono::DateTime<chrono::Utc>>,
+        /// Start here instead of now, to preview a DST change months away: a date
+        /// (2027-03-13: its midnight in --tz, included), a local time (2027-03-13T02:30, in
+        /// --tz) or an RFC 3339 instant (2026-10-31T00:00:00Z).
+        #[arg(long)]
+        from: Option<String>,
     },
 }
 
@@ -119,12 +120,9 @@ async fn run(cli: Cli) -> ExitCode {
         }
         Command::Cron {
             command: CronCommand::Next { expr, tz, n, from },
-        } => match keyfire_server::cli::cron::next(
-            &expr,
-            &tz,
-            n,
-            from.unwrap_or_else(chrono::Utc::now),
-        ) {
+        } => match keyfire_server::cli::cron::parse_from(from.as_deref(), &tz).and_then(|from| {
+            keyfire_server::cli::cron::next(&expr, &tz, n, from).map_err(|e| e.to_string())
+        }) {
             Ok(list) => {
                 for (utc, local) in list {
                     println!("{utc}  {local}");
@@ -163,13 +161,6 @@ fn node_exit(result: anyhow::Result<()>) -> ExitCode {
 fn print_error(line: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "error: {line}");
-}
-
-/// An RFC 3339 instant for `--from`.
-fn parse_rfc3339(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
-    chrono::DateTime::parse_from_rfc3339(s.trim())
-        .map(|t| t.with_timezone(&chrono::Utc))
-        .map_err(|e| format!("'{s}' is not an RFC 3339 instant such as 2026-10-31T00:00:00Z ({e})"))
 }
 
 /// The exit code of a client subcommand (documented in `keyfire job --help`).

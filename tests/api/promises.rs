@@ -347,9 +347,28 @@ fn cron_next_previews_from_a_given_instant() {
     assert!(lines[0].starts_with("2026-03-08T07:00:00Z"), "{lines:?}");
     assert!(lines[1].starts_with("2026-03-09T06:30:00Z"), "{lines:?}");
     assert_eq!(lines.len(), 2);
+    // A date, as a person types it: midnight in --tz, which is included.
+    let o = run(&[
+        "cron",
+        "next",
+        "0 0 * * *",
+        "--tz",
+        "America/New_York",
+        "--from",
+        "2027-03-13",
+        "-n",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", out(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).starts_with("2027-03-13T05:00:00Z"),
+        "{}",
+        out(&o)
+    );
     let bad = run(&["cron", "next", "* * * * *", "--from", "next tuesday"]);
-    assert!(!bad.status.success());
+    assert_eq!(bad.status.code(), Some(2), "{}", out(&bad));
     assert!(out(&bad).contains("RFC 3339"), "{}", out(&bad));
+    assert!(out(&bad).contains("a date (2027-03-13"), "{}", out(&bad));
 }
 
 #[test]
