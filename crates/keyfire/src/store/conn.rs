@@ -328,6 +328,7 @@ async fn cluster_slots(conn: &ClusterConnection) -> Result<Vec<(u16, u16, String
     }
     Err(Error::redis_op(
         "reading the cluster's masters (CLUSTER SLOTS)",
+        // infallible: the loop above made five attempts, and each failed one set `last`.
         last.expect("at least one attempt"),
     ))
 }
