@@ -554,3 +554,62 @@ async fn keyfire_dev_cluster_shows_firings() {
         lines.join("\n")
     );
 }
+
+/// A Redis Cluster as a managed service offers it (CONFIG, DEBUG, ACL, ROLE, COMMAND and
+/// MONITOR renamed away; CLUSTER SLOTS kept): a node checks every master's expired events by a
+/// probe key in that master's own slots (events are local to the server that expires the
+/// key), starts and fires; with one master's events off, a node refuses, naming that master.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_managed_cluster_is_probed_master_by_master() {
+    let _turn = crate::TOPOLOGY.lock().await;
+    let cluster = RedisCluster::start_managed(3, 0).expect("cluster");
+    let clock = RedisServer::start().unwrap();
+    let recorder = Recorder::new(&clock.url()).await;
+    let mut s = settings("kmc");
+    s.redis.mode = RedisMode::Cluster;
+    s.redis.nodes = cluster.nodes();
+    s.redis.shards = 6;
+    s.node.id = "a".into();
+    let node = Node::new(s.clone(), registry(&recorder))
+        .start()
+        .await
+        .expect("a node starts on a managed cluster");
+    let client = Client::connect(&s).await.unwrap().allow_handlers(["rec"]);
+    let base = clock_ms(&clock).await + 1_000;
+    client.enqueue_many(one_shots(60, base, 500)).await.unwrap();
+    recorder.wait_count(60, Duration::from_secs(20)).await;
+    assert_exactly_once(&recorder.seen(), 60);
+    node.shutdown().await;
+
+    // One master's events off: the probe of that master fails, and the error names it.
+    let masters = cluster.masters().unwrap();
+    let off = &masters[1];
+    let server = cluster
+        .servers()
+        .iter()
+        .find(|r| &r.addr() == off)
+        .expect("the master's process");
+    let mut c = redis::Client::open(server.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let _: () = server
+        .admin("CONFIG")
+        .arg("SET")
+        .arg("notify-keyspace-events")
+        .arg("")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let err = Node::new(s.clone(), registry(&recorder))
+        .start()
+        .await
+        .err()
+        .expect("a node starts with a master's events off");
+    let text = err.to_string();
+    assert!(
+        text.contains(off.as_str()) && text.contains("probe key"),
+        "{text}"
+    );
+}

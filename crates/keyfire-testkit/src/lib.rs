@@ -533,6 +533,25 @@ impl RedisCluster {
     /// every node says `cluster_state:ok`, all agree on which master serves which slots, and
     /// every replica is in sync with its master.
     pub fn start(masters: usize, replicas_per_master: usize) -> io::Result<Self> {
+        Self::start_with(masters, replicas_per_master, Self::options())
+    }
+
+    /// [`RedisCluster::start`] as a managed service offers a cluster: the commands of
+    /// [`MANAGED_RENAMES`] renamed away, except `CLUSTER` (a cluster client needs its
+    /// `CLUSTER SLOTS`). Reach the renamed ones with [`RedisServer::admin`] of a node.
+    pub fn start_managed(masters: usize, replicas_per_master: usize) -> io::Result<Self> {
+        let mut options = Self::options().as_managed();
+        options
+            .extra
+            .retain(|(k, v)| !(k == "rename-command" && v.starts_with("CLUSTER ")));
+        Self::start_with(masters, replicas_per_master, options)
+    }
+
+    fn start_with(
+        masters: usize,
+        replicas_per_master: usize,
+        options: RedisOptions,
+    ) -> io::Result<Self> {
         off_runtime(|| {
             if masters < 3 {
                 return Err(io::Error::other(
@@ -541,7 +560,7 @@ impl RedisCluster {
             }
             let total = masters * (1 + replicas_per_master);
             let nodes = (0..total)
-                .map(|_| RedisServer::start_with_extra_port(Self::options(), "cluster-port"))
+                .map(|_| RedisServer::start_with_extra_port(options.clone(), "cluster-port"))
                 .collect::<io::Result<Vec<_>>>()?;
             let cluster = Self {
                 killed: vec![false; nodes.len()],
