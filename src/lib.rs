@@ -4,6 +4,7 @@
 //! - [`cli`]: the subcommands: `serve`, `dev`, the remote `job`/`task`/`topics`/… commands.
 //! - [`doctor`]: the checks behind `keyfire doctor` (Redis settings, clock, key layout).
 //! - [`metrics`]: the Prometheus exporter behind `/metrics`.
+//! - [`telemetry`]: the OpenTelemetry traces of `[telemetry]` (OTLP export, log correlation).
 //!
 //! The benchmark and chaos suites live in `keyfire-lab`; the `redis-server` fixtures that
 //! `keyfire dev` and the tests start live in `keyfire-testkit`.
@@ -12,3 +13,4 @@ pub mod api;
 pub mod cli;
 pub mod doctor;
 pub mod metrics;
+pub mod telemetry;

@@ -127,6 +127,7 @@ pub(super) async fn put_job(
         }
     }
     let spec: JobSpec = decode(body, "")?;
+    let spec = crate::telemetry::traced_job(spec, &headers);
     upsert(&state, spec, expected).await
 }
 
@@ -162,6 +163,7 @@ pub(super) async fn post_job(
         ));
     }
     let spec: JobSpec = decode(body, "")?;
+    let spec = crate::telemetry::traced_job(spec, &headers);
     upsert(&state, spec, expected).await
 }
 

@@ -91,9 +91,10 @@ fn prefixed(e: Error, prefix: &str) -> ApiError {
 )]
 pub(super) async fn post_task(
     State(state): State<ApiState>,
+    headers: axum::http::HeaderMap,
     RawJson(body): RawJson,
 ) -> Result<(StatusCode, Json<JobView>), ApiError> {
-    let spec = task_spec(body, "")?;
+    let spec = crate::telemetry::traced_job(task_spec(body, "")?, &headers);
     let (record, outcome) = state.client().enqueue_with_outcome(spec).await?;
     let status = if outcome == Upserted::Created {
         StatusCode::CREATED

@@ -13,18 +13,12 @@ pub mod serve;
 pub mod task;
 pub mod topics;
 
-use keyfire::config::LogSettings;
+use keyfire::config::{LogSettings, TelemetrySettings};
 
-/// Set up `tracing` output: `RUST_LOG` wins over the configured level.
+/// Set up `tracing` output: `RUST_LOG` wins over the configured level. No traces: `serve`
+/// sets up both with [`crate::telemetry::init`].
 pub fn init_logging(log: &LogSettings) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&log.level));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    let _ = if log.format == "json" {
-        builder.json().try_init()
-    } else {
-        builder.try_init()
-    };
+    let _ = crate::telemetry::init(log, &TelemetrySettings::default());
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.

@@ -136,11 +136,15 @@ pub async fn run(config: Option<&Path>) -> anyhow::Result<()> {
         check_readable(path)?;
     }
     let settings = Settings::load(config).with_context(what)?;
-    super::init_logging(&settings.log);
+    let telemetry = crate::telemetry::init(&settings.log, &settings.telemetry)?;
     let registry = Registry::for_node(&settings).with_context(what)?;
     // Not under the config's name: from here on, what fails is Redis, the address or a node
     // part, and the error names the setting itself.
-    run_node(settings, registry).await
+    let result = run_node(settings, registry).await;
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown().await;
+    }
+    result
 }
 
 /// Refuse a `--config` that cannot be read as a file, naming it and why (the config loader

@@ -21,6 +21,9 @@ pub struct Settings {
     pub limits: Limits,
     /// Logging.
     pub log: LogSettings,
+    /// OpenTelemetry traces, exported by the `keyfire` server (off by default). The library
+    /// itself only emits `tracing` spans; this section tells the server what to do with them.
+    pub telemetry: TelemetrySettings,
     /// Delete recurring jobs in Redis that are not declared in `jobs` when the node starts.
     pub prune: bool,
     /// The REST API the node serves.
@@ -605,6 +608,103 @@ impl Default for LogSettings {
     }
 }
 
+/// OpenTelemetry traces (`[telemetry]`): the `keyfire` server exports the spans of firings and
+/// queue tasks over OTLP when `enabled`. Resource attributes come from `service_name` and the
+/// standard `OTEL_SERVICE_NAME` / `OTEL_RESOURCE_ATTRIBUTES` variables (the variable wins).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelemetrySettings {
+    /// Export traces.
+    pub enabled: bool,
+    /// The collector's OTLP/HTTP base URL, such as `http://127.0.0.1:4318` (spans go to
+    /// `<endpoint>/v1/traces`).
+    pub endpoint: String,
+    /// The OTLP transport: `http/protobuf`.
+    pub protocol: String,
+    /// The share of firings (of traces) exported, 0 to 1; a trace continued from a sampled
+    /// caller's `traceparent` follows the caller's decision.
+    pub sampling_ratio: f64,
+    /// `service.name` of the spans, unless `OTEL_SERVICE_NAME` says otherwise.
+    pub service_name: String,
+}
+
+impl Default for TelemetrySettings {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            endpoint: "http://127.0.0.1:4318".into(),
+            protocol: "http/protobuf".into(),
+            sampling_ratio: 1.0,
+            service_name: "keyfire".into(),
+        }
+    }
+}
+
+/// The OTLP transports the server speaks.
+pub const TELEMETRY_PROTOCOLS: &[&str] = &["http/protobuf"];
+
+impl TelemetrySettings {
+    /// Refuse settings that cannot work, naming the setting (checked whether or not
+    /// `enabled`, so turning traces on later cannot stop a node that started).
+    pub fn check(&self) -> Result<()> {
+        let bad = |name: &str, why: String| Err(Error::Config(format!("telemetry.{name}: {why}")));
+        if !(0.0..=1.0).contains(&self.sampling_ratio) {
+            return bad(
+                "sampling_ratio",
+                format!("must be from 0 to 1, not {}", self.sampling_ratio),
+            );
+        }
+        if !TELEMETRY_PROTOCOLS.contains(&self.protocol.as_str()) {
+            return bad(
+                "protocol",
+                format!("must be \"http/protobuf\", not \"{}\"", self.protocol),
+            );
+        }
+        if let Err(why) = check_http_url(&self.endpoint) {
+            return bad(
+                "endpoint",
+                format!(
+                    "'{}' {why}; give the collector's OTLP/HTTP URL, such as http://127.0.0.1:4318",
+                    self.endpoint
+                ),
+            );
+        }
+        if self.service_name.trim().is_empty() {
+            return bad("service_name", "must not be empty".into());
+        }
+        Ok(())
+    }
+}
+
+/// Whether `url` is an `http://` or `https://` URL with a host and, if given, a port number.
+fn check_http_url(url: &str) -> std::result::Result<(), &'static str> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .ok_or("is not an http:// or https:// URL")?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.is_empty() || authority.contains(|c: char| c.is_whitespace() || c == '@') {
+        return Err("has no host");
+    }
+    let port = match authority.strip_prefix('[') {
+        Some(v6) => match v6.split_once(']') {
+            Some((_, "")) => None,
+            Some((_, tail)) => Some(tail.strip_prefix(':').ok_or("has a bad IPv6 host")?),
+            None => return Err("has a bad IPv6 host"),
+        },
+        None => authority.split_once(':').map(|(_, p)| p),
+    };
+    if let Some(port) = port
+        && port.parse::<u16>().is_err()
+    {
+        return Err("has a bad port");
+    }
+    if url.contains(char::is_whitespace) {
+        return Err("holds whitespace");
+    }
+    Ok(())
+}
+
 /// List settings that the environment gives as comma-separated values: (variable, key).
 const LIST_VARS: &[(&str, &str)] = &[
     ("KEYFIRE__REDIS__NODES", "redis.nodes"),
@@ -769,6 +869,7 @@ impl Settings {
             }
         }
         self.handlers.http.check()?;
+        self.telemetry.check()?;
         if self.handlers.command.timeout.is_zero() {
             return bad("handlers.command.timeout", "must be greater than zero");
         }

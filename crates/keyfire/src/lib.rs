@@ -23,6 +23,8 @@
 //! - [`config`]: node settings, loaded from defaults, a TOML file and `KEYFIRE__…` env vars.
 //! - [`metrics`]: the names of the metrics the engine records through the `metrics` facade
 //!   (keyfire never installs a recorder).
+//! - [`trace`]: W3C trace context, and the [`trace::Tracer`] a process installs to export the
+//!   engine's and the queue's `tracing` spans as traces (keyfire installs none).
 //!
 //! Every due decision is taken by Redis's clock inside a script (G3); a firing is claimed
 //! at most once because the claim compare-and-sets the job's entry in the due ZSET (G1);
@@ -37,6 +39,7 @@ pub mod job;
 mod limits;
 pub mod metrics;
 pub mod queue;
+pub mod trace;
 
 // The engine's and the store's insides are crate-private. keyfire's own crates (the server,
 // the lab, the tests), which drive scripts and step the engine directly, turn on the

@@ -29,6 +29,9 @@ pub(super) struct Done {
     pub(super) permit: OwnedSemaphorePermit,
     /// When it was queued: an outcome is held behind claims for at most [`HOLD_MAX`].
     pub(super) ended: tokio::time::Instant,
+    /// The attempt's span, held open until its outcome is recorded (a disabled span unless
+    /// traces are exported).
+    pub(super) span: tracing::Span,
 }
 
 /// Longest an outcome waits behind this node's claims before it is recorded anyway.
@@ -113,6 +116,19 @@ impl Inner {
             return;
         };
         for (done, (fate, now)) in batch.into_iter().zip(fates) {
+            if let Some(t) = crate::trace::for_span(&done.span) {
+                let fate = match fate {
+                    Fate::Done => "done",
+                    Fate::Dead => "dead",
+                    Fate::Retry => "retry",
+                    Fate::Fenced => "fenced",
+                    Fate::Gone => "gone",
+                };
+                t.set_attributes(
+                    &done.span,
+                    &[("keyfire.fate", crate::trace::Value::Str(fate))],
+                );
+            }
             if done.callback.is_some() && matches!(fate, Fate::Done | Fate::Dead) {
                 // Queued with the outcome: this node's sender takes it at once.
                 let shard = self.store.shards().of(&done.job_id);

@@ -18,6 +18,7 @@ use super::{Inner, callbacks};
 use crate::handler::{Firing, HandlerError};
 use crate::metrics::name;
 use crate::store::{RunRecord, firing_id};
+use crate::trace::{self, Start, TraceParent, Tracer, Value};
 
 /// After a cancel request, how long a handler may take to return before it is dropped.
 pub(super) const CANCEL_GRACE: Duration = Duration::from_secs(1);
@@ -125,7 +126,13 @@ impl Inner {
             report: Default::default(),
         };
         let report = firing.report.clone();
-        let span = tracing::info_span!("run", job = %spec.id, firing = %fid, attempt = c.attempt);
+        // A root span: the attempt's trace is its firing's, not that of whatever claimed it.
+        let span = tracing::info_span!(parent: None, "run", job = %spec.id, firing = %fid, attempt = c.attempt);
+        // Only a process that exports traces pays for their ids and attributes.
+        let tracer = trace::for_span(&span);
+        if let Some(t) = tracer {
+            start_attempt_span(t, &span, &c, &fid);
+        }
         async {
             self.active_runs
                 .lock()
@@ -174,6 +181,9 @@ impl Inner {
                 // Its peers may take it over; the next heartbeat that succeeds hands it over
                 // at once if none did (this node knows it no longer runs).
                 tracing::warn!("run cut off by the fence");
+                if let Some(t) = tracer {
+                    end_attempt_span(t, "cut_off", Some("cut off by the fence: the node lost its heartbeats"));
+                }
                 self.fence.release(spec.id.clone(), c.at_ms);
                 return;
             }
@@ -184,6 +194,9 @@ impl Inner {
                 // attempt (G5). (Found by the chaos suite: a run cancelled on a lost lease was
                 // recorded as `cancelled` and never ran again.)
                 tracing::warn!(lease_lost, "run cut off; its lease will hand it to another node");
+                if let Some(t) = tracer {
+                    end_attempt_span(t, "cut_off", Some("cut off: its lease will hand it to another node"));
+                }
                 return;
             }
             let (outcome_name, error, retry) = match outcome {
@@ -201,6 +214,9 @@ impl Inner {
             };
             if let Some(e) = &error {
                 tracing::warn!(outcome = outcome_name, error = %e, "run did not succeed");
+            }
+            if let Some(t) = tracer {
+                end_attempt_span(t, outcome_name, error.as_deref());
             }
             metrics::counter!(
                 name::RUNS,
@@ -254,6 +270,11 @@ impl Inner {
                 callback,
                 permit,
                 ended: tokio::time::Instant::now(),
+                // The attempt's span ends when its outcome is recorded.
+                span: match tracer {
+                    Some(_) => tracing::Span::current(),
+                    None => tracing::Span::none(),
+                },
             };
             let shard = self.store.shards().of(&done.job_id);
             if let Err(mpsc::error::SendError(done)) = self.completions[shard].send(done) {
@@ -284,7 +305,17 @@ impl Inner {
                 self.id
             )));
         };
-        let run = AssertUnwindSafe(h.run(firing)).catch_unwind();
+        // The handler's own span, a child of the attempt's, only where traces are exported.
+        let traced = trace::tracer().map(|t| (t, tracing::info_span!("handler")));
+        let run = match &traced {
+            Some((t, span)) if !span.is_disabled() => {
+                t.start(span, Start::default());
+                t.set_attributes(span, &[("keyfire.handler", Value::Str(handler))]);
+                h.run(firing).instrument(span.clone()).boxed()
+            }
+            _ => h.run(firing),
+        };
+        let run = AssertUnwindSafe(run).catch_unwind();
         let limit = Duration::from_millis(timeout_ms.max(1) as u64);
         let outcome = tokio::select! {
             r = tokio::time::timeout(limit, run) => match r {
@@ -308,10 +339,22 @@ impl Inner {
                 tokio::time::sleep(CANCEL_GRACE).await;
             } => RunOutcome::Cancelled,
         };
-        match outcome {
+        let outcome = match outcome {
             RunOutcome::Failed(_) if token.is_cancelled() => RunOutcome::Cancelled,
             other => other,
+        };
+        if let Some((t, span)) = &traced
+            && !span.is_disabled()
+        {
+            match &outcome {
+                RunOutcome::Ok => {}
+                RunOutcome::Failed(HandlerError::Retry { message, .. })
+                | RunOutcome::Failed(HandlerError::Abort(message)) => t.set_error(span, message),
+                RunOutcome::Timeout => t.set_error(span, "timed out"),
+                RunOutcome::Cancelled => t.set_error(span, "cancelled"),
+            }
         }
+        outcome
     }
 
     /// Renew a run's lease every third of its length; cancel the run if the lease is lost
@@ -366,5 +409,44 @@ impl Inner {
             tracing::info!(firing, "cancelling the run: a newer run replaces it");
             token.cancel();
         }
+    }
+}
+
+/// Give an attempt's span (created, not yet entered) its firing's trace, the link to the
+/// request that created the job, and its attributes.
+fn start_attempt_span(t: &dyn Tracer, span: &tracing::Span, c: &Claimed, fid: &str) {
+    let spec = &c.job.job.spec;
+    let ids = TraceParent::for_attempt(fid, c.attempt);
+    let created_by = spec.traceparent.as_deref().and_then(TraceParent::parse);
+    t.start(
+        span,
+        Start {
+            trace_id: Some(ids.trace_id),
+            links: created_by.as_slice(),
+            ..Start::default()
+        },
+    );
+    let scheduled = DateTime::<Utc>::from_timestamp_millis(c.at_ms)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    t.set_attributes(
+        span,
+        &[
+            ("keyfire.job.id", Value::Str(&spec.id)),
+            ("keyfire.firing.id", Value::Str(fid)),
+            ("keyfire.attempt", Value::Int(i64::from(c.attempt))),
+            ("keyfire.scheduled_at", Value::Str(&scheduled)),
+            ("keyfire.lateness_ms", Value::Int(c.claimed_ms - c.at_ms)),
+            ("keyfire.handler", Value::Str(&spec.handler)),
+        ],
+    );
+}
+
+/// Record how the attempt in whose span this runs ended.
+fn end_attempt_span(t: &dyn Tracer, outcome: &str, error: Option<&str>) {
+    let span = tracing::Span::current();
+    t.set_attributes(&span, &[("keyfire.outcome", Value::Str(outcome))]);
+    if let Some(e) = error {
+        t.set_error(&span, e);
     }
 }

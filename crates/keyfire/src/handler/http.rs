@@ -50,18 +50,20 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Once};
 use std::time::{Duration, Instant};
 
+use futures::FutureExt;
 use futures::future::BoxFuture;
 use ipnet::IpNet;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
+use tracing::Instrument;
 
 use super::webhook::{self, SigningSecret};
 use super::{Callback, CallbackCall, CallbackSender, Firing, Handler, HandlerError, HandlerResult};
 use crate::config::{HttpHandlerSettings, Settings};
 use crate::error::{Error, Result};
 use crate::job::ValidationError;
+use crate::trace::{Start, TraceParent, Tracer, Value as TraceValue};
 
 mod tls;
 
@@ -574,21 +576,72 @@ impl SendClock {
 }
 
 /// A W3C `traceparent`: the trace id is derived from the firing id (every attempt of a firing
-/// is one trace), the parent id from the firing id and the attempt.
+/// is one trace), the parent id from the firing id and the attempt (see
+/// [`TraceParent::for_attempt`]).
 pub fn traceparent(firing_id: &str, attempt: u32) -> String {
-    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
-    let trace = Sha256::digest(format!("keyfire-trace:{firing_id}").as_bytes());
-    let span = Sha256::digest(format!("keyfire-span:{firing_id}:{attempt}").as_bytes());
-    let mut trace_id = hex(&trace[..16]);
-    let mut span_id = hex(&span[..8]);
-    // All-zero ids are invalid; a digest this short is zero about never, but be exact.
-    if trace_id.bytes().all(|b| b == b'0') {
-        trace_id.replace_range(31..32, "1");
+    TraceParent::for_attempt(firing_id, attempt).to_string()
+}
+
+/// The span of one delivery (every redirect hop of it), a child of the handler's, only where
+/// traces are exported. It takes the attempt's derived span id, so the `traceparent` sent is
+/// its own context (with its sampling decision) and the receiver's spans are its children.
+struct Delivery {
+    tracer: &'static dyn Tracer,
+    span: tracing::Span,
+}
+
+impl Delivery {
+    fn start(f: &Firing, method: &reqwest::Method, url: &reqwest::Url) -> Option<Self> {
+        let tracer = crate::trace::tracer()?;
+        let span = tracing::info_span!("http", otel.kind = "client", otel.name = %method);
+        if span.is_disabled() {
+            return None;
+        }
+        let ids = TraceParent::for_attempt(&f.firing_id, f.attempt);
+        tracer.start(
+            &span,
+            Start {
+                span_id: Some(ids.span_id),
+                ..Start::default()
+            },
+        );
+        let port = url.port_or_known_default().map_or(0, i64::from);
+        tracer.set_attributes(
+            &span,
+            &[
+                ("http.request.method", TraceValue::Str(method.as_str())),
+                ("url.full", TraceValue::Str(&url_without_secrets(url))),
+                (
+                    "server.address",
+                    TraceValue::Str(url.host_str().unwrap_or_default()),
+                ),
+                ("server.port", TraceValue::Int(port)),
+            ],
+        );
+        Some(Self { tracer, span })
     }
-    if span_id.bytes().all(|b| b == b'0') {
-        span_id.replace_range(15..16, "1");
+
+    /// The `traceparent` to send: this span's context.
+    fn traceparent(&self, f: &Firing) -> String {
+        self.tracer
+            .context(&self.span)
+            .unwrap_or_else(|| TraceParent::for_attempt(&f.firing_id, f.attempt))
+            .to_string()
     }
-    format!("00-{trace_id}-{span_id}-01")
+
+    fn status(&self, status: reqwest::StatusCode) {
+        self.tracer.set_attributes(
+            &self.span,
+            &[(
+                "http.response.status_code",
+                TraceValue::Int(i64::from(status.as_u16())),
+            )],
+        );
+    }
+
+    fn fail(&self, message: &str) {
+        self.tracer.set_error(&self.span, message);
+    }
 }
 
 /// One request to send, following redirects.
@@ -790,7 +843,11 @@ impl Inner {
                 Some(render(&v.to_string(), &f).into_bytes())
             }
         };
-        let trace = traceparent(&f.firing_id, f.attempt);
+        let delivery = Delivery::start(&f, &method, &url);
+        let trace = match &delivery {
+            Some(d) => d.traceparent(&f),
+            None => traceparent(&f.firing_id, f.attempt),
+        };
         headers.insert("keyfire-job-id", header_value("job id", &f.job_id)?);
         headers.insert("keyfire-attempt", HeaderValue::from(f.attempt));
         headers.insert(
@@ -820,24 +877,38 @@ impl Inner {
             secrets,
         };
 
+        let sending = self.send(out, clock);
+        let sending = match &delivery {
+            Some(d) => sending.instrument(d.span.clone()).left_future(),
+            None => sending.right_future(),
+        };
+        let failed = |e: HandlerError| {
+            if let Some(d) = &delivery {
+                d.fail(e.message());
+            }
+            Err(e)
+        };
         let resp = tokio::select! {
-            r = tokio::time::timeout(timeout, self.send(out, clock)) => r,
+            r = tokio::time::timeout(timeout, sending) => r,
             () = f.cancel.cancelled() => {
                 // Stopped by the node: not an outcome, no callback.
-                return Err(HandlerError::retry(format!("http: {what}: cancelled")));
+                return failed(HandlerError::retry(format!("http: {what}: cancelled")));
             }
         };
         let resp = match resp {
             Ok(Ok(r)) => r,
-            Ok(Err(e)) => return Err(e),
+            Ok(Err(e)) => return failed(e),
             Err(_) => {
-                return Err(HandlerError::retry(format!(
+                return failed(HandlerError::retry(format!(
                     "http: {what}: timed out after {}",
                     humantime::format_duration(timeout)
                 )));
             }
         };
         let status = resp.status();
+        if let Some(d) = &delivery {
+            d.status(status);
+        }
         let max_body = self.settings.max_error_body_bytes;
         if status.is_success() {
             tracing::debug!(job = %f.job_id, firing = %f.firing_id, %status, "http call succeeded");
@@ -867,7 +938,7 @@ impl Inner {
             format!("http: {what}: status {status}: {body}")
         };
         f.report.response(status.as_u16(), Some(body));
-        Err(HandlerError::Retry {
+        failed(HandlerError::Retry {
             after: retry_after,
             message,
         })

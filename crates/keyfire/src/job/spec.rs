@@ -83,6 +83,15 @@ pub struct JobSpec {
     /// window; enqueueing the same key within the window gives back the task created then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dedup: Option<DedupSpec>,
+    /// The W3C `traceparent` of the request that created the job (the REST API takes it from
+    /// the request's `traceparent` header when the body gives none): the spans of its
+    /// firings link to that trace when the node exports traces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(example = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+    )]
+    pub traceparent: Option<String>,
 }
 
 /// What validation needs from its surroundings.
@@ -226,6 +235,7 @@ impl JobSpec {
             retry: None,
             limit_key: None,
             dedup: None,
+            traceparent: None,
         }
     }
 
@@ -253,6 +263,12 @@ impl JobSpec {
         self
     }
 
+    /// Link the spans of this job's firings to the trace of `traceparent` (a W3C header value).
+    pub fn traceparent(mut self, traceparent: impl Into<String>) -> Self {
+        self.traceparent = Some(traceparent.into());
+        self
+    }
+
     /// Deduplicate this task on enqueue (see [`DedupSpec`]).
     pub fn dedup(mut self, dedup: DedupSpec) -> Self {
         self.dedup = Some(dedup);
@@ -269,6 +285,14 @@ impl JobSpec {
     /// Check every field and build the validated [`Job`]. The error names the first bad field.
     pub fn validate(mut self, v: &Validation<'_>) -> Result<Job, ValidationError> {
         validate_id(&self.id)?;
+        if let Some(tp) = &self.traceparent
+            && crate::trace::TraceParent::parse(tp).is_none()
+        {
+            return Err(ValidationError::new(
+                "traceparent",
+                "must be a W3C traceparent such as 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            ));
+        }
         if let Some(key) = &self.limit_key {
             super::limit::validate_limit_key("limit_key", key)?;
         }
