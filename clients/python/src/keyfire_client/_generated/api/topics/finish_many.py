@@ -1,0 +1,237 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.error_body import ErrorBody
+from ...models.finish_many import FinishMany
+from ...models.finished_many import FinishedMany
+from ...types import Response
+
+
+def _get_kwargs(
+    topic: str,
+    *,
+    body: FinishMany,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/topics/{topic}/finish".format(
+            topic=quote(str(topic), safe=""),
+        ),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> ErrorBody | FinishedMany | None:
+    if response.status_code == 200:
+        response_200 = FinishedMany.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = ErrorBody.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = ErrorBody.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = ErrorBody.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 413:
+        response_413 = ErrorBody.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 415:
+        response_415 = ErrorBody.from_dict(response.json())
+
+        return response_415
+
+    if response.status_code == 422:
+        response_422 = ErrorBody.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 500:
+        response_500 = ErrorBody.from_dict(response.json())
+
+        return response_500
+
+    if response.status_code == 503:
+        response_503 = ErrorBody.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[ErrorBody | FinishedMany]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    topic: str,
+    *,
+    client: AuthenticatedClient,
+    body: FinishMany,
+) -> Response[ErrorBody | FinishedMany]:
+    """Finish many reserved tasks of a topic in one call.
+
+     The batch is checked first, all or nothing: an empty list, more than 1000 tasks, a bad id
+    or a token no pop could have given (or one of another topic) is refused with 422 naming
+    the task (`tasks[2].token`), and nothing is finished. Then each task is answered on its
+    own, in order: a stale token (`lost`) does not keep the others from finishing.
+
+    Args:
+        topic (str):
+        body (FinishMany): A batch finish: the tasks, with the tokens their pops returned.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | FinishedMany]
+    """
+
+    kwargs = _get_kwargs(
+        topic=topic,
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    topic: str,
+    *,
+    client: AuthenticatedClient,
+    body: FinishMany,
+) -> ErrorBody | FinishedMany | None:
+    """Finish many reserved tasks of a topic in one call.
+
+     The batch is checked first, all or nothing: an empty list, more than 1000 tasks, a bad id
+    or a token no pop could have given (or one of another topic) is refused with 422 naming
+    the task (`tasks[2].token`), and nothing is finished. Then each task is answered on its
+    own, in order: a stale token (`lost`) does not keep the others from finishing.
+
+    Args:
+        topic (str):
+        body (FinishMany): A batch finish: the tasks, with the tokens their pops returned.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | FinishedMany
+    """
+
+    return sync_detailed(
+        topic=topic,
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    topic: str,
+    *,
+    client: AuthenticatedClient,
+    body: FinishMany,
+) -> Response[ErrorBody | FinishedMany]:
+    """Finish many reserved tasks of a topic in one call.
+
+     The batch is checked first, all or nothing: an empty list, more than 1000 tasks, a bad id
+    or a token no pop could have given (or one of another topic) is refused with 422 naming
+    the task (`tasks[2].token`), and nothing is finished. Then each task is answered on its
+    own, in order: a stale token (`lost`) does not keep the others from finishing.
+
+    Args:
+        topic (str):
+        body (FinishMany): A batch finish: the tasks, with the tokens their pops returned.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | FinishedMany]
+    """
+
+    kwargs = _get_kwargs(
+        topic=topic,
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    topic: str,
+    *,
+    client: AuthenticatedClient,
+    body: FinishMany,
+) -> ErrorBody | FinishedMany | None:
+    """Finish many reserved tasks of a topic in one call.
+
+     The batch is checked first, all or nothing: an empty list, more than 1000 tasks, a bad id
+    or a token no pop could have given (or one of another topic) is refused with 422 naming
+    the task (`tasks[2].token`), and nothing is finished. Then each task is answered on its
+    own, in order: a stale token (`lost`) does not keep the others from finishing.
+
+    Args:
+        topic (str):
+        body (FinishMany): A batch finish: the tasks, with the tokens their pops returned.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | FinishedMany
+    """
+
+    return (
+        await asyncio_detailed(
+            topic=topic,
+            client=client,
+            body=body,
+        )
+    ).parsed

@@ -1,0 +1,241 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.error_body import ErrorBody
+from ...models.touch_body import TouchBody
+from ...models.touched import Touched
+from ...types import Response
+
+
+def _get_kwargs(
+    topic: str,
+    id: str,
+    *,
+    body: TouchBody,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/topics/{topic}/tasks/{id}/touch".format(
+            topic=quote(str(topic), safe=""),
+            id=quote(str(id), safe=""),
+        ),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> ErrorBody | Touched | None:
+    if response.status_code == 200:
+        response_200 = Touched.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = ErrorBody.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = ErrorBody.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = ErrorBody.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = ErrorBody.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = ErrorBody.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = ErrorBody.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 415:
+        response_415 = ErrorBody.from_dict(response.json())
+
+        return response_415
+
+    if response.status_code == 422:
+        response_422 = ErrorBody.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 500:
+        response_500 = ErrorBody.from_dict(response.json())
+
+        return response_500
+
+    if response.status_code == 503:
+        response_503 = ErrorBody.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[ErrorBody | Touched]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    topic: str,
+    id: str,
+    *,
+    client: AuthenticatedClient,
+    body: TouchBody,
+) -> Response[ErrorBody | Touched]:
+    """Extend a reservation: its deadline becomes now plus `ttr` (or the task's own).
+
+    Args:
+        topic (str):
+        id (str):
+        body (TouchBody): The reservation a touch extends.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | Touched]
+    """
+
+    kwargs = _get_kwargs(
+        topic=topic,
+        id=id,
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    topic: str,
+    id: str,
+    *,
+    client: AuthenticatedClient,
+    body: TouchBody,
+) -> ErrorBody | Touched | None:
+    """Extend a reservation: its deadline becomes now plus `ttr` (or the task's own).
+
+    Args:
+        topic (str):
+        id (str):
+        body (TouchBody): The reservation a touch extends.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | Touched
+    """
+
+    return sync_detailed(
+        topic=topic,
+        id=id,
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    topic: str,
+    id: str,
+    *,
+    client: AuthenticatedClient,
+    body: TouchBody,
+) -> Response[ErrorBody | Touched]:
+    """Extend a reservation: its deadline becomes now plus `ttr` (or the task's own).
+
+    Args:
+        topic (str):
+        id (str):
+        body (TouchBody): The reservation a touch extends.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorBody | Touched]
+    """
+
+    kwargs = _get_kwargs(
+        topic=topic,
+        id=id,
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    topic: str,
+    id: str,
+    *,
+    client: AuthenticatedClient,
+    body: TouchBody,
+) -> ErrorBody | Touched | None:
+    """Extend a reservation: its deadline becomes now plus `ttr` (or the task's own).
+
+    Args:
+        topic (str):
+        id (str):
+        body (TouchBody): The reservation a touch extends.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorBody | Touched
+    """
+
+    return (
+        await asyncio_detailed(
+            topic=topic,
+            id=id,
+            client=client,
+            body=body,
+        )
+    ).parsed

@@ -1,0 +1,139 @@
+"""Contains all the data models used in inputs/outputs"""
+
+from .add_task import AddTask
+from .added import Added
+from .dead_count import DeadCount
+from .dead_letter_view import DeadLetterView
+from .dead_list import DeadList
+from .dead_summary import DeadSummary
+from .dedup_spec import DedupSpec
+from .error_body import ErrorBody
+from .error_detail import ErrorDetail
+from .finish_body import FinishBody
+from .finish_item import FinishItem
+from .finish_many import FinishMany
+from .finish_outcome import FinishOutcome
+from .finished_many import FinishedMany
+from .firing_time import FiringTime
+from .health import Health
+from .health_checks import HealthChecks
+from .held_firing import HeldFiring
+from .job_counts import JobCounts
+from .job_dead import JobDead
+from .job_list import JobList
+from .job_spec_type_0 import JobSpecType0
+from .job_spec_type_1 import JobSpecType1
+from .job_spec_type_2 import JobSpecType2
+from .job_spec_type_3 import JobSpecType3
+from .job_spec_without_id_type_0 import JobSpecWithoutIdType0
+from .job_spec_without_id_type_1 import JobSpecWithoutIdType1
+from .job_spec_without_id_type_2 import JobSpecWithoutIdType2
+from .job_spec_without_id_type_3 import JobSpecWithoutIdType3
+from .job_view import JobView
+from .limit_list import LimitList
+from .limit_spec import LimitSpec
+from .limit_status import LimitStatus
+from .limit_view import LimitView
+from .list_jobs_status import ListJobsStatus
+from .node_list import NodeList
+from .node_view import NodeView
+from .overview import Overview
+from .popped import Popped
+from .queues import Queues
+from .reserved_view import ReservedView
+from .retry_spec import RetrySpec
+from .retry_spec_backoff_type_1 import RetrySpecBackoffType1
+from .retry_spec_backoff_type_2_type_1 import RetrySpecBackoffType2Type1
+from .retry_spec_backoff_type_3_type_1 import RetrySpecBackoffType3Type1
+from .run_list import RunList
+from .run_view import RunView
+from .stored_job_spec_type_0 import StoredJobSpecType0
+from .stored_job_spec_type_1 import StoredJobSpecType1
+from .stored_job_spec_type_2 import StoredJobSpecType2
+from .task_batch import TaskBatch
+from .task_list import TaskList
+from .task_spec import TaskSpec
+from .task_spec_misfire_type_1 import TaskSpecMisfireType1
+from .task_spec_misfire_type_2_type_1 import TaskSpecMisfireType2Type1
+from .task_spec_misfire_type_3_type_1 import TaskSpecMisfireType3Type1
+from .task_spec_overlap_type_1 import TaskSpecOverlapType1
+from .task_spec_overlap_type_2_type_1 import TaskSpecOverlapType2Type1
+from .task_spec_overlap_type_3_type_1 import TaskSpecOverlapType3Type1
+from .task_spec_params_type_0 import TaskSpecParamsType0
+from .task_view import TaskView
+from .topic_counts import TopicCounts
+from .topic_list import TopicList
+from .totals import Totals
+from .touch_body import TouchBody
+from .touched import Touched
+from .triggered import Triggered
+
+__all__ = (
+    "Added",
+    "AddTask",
+    "DeadCount",
+    "DeadLetterView",
+    "DeadList",
+    "DeadSummary",
+    "DedupSpec",
+    "ErrorBody",
+    "ErrorDetail",
+    "FinishBody",
+    "FinishedMany",
+    "FinishItem",
+    "FinishMany",
+    "FinishOutcome",
+    "FiringTime",
+    "Health",
+    "HealthChecks",
+    "HeldFiring",
+    "JobCounts",
+    "JobDead",
+    "JobList",
+    "JobSpecType0",
+    "JobSpecType1",
+    "JobSpecType2",
+    "JobSpecType3",
+    "JobSpecWithoutIdType0",
+    "JobSpecWithoutIdType1",
+    "JobSpecWithoutIdType2",
+    "JobSpecWithoutIdType3",
+    "JobView",
+    "LimitList",
+    "LimitSpec",
+    "LimitStatus",
+    "LimitView",
+    "ListJobsStatus",
+    "NodeList",
+    "NodeView",
+    "Overview",
+    "Popped",
+    "Queues",
+    "ReservedView",
+    "RetrySpec",
+    "RetrySpecBackoffType1",
+    "RetrySpecBackoffType2Type1",
+    "RetrySpecBackoffType3Type1",
+    "RunList",
+    "RunView",
+    "StoredJobSpecType0",
+    "StoredJobSpecType1",
+    "StoredJobSpecType2",
+    "TaskBatch",
+    "TaskList",
+    "TaskSpec",
+    "TaskSpecMisfireType1",
+    "TaskSpecMisfireType2Type1",
+    "TaskSpecMisfireType3Type1",
+    "TaskSpecOverlapType1",
+    "TaskSpecOverlapType2Type1",
+    "TaskSpecOverlapType3Type1",
+    "TaskSpecParamsType0",
+    "TaskView",
+    "TopicCounts",
+    "TopicList",
+    "Totals",
+    "TouchBody",
+    "Touched",
+    "Triggered",
+)

@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+T = TypeVar("T", bound="JobSpecType2")
+
+
+@_attrs_define
+class JobSpecType2:
+    """
+    Attributes:
+        at (str):
+        after (None | Unset):
+        cron (None | Unset):
+        every (None | Unset):
+        tz (None | Unset):
+    """
+
+    at: str
+    after: None | Unset = UNSET
+    cron: None | Unset = UNSET
+    every: None | Unset = UNSET
+    tz: None | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        at = self.at
+
+        after = self.after
+
+        cron = self.cron
+
+        every = self.every
+
+        tz = self.tz
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "at": at,
+            }
+        )
+        if after is not UNSET:
+            field_dict["after"] = after
+        if cron is not UNSET:
+            field_dict["cron"] = cron
+        if every is not UNSET:
+            field_dict["every"] = every
+        if tz is not UNSET:
+            field_dict["tz"] = tz
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        at = d.pop("at")
+
+        after = d.pop("after", UNSET)
+
+        cron = d.pop("cron", UNSET)
+
+        every = d.pop("every", UNSET)
+
+        tz = d.pop("tz", UNSET)
+
+        job_spec_type_2 = cls(
+            at=at,
+            after=after,
+            cron=cron,
+            every=every,
+            tz=tz,
+        )
+
+        job_spec_type_2.additional_properties = d
+        return job_spec_type_2
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,10 @@
+from enum import StrEnum
+
+
+class ListJobsStatus(StrEnum):
+    ACTIVE = "active"
+    FINISHED = "finished"
+    PAUSED = "paused"
+
+    def __str__(self) -> str:
+        return str(self.value)

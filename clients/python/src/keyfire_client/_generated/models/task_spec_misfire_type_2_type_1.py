@@ -1,0 +1,10 @@
+from enum import StrEnum
+
+
+class TaskSpecMisfireType2Type1(StrEnum):
+    CATCH_UP = "catch_up"
+    FIRE_ONCE = "fire_once"
+    SKIP = "skip"
+
+    def __str__(self) -> str:
+        return str(self.value)

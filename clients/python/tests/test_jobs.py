@@ -1,0 +1,54 @@
+"""Job create, read, update (with If-Match versions) and delete; enqueue with dedup."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from keyfire_client import Conflict, NotFound
+
+
+def test_job_crud_round_trip(kf):
+    job_id = f"report-{uuid.uuid4().hex[:8]}"
+    spec = {"id": job_id, "cron": "0 9 * * MON-FRI", "tz": "Europe/Berlin", "handler": "log",
+            "params": {"to": "ops@example.com"}}  # fmt: skip
+
+    created = kf.create_job(spec)
+    assert (created.id, created.status, created.version) == (job_id, "active", 1)
+    # The spec as stored: one of the schedule shapes of the document's `oneOf`, as JSON.
+    stored = created.spec.to_dict()
+    assert {k: stored[k] for k in spec} == spec
+    assert len(created.next_firings) == 5
+    with pytest.raises(Conflict):
+        kf.create_job(spec)  # only creates
+
+    read = kf.get_job(job_id)
+    assert read.version == 1 and read.spec.to_dict() == created.spec.to_dict()
+
+    # Same spec: nothing changes, not even the version.
+    assert kf.put_job(spec).version == 1
+
+    updated = kf.update_job({**spec, "cron": "30 8 * * MON-FRI"}, version=read.version)
+    assert updated.version == 2 and updated.spec.to_dict()["cron"] == "30 8 * * MON-FRI"
+    # A writer holding the old version is refused, and changes nothing.
+    with pytest.raises(Conflict) as e:
+        kf.update_job({**spec, "cron": "0 7 * * *"}, version=read.version)
+    assert e.value.status == 409
+    assert kf.get_job(job_id).spec.to_dict()["cron"] == "30 8 * * MON-FRI"
+
+    kf.delete_job(job_id)
+    with pytest.raises(NotFound):
+        kf.get_job(job_id)
+    with pytest.raises(NotFound):
+        kf.delete_job(job_id)
+
+
+def test_enqueue_with_dedup_creates_one_task(kf):
+    key = f"order-{uuid.uuid4().hex[:8]}:reminder"
+    first = kf.enqueue("log", {"order": 7}, after="1h", dedup_key=key, dedup_window="10m")
+    again = kf.enqueue("log", {"order": 7}, after="1h", dedup_key=key, dedup_window="10m")
+    assert (first.created, first.duplicate) == (True, False)
+    assert (again.created, again.duplicate) == (False, True)
+    assert again.id == first.id
+    kf.delete_job(first.id)
