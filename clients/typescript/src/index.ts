@@ -1,0 +1,30 @@
+/**
+ * keyfire's TypeScript client: a thin hand-written layer over openapi-fetch, typed by
+ * openapi-typescript from the node's OpenAPI document (`./generated/schema.ts`).
+ *
+ *     import { Keyfire } from "@keyfire/client";
+ *     const keyfire = new Keyfire({ baseUrl: "http://127.0.0.1:8080", token: process.env.KEYFIRE_TOKEN });
+ *     await keyfire.add("orders", { order: 7 }, { delay: "30s" });
+ *     await keyfire.consumer("orders", async (task) => console.log(task.payload)).run();
+ *
+ * See docs/client-typescript.md.
+ */
+
+export { Keyfire, Task } from "./client.js";
+export type { AddOptions, Enqueued, FinishOutcome, JobSpec, JobView, KeyfireOptions, PopOptions, TaskSpec, TaskView, TopicList } from "./client.js";
+export { Consumer } from "./consumer.js";
+export type { ConsumerOptions, ConsumerStats, Handler } from "./consumer.js";
+export {
+  ConflictError,
+  ErrorCode,
+  InvalidError,
+  KeyfireError,
+  NotFoundError,
+  UnauthorizedError,
+  UnavailableError,
+  UnreachableError,
+} from "./errors.js";
+export { WebhookVerificationError, WebhookVerifier } from "./webhooks.js";
+export type { Delivery, WebhookHeaders } from "./webhooks.js";
+export type { components, operations, paths } from "./generated/schema.js";
+export { VERSION } from "./version.js";

@@ -1,0 +1,141 @@
+// Typed errors carrying code, message and field; job CRUD with If-Match versions; enqueue with
+// dedup; the package's version.
+
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before } from "node:test";
+
+import {
+  ConflictError,
+  ErrorCode,
+  InvalidError,
+  Keyfire,
+  KeyfireError,
+  NotFoundError,
+  UnauthorizedError,
+  UnavailableError,
+  VERSION,
+} from "../dist/index.js";
+import { newTopic, ROOT, startNode, test } from "./node.mjs";
+
+let node;
+let keyfire;
+
+before(async () => {
+  node = await startNode();
+  keyfire = new Keyfire({ baseUrl: node.url, token: node.token });
+});
+after(async () => node?.stop());
+
+/** `assert.rejects` that also hands back the error. */
+async function rejection(promise, Class) {
+  try {
+    await promise;
+  } catch (err) {
+    assert.ok(err instanceof Class, `expected ${Class.name}, got ${err?.name}: ${err?.message}`);
+    return err;
+  }
+  assert.fail(`expected ${Class.name}, nothing was thrown`);
+}
+
+test("bad input names the field and writes nothing", async () => {
+  const topic = newTopic();
+  let err = await rejection(keyfire.add(topic, { order: 7 }, { delay: "soon" }), InvalidError);
+  assert.equal(err.code, ErrorCode.Invalid);
+  assert.equal(err.field, "delay");
+  assert.equal(err.status, 422);
+  assert.match(err.message, /soon/);
+  assert.deepEqual(await keyfire.pop(topic, { max: 10 }), []); // nothing was added
+
+  err = await rejection(
+    keyfire.enqueue({ handler: "http", params: { url: "http://127.0.0.1:9/", signing_secrets: ["not-a-secret"] } }),
+    InvalidError,
+  );
+  assert.equal(err.code, "invalid");
+  assert.equal(err.field, "params.signing_secrets[0]");
+
+  err = await rejection(keyfire.putJob({ id: "bad-cron", cron: "61 * * * *", handler: "log" }), InvalidError);
+  assert.equal(err.field, "cron");
+  await rejection(keyfire.getJob("bad-cron"), NotFoundError);
+
+  // A query parameter is a 400 with its own code, still named.
+  err = await rejection(keyfire.pop(topic, { wait: "2m" }), InvalidError);
+  assert.deepEqual([err.code, err.field, err.status], ["bad_query", "wait", 400]);
+
+  err = await rejection(keyfire.pop("not a topic!"), InvalidError);
+  assert.equal(err.status, 422);
+  assert.ok(err.field);
+});
+
+test("each kind of failure has its class", async () => {
+  const topic = newTopic();
+  let err = await rejection(keyfire.getTask(topic, "no-such-task"), NotFoundError);
+  assert.deepEqual([err.code, err.status], ["not_found", 404]);
+
+  const id = await keyfire.add(topic, null, { ttr: "30s" });
+  const [task] = await keyfire.pop(topic);
+  assert.equal(task.id, id);
+  assert.equal(task.payload, null);
+  assert.equal(await task.finish(), "done");
+  err = await rejection(task.touch(), ConflictError); // the reservation ended with the finish
+  assert.deepEqual([err.code, err.status], ["conflict", 409]);
+
+  err = await rejection(new Keyfire({ baseUrl: node.url, token: "wrong" }).topics(), UnauthorizedError);
+  assert.deepEqual([err.code, err.status], ["unauthorized", 401]);
+
+  assert.ok(err instanceof KeyfireError && err instanceof Error);
+  assert.ok(!(new ConflictError("conflict", "x") instanceof UnavailableError));
+});
+
+test("job CRUD round trip with If-Match versions", async () => {
+  const id = `report-${randomBytes(4).toString("hex")}`;
+  const spec = { id, cron: "0 9 * * MON-FRI", tz: "Europe/Berlin", handler: "log", params: { to: "ops@example.com" } };
+
+  const created = await keyfire.createJob(spec);
+  assert.deepEqual([created.id, created.status, created.version], [id, "active", 1]);
+  assert.equal(created.spec.cron, "0 9 * * MON-FRI");
+  assert.deepEqual(created.spec.params, { to: "ops@example.com" });
+  assert.equal(created.next_firings.length, 5);
+  await rejection(keyfire.createJob(spec), ConflictError); // only creates
+
+  const read = await keyfire.getJob(id);
+  assert.equal(read.version, 1);
+  assert.deepEqual(read.spec, created.spec);
+
+  // Same spec: nothing changes, not even the version.
+  assert.equal((await keyfire.putJob(spec)).version, 1);
+
+  const updated = await keyfire.updateJob({ ...spec, cron: "30 8 * * MON-FRI" }, read.version);
+  assert.equal(updated.version, 2);
+  assert.equal(updated.spec.cron, "30 8 * * MON-FRI");
+  // A writer holding the old version is refused, and changes nothing.
+  const err = await rejection(keyfire.updateJob({ ...spec, cron: "0 7 * * *" }, read.version), ConflictError);
+  assert.equal(err.status, 409);
+  assert.equal((await keyfire.getJob(id)).spec.cron, "30 8 * * MON-FRI");
+
+  await keyfire.deleteJob(id);
+  await rejection(keyfire.getJob(id), NotFoundError);
+  await rejection(keyfire.deleteJob(id), NotFoundError);
+});
+
+test("enqueue with dedup creates one task", async () => {
+  const key = `order-${randomBytes(4).toString("hex")}:reminder`;
+  const spec = { handler: "log", after: "1h", params: { order: 7 }, dedup: { key, window: "10m" } };
+  const first = await keyfire.enqueue(spec);
+  const again = await keyfire.enqueue(spec);
+  assert.deepEqual([first.created, first.duplicate], [true, false]);
+  assert.deepEqual([again.created, again.duplicate], [false, true]);
+  assert.equal(again.job.id, first.job.id);
+  await keyfire.deleteJob(first.job.id);
+});
+
+test("the package's version follows the server's", () => {
+  const cargo = readFileSync(join(ROOT, "Cargo.toml"), "utf8");
+  const server = /\[workspace\.package\][^[]*?\nversion = "([^"]+)"/.exec(cargo)?.[1];
+  const pkg = JSON.parse(readFileSync(join(ROOT, "clients/typescript/package.json"), "utf8"));
+  assert.ok(server);
+  assert.equal(pkg.version, server);
+  assert.equal(VERSION, server);
+});
