@@ -74,6 +74,9 @@ if ! (cd "$ts" && npm ls --all >/dev/null 2>&1); then
 fi
 (cd "$ts" && npm run --silent build && npm run --silent typecheck)
 
+step "ruff: the hand-written Python (the generated code is the generator's)"
+(cd "$clients/python" && python3 -m ruff check --no-cache . && python3 -m ruff format --no-cache --check .)
+
 step "drift check (clients/check.sh)"
 "$clients/check.sh"
 

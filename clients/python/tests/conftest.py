@@ -71,7 +71,9 @@ class Node:
     def __init__(self, work: Path, *, persist: bool = False) -> None:
         binary = keyfire_bin()
         if not binary.exists():
-            pytest.fail(f"{binary} is missing: run `cargo build --bin keyfire` (or set KEYFIRE_BIN)")
+            pytest.fail(
+                f"{binary} is missing: run `cargo build --bin keyfire` (or set KEYFIRE_BIN)"
+            )
         self.work, self.persist = work, persist
         self.redis_port, api_port = free_port(), free_port()
         self.redis_log, self.log = work / "redis.log", work / "node.log"
@@ -102,7 +104,9 @@ class Node:
 
     def _ready(self) -> bool:
         if self.process.poll() is not None:
-            raise RuntimeError(f"keyfire exited with {self.process.returncode}:\n{self.log.read_text()}")
+            raise RuntimeError(
+                f"keyfire exited with {self.process.returncode}:\n{self.log.read_text()}"
+            )
         try:
             return httpx.get(f"{self.url}/readyz", timeout=1).status_code == 200
         except httpx.TransportError:

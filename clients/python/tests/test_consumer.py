@@ -13,6 +13,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
 from conftest import PYTHON_SRC, Node, free_port
 
 from keyfire_client import Keyfire, Unavailable, Unreachable
@@ -35,7 +36,7 @@ def test_consumer_finishes_10000_tasks_none_lost_or_doubled(node, kf, topic):
     # Consume while the tasks are being added, as a consumer of a live topic does.
     consumer = kf.consumer(topic, handler, batch=500, wait="2s")
     consumer.start()
-    with node.client(httpx_args={"limits": __import__("httpx").Limits(max_connections=16)}) as producer:
+    with node.client(httpx_args={"limits": httpx.Limits(max_connections=16)}) as producer:
         with ThreadPoolExecutor(8) as pool:
             ids = list(pool.map(lambda i: producer.add(topic, {"i": i}), range(n)))
     assert len(set(ids)) == n
@@ -155,3 +156,21 @@ def test_consumer_backs_off_while_redis_is_away_then_resumes(tmp_path, topic):
         assert consumer.stats.finished == 1 and kf.get_task(topic, task_id).state == "done"
     finally:
         own.stop()
+
+
+def test_keep_alive_holds_a_task_past_its_ttr(kf, topic):
+    kf.add(topic, {"long": True}, ttr="1s")
+    [task] = kf.pop(topic, wait="5s")
+    with task.keep_alive():  # touches every third of the ttr
+        time.sleep(2.5)
+        assert kf.pop(topic, wait="0s") == [], "taken from its holder while touched"
+    assert task.finish() == "done"
+
+    # Without touching, the same wait loses it to the next consumer.
+    kf.add(topic, {"long": True}, ttr="1s")
+    [held] = kf.pop(topic, wait="5s")
+    time.sleep(2.5)
+    [again] = kf.pop(topic, wait="5s")
+    assert again.id == held.id and again.deliveries == 2
+    assert held.finish() == "lost"
+    assert again.finish() == "done"

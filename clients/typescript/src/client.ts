@@ -12,7 +12,7 @@
 
 import createClient, { type Client as FetchClient } from "openapi-fetch";
 
-import { errorFromResponse, unreachable, type KeyfireError } from "./errors.js";
+import { errorFromResponse, unreachable, UnavailableError } from "./errors.js";
 import type { components, paths } from "./generated/schema.js";
 import { Consumer, type ConsumerOptions, type Handler } from "./consumer.js";
 
@@ -130,9 +130,10 @@ export class Task<P = unknown> {
     let lost = false;
     const timer = setInterval(() => {
       if (lost) return;
-      this.touch().catch((err: KeyfireError) => {
-        // Lost: touching again cannot bring it back. Unavailable: the next beat may get through.
-        if (err.code === "conflict") lost = true;
+      this.touch().catch((err: unknown) => {
+        // Unavailable: the next beat may get through before the deadline. Anything else (the
+        // reservation lost, the task deleted): touching again cannot bring it back.
+        if (!(err instanceof UnavailableError)) lost = true;
       });
     }, every);
     try {

@@ -178,3 +178,26 @@ test("a consumer backs off while Redis is away, then resumes", async () => {
     await own.stop();
   }
 });
+
+test("keepAlive holds a task past its ttr", async () => {
+  const topic = newTopic();
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  await keyfire.add(topic, { long: true }, { ttr: "1s" });
+  const [task] = await keyfire.pop(topic, { wait: "5s" });
+  await task.keepAlive(async () => {
+    // touched every third of the ttr
+    await sleep(2500);
+    assert.deepEqual(await keyfire.pop(topic), [], "taken from its holder while touched");
+  });
+  assert.equal(await task.finish(), "done");
+
+  // Without touching, the same wait loses it to the next consumer.
+  await keyfire.add(topic, { long: true }, { ttr: "1s" });
+  const [held] = await keyfire.pop(topic, { wait: "5s" });
+  await sleep(2500);
+  const [again] = await keyfire.pop(topic, { wait: "5s" });
+  assert.equal(again.id, held.id);
+  assert.equal(again.deliveries, 2);
+  assert.equal(await held.finish(), "lost");
+  assert.equal(await again.finish(), "done");
+});

@@ -137,10 +137,10 @@ class Task:
             while not done.wait(every):
                 try:
                     self.touch()
-                except errors.Conflict:
-                    return  # lost: touching again cannot bring it back
                 except errors.Unavailable:
                     continue  # the next beat may get through before the deadline
+                except errors.KeyfireError:
+                    return  # lost or deleted: touching again cannot bring it back
 
         thread = threading.Thread(target=beat, name=f"keyfire-touch-{self.id}", daemon=True)
         thread.start()
@@ -235,9 +235,7 @@ class Keyfire:
         """Add a task to `topic`, ready after `delay` (`"30s"`), at `at`, or at once; returns
         its id. With `id`, the add is idempotent: an id that exists is left as it is, so a
         retried add adds nothing (the topic's form of deduplication)."""
-        body = _body(
-            delay=delay, at=_rfc3339(at), ttr=ttr, max_deliveries=max_deliveries, id=id
-        )
+        body = _body(delay=delay, at=_rfc3339(at), ttr=ttr, max_deliveries=max_deliveries, id=id)
         body["payload"] = payload
         return self._call(add_task, topic, body=body).parsed.id
 

@@ -41,8 +41,8 @@ class Delivery:
 class WebhookVerifier:
     """Verifies requests under one secret, or under any of several while rotating one:
 
-        verifier = WebhookVerifier("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
-        delivery = verifier.verify(raw_body, request.headers)  # WebhookVerificationError
+    verifier = WebhookVerifier("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+    delivery = verifier.verify(raw_body, request.headers)  # WebhookVerificationError
     """
 
     def __init__(self, *secrets: str) -> None:
