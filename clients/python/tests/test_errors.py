@@ -63,3 +63,22 @@ def test_each_kind_of_failure_has_its_class(node, kf, topic):
 
     # All of them are KeyfireErrors; Unavailable is what a retry may cure.
     assert issubclass(Unauthorized, KeyfireError) and not issubclass(Conflict, Unavailable)
+
+
+def test_error_bodies_map_to_classes_whatever_route_answered():
+    from keyfire_client.errors import RedisFull, from_response
+
+    full = from_response(
+        507,
+        b'{"error": {"code": "redis_full", "message": "Redis is full", "field": null}}',
+        {"retry-after": "30"},
+    )
+    assert type(full) is RedisFull and isinstance(full, Unavailable)
+    assert (full.code, full.status, full.retry_after, full.field) == ("redis_full", 507, 30.0, None)
+    # A proxy's page in front of the node: no keyfire body, the status decides.
+    gateway = from_response(502, b"<html>Bad Gateway</html>")
+    assert type(gateway) is Unavailable and gateway.code == "unavailable"
+    assert "Bad Gateway" in gateway.message and gateway.retry_after is None
+    # A code this client does not know yet keeps its code, under the status's class.
+    later = from_response(409, b'{"error": {"code": "moved", "message": "m", "field": "id"}}')
+    assert type(later) is Conflict and (later.code, later.field) == ("moved", "id")

@@ -175,7 +175,7 @@ export class Keyfire {
       if (err instanceof TypeError) throw unreachable(this.baseUrl, err);
       throw err;
     }
-    if (!result.response.ok) throw errorFromResponse(result.response.status, result.error);
+    if (!result.response.ok) throw errorFromResponse(result.response.status, result.error, result.response.headers);
     return { data: result.data as T, response: result.response };
   }
 

@@ -48,8 +48,9 @@ export interface ConsumerStats {
  * Consume `topic`: long-poll pops of up to `batch` tasks, `handler(task)` for each, and batch
  * finishes of the tasks whose handler resolved.
  *
- * - A node that is away or answers 503 is retried with exponential backoff and jitter; other
- *   errors (a wrong token, a bad topic name) reject `run()` with their typed error.
+ * - A node that is away or answers 503 (or 507, Redis full) is retried with exponential
+ *   backoff and jitter, never sooner than the answer's `Retry-After`; other errors (a wrong
+ *   token, a bad topic name) reject `run()` with their typed error.
  * - `stop()` stops popping; the tasks in hand are worked through and finished (they are
  *   reserved to this consumer), then `run()` resolves. A pop in flight returns within `wait`.
  *   Wire it to your signals: `process.once("SIGTERM", () => consumer.stop())`.
@@ -195,7 +196,8 @@ export class Consumer<P = unknown> {
         if (!(error instanceof UnavailableError)) throw error;
         this.stats.retries += 1;
         if (attempts !== undefined && attempt >= attempts) return undefined;
-        const delay = this.#backoff(attempt);
+        // At least what the node asked for (507 comes with a Retry-After).
+        const delay = Math.max(this.#backoff(attempt), (error.retryAfter ?? 0) * 1000);
         this.#onRetry(error, delay);
         if (attempts === undefined) {
           if (await this.#sleepUnlessStopped(delay)) return undefined;

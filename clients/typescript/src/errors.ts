@@ -9,8 +9,10 @@
  * - `NotFoundError` (404), `ConflictError` (409: changed concurrently, not at the `If-Match`
  *   version, a reservation lost);
  * - `UnauthorizedError` (401: missing or wrong token; 403 `forbidden`);
- * - `UnavailableError` (503: Redis is away; 502 and 504 from a proxy) and its subclass
- *   `UnreachableError` (no answer at all). Both are worth retrying; the consumer does.
+ * - `UnavailableError` (503: Redis is away; 502 and 504 from a proxy) and its subclasses
+ *   `UnreachableError` (no answer at all) and `RedisFullError` (507: Redis reached its
+ *   `maxmemory` and refuses writes). All are worth retrying; the consumer does, with backoff,
+ *   waiting at least the answer's `Retry-After` (`retryAfter`).
  */
 
 /** The API's error codes (`ErrorDetail.code`), plus `unreachable` for no answer. */
@@ -29,6 +31,7 @@ export const ErrorCode = {
   Invalid: "invalid",
   Internal: "internal",
   Unavailable: "unavailable",
+  RedisFull: "redis_full",
   Unreachable: "unreachable",
 } as const;
 
@@ -39,19 +42,22 @@ export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode] | (string & {
  * An error answer of the API (or no answer: see `UnreachableError`). `code` is the API's
  * stable code, `message` says what went wrong in words a person can act on, `field` names the
  * input at fault (`cron`, `tasks[2].at`, `wait`) or is null; `status` is the HTTP status
- * (null when no answer came).
+ * (null when no answer came); `retryAfter` the seconds of the answer's `Retry-After` header,
+ * when it had one.
  */
 export class KeyfireError extends Error {
   readonly code: ErrorCode;
   readonly field: string | null;
   readonly status: number | null;
+  readonly retryAfter: number | null;
 
-  constructor(code: ErrorCode, message: string, field: string | null = null, status: number | null = null, options?: ErrorOptions) {
-    super(message, options);
+  constructor(code: ErrorCode, message: string, field: string | null = null, status: number | null = null, retryAfter: number | null = null) {
+    super(message);
     this.name = new.target.name;
     this.code = code;
     this.field = field;
     this.status = status;
+    this.retryAfter = retryAfter;
   }
 }
 
@@ -67,8 +73,13 @@ export class UnauthorizedError extends KeyfireError {}
 export class UnavailableError extends KeyfireError {}
 /** No answer from the node: connection refused or reset. */
 export class UnreachableError extends UnavailableError {}
+/**
+ * Redis reached its `maxmemory` and refuses writes (507); nothing was written. Memory comes
+ * back as consumers finish tasks and records expire: retry after `retryAfter` seconds.
+ */
+export class RedisFullError extends UnavailableError {}
 
-type ErrorClass = new (code: ErrorCode, message: string, field: string | null, status: number | null) => KeyfireError;
+type ErrorClass = new (code: ErrorCode, message: string, field: string | null, status: number | null, retryAfter: number | null) => KeyfireError;
 
 const BY_CODE: Record<string, ErrorClass> = {
   invalid: InvalidError,
@@ -83,6 +94,7 @@ const BY_CODE: Record<string, ErrorClass> = {
   unauthorized: UnauthorizedError,
   forbidden: UnauthorizedError,
   unavailable: UnavailableError,
+  redis_full: RedisFullError,
 };
 
 const BY_STATUS: Record<number, ErrorClass> = {
@@ -97,10 +109,14 @@ const BY_STATUS: Record<number, ErrorClass> = {
   502: UnavailableError,
   503: UnavailableError,
   504: UnavailableError,
+  507: RedisFullError,
 };
 
-/** The typed error of an answer with a non-2xx `status`; `body` is what openapi-fetch parsed. */
-export function errorFromResponse(status: number, body: unknown): KeyfireError {
+/**
+ * The typed error of an answer with a non-2xx `status`; `body` is what openapi-fetch parsed,
+ * `headers` the answer's.
+ */
+export function errorFromResponse(status: number, body: unknown, headers?: Headers): KeyfireError {
   const detail = (body as { error?: { code?: unknown; message?: unknown; field?: unknown } } | undefined)?.error;
   let code = typeof detail?.code === "string" ? detail.code : undefined;
   if (code === undefined) {
@@ -112,14 +128,17 @@ export function errorFromResponse(status: number, body: unknown): KeyfireError {
     message = `HTTP ${status}${text ? `: ${text}` : ""}`;
   }
   const field = typeof detail?.field === "string" ? detail.field : null;
+  // Seconds only; an HTTP date leaves the decision to the backoff.
+  const retryAfterText = headers?.get("retry-after");
+  const retryAfter = retryAfterText && /^\d+(\.\d+)?$/.test(retryAfterText.trim()) ? Number(retryAfterText) : null;
   const Class = BY_CODE[code] ?? BY_STATUS[status] ?? KeyfireError;
-  return new Class(code, message, field, status);
+  return new Class(code, message, field, status, retryAfter);
 }
 
 /** The error for a request that got no answer. */
 export function unreachable(baseUrl: string, cause: unknown): UnreachableError {
   const why = cause instanceof Error ? `${cause.message}${cause.cause instanceof Error ? `: ${cause.cause.message}` : ""}` : String(cause);
-  const err = new UnreachableError("unreachable", `no answer from ${baseUrl}: ${why}`, null, null);
+  const err = new UnreachableError("unreachable", `no answer from ${baseUrl}: ${why}`);
   (err as { cause?: unknown }).cause = cause;
   return err;
 }

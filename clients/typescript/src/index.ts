@@ -20,6 +20,7 @@ export {
   InvalidError,
   KeyfireError,
   NotFoundError,
+  RedisFullError,
   UnauthorizedError,
   UnavailableError,
   UnreachableError,

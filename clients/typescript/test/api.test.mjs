@@ -139,3 +139,19 @@ test("the package's version follows the server's", () => {
   assert.equal(pkg.version, server);
   assert.equal(VERSION, server);
 });
+
+test("error bodies map to classes whatever route answered", async () => {
+  const { errorFromResponse, RedisFullError } = await import("../dist/errors.js");
+  const full = errorFromResponse(507, { error: { code: "redis_full", message: "Redis is full", field: null } }, new Headers({ "retry-after": "30" }));
+  assert.ok(full instanceof RedisFullError && full instanceof UnavailableError);
+  assert.deepEqual([full.code, full.status, full.retryAfter, full.field], ["redis_full", 507, 30, null]);
+  // A proxy's page in front of the node: no keyfire body, the status decides.
+  const gateway = errorFromResponse(502, "<html>Bad Gateway</html>");
+  assert.equal(gateway.constructor, UnavailableError);
+  assert.equal(gateway.code, "unavailable");
+  assert.match(gateway.message, /Bad Gateway/);
+  // A code this client does not know yet keeps its code, under the status's class.
+  const later = errorFromResponse(409, { error: { code: "moved", message: "m", field: "id" } });
+  assert.ok(later instanceof ConflictError);
+  assert.deepEqual([later.code, later.field], ["moved", "id"]);
+});

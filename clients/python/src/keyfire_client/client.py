@@ -217,7 +217,7 @@ class Keyfire:
             raise errors.unreachable(self.base_url, e) from e
         if 200 <= resp.status_code < 300:
             return resp
-        raise errors.from_response(int(resp.status_code), resp.content)
+        raise errors.from_response(int(resp.status_code), resp.content, resp.headers)
 
     # --- the delay queue -----------------------------------------------------------------
 
@@ -255,7 +255,7 @@ class Keyfire:
         if resp.status_code == 204:
             return []
         if resp.status_code != 200:
-            raise errors.from_response(resp.status_code, resp.content)
+            raise errors.from_response(resp.status_code, resp.content, resp.headers)
         body = resp.json()
         items = body["tasks"] if "tasks" in body else [body]
         return [Task._from_json(self, d) for d in items]

@@ -49,9 +49,10 @@ class Consumer:
       (`flush_interval` seconds after the first unsent one), so a slow batch does not hold
       finished tasks until their reservations expire. For work longer than the time-to-run,
       use `task.touch()` or `with task.keep_alive():`.
-    - A node that is away (no answer) or answers 503 is retried with exponential backoff and
-      full jitter between `backoff_base` and `backoff_max` seconds; other errors (a wrong
-      token, a bad topic name) end `run()` with their typed exception.
+    - A node that is away (no answer) or answers 503 (or 507, Redis full) is retried with
+      exponential backoff and jitter between `backoff_base` and `backoff_max` seconds, and
+      never sooner than the answer's `Retry-After`; other errors (a wrong token, a bad topic
+      name) end `run()` with their typed exception.
     - `stop()` (or SIGINT/SIGTERM while `run()` handles signals) stops popping; the tasks in
       hand are worked through and finished, since they are reserved to this consumer, then
       `run()` returns. A pop in flight returns within `wait`.
@@ -223,7 +224,8 @@ class Consumer:
                 attempt += 1
                 if attempts is not None and attempt >= attempts:
                     return None
-                delay = self._backoff(attempt)
+                # At least what the node asked for (507 comes with a Retry-After).
+                delay = max(self._backoff(attempt), exc.retry_after or 0.0)
                 self.on_retry(exc, delay)
                 if attempts is None:
                     if self._stop.wait(delay):

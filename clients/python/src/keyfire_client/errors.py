@@ -9,13 +9,15 @@ callers catch what they can act on:
   reservation lost);
 - `Unauthorized` (401: missing or wrong token; 403 `forbidden`);
 - `Unavailable` (503: Redis is away; 502 and 504 from a proxy in front of the node) and its
-  subclass `Unreachable` (no answer at all: refused, reset, timed out). Both are worth
-  retrying; the consumer does, with backoff.
+  subclasses `Unreachable` (no answer at all: refused, reset, timed out) and `RedisFull` (507:
+  Redis reached its `maxmemory` and refuses writes). All are worth retrying; the consumer
+  does, with backoff, waiting at least the answer's `Retry-After` (`retry_after`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from enum import Enum
 
 __all__ = [
@@ -24,6 +26,7 @@ __all__ = [
     "Invalid",
     "KeyfireError",
     "NotFound",
+    "RedisFull",
     "Unauthorized",
     "Unavailable",
     "Unreachable",
@@ -47,6 +50,7 @@ class Code(str, Enum):
     INVALID = "invalid"
     INTERNAL = "internal"
     UNAVAILABLE = "unavailable"
+    REDIS_FULL = "redis_full"
     UNREACHABLE = "unreachable"
 
 
@@ -55,7 +59,8 @@ class KeyfireError(Exception):
 
     `code` is the API's stable code (a string; compare with `Code`), `message` says what went
     wrong in words a person can act on, `field` names the input at fault (`cron`,
-    `tasks[2].at`, `wait`) or is None; `status` is the HTTP status (None when no answer came).
+    `tasks[2].at`, `wait`) or is None; `status` is the HTTP status (None when no answer came);
+    `retry_after` the seconds of the answer's `Retry-After` header, when it had one.
     """
 
     def __init__(
@@ -64,12 +69,14 @@ class KeyfireError(Exception):
         message: str,
         field: str | None = None,
         status: int | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(f"{code}: {message}" + (f" (field: {field})" if field else ""))
         self.code = code
         self.message = message
         self.field = field
         self.status = status
+        self.retry_after = retry_after
 
     def __repr__(self) -> str:
         return (
@@ -102,6 +109,11 @@ class Unreachable(Unavailable):
     """No answer from the node: connection refused or reset, or a timeout."""
 
 
+class RedisFull(Unavailable):
+    """Redis reached its `maxmemory` and refuses writes (507); nothing was written. Memory comes
+    back as consumers finish tasks and records expire: retry after `retry_after` seconds."""
+
+
 _BY_CODE: dict[str, type[KeyfireError]] = {
     "invalid": Invalid,
     "malformed_json": Invalid,
@@ -115,6 +127,7 @@ _BY_CODE: dict[str, type[KeyfireError]] = {
     "unauthorized": Unauthorized,
     "forbidden": Unauthorized,
     "unavailable": Unavailable,
+    "redis_full": RedisFull,
 }
 
 _BY_STATUS: dict[int, type[KeyfireError]] = {
@@ -129,11 +142,14 @@ _BY_STATUS: dict[int, type[KeyfireError]] = {
     502: Unavailable,
     503: Unavailable,
     504: Unavailable,
+    507: RedisFull,
 }
 
 
-def from_response(status: int, content: bytes) -> KeyfireError:
-    """The typed error of an answer with a non-2xx `status` and body `content`."""
+def from_response(
+    status: int, content: bytes, headers: Mapping[str, str] | None = None
+) -> KeyfireError:
+    """The typed error of an answer with a non-2xx `status`, body `content` and `headers`."""
     code, message, field = None, None, None
     try:
         detail = json.loads(content)["error"]
@@ -147,8 +163,13 @@ def from_response(status: int, content: bytes) -> KeyfireError:
     if not isinstance(message, str):
         text = content[:200].decode("utf-8", "replace").strip()
         message = f"HTTP {status}" + (f": {text}" if text else "")
+    retry_after = None
+    try:
+        retry_after = float((headers or {}).get("retry-after", ""))
+    except ValueError:
+        pass  # absent, or an HTTP date: the backoff alone decides
     cls = _BY_CODE.get(code) or _BY_STATUS.get(status, KeyfireError)
-    return cls(code, message, field if isinstance(field, str) else None, status)
+    return cls(code, message, field if isinstance(field, str) else None, status, retry_after)
 
 
 def unreachable(base_url: str, exc: Exception) -> Unreachable:
