@@ -289,6 +289,7 @@ fn queue_error(e: Error) -> ApiError {
 pub async fn add_task(
     State(state): State<ApiState>,
     Path(topic): Path<String>,
+    headers: axum::http::HeaderMap,
     ApiJson(body): ApiJson<AddTask>,
 ) -> Result<(StatusCode, Json<Added>), ApiError> {
     let when = match (&body.delay, body.at) {
@@ -311,7 +312,12 @@ pub async fn add_task(
         ttr,
         max_deliveries: body.max_deliveries.unwrap_or(DEFAULT_MAX_DELIVERIES),
     };
-    let id = state.queue().add_task(task).await.map_err(queue_error)?;
+    let traceparent = crate::telemetry::request_traceparent(&headers);
+    let id = state
+        .queue()
+        .add_task_traced(task, traceparent.as_deref())
+        .await
+        .map_err(queue_error)?;
     Ok((StatusCode::CREATED, Json(Added { id, topic })))
 }
 

@@ -29,6 +29,8 @@ use serde_json::{Value, json};
 
 /// The trace of the request that creates the traced job.
 const CREATOR: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+/// The trace of the request that adds a task to a topic.
+const ADDER: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
 /// A collector: every span of every `POST /v1/traces`, and how many requests came.
 #[derive(Clone, Default)]
@@ -317,11 +319,42 @@ async fn attempts_are_exported_with_the_ids_the_receiver_saw() {
         receiver.of("/ok").len() == 1 && receiver.of("/flaky").len() == 2
     })
     .await;
-    // Three attempts: a run span each, with its handler and http children.
+    // A task through the delay queue: added under ADDER, popped, finished.
+    let added: Value = http
+        .post(format!("{}/v1/topics/work/tasks", node.api))
+        .header("traceparent", ADDER)
+        .json(&json!({"payload": {"n": 1}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let task_id = added["id"].as_str().unwrap().to_string();
+    let popped: Value = http
+        .post(format!("{}/v1/topics/work/pop?wait=5s", node.api))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(popped["id"], task_id.as_str());
+    let finished = http
+        .post(format!("{}/v1/tasks/{task_id}/finish", node.api))
+        .json(&json!({"token": popped["token"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(finished.status(), 204);
+    // Three attempts: a run span each, with its handler and http children; the queue's three.
     wait_for("the spans", Duration::from_secs(30), || {
         let spans = collector.spans.lock().unwrap();
         spans.iter().filter(|s| s.name == "run").count() >= 3
             && spans.iter().filter(|s| s.name == "GET").count() >= 3
+            && ["queue.add", "queue.pop", "queue.finish"]
+                .iter()
+                .all(|n| spans.iter().any(|s| s.name == *n))
     })
     .await;
     let lines = node.stop();
@@ -410,6 +443,28 @@ async fn attempts_are_exported_with_the_ids_the_receiver_saw() {
             assert_ne!(status.code, OtlpStatus::Error as i32);
         }
     }
+
+    // The queue: the add continues ADDER's trace, the pop links to the add, the finish names
+    // the task.
+    let named = |name: &str| spans.iter().find(|s| s.name == name).unwrap();
+    let (adder_trace, adder_span) = ids(ADDER);
+    let add = named("queue.add");
+    assert_eq!(hex(&add.trace_id), adder_trace);
+    assert_eq!(hex(&add.parent_span_id), adder_span);
+    assert_eq!(add.kind, 4, "a producer span");
+    assert_eq!(attrs(add)["messaging.destination.name"], "work");
+    let pop = named("queue.pop");
+    assert_eq!(pop.kind, 5, "a consumer span");
+    assert_eq!(attrs(pop)["messaging.batch.message_count"], "1");
+    assert_eq!(pop.links.len(), 1, "{:?}", pop.links);
+    assert_eq!(pop.links[0].trace_id, add.trace_id);
+    assert_eq!(pop.links[0].span_id, add.span_id);
+    let finish = named("queue.finish");
+    assert_eq!(attrs(finish)["messaging.message.id"], task_id);
+    assert_ne!(
+        finish.status.as_ref().map(|s| s.code),
+        Some(OtlpStatus::Error as i32)
+    );
 
     // The JSON log line of the failed attempt carries its trace and span.
     let failed_run = runs

@@ -935,6 +935,39 @@ mod tests {
     }
 
     #[test]
+    fn bad_telemetry_settings_are_refused_by_name() {
+        let refused = |f: &dyn Fn(&mut TelemetrySettings)| {
+            let mut s = Settings::default();
+            f(&mut s.telemetry);
+            s.check().unwrap_err().to_string()
+        };
+        assert!(refused(&|t| t.sampling_ratio = 1.5).contains("telemetry.sampling_ratio"));
+        assert!(refused(&|t| t.sampling_ratio = f64::NAN).contains("telemetry.sampling_ratio"));
+        assert!(refused(&|t| t.protocol = "grpc".into()).contains("telemetry.protocol"));
+        for bad in [
+            "",
+            "127.0.0.1:4318",
+            "http://",
+            "http://host:port",
+            "ftp://host",
+            "http://[::1",
+        ] {
+            let err = refused(&|t| t.endpoint = bad.into());
+            assert!(err.contains("telemetry.endpoint"), "{bad}: {err}");
+        }
+        let mut s = Settings::default();
+        for good in [
+            "http://127.0.0.1:4318",
+            "https://otel.example.com/",
+            "http://[::1]:4318",
+            "http://collector",
+        ] {
+            s.telemetry.endpoint = good.into();
+            s.check().unwrap_or_else(|e| panic!("{good}: {e}"));
+        }
+    }
+
+    #[test]
     fn bad_log_level_is_refused() {
         let mut s = Settings::default();
         s.log.level = "verbose".into();

@@ -56,6 +56,7 @@ mod promoter;
 mod reply;
 mod store;
 mod task;
+mod traced;
 mod wait;
 
 use std::collections::BTreeMap;
@@ -260,6 +261,19 @@ impl Queue {
         Ok(ids.pop().unwrap_or_default())
     }
 
+    /// [`Queue::add_task`] made under the caller's trace: `traceparent` (a W3C header value;
+    /// an invalid one is ignored) is the parent of the add's span where traces are exported,
+    /// and the pop that delivers the task links to the add.
+    pub async fn add_task_traced(
+        &self,
+        task: NewTask,
+        traceparent: Option<&str>,
+    ) -> Result<String> {
+        let checked = check(&task, self.max_payload_bytes)?;
+        let mut ids = traced::add(self, vec![checked], traceparent).await?;
+        Ok(ids.pop().unwrap_or_default())
+    }
+
     /// Add many tasks: one script call per topic and 500 tasks, in one pipeline. All are
     /// checked first: if one is bad nothing is written and the error names it (`tasks[3].ttr`).
     /// Ids that exist are left as they are. Returns the ids, in order.
@@ -281,6 +295,15 @@ impl Queue {
     }
 
     async fn add_checked(&self, checked: Vec<Checked>) -> Result<Vec<String>> {
+        traced::add(self, checked, None).await
+    }
+
+    /// Add checked tasks, each storing `traceparent` (its add's trace) when given.
+    async fn add_stored(
+        &self,
+        checked: Vec<Checked>,
+        traceparent: Option<&str>,
+    ) -> Result<Vec<String>> {
         if checked.is_empty() {
             return Ok(Vec::new());
         }
@@ -299,7 +322,10 @@ impl Queue {
         }
         let cmds = by_topic
             .iter()
-            .flat_map(|(topic, ts)| ts.chunks(BATCH).map(|c| self.add_invocation(topic, c)))
+            .flat_map(|(topic, ts)| {
+                ts.chunks(BATCH)
+                    .map(|c| self.add_invocation(topic, c, traceparent))
+            })
             .collect();
         let replies = self.run_adds(cmds).await?;
         for r in replies.iter().flat_map(|r| &r.0) {
@@ -366,6 +392,10 @@ impl Queue {
     /// Refused, naming the field: `max` of 0 or above [`MAX_POP`], `wait` above [`MAX_WAIT`],
     /// a bad topic name.
     pub async fn pop_many(&self, topic: &str, max: usize, wait: Duration) -> Result<Vec<Reserved>> {
+        traced::pop(self, topic, max, wait).await
+    }
+
+    async fn pop_waiting(&self, topic: &str, max: usize, wait: Duration) -> Result<Vec<Reserved>> {
         check_topic(topic)?;
         check_max(max)?;
         check_wait(wait)?;
@@ -378,6 +408,7 @@ impl Queue {
                 .await?;
             let reply = self.pop_script(topic, max, &candidates).await?;
             if !reply.taken.is_empty() {
+                traced::link_adds(&reply.taken);
                 return reply
                     .taken
                     .into_iter()
@@ -483,6 +514,10 @@ impl Queue {
     /// token is wrong); [`Error::TaskNotFound`] when there is no such task (or it was deleted).
     /// Finishing again with the token that finished it succeeds (a retried request).
     pub async fn finish(&self, id: &str, token: &str) -> Result<()> {
+        traced::finish(self, id, token).await
+    }
+
+    async fn finish_one(&self, id: &str, token: &str) -> Result<()> {
         let topic = self.topic_for(id, token).await?;
         let reply = self.finish_script(&topic, &[(id, token)]).await?;
         match reply.0.first().copied() {
@@ -499,6 +534,10 @@ impl Queue {
     /// the pair (`tasks[2].token`) and nothing changes. Then each pair is answered on its own,
     /// in order ([`Finished`]): a stale token does not keep the others from finishing.
     pub async fn finish_many(&self, tasks: &[(String, String)]) -> Result<Vec<Finished>> {
+        traced::finish_many(self, tasks).await
+    }
+
+    async fn finish_batch(&self, tasks: &[(String, String)]) -> Result<Vec<Finished>> {
         if tasks.is_empty() || tasks.len() > MAX_POP {
             return Err(Error::Invalid(ValidationError::new(
                 "tasks",

@@ -76,6 +76,8 @@ pub(super) struct Taken {
     pub(super) ready_ms: i64,
     pub(super) deadline_ms: i64,
     pub(super) token: String,
+    /// The add's `traceparent` ('' when none was stored).
+    pub(super) traceparent: String,
 }
 
 /// The reply of `pop.lua`.
@@ -98,11 +100,11 @@ impl FromRedisValue for PopReply {
                 .ok_or_else(err)?
         };
         let n = usize::try_from(num(0)?).map_err(|_| err())?;
-        if items.len() != 4 + 8 * n {
+        if items.len() != 4 + 9 * n {
             return Err(err());
         }
         let taken = items[4..]
-            .chunks(8)
+            .chunks(9)
             .map(|c| {
                 Ok(Taken {
                     id: String::from_redis_value_ref(&c[0])?,
@@ -113,6 +115,7 @@ impl FromRedisValue for PopReply {
                     ready_ms: i64::from_redis_value_ref(&c[5])?,
                     deadline_ms: i64::from_redis_value_ref(&c[6])?,
                     token: String::from_redis_value_ref(&c[7])?,
+                    traceparent: String::from_redis_value_ref(&c[8])?,
                 })
             })
             .collect::<std::result::Result<_, ParsingError>>()?;

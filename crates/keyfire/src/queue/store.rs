@@ -32,7 +32,12 @@ script!(READY, "ready.lua");
 
 impl Queue {
     /// `add.lua` over tasks of one topic.
-    pub(super) fn add_invocation(&self, topic: &str, tasks: &[&Checked]) -> redis::Cmd {
+    pub(super) fn add_invocation(
+        &self,
+        topic: &str,
+        tasks: &[&Checked],
+        traceparent: Option<&str>,
+    ) -> redis::Cmd {
         let k = self.store.keys();
         let mut cmd = redis::cmd("EVALSHA");
         cmd.arg(ADD.get_hash())
@@ -49,7 +54,8 @@ impl Queue {
         }
         cmd.arg(topic).arg(NOTIFY_CAP);
         for t in tasks {
-            cmd.arg(&add_args(t)[..]);
+            cmd.arg(&add_args(t)[..])
+                .arg(traceparent.unwrap_or_default());
         }
         cmd
     }

@@ -8,15 +8,16 @@
 -- KEYS[5] topic stats hash   KEYS[6] topic sentinel key   KEYS[7] change channel
 -- KEYS[8..] task hashes, one per task
 -- ARGV[1] topic   ARGV[2] most wake-up tokens kept
--- ARGV[3..] six per task: id, payload JSON, ttr ms, max deliveries (each '' for the default:
---           not stored), 'delay' | 'at', the delay ms or the instant ms
+-- ARGV[3..] seven per task: id, payload JSON, ttr ms, max deliveries (each '' for the default:
+--           not stored), 'delay' | 'at', the delay ms or the instant ms, the add's W3C
+--           traceparent ('' for none: not stored; a pop's span links to it)
 -- A record holds state, topic, payload, due, `ttr` and `max` only when not the default, and
 -- `c`, the due instant minus the add's (when not 0), for its creation instant; deliveries are
 -- written by the first pop (with the default ttr and max when the record has none). (Records of earlier versions hold `created` and `deliveries`, and always `max`:
 -- readers take both.)
 -- Reply: {now, then per task: added (1|0), state, due}; an existing id answers 0 and its
 --        stored state and due, having written nothing
-assert(#KEYS >= 8 and #ARGV == 2 + 6 * (#KEYS - 7), 'add: wrong arity')
+assert(#KEYS >= 8 and #ARGV == 2 + 7 * (#KEYS - 7), 'add: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local topic = ARGV[1]
@@ -25,7 +26,7 @@ local delayed, ready = {}, {}
 local earliest
 local added = 0
 for i = 8, #KEYS do
-  local a = 3 + 6 * (i - 8)
+  local a = 3 + 7 * (i - 8)
   local id = ARGV[a]
   local f = redis.call('HMGET', KEYS[i], 'state', 'due')
   if f[1] then
@@ -43,6 +44,10 @@ for i = 8, #KEYS do
     if ARGV[a + 3] ~= '' then
       record[#record + 1] = 'max'
       record[#record + 1] = ARGV[a + 3]
+    end
+    if ARGV[a + 6] ~= '' then
+      record[#record + 1] = 'tp'
+      record[#record + 1] = ARGV[a + 6]
     end
     if due ~= now then
       record[#record + 1] = 'c'

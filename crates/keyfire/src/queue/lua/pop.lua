@@ -10,7 +10,8 @@
 -- into a record that stores none, for touch and for a node of the previous release)
 -- ARGV[4..] pairs: candidate id (as KEYS[5..]), the token it gets if taken
 -- Reply: {taken, now, ready left, earliest reservation deadline or -1,
---         then per task taken: id, payload, deliveries, ttr, due, ready_at, deadline, token}
+--         then per task taken: id, payload, deliveries, ttr, due, ready_at, deadline, token,
+--         the add's traceparent or ''}
 --        with nothing taken and nothing ready the notify list is cleared (its tokens announce
 --        nothing any more)
 assert(#KEYS >= 4 and #ARGV == 3 + 2 * (#KEYS - 4), 'pop: wrong arity')
@@ -30,7 +31,7 @@ if #KEYS > 4 then
     if score then
       local key = KEYS[i + 4]
       chosen[#chosen + 1] = ids[i]
-      local f = redis.call('HMGET', key, 'state', 'ttr', 'payload', 'due', 'deliveries', 'max')
+      local f = redis.call('HMGET', key, 'state', 'ttr', 'payload', 'due', 'deliveries', 'max', 'tp')
       -- An entry whose record is not waiting (gone with its retention) is only dropped.
       if f[1] == 'ready' or f[1] == 'delayed' then
         local deliveries = (tonumber(f[5]) or 0) + 1
@@ -61,6 +62,7 @@ if #KEYS > 4 then
         out[n + 6] = ready_at
         out[n + 7] = deadline
         out[n + 8] = token
+        out[n + 9] = f[7] or ''
       end
     end
   end
