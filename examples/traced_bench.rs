@@ -1,7 +1,8 @@
 //! `keyfire bench` with the server's OpenTelemetry traces on, to measure what exporting costs
 //! a firing: the bench's in-process nodes run under the subscriber and tracer `[telemetry]`
 //! installs, exporting every span (sampling 1.0) over OTLP/HTTP to the collector at
-//! `KEYFIRE_BENCH_OTLP` (default `http://127.0.0.1:4318`). Arguments as `keyfire bench`'s:
+//! `KEYFIRE_BENCH_OTLP` (default `http://127.0.0.1:4318`; `off`: no traces, the same build
+//! as a baseline). Arguments as `keyfire bench`'s:
 //!
 //! ```text
 //! cargo run --release --example traced_bench -- burst --n 50000
@@ -20,10 +21,14 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    let endpoint =
+        std::env::var("KEYFIRE_BENCH_OTLP").unwrap_or_else(|_| "http://127.0.0.1:4318".into());
+    if endpoint == "off" {
+        return keyfire_lab::cli::bench::run(args.bench).await;
+    }
     let telemetry = TelemetrySettings {
         enabled: true,
-        endpoint: std::env::var("KEYFIRE_BENCH_OTLP")
-            .unwrap_or_else(|_| "http://127.0.0.1:4318".into()),
+        endpoint,
         sampling_ratio: 1.0,
         ..TelemetrySettings::default()
     };
