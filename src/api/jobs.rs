@@ -10,17 +10,23 @@ use super::ApiState;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiQuery, RawJson, decode, limit_param};
 use super::model::{
-    DeadCount, DeadLetterView, DeadList, DeadQuery, JobList, JobView, ListQuery, RunList, RunView,
-    RunsQuery, Triggered,
+    DeadCount, DeadFilter, DeadLetterView, DeadList, DeadQuery, JobList, JobSpecWithoutId, JobView,
+    ListQuery, RunList, RunView, RunsQuery, Triggered,
 };
 use keyfire::client::Upserted;
 use keyfire::error::Error;
 use keyfire::job::JobSpec;
 use keyfire::store::{JobRecord, JobStatus};
 
-/// Jobs per page by default, and at most.
+/// Jobs per page by default, and at most (also the most runs and dead letters one read shows).
 const PAGE: usize = 100;
-const MAX_PAGE: usize = 1000;
+pub(super) const MAX_PAGE: usize = 1000;
+/// The states `GET /v1/jobs?status=` filters by.
+pub(super) const JOB_STATUSES: &[&str] = &["active", "paused", "finished"];
+/// What `If-Match` takes: `*` (any version), or a version as a number, quoted (an entity tag,
+/// as the `ETag` of a job answer gives it) or weak-quoted (`W/"3"`). 19 digits always fit a
+/// version. [`if_match`] parses exactly this.
+pub(super) const IF_MATCH_PATTERN: &str = r#"^(\*|(W/)?"[0-9]{1,19}"|[0-9]{1,19})$"#;
 /// Most job ids one list request reads while filtering, so a rare filter cannot make one
 /// request scan everything; the cursor then points past what was scanned.
 const SCAN_BUDGET: usize = 10_000;
@@ -34,27 +40,41 @@ fn job_response(status: StatusCode, record: &JobRecord) -> Response {
     resp
 }
 
-/// The version an `If-Match` header asks for: `"3"`, `3` or `W/"3"`.
+/// The version an `If-Match` header asks for ([`IF_MATCH_PATTERN`]): `"3"`, `3` or `W/"3"`;
+/// none for `*`.
 fn if_match(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
     let Some(v) = headers.get(header::IF_MATCH) else {
         return Ok(None);
     };
-    let text = v.to_str().unwrap_or_default().trim();
+    let text = v.to_str().unwrap_or("(not text)").trim();
+    parse_if_match(text).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            format!("If-Match must be a job version such as \"3\" (or *), not '{text}'"),
+        )
+        .field("If-Match")
+    })
+}
+
+/// [`IF_MATCH_PATTERN`]'s values: `Some(None)` for `*`, `Some(Some(v))` for a version.
+pub(super) fn parse_if_match(text: &str) -> Option<Option<u64>> {
     if text == "*" {
-        return Ok(None);
+        return Some(None);
     }
-    text.trim_start_matches("W/")
-        .trim_matches('"')
-        .parse()
-        .map(Some)
-        .map_err(|_| {
-            ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "bad_request",
-                format!("If-Match must be a job version such as \"3\", not '{text}'"),
-            )
-            .field("If-Match")
-        })
+    let (weak, rest) = match text.strip_prefix("W/") {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let digits = match rest.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
+        Some(inner) => inner,
+        None if !weak => rest,
+        None => return None,
+    };
+    if digits.is_empty() || digits.len() > 19 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().map(Some)
 }
 
 /// Upsert `spec`; with `expected`, only if the stored version is still that one (0: must not
@@ -88,16 +108,14 @@ async fn upsert(
     tag = "jobs",
     params(
         ("id" = String, Path, description = "The job's id"),
-        ("If-Match" = Option<String>, Header, description = "Only if the job is at this version, such as \"3\" (\"0\": only create)"),
+        ("If-Match" = Option<String>, Header, description = "Only if the job is at this version, such as \"3\" (\"0\": only create; `*`: any)"),
     ),
-    request_body = JobSpec,
+    request_body = JobSpecWithoutId,
     responses(
-        (status = 200, description = "Replaced, or unchanged (the same spec keeps its version)", body = JobView),
-        (status = 201, description = "Created", body = JobView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 409, description = "Changed concurrently, or not at the If-Match version", body = ErrorBody),
-        (status = 413, description = "Body too large", body = ErrorBody),
-        (status = 422, description = "Invalid field", body = ErrorBody),
+        (status = 200, description = "Replaced, or unchanged (the same spec keeps its version)", body = JobView, headers(("ETag" = String, description = "The job's version, quoted: send it back in `If-Match`"))),
+        (status = 201, description = "Created", body = JobView, headers(("ETag" = String, description = "The job's version, quoted: send it back in `If-Match`"))),
+        (status = 400, description = "`If-Match` is not a version (`bad_request`)", body = ErrorBody),
+        (status = 409, description = "Changed concurrently, or not at the If-Match version (`conflict`)", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -137,16 +155,14 @@ pub(super) async fn put_job(
     path = "/v1/jobs",
     tag = "jobs",
     params(
-        ("If-Match" = Option<String>, Header, description = "Only if the job is at this version (\"0\": only create)"),
+        ("If-Match" = Option<String>, Header, description = "Only if the job is at this version, such as \"3\" (\"0\": only create; `*`: any)"),
     ),
     request_body = JobSpec,
     responses(
-        (status = 200, description = "Replaced, or unchanged (the same spec keeps its version)", body = JobView),
-        (status = 201, description = "Created", body = JobView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 409, description = "Changed concurrently, or not at the If-Match version", body = ErrorBody),
-        (status = 413, description = "Body too large", body = ErrorBody),
-        (status = 422, description = "Invalid field", body = ErrorBody),
+        (status = 200, description = "Replaced, or unchanged (the same spec keeps its version)", body = JobView, headers(("ETag" = String, description = "The job's version, quoted: send it back in `If-Match`"))),
+        (status = 201, description = "Created", body = JobView, headers(("ETag" = String, description = "The job's version, quoted: send it back in `If-Match`"))),
+        (status = 400, description = "`If-Match` is not a version (`bad_request`)", body = ErrorBody),
+        (status = 409, description = "Changed concurrently, or not at the If-Match version (`conflict`)", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -213,7 +229,10 @@ pub(super) async fn list_jobs(
         Some(other) => {
             return Err(ApiError::bad_query(
                 "status",
-                format!("status must be active, paused or finished, not '{other}'"),
+                format!(
+                    "status must be one of {}, not '{other}'",
+                    JOB_STATUSES.join(", ")
+                ),
             ));
         }
     };
@@ -316,6 +335,7 @@ pub(super) async fn pause_job(
     responses(
         (status = 200, description = "Resumed", body = JobView),
         (status = 404, description = "No such job", body = ErrorBody),
+        (status = 422, description = "The stored job no longer passes validation (written by an earlier version); `field` names what", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -423,7 +443,7 @@ pub(super) async fn list_dead(
     post,
     path = "/v1/jobs/{id}/dead/replay",
     tag = "dead letters",
-    params(("id" = String, Path, description = "The job's id"), DeadQuery),
+    params(("id" = String, Path, description = "The job's id"), DeadFilter),
     responses(
         (status = 200, description = "How many were queued", body = DeadCount),
         (status = 400, description = "Bad query parameter", body = ErrorBody),
@@ -434,11 +454,10 @@ pub(super) async fn list_dead(
 pub(super) async fn replay_dead(
     State(state): State<ApiState>,
     Path(id): Path<String>,
-    ApiQuery(q): ApiQuery<DeadQuery>,
+    ApiQuery(q): ApiQuery<DeadFilter>,
 ) -> Result<Json<DeadCount>, ApiError> {
-    let firing = firing_only(&q, "replay")?;
     require_job(&state, &id).await?;
-    let count = state.client().replay_dead(&id, firing).await?;
+    let count = state.client().replay_dead(&id, q.firing.as_deref()).await?;
     Ok(Json(DeadCount { count }))
 }
 
@@ -447,7 +466,7 @@ pub(super) async fn replay_dead(
     delete,
     path = "/v1/jobs/{id}/dead",
     tag = "dead letters",
-    params(("id" = String, Path, description = "The job's id"), DeadQuery),
+    params(("id" = String, Path, description = "The job's id"), DeadFilter),
     responses(
         (status = 200, description = "How many were dropped", body = DeadCount),
         (status = 400, description = "Bad query parameter", body = ErrorBody),
@@ -458,21 +477,9 @@ pub(super) async fn replay_dead(
 pub(super) async fn purge_dead(
     State(state): State<ApiState>,
     Path(id): Path<String>,
-    ApiQuery(q): ApiQuery<DeadQuery>,
+    ApiQuery(q): ApiQuery<DeadFilter>,
 ) -> Result<Json<DeadCount>, ApiError> {
-    let firing = firing_only(&q, "purge")?;
     require_job(&state, &id).await?;
-    let count = state.client().purge_dead(&id, firing).await?;
+    let count = state.client().purge_dead(&id, q.firing.as_deref()).await?;
     Ok(Json(DeadCount { count }))
-}
-
-/// The `firing` a replay or purge acts on (all when absent); they take no `limit`.
-fn firing_only<'q>(q: &'q DeadQuery, op: &str) -> Result<Option<&'q str>, ApiError> {
-    if q.limit.is_some() {
-        return Err(ApiError::bad_query(
-            "limit",
-            format!("{op} takes `firing`, not `limit`"),
-        ));
-    }
-    Ok(q.firing.as_deref())
 }

@@ -75,8 +75,7 @@ async fn view(state: &ApiState, key: &str) -> Result<LimitView, ApiError> {
     request_body = LimitSpec,
     responses(
         (status = 200, description = "Set", body = LimitView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 422, description = "Invalid field (a bound of 0 names it)", body = ErrorBody),
+        (status = 422, description = "Not a valid limit key, or a bound breaks its rule (`field` names it)", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -137,6 +136,7 @@ pub(super) async fn get_limit(
     responses(
         (status = 204, description = "Lifted"),
         (status = 404, description = "No limit on this key", body = ErrorBody),
+        (status = 422, description = "Not a valid limit key", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]

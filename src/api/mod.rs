@@ -23,6 +23,7 @@
 //! `guard`, and docs/security.md).
 
 mod auth;
+mod contract;
 mod dashboard;
 mod error;
 mod extract;
@@ -197,12 +198,13 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(metrics::metrics))
 }
 
-/// The OpenAPI document of [`router`].
-pub fn openapi() -> &'static OpenApiDoc {
-    static DOC: LazyLock<OpenApiDoc> = LazyLock::new(|| {
+/// The OpenAPI document of [`router`], as JSON: generated from the handlers' annotations and
+/// the types they take, then finished by `contract` (the rules the annotations cannot state).
+pub fn openapi() -> &'static serde_json::Value {
+    static DOC: LazyLock<serde_json::Value> = LazyLock::new(|| {
         let mut doc = api_routes().into_openapi();
         deprecate_aliases(&mut doc);
-        doc
+        contract::finish(&doc)
     });
     &DOC
 }

@@ -2,15 +2,17 @@
 //!
 //! Jobs are accepted as [`JobSpec`] (the library's type, decoded with unknown fields refused),
 //! and its OpenAPI schema is derived from that type (the library's `openapi` feature), so the
-//! document says what the server takes. A one-shot task's schema, [`TaskSpecSchema`], names a
-//! subset of its fields; a test checks that it stays one.
+//! document says what the server takes. The schemas of a job without its id, of a one-shot
+//! task and of a stored spec are derived from it too, in `contract` ([`JobSpecWithoutId`],
+//! [`TaskSpec`] and [`StoredJobSpec`] only name them).
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::openapi::{RefOr, Schema};
+use utoipa::{IntoParams, PartialSchema, ToSchema};
 
-use keyfire::job::{DedupSpec, Job, JobSpec, RetrySpec, Validation};
+use keyfire::job::{Job, JobSpec, Validation};
 use keyfire::store::{DeadLetter, JobRecord, JobStatus, RunRecord};
 
 /// How many next firings a job view shows.
@@ -42,7 +44,7 @@ pub struct JobView {
     /// Bumped by every change of the spec; send it back in `If-Match` to update only that version.
     pub version: u64,
     /// The job as declared (`after` is shown resolved to `at`).
-    #[schema(value_type = JobSpec)]
+    #[schema(value_type = StoredJobSpec)]
     pub spec: Value,
     /// The zone `next_firings[].local` is shown in (the cron `tz`, else `UTC`).
     pub tz: String,
@@ -284,16 +286,25 @@ pub struct DeadList {
     pub dead: Vec<DeadLetterView>,
 }
 
-/// Which dead letters a replay or purge acts on.
+/// Which dead letters `GET /v1/jobs/{id}/dead` lists.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct DeadQuery {
     /// Only this firing (its `firing_id`); default: all of the job's dead letters.
     pub firing: Option<String>,
-    /// With `GET`: most recent dead letters to return, 1 to 1000 (default 100).
+    /// Most recent dead letters to return, 1 to 1000 (default 100).
     #[param(value_type = Option<u32>)]
     pub limit: Option<String>,
+}
+
+/// Which dead letters a replay or purge acts on (they act on all or one, so take no `limit`).
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct DeadFilter {
+    /// Only this firing (its `firing_id`); default: all of the job's dead letters.
+    pub firing: Option<String>,
 }
 
 /// How many dead letters a replay or purge acted on.
@@ -350,7 +361,7 @@ pub struct NodeList {
 #[serde(deny_unknown_fields)]
 pub struct TaskBatch {
     /// One-shot tasks (see `TaskSpec`), at most 1000.
-    #[schema(value_type = Vec<TaskSpecSchema>)]
+    #[schema(value_type = Vec<TaskSpec>)]
     pub tasks: Vec<Value>,
 }
 
@@ -367,41 +378,41 @@ pub struct Health {
     /// `ok`, `ready` or `not_ready`.
     pub status: String,
     /// Each check and its result (`ok` or what is wrong); empty for `/healthz`.
-    #[schema(value_type = Object)]
+    #[schema(value_type = std::collections::BTreeMap<String, String>)]
     pub checks: serde_json::Map<String, Value>,
 }
 
-/// A one-shot task: a job with `at` or `after` (neither: at once) and an optional id (a UUID is
-/// chosen when it is left out).
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-#[schema(as = TaskSpec)]
-#[allow(dead_code)]
-pub struct TaskSpecSchema {
-    /// Optional id; an id that exists already is left as it is (create-if-absent). Leave it
-    /// out with `dedup`: keyfire picks it.
-    id: Option<String>,
-    /// Run at this instant (RFC 3339).
-    at: Option<DateTime<Utc>>,
-    /// Run after this delay, such as `30m`.
-    #[schema(example = "30m")]
-    after: Option<String>,
-    /// Name of the handler that runs the task.
-    #[schema(example = "http")]
-    handler: String,
-    /// A JSON object given to the handler; absent (or null) gives none.
-    #[schema(value_type = Option<Object>)]
-    params: Option<Value>,
-    /// How late it may be found and still count as on time (default `10s`).
-    misfire_tolerance: Option<String>,
-    /// Longest a run may take (default `1h`).
-    timeout: Option<String>,
-    /// Retries of a failed run (default: 3 attempts, exponential backoff from `1s`).
-    retry: Option<RetrySpec>,
-    /// Deduplication: a `key` (or `content: true`: derived from handler and params) and a
-    /// `window` (more than zero, at most `24h`). Enqueueing the same key within the window
-    /// answers the task created then (200, `duplicate: true`) and creates nothing.
-    dedup: Option<DedupSpec>,
+/// Names a schema derived from the library's `JobSpec` in `contract`: the derive would
+/// only repeat `JobSpec`'s fields by hand, which could drift from it.
+macro_rules! derived_schema {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $name;
+
+        impl PartialSchema for $name {
+            fn schema() -> RefOr<Schema> {
+                // Replaced whole by `contract::job_schemas`.
+                utoipa::openapi::ObjectBuilder::new().into()
+            }
+        }
+
+        impl ToSchema for $name {}
+    };
 }
+
+derived_schema!(
+    /// `PUT /v1/jobs/{id}`'s body: a `JobSpec` without its id.
+    JobSpecWithoutId
+);
+derived_schema!(
+    /// A one-shot task: a job with `at` or `after` (neither: at once) and an optional id.
+    TaskSpec
+);
+derived_schema!(
+    /// A job's spec as a job answer shows it.
+    StoredJobSpec
+);
 
 /// The field names of the library's `JobSpec`, read from its own "unknown field" error, so a
 /// test notices when the OpenAPI mirror falls behind.

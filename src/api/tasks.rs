@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::ApiState;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, RawJson, decode};
-use super::model::{JobView, TaskBatch, TaskList, TaskSpecSchema};
+use super::model::{JobView, TaskBatch, TaskList, TaskSpec};
 use keyfire::client::Upserted;
 use keyfire::error::Error;
 use keyfire::job::JobSpec;
@@ -42,7 +42,10 @@ fn task_spec(body: Value, prefix: &str) -> Result<JobSpec, ApiError> {
             ));
         }
     }
-    if !map.contains_key("at") && !map.contains_key("after") {
+    // A null instant is no instant, as for every other optional field: neither given (absent
+    // or null) means at once.
+    let given = |f: &str| map.get(f).is_some_and(|v| !v.is_null());
+    if !given("at") && !given("after") {
         map.insert("after".into(), Value::String("0s".into()));
     }
     match map.get("id") {
@@ -78,14 +81,11 @@ fn prefixed(e: Error, prefix: &str) -> ApiError {
     post,
     path = "/v1/tasks",
     tag = "tasks",
-    request_body = TaskSpecSchema,
+    request_body = TaskSpec,
     responses(
         (status = 200, description = "The id exists, or the dedup key names a task enqueued within its window (`duplicate` is true): that task as it is, untouched", body = JobView),
         (status = 201, description = "Enqueued", body = JobView),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 409, description = "Changed concurrently", body = ErrorBody),
-        (status = 413, description = "Body too large", body = ErrorBody),
-        (status = 422, description = "Invalid field", body = ErrorBody),
+        (status = 409, description = "Changed concurrently (`conflict`)", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -118,10 +118,7 @@ pub(super) async fn post_task(
     request_body = TaskBatch,
     responses(
         (status = 201, description = "Enqueued, in the order given", body = TaskList),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 409, description = "Changed concurrently", body = ErrorBody),
-        (status = 413, description = "Body too large", body = ErrorBody),
-        (status = 422, description = "Invalid field", body = ErrorBody),
+        (status = 409, description = "Changed concurrently (`conflict`)", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]

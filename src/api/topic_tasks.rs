@@ -91,11 +91,9 @@ pub(super) async fn delete_topic_task(
     request_body = FinishBody,
     responses(
         (status = 204, description = "Done"),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 404, description = "No such task in this topic (or it was deleted)", body = ErrorBody),
         (status = 409, description = "The reservation is no longer this token's", body = ErrorBody),
-        (status = 415, description = "The body is not application/json", body = ErrorBody),
-        (status = 422, description = "Invalid field", body = ErrorBody),
+        (status = 422, description = "Not a valid task id", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -120,11 +118,9 @@ pub(super) async fn finish_topic_task(
     request_body = TouchBody,
     responses(
         (status = 200, description = "The new deadline", body = Touched),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 404, description = "No such task in this topic (or it was deleted)", body = ErrorBody),
         (status = 409, description = "The reservation is no longer this token's", body = ErrorBody),
-        (status = 415, description = "The body is not application/json", body = ErrorBody),
-        (status = 422, description = "Invalid field", body = ErrorBody),
+        (status = 422, description = "Not a valid task id, or `ttr` breaks its rule", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]

@@ -78,6 +78,16 @@ pub struct Popped {
     pub tasks: Vec<ReservedView>,
 }
 
+/// What a pop answers: one task, or with `max` a list of them.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum PopAnswer {
+    /// Without `max`: the task.
+    Task(ReservedView),
+    /// With `max`: up to `max` tasks, maybe none.
+    Tasks(Popped),
+}
+
 /// One task to finish in a batch.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -122,8 +132,8 @@ pub struct ReservedView {
     pub id: String,
     /// Its topic.
     pub topic: String,
-    /// Its payload.
-    #[schema(value_type = Object)]
+    /// Its payload: any JSON value, as it was added.
+    #[schema(value_type = Value)]
     pub payload: Value,
     /// Deliveries so far, this one included.
     pub deliveries: u32,
@@ -169,8 +179,8 @@ pub struct TaskView {
     /// `delayed`, `ready`, `reserved`, `done`, `dead` or `deleted`.
     #[schema(example = "ready")]
     pub state: String,
-    /// Its payload (null once done or deleted).
-    #[schema(value_type = Option<Object>)]
+    /// Its payload: any JSON value, as it was added (null once done or deleted).
+    #[schema(value_type = Value)]
     pub payload: Option<Value>,
     /// Deliveries so far.
     pub deliveries: u32,
@@ -278,11 +288,9 @@ fn queue_error(e: Error) -> ApiError {
     params(("topic" = String, Path, description = "Letters, digits, `_`, `.`, `-`; at most 128 bytes")),
     request_body = AddTask,
     responses(
-        (status = 201, description = "Added (or an add with this id was already made)", body = Added),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 409, description = "No node serves the `topic` handler, so a delayed task could not become ready", body = ErrorBody),
-        (status = 413, description = "Body too large", body = ErrorBody),
-        (status = 422, description = "Invalid field", body = ErrorBody),
+        (status = 201, description = "Added (or an add with this id was already made to this topic)", body = Added),
+        (status = 409, description = "No node serves the `topic` handler, so a delayed task could not become ready; or a task with this id is in another topic (`conflict`)", body = ErrorBody),
+        (status = 422, description = "Not a valid topic name, or a field breaks its rule (`field` names it)", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -312,12 +320,26 @@ pub async fn add_task(
         ttr,
         max_deliveries: body.max_deliveries.unwrap_or(DEFAULT_MAX_DELIVERIES),
     };
+    let given = task.id.is_some();
     let traceparent = crate::telemetry::request_traceparent(&headers);
     let id = state
         .queue()
         .add_task_traced(task, traceparent.as_deref())
         .await
         .map_err(queue_error)?;
+    // An id that exists is left as it is, in whatever topic holds it: task ids are unique
+    // across topics, so an add under another topic did not add anything here.
+    if given {
+        let held = state.queue().get(&id).await?;
+        if held.topic != topic {
+            return Err(ApiError::conflict(format!(
+                "task '{id}' exists in topic '{}' (task ids are unique across topics); \
+                 give another id, or none",
+                held.topic
+            ))
+            .field("id"));
+        }
+    }
     Ok((StatusCode::CREATED, Json(Added { id, topic })))
 }
 
@@ -332,10 +354,10 @@ pub async fn add_task(
     tag = "topics",
     params(("topic" = String, Path, description = "The topic"), PopQuery),
     responses(
-        (status = 200, description = "A task, reserved; with `max`, a list of up to `max` (`Popped`, maybe empty)", body = ReservedView),
+        (status = 200, description = "A task, reserved; with `max`, a list of up to `max` (`Popped`, maybe empty)", body = PopAnswer),
         (status = 204, description = "No task became ready within `wait` (without `max`)"),
-        (status = 400, description = "Bad query parameter: `wait` not a duration or above 60s, `max` not 1 to 1000", body = ErrorBody),
-        (status = 422, description = "Invalid topic name", body = ErrorBody),
+        (status = 400, description = "`wait` is not a duration or above 60s, or `max` not 1 to 1000 (`bad_query`)", body = ErrorBody),
+        (status = 422, description = "Not a valid topic name", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -381,10 +403,10 @@ pub async fn pop(
         .await?;
     if max.is_some() {
         let tasks = popped.into_iter().map(ReservedView::from).collect();
-        return Ok((StatusCode::OK, Json(Popped { tasks })).into_response());
+        return Ok(Json(PopAnswer::Tasks(Popped { tasks })).into_response());
     }
     match popped.into_iter().next() {
-        Some(r) => Ok((StatusCode::OK, Json(ReservedView::from(r))).into_response()),
+        Some(r) => Ok(Json(PopAnswer::Task(ReservedView::from(r))).into_response()),
         None => Ok(StatusCode::NO_CONTENT.into_response()),
     }
 }
@@ -403,8 +425,7 @@ pub async fn pop(
     request_body = FinishMany,
     responses(
         (status = 200, description = "Each task's outcome, in order", body = FinishedMany),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
-        (status = 422, description = "Invalid field (the batch is refused whole)", body = ErrorBody),
+        (status = 422, description = "Not a valid topic name, or a task's id or token is refused (a token of another topic too); the batch is refused whole", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -446,10 +467,9 @@ pub async fn finish_many(
     request_body = FinishBody,
     responses(
         (status = 204, description = "Done"),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 404, description = "No such task (or it was deleted)", body = ErrorBody),
         (status = 409, description = "The reservation is no longer this token's", body = ErrorBody),
-        (status = 422, description = "Invalid field", body = ErrorBody),
+        (status = 422, description = "Not a valid task id", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -471,10 +491,9 @@ pub async fn finish(
     request_body = TouchBody,
     responses(
         (status = 200, description = "The new deadline", body = Touched),
-        (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 404, description = "No such task (or it was deleted)", body = ErrorBody),
         (status = 409, description = "The reservation is no longer this token's", body = ErrorBody),
-        (status = 422, description = "Invalid field", body = ErrorBody),
+        (status = 422, description = "Not a valid task id, or `ttr` breaks its rule", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]

@@ -8,6 +8,7 @@ mod support;
 
 mod cli;
 mod common;
+mod contract;
 mod declared;
 mod dedup;
 mod delivery;

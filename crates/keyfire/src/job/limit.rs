@@ -10,6 +10,10 @@ use super::validation::ValidationError;
 /// The largest limit key, in bytes.
 pub const MAX_LIMIT_KEY_LEN: usize = 200;
 
+/// What [`validate_limit_key`] accepts besides the length, as a regular expression (stated in
+/// the REST API's OpenAPI document; a test checks the two agree).
+pub const LIMIT_KEY_PATTERN: &str = "^[A-Za-z0-9_.:-]+$";
+
 /// A limit shared by the whole cluster: at most `rate` firings of the key start in any one
 /// second, and at most `in_flight` run at once. At least one of the two is given; neither
 /// may be 0. A firing held back by its limit is delayed (same attempt, not a failure), in

@@ -9,11 +9,16 @@ mod spec;
 mod validation;
 
 pub use dedup::{Dedup, DedupSpec, MAX_DEDUP_KEY_LEN, MAX_DEDUP_WINDOW_MS};
-pub use limit::{LimitSpec, MAX_LIMIT_KEY_LEN, host_limit_key, validate_limit_key};
-pub use policy::{Backoff, MisfirePolicy, OverlapPolicy, RetryPolicy, RetrySpec};
+pub use limit::{
+    LIMIT_KEY_PATTERN, LimitSpec, MAX_LIMIT_KEY_LEN, host_limit_key, validate_limit_key,
+};
+pub use policy::{
+    BACKOFFS, Backoff, MAX_ATTEMPTS_LIMIT, MISFIRE_POLICIES, MisfirePolicy, OVERLAP_POLICIES,
+    OverlapPolicy, RetryPolicy, RetrySpec,
+};
 pub use schedule::Schedule;
-pub use spec::{Job, JobSpec, Validation};
-pub use validation::{ValidationError, parse_duration};
+pub use spec::{ID_PATTERN, Job, JobSpec, MAX_ID_LEN, Validation};
+pub use validation::{DURATION_PATTERN, ValidationError, parse_duration};
 
 /// How many ms in a firing's lifetime a job may be late before the misfire policy applies.
 pub const DEFAULT_MISFIRE_TOLERANCE_MS: i64 = 10_000;

@@ -54,7 +54,14 @@ pub struct RetryPolicy {
 /// Default attempts in all: a crash or a transient failure gets a second and third chance.
 pub(super) const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 /// Most attempts a policy may ask for.
-pub(super) const MAX_ATTEMPTS_LIMIT: u32 = 1_000;
+pub const MAX_ATTEMPTS_LIMIT: u32 = 1_000;
+
+/// The names `retry.backoff` takes.
+pub const BACKOFFS: &[&str] = &["fixed", "exponential"];
+/// The names [`MisfirePolicy::parse`] takes.
+pub const MISFIRE_POLICIES: &[&str] = &["fire_once", "skip", "catch_up"];
+/// The names [`OverlapPolicy::parse`] takes.
+pub const OVERLAP_POLICIES: &[&str] = &["allow", "forbid", "replace"];
 
 impl Default for RetryPolicy {
     fn default() -> Self {

@@ -146,7 +146,11 @@ fn json_kind(v: &Value) -> &'static str {
 }
 
 /// The largest job id, in bytes.
-pub(super) const MAX_ID_LEN: usize = 128;
+pub const MAX_ID_LEN: usize = 128;
+
+/// What `validate_id` accepts besides the length, as a regular expression: the REST API's
+/// OpenAPI document states it (a test checks the two agree).
+pub const ID_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9_.-]*$";
 
 /// Check a job id: `[A-Za-z0-9][A-Za-z0-9_.-]*`, at most [`MAX_ID_LEN`] bytes. Ids appear in
 /// Redis key names, so `:`, `{`, `}` and spaces are refused.

@@ -88,6 +88,11 @@ use wait::{Backoff, Waiter};
 pub const TOPIC_HANDLER: &str = "topic";
 /// Prefix of the keyfire job of a task queued by an earlier version: `q.<task id>`.
 pub const JOB_PREFIX: &str = "q.";
+/// What topic names and task ids may hold, as a regular expression (the rule of job ids; the
+/// REST API's OpenAPI document states it, and a test checks it against the checks).
+pub const NAME_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9_.-]*$";
+/// A reservation token as a pop gives it, `<32 hex digits>.<topic>`, as a regular expression.
+pub const TOKEN_PATTERN: &str = "^[0-9A-Fa-f]{32}\\.[A-Za-z0-9][A-Za-z0-9_.-]*$";
 /// Longest topic name, in bytes.
 pub const MAX_TOPIC_LEN: usize = 128;
 /// Longest task id, in bytes (ids of tasks fed by a recurring job are `<job id>.<instant ms>`).
