@@ -98,6 +98,10 @@ done
 curl -fsS "$base/readyz" >/dev/null
 curl -fsS "$base/v1/openapi.json" -o "$work/openapi.json"
 
+# The document the node serves, linted (0 errors) before it is fuzzed; both run either way.
+lint_rc=0
+bash .ci/openapi-lint.sh "$work/openapi.json" || lint_rc=$?
+
 echo "--- schemathesis run (seed $seed, at most $max_examples examples per operation)"
 st_rc=0
 "$st" --config-file .ci/schemathesis.toml run "$base/v1/openapi.json" \
@@ -113,7 +117,10 @@ st_rc=0
   --report junit,ndjson --report-dir "$work/report" \
   --no-color || st_rc=$?
 
-echo "--- schemathesis exit code $st_rc, $(($(date +%s) - started))s since the start"
+echo "--- schemathesis exit code $st_rc, lint exit code $lint_rc, $(($(date +%s) - started))s since the start"
 if [ "$st_rc" -ne 0 ]; then
   exit "$st_rc"
+fi
+if [ "$lint_rc" -ne 0 ]; then
+  exit "$lint_rc"
 fi

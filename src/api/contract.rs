@@ -41,13 +41,28 @@ const NO_REDIS_PATHS: &[&str] = &["/healthz", "/v1/openapi.json", "/metrics"];
 /// Finish the generated document (see the module's documentation).
 pub(super) fn finish(doc: &utoipa::openapi::OpenApi) -> Value {
     let mut doc = serde_json::to_value(doc).expect("the OpenAPI document serializes");
+    security_and_servers(&mut doc);
     job_schemas(&mut doc);
     field_rules(&mut doc);
     widen_u32(&mut doc);
     parameter_rules(&mut doc);
     error_responses(&mut doc);
     examples(&mut doc);
+    links(&mut doc);
     doc
+}
+
+/// The bearer token is the rule, stated once at the root; the open paths opt out with an
+/// empty requirement (`security: []`), which says "no token" where a missing one says
+/// nothing. The server is the node that serves the document (`/`, relative to it).
+fn security_and_servers(doc: &mut Value) {
+    doc["security"] = json!([{"bearer": []}]);
+    doc["servers"] = json!([{"url": "/", "description": "The node that serves this document"}]);
+    for (path, _, op) in operations(doc) {
+        if OPEN_PATHS.contains(&path.as_str()) {
+            op["security"] = json!([]);
+        }
+    }
 }
 
 /// Each operation: `(path, method, operation)`.
@@ -284,13 +299,13 @@ fn parameter_rules(doc: &mut Value) {
 fn error_responses(doc: &mut Value) {
     for (path, _, op) in operations(doc) {
         let open = OPEN_PATHS.contains(&path.as_str());
-        let secured = op.get("security").is_some();
+        let secured = op["security"].as_array().is_some_and(|s| !s.is_empty());
         let body = op.get("requestBody").is_some();
         let params = op["parameters"].as_array().cloned().unwrap_or_default();
         let param_in = |loc: &str| params.iter().any(|p| p["in"] == loc);
-        let mut add = |status: u16, why: &str| add_error(op, status, why);
         if !open {
-            add(
+            add_error(
+                op,
                 403,
                 "A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node \
                  without `api.token` was called by a host name other than an address or \
@@ -298,39 +313,51 @@ fn error_responses(doc: &mut Value) {
             );
         }
         if secured {
-            add(401, "Missing or wrong bearer token (`unauthorized`)");
+            add_error(op, 401, "Missing or wrong bearer token (`unauthorized`)");
+            add_header(
+                op,
+                401,
+                "WWW-Authenticate",
+                "`Bearer`",
+                json!({"type": "string"}),
+            );
         }
         if param_in("path") {
-            add(
+            add_error(
+                op,
                 400,
                 "A path parameter is not UTF-8 once percent-decoded (`bad_path`)",
             );
         }
         if param_in("query") {
-            add(
+            add_error(
+                op,
                 400,
                 "A query parameter is unknown, repeated or out of its range (`bad_query`)",
             );
         }
         if body {
-            add(400, "The body is not JSON (`malformed_json`)");
-            add(
+            add_error(op, 400, "The body is not JSON (`malformed_json`)");
+            add_error(
+                op,
                 413,
                 "The body is larger than `api.max_body_bytes` (`payload_too_large`)",
             );
-            add(
+            add_error(
+                op,
                 415,
                 "The body is not sent as `application/json` (`unsupported_media_type`)",
             );
-            add(
+            add_error(
+                op,
                 422,
                 "The body does not fit the schema, or a field breaks a rule the schema cannot \
                  state; `field` names it (`invalid`)",
             );
         }
         if !NO_REDIS_PATHS.contains(&path.as_str()) && !open {
-            add(500, "Internal error, logged by the node (`internal`)");
-            add(503, "Redis is unavailable; try again (`unavailable`)");
+            add_error(op, 500, "Internal error, logged by the node (`internal`)");
+            add_error(op, 503, "Redis is unavailable; try again (`unavailable`)");
         }
         // Sorted by status, as a reader looks for them.
         if let Some(responses) = op["responses"].as_object_mut() {
@@ -339,6 +366,12 @@ fn error_responses(doc: &mut Value) {
             responses.extend(sorted);
         }
     }
+}
+
+/// Document a header an answer carries.
+fn add_header(op: &mut Value, status: u16, name: &str, description: &str, schema: Value) {
+    op["responses"][status.to_string()]["headers"][name] =
+        json!({"description": description, "required": true, "schema": schema});
 }
 
 /// Add `why` to the error answer `status` of `op` (created with the error body if absent).
@@ -417,8 +450,10 @@ fn job_schemas(doc: &mut Value) {
          in the body equal to the path's is let through; another is refused with 422)."
     );
 
-    // A one-shot task: no recurring schedule, at most one of `at` and `after` (neither: now).
+    // A one-shot task: no recurring schedule, at most one of `at` and `after` (neither: now),
+    // and no id needed.
     let mut task = without(&["cron", "every", "tz"]);
+    task["required"] = json!(["handler"]);
     task["not"] = both_given("at", "after");
     task["description"] = json!(
         "A one-shot task: a job run once, at `at`, `after` a delay, or at once when neither \
@@ -443,6 +478,74 @@ fn job_schemas(doc: &mut Value) {
     schemas.insert("JobSpecWithoutId".into(), by_path);
     schemas.insert("TaskSpec".into(), task);
     schemas.insert("StoredJobSpec".into(), stored);
+}
+
+/// OpenAPI links: which answer's values the next request takes (a created job's id, a popped
+/// task's id and reservation token), so clients and the stateful phase of the contract tests
+/// follow a resource through its life.
+fn links(doc: &mut Value) {
+    let job_id = json!({"id": "$response.body#/id"});
+    let job_ops = [
+        "get_job",
+        "delete_job",
+        "pause_job",
+        "resume_job",
+        "trigger_job",
+        "job_runs",
+        "list_dead",
+    ];
+    let job_links: Map<String, Value> = job_ops
+        .iter()
+        .map(|op| {
+            (
+                op.to_string(),
+                json!({"operationId": op, "parameters": job_id.clone()}),
+            )
+        })
+        .collect();
+    let task = json!({"topic": "$response.body#/topic", "id": "$response.body#/id"});
+    let added: Map<String, Value> = ["get_topic_task", "delete_topic_task"]
+        .iter()
+        .map(|op| {
+            (
+                op.to_string(),
+                json!({"operationId": op, "parameters": task.clone()}),
+            )
+        })
+        .collect();
+    // Only the one-task answer of a pop (without `max`) has these at its root.
+    let mut popped = added.clone();
+    for op in ["finish_topic_task", "touch_topic_task"] {
+        popped.insert(
+            op.into(),
+            json!({
+                "operationId": op,
+                "parameters": task.clone(),
+                "requestBody": {"token": "$response.body#/token"},
+            }),
+        );
+    }
+    let key = json!({"key": "$request.path.key"});
+    let limit_links: Map<String, Value> = ["get_limit", "delete_limit"]
+        .iter()
+        .map(|op| {
+            (
+                op.to_string(),
+                json!({"operationId": op, "parameters": key.clone()}),
+            )
+        })
+        .collect();
+    for (path, method, status, set) in [
+        ("/v1/jobs", "post", "200", &job_links),
+        ("/v1/jobs", "post", "201", &job_links),
+        ("/v1/jobs/{id}", "put", "200", &job_links),
+        ("/v1/jobs/{id}", "put", "201", &job_links),
+        ("/v1/topics/{topic}/tasks", "post", "201", &added),
+        ("/v1/topics/{topic}/pop", "post", "200", &popped),
+        ("/v1/limits/{key}", "put", "200", &limit_links),
+    ] {
+        doc["paths"][path][method]["responses"][status]["links"] = Value::Object(set.clone());
+    }
 }
 
 /// An example request on every operation that takes input, valid for a node running the

@@ -135,11 +135,17 @@ async fn document_and_router_agree() {
         }
     }
 
-    // Operations needing the token say so; the open ones do not.
+    // Operations needing the token say so; the open ones say they need none.
+    assert_eq!(doc["security"], json!([{"bearer": []}]));
     for (m, path) in &ops {
         let op = &doc["paths"][path][m.to_lowercase()];
         let open = keyfire_server::api::OPEN_PATHS.contains(&path.as_str());
-        assert_eq!(op.get("security").is_none(), open, "{m} {path} security");
+        let expected = if open {
+            json!([])
+        } else {
+            json!([{"bearer": []}])
+        };
+        assert_eq!(op["security"], expected, "{m} {path} security");
     }
     assert_eq!(
         doc["components"]["securitySchemes"]["bearer"]["scheme"],
@@ -197,6 +203,14 @@ fn job_schemas_are_derived_from_job_spec() {
             "{schema}"
         );
     }
+    let required = |s: &str| doc["components"]["schemas"][s]["required"].clone();
+    assert_eq!(required("JobSpec"), json!(["id", "handler"]));
+    assert_eq!(required("JobSpecWithoutId"), json!(["handler"]));
+    assert_eq!(
+        required("TaskSpec"),
+        json!(["handler"]),
+        "a task's id is optional"
+    );
     // Where each is used.
     let body = |path: &str, m: &str| {
         doc["paths"][path][m]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
@@ -729,8 +743,11 @@ async fn every_answer_a_probe_meets_is_documented() {
         // No token.
         let req = Request::builder().method(m()).uri(&uri).body(Body::empty());
         let a = api.send(req.unwrap()).await;
-        if op.get("security").is_some() {
+        if op["security"].as_array().is_some_and(|s| !s.is_empty()) {
             assert_eq!(a.status, StatusCode::UNAUTHORIZED, "{method} {path}");
+            assert_eq!(a.headers["www-authenticate"], "Bearer");
+        } else {
+            assert_eq!(a.status, StatusCode::OK, "{method} {path} is open");
         }
         assert_documented(&doc, &method, &path, "no token", &a);
 
