@@ -11,6 +11,10 @@
 use clap::Parser;
 use keyfire::config::{LogSettings, TelemetrySettings};
 
+/// As the `keyfire` binary: the cost measured is the one a node pays.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// `keyfire bench`, traced.
 #[derive(Debug, Parser)]
 struct Args {
