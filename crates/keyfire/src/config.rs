@@ -28,6 +28,8 @@ pub struct Settings {
     pub prune: bool,
     /// The REST API the node serves.
     pub api: ApiSettings,
+    /// The cluster-wide figures `/metrics` reads from Redis (queue, scheduler, memory).
+    pub metrics: MetricsSettings,
     /// Settings of the built-in handlers.
     pub handlers: HandlerSettings,
     /// Jobs declared in the file, upserted (by id) when the node starts.
@@ -62,6 +64,33 @@ impl Default for ApiSettings {
         }
     }
 }
+
+/// The cluster-wide figures a node's `/metrics` reads from Redis: the delay queue's topics,
+/// the oldest overdue firing, Redis's memory. Read on a scrape, at most once per
+/// `min_interval`; every node reports the same figures (aggregate them with `max`, not `sum`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsSettings {
+    /// Shortest time between two reads of the figures from Redis; scrapes in between get the
+    /// last ones.
+    #[serde(with = "humantime_serde")]
+    pub min_interval: Duration,
+    /// Topics with series of their own (the first by name); the others are summed into
+    /// `topic="_other"`. 0: every topic is summed into `_other`.
+    pub max_topics: usize,
+}
+
+impl Default for MetricsSettings {
+    fn default() -> Self {
+        Self {
+            min_interval: Duration::from_secs(5),
+            max_topics: 1_000,
+        }
+    }
+}
+
+/// Most topics [`MetricsSettings::max_topics`] may name: each costs a few series per node.
+pub const MAX_METRICS_TOPICS: usize = 10_000;
 
 /// Settings of the built-in handlers.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -839,6 +868,15 @@ impl Settings {
         }
         if self.api.max_body_bytes == 0 {
             return bad("api.max_body_bytes", "must be at least 1");
+        }
+        if self.metrics.min_interval < Duration::from_millis(100) {
+            return bad("metrics.min_interval", "must be at least 100ms");
+        }
+        if self.metrics.max_topics > MAX_METRICS_TOPICS {
+            return bad(
+                "metrics.max_topics",
+                &format!("must be at most {MAX_METRICS_TOPICS}"),
+            );
         }
         for (i, l) in self.flow_limits.iter().enumerate() {
             if let Err(e) = l.validate() {

@@ -76,6 +76,24 @@ impl Error {
             _ => None,
         }
     }
+
+    /// Redis refused a write because it is full: its memory reached `maxmemory`, and under
+    /// `maxmemory-policy noeviction` (what keyfire needs) it answers writes with `OOM`. Nothing
+    /// was written by the refused call; reads still work. Retrying helps only once memory is
+    /// freed (tasks finished or deleted, records expired) or `maxmemory` raised.
+    pub fn is_redis_full(&self) -> bool {
+        self.redis_error().is_some_and(is_oom)
+    }
+}
+
+/// Whether Redis answered `OOM`: a write refused at `maxmemory` (a script's refused write
+/// keeps the code). redis-rs has no kind of its own for it, so the code is what tells; in a
+/// pipeline the error holds each failed command's, and any one of them counts.
+pub fn is_oom(e: &redis::RedisError) -> bool {
+    e.code() == Some("OOM")
+        || e.clone()
+            .into_server_errors()
+            .is_some_and(|errs| errs.iter().any(|(_, s)| s.code() == "OOM"))
 }
 
 /// Result with keyfire's [`Error`].
@@ -84,5 +102,34 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl From<serde_json::Error> for Error {
     fn from(e: serde_json::Error) -> Self {
         Error::Corrupt(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Redis error reply as the parser makes it.
+    fn reply(text: &str) -> redis::RedisError {
+        let v = redis::parse_redis_value(format!("-{text}\r\n").as_bytes()).unwrap();
+        v.extract_error().unwrap_err()
+    }
+
+    #[test]
+    fn oom_replies_are_redis_full_and_others_are_not() {
+        let direct = reply("OOM command not allowed when used memory > 'maxmemory'.");
+        assert!(Error::from(direct).is_redis_full());
+        let script = reply(
+            "OOM command not allowed when used memory > 'maxmemory'. script: 44ff8b, on @user_script:1.",
+        );
+        assert!(Error::redis_op("add", script).is_redis_full());
+        assert!(!Error::from(reply("ERR something else")).is_redis_full());
+        assert!(
+            !Error::from(reply(
+                "READONLY You can't write against a read only replica."
+            ))
+            .is_redis_full()
+        );
+        assert!(!Error::NotFound("j".into()).is_redis_full());
     }
 }

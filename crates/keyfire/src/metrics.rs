@@ -2,8 +2,10 @@
 //! recorder: the embedding application (or `keyfire serve`, with its Prometheus exporter)
 //! chooses one.
 //!
-//! Every series carries the node id (`node` label), so several nodes in one process (tests,
-//! benches) are told apart.
+//! Every series the engine records carries the node id (`node` label), so several nodes in
+//! one process (tests, benches) are told apart. The cluster-wide figures read from Redis
+//! (`QUEUE_*`, `OVERDUE`, `REDIS_MEMORY`) carry no `node` label: every node that reports
+//! them reports the same values, so aggregate them across nodes with `max`, never `sum`.
 
 /// Metric names, in one place.
 pub mod name {
@@ -59,4 +61,35 @@ pub mod name {
     /// task was returned, nothing was written. Recorded by the client that enqueued (the
     /// REST API's, for `keyfire serve`); no `node` label.
     pub const DEDUPED: &str = "keyfire_tasks_deduplicated_total";
+
+    /// Gauge: delay-queue tasks by topic and state. Labels `topic` (the first
+    /// `metrics.max_topics` by name; the rest summed as `_other`), `state` (delayed | ready |
+    /// reserved | dead). Cluster-wide, no `node` label.
+    pub const QUEUE_TASKS: &str = "keyfire_queue_tasks";
+    /// Gauge: seconds the oldest ready task of a topic has waited for a consumer, by Redis's
+    /// clock (0 when none is ready). Label `topic`. Cluster-wide.
+    pub const QUEUE_OLDEST_READY: &str = "keyfire_queue_oldest_ready_seconds";
+    /// Counter: tasks added to a topic. Label `topic`. Cluster-wide.
+    pub const QUEUE_ADDED: &str = "keyfire_queue_added_total";
+    /// Counter: deliveries (pops that reserved a task), redeliveries included. Label `topic`.
+    /// Cluster-wide.
+    pub const QUEUE_DELIVERED: &str = "keyfire_queue_delivered_total";
+    /// Counter: reservations that expired and went back to ready. Label `topic`. Cluster-wide.
+    pub const QUEUE_REDELIVERED: &str = "keyfire_queue_redelivered_total";
+    /// Counter: tasks finished. Label `topic`. Cluster-wide.
+    pub const QUEUE_FINISHED: &str = "keyfire_queue_finished_total";
+    /// Counter: tasks that used up their deliveries and went to the dead letters. Label
+    /// `topic`. Cluster-wide.
+    pub const QUEUE_DEAD: &str = "keyfire_queue_dead_total";
+    /// Gauge: topics in all (those past `metrics.max_topics` are summed as `_other`).
+    /// Cluster-wide.
+    pub const QUEUE_TOPICS: &str = "keyfire_queue_topics";
+    /// Gauge: seconds since the instant of the earliest firing no node has claimed yet, by
+    /// Redis's clock (0 when none is overdue): the scheduler's own lateness, seen from Redis.
+    /// Label `shard`. Cluster-wide.
+    pub const OVERDUE: &str = "keyfire_oldest_overdue_firing_seconds";
+    /// Gauge: `used_memory / maxmemory` of each Redis master (0 when no `maxmemory` is set).
+    /// At 1, Redis refuses writes (`maxmemory-policy noeviction`). Label `server`
+    /// (`host:port`). Cluster-wide.
+    pub const REDIS_MEMORY: &str = "keyfire_redis_memory_used_ratio";
 }

@@ -120,6 +120,16 @@ impl Conn {
         }
     }
 
+    /// `host:port` of the server commands go to, without asking anyone (sentinel: the master
+    /// as last resolved); None in cluster mode, where it depends on the key.
+    pub fn server(&self) -> Option<String> {
+        match &self.kind {
+            Kind::Standalone { client, .. } => Some(client_addr(client)),
+            Kind::Sentinel(s) => Some(s.current().addr),
+            Kind::Cluster(_) => None,
+        }
+    }
+
     /// The servers that hold data now (standalone: the server; sentinel: the current master,
     /// asked of the sentinels; cluster: every master that serves slots, from `CLUSTER SLOTS`),
     /// as `redis::Client`s with TLS and ACL applied: the node subscribes to expired events on

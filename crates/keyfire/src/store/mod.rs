@@ -15,6 +15,7 @@ mod ops;
 mod records;
 mod scans;
 mod shards;
+mod stats;
 mod tasks;
 
 use std::collections::HashMap;
@@ -35,6 +36,7 @@ pub use limits::{Acquired, Hold, LimitStatus};
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use ops::{LiveNode, Totals, parse_info, redis_time_ms, time_reply_ms};
 pub use records::*;
+pub use stats::ServerMemory;
 
 use crate::error::Result;
 
