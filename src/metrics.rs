@@ -1,9 +1,14 @@
 //! The Prometheus exporter behind `/metrics`: installed once per process by the server,
-//! never by the library.
+//! never by the library; and [`ClusterFigures`], the cluster-wide figures a scrape reads from
+//! Redis (the delay queue's topics, the oldest overdue firing, Redis's memory).
 
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
+use keyfire::config::MetricsSettings;
 use keyfire::metrics::name;
+use keyfire::queue::{Queue, TopicSampler, TopicStats};
+use keyfire::store::{ServerMemory, Store};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 const LATENESS_BUCKETS: &[f64] = &[
@@ -89,4 +94,190 @@ fn describe() {
         name::CALLBACKS,
         "Callback attempts: delivered, failed (retried later), given up"
     );
+    describe_gauge!(
+        name::QUEUE_TASKS,
+        "Delay-queue tasks by topic and state (cluster-wide: take max across nodes)"
+    );
+    describe_gauge!(
+        name::QUEUE_OLDEST_READY,
+        Unit::Seconds,
+        "Age of the topic's oldest ready task, Redis time (cluster-wide)"
+    );
+    describe_counter!(name::QUEUE_ADDED, "Tasks added to the topic (cluster-wide)");
+    describe_counter!(
+        name::QUEUE_DELIVERED,
+        "Pops that reserved a task of the topic, redeliveries included (cluster-wide)"
+    );
+    describe_counter!(
+        name::QUEUE_REDELIVERED,
+        "Reservations of the topic that expired and went back to ready (cluster-wide)"
+    );
+    describe_counter!(
+        name::QUEUE_FINISHED,
+        "Tasks of the topic finished (cluster-wide)"
+    );
+    describe_counter!(
+        name::QUEUE_DEAD,
+        "Tasks of the topic that used up their deliveries (cluster-wide)"
+    );
+    describe_gauge!(
+        name::QUEUE_TOPICS,
+        "Delay-queue topics in all (cluster-wide)"
+    );
+    describe_gauge!(
+        name::OVERDUE,
+        Unit::Seconds,
+        "Age of the earliest firing not yet claimed, per shard, Redis time (cluster-wide)"
+    );
+    describe_gauge!(
+        name::REDIS_MEMORY,
+        "used_memory / maxmemory per Redis master, 0 without maxmemory (cluster-wide)"
+    );
+}
+
+/// Longest a refresh of [`ClusterFigures`] may take: a scrape answers with the figures it
+/// has rather than wait on a slow Redis.
+const READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The cluster-wide figures `/metrics` reports and `/readyz` looks at, read from Redis on
+/// demand and at most once per `metrics.min_interval` (every scrape in between gets the last
+/// figures): so the cost follows the scrape interval, not the number of scrapers, and a node
+/// nobody scrapes reads nothing. Every node reads the same keys, so every node reports the
+/// same values.
+pub struct ClusterFigures {
+    store: Store,
+    queue: Queue,
+    min_interval: Duration,
+    state: tokio::sync::Mutex<Sampling>,
+    memory: tokio::sync::Mutex<Option<(Instant, Vec<ServerMemory>)>>,
+}
+
+struct Sampling {
+    last: Option<Instant>,
+    topics: TopicSampler,
+}
+
+impl std::fmt::Debug for ClusterFigures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterFigures")
+            .field("min_interval", &self.min_interval)
+            .finish()
+    }
+}
+
+impl ClusterFigures {
+    /// Figures of the keyfire data behind `store` (and its `queue`), as `settings` bound them.
+    pub fn new(store: Store, queue: Queue, settings: &MetricsSettings) -> Self {
+        Self {
+            store,
+            queue,
+            min_interval: settings.min_interval,
+            state: tokio::sync::Mutex::new(Sampling {
+                last: None,
+                topics: TopicSampler::new(settings.max_topics),
+            }),
+            memory: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// Read the figures into the metrics' gauges and counters, unless they were read within
+    /// `min_interval`. A failed read is logged and leaves the last figures in place (it is
+    /// tried again at the next scrape past the interval).
+    pub async fn refresh(&self) {
+        let mut state = self.state.lock().await;
+        if state.last.is_some_and(|t| t.elapsed() < self.min_interval) {
+            return;
+        }
+        state.last = Some(Instant::now());
+        let read = async {
+            let sample = state.topics.read(&self.queue).await?;
+            let (now, heads) = self.store.due_heads().await?;
+            Ok::<_, keyfire::Error>((sample, now, heads))
+        };
+        match tokio::time::timeout(READ_TIMEOUT, read).await {
+            Ok(Ok((sample, now, heads))) => {
+                for t in sample.named.iter().chain(&sample.other) {
+                    record_topic(t);
+                }
+                for t in sample.dropped {
+                    record_topic(&TopicStats {
+                        topic: t,
+                        ..TopicStats::default()
+                    });
+                }
+                metrics::gauge!(name::QUEUE_TOPICS).set(sample.topics as f64);
+                for (shard, head) in heads.into_iter().enumerate() {
+                    let overdue = head.map_or(0, |at| (now - at).max(0));
+                    metrics::gauge!(name::OVERDUE, "shard" => shard.to_string())
+                        .set(overdue as f64 / 1000.0);
+                }
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "metrics: reading the queue and due sets failed")
+            }
+            Err(_) => tracing::warn!(
+                "metrics: reading the queue and due sets took over {} s",
+                READ_TIMEOUT.as_secs()
+            ),
+        }
+        drop(state);
+        // Recorded here, not where it is read: `/readyz` may have read it before a recorder
+        // was installed.
+        match self.memory().await {
+            Ok(servers) => {
+                for s in servers {
+                    metrics::gauge!(name::REDIS_MEMORY, "server" => s.server.clone())
+                        .set(s.ratio());
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "metrics: reading INFO memory failed"),
+        }
+    }
+
+    /// Each Redis master's memory, read at most once per `min_interval` (`INFO memory`).
+    pub async fn memory(&self) -> keyfire::Result<Vec<ServerMemory>> {
+        let mut cached = self.memory.lock().await;
+        if let Some((at, m)) = cached.as_ref()
+            && at.elapsed() < self.min_interval
+        {
+            return Ok(m.clone());
+        }
+        let m = match tokio::time::timeout(READ_TIMEOUT, self.store.memory()).await {
+            Ok(r) => r?,
+            Err(_) => {
+                let late = std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("no answer within {} s", READ_TIMEOUT.as_secs()),
+                );
+                return Err(keyfire::Error::redis_op("INFO memory", late.into()));
+            }
+        };
+        *cached = Some((Instant::now(), m.clone()));
+        Ok(m)
+    }
+}
+
+/// One topic's figures into its series.
+fn record_topic(t: &TopicStats) {
+    let topic = t.topic.clone();
+    for (state, n) in [
+        ("delayed", t.delayed),
+        ("ready", t.ready),
+        ("reserved", t.reserved),
+        ("dead", t.dead),
+    ] {
+        metrics::gauge!(name::QUEUE_TASKS, "topic" => topic.clone(), "state" => state)
+            .set(n as f64);
+    }
+    metrics::gauge!(name::QUEUE_OLDEST_READY, "topic" => topic.clone())
+        .set(t.oldest_ready_ms.unwrap_or(0) as f64 / 1000.0);
+    for (metric, n) in [
+        (name::QUEUE_ADDED, t.added),
+        (name::QUEUE_DELIVERED, t.delivered),
+        (name::QUEUE_REDELIVERED, t.redelivered),
+        (name::QUEUE_FINISHED, t.finished),
+        (name::QUEUE_DEAD, t.dead_total),
+    ] {
+        metrics::counter!(metric, "topic" => topic.clone()).absolute(n);
+    }
 }

@@ -17,6 +17,10 @@ use tower::ServiceExt;
 
 use support::World;
 
+/// The tests share the process's recorder, and some gauges carry no label that tells their
+/// Redis apart (`shard`): one test at a time.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Sum of the samples of `metric` (the full sample name, e.g. `x_bucket`) whose labels
 /// include every `(label, value)` of `want`.
 fn sum(text: &str, metric: &str, want: &[(&str, &str)]) -> f64 {
@@ -40,6 +44,7 @@ fn sum(text: &str, metric: &str, want: &[(&str, &str)]) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn metrics_match_known_activity() {
+    let _one = ONE_AT_A_TIME.lock().await;
     // What `keyfire serve` does first: install the server's recorder.
     keyfire_server::metrics::handle().expect("no other recorder in this test binary");
     let w = World::new().await;
@@ -142,4 +147,172 @@ async fn metrics_match_known_activity() {
     for n in nodes {
         n.shutdown().await;
     }
+}
+
+/// GET /metrics through `app`, as text.
+async fn scrape(app: &axum::Router) -> String {
+    let resp = app
+        .clone()
+        .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    String::from_utf8(bytes.to_vec()).unwrap()
+}
+
+/// The one sample of `metric` with these labels (panics when there is none).
+fn one(text: &str, metric: &str, want: &[(&str, &str)]) -> f64 {
+    let n = text
+        .lines()
+        .filter(|l| l.starts_with(&format!("{metric}{{")) || l.starts_with(&format!("{metric} ")))
+        .filter(|l| {
+            want.iter()
+                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
+        })
+        .count();
+    assert_eq!(n, 1, "{n} samples of {metric} {want:?} in:\n{text}");
+    sum(text, metric, want)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn queue_overdue_and_memory_figures_are_read_from_redis() {
+    use keyfire::queue::NewTask;
+    let _one = ONE_AT_A_TIME.lock().await;
+    keyfire_server::metrics::handle().expect("no other recorder in this test binary");
+    let mut w = World::new().await;
+    // Two topics with series of their own; the others summed as `_other`.
+    w.settings.metrics.max_topics = 2;
+    w.settings.metrics.min_interval = Duration::from_millis(100);
+    let client = w.client().await;
+    let queue = w.queue().await;
+    let app = router(ApiState::new(w.client().await, &w.settings));
+
+    // No node runs: a firing due now stays unclaimed, so it grows overdue.
+    client
+        .enqueue(JobSpec::after("late", "0s", "rec"))
+        .await
+        .unwrap();
+    let task = |topic: &str, ttr_ms: u64, max: u32| NewTask {
+        ttr: Duration::from_millis(ttr_ms),
+        max_deliveries: max,
+        ..NewTask::new(topic, json!({"n": 1}))
+    };
+    // mq-a: 4 ready, 2 popped (reserved), 1 of them finished.
+    for _ in 0..4 {
+        queue.add_task(task("mq-a", 60_000, 5)).await.unwrap();
+    }
+    let popped = queue.pop_many("mq-a", 2, Duration::ZERO).await.unwrap();
+    assert_eq!(popped.len(), 2);
+    queue.finish(&popped[0].id, &popped[0].token).await.unwrap();
+    // mq-b: one task redelivered once, one dead (one delivery allowed), by short reservations.
+    queue.add_task(task("mq-b", 50, 2)).await.unwrap();
+    queue.add_task(task("mq-b", 50, 1)).await.unwrap();
+    assert_eq!(
+        queue
+            .pop_many("mq-b", 2, Duration::ZERO)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    // mq-c and mq-d: past the cap, summed.
+    queue.add_task(task("mq-c", 60_000, 5)).await.unwrap();
+    queue.add_task(task("mq-d", 60_000, 5)).await.unwrap();
+    queue.add_task(task("mq-d", 60_000, 5)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let requeued = queue.requeue_expired("mq-b").await.unwrap();
+    assert_eq!((requeued.requeued, requeued.dead), (1, 1));
+
+    let text = scrape(&app).await;
+    let tasks = |topic: &str, state: &str| {
+        one(
+            &text,
+            "keyfire_queue_tasks",
+            &[("topic", topic), ("state", state)],
+        )
+    };
+    assert_eq!(tasks("mq-a", "ready"), 2.0);
+    assert_eq!(tasks("mq-a", "reserved"), 1.0);
+    assert_eq!(tasks("mq-a", "delayed"), 0.0);
+    assert_eq!(tasks("mq-b", "ready"), 1.0);
+    assert_eq!(tasks("mq-b", "dead"), 1.0);
+    assert_eq!(tasks("_other", "ready"), 3.0, "mq-c and mq-d summed");
+    assert!(!text.contains("topic=\"mq-c\""), "past the cap: {text}");
+    let counter = |metric: &str, topic: &str| one(&text, metric, &[("topic", topic)]);
+    assert_eq!(counter("keyfire_queue_added_total", "mq-a"), 4.0);
+    assert_eq!(counter("keyfire_queue_delivered_total", "mq-a"), 2.0);
+    assert_eq!(counter("keyfire_queue_finished_total", "mq-a"), 1.0);
+    assert_eq!(counter("keyfire_queue_redelivered_total", "mq-b"), 1.0);
+    assert_eq!(counter("keyfire_queue_dead_total", "mq-b"), 1.0);
+    assert_eq!(counter("keyfire_queue_added_total", "_other"), 3.0);
+    assert_eq!(one(&text, "keyfire_queue_topics", &[]), 4.0);
+    // The oldest ready task of mq-a was added before the 1.2 s pause; mq-b's went back to
+    // ready just now.
+    let oldest = counter("keyfire_queue_oldest_ready_seconds", "mq-a");
+    assert!((1.2..30.0).contains(&oldest), "{oldest}");
+    assert!(counter("keyfire_queue_oldest_ready_seconds", "mq-b") < 1.0);
+    let overdue = one(
+        &text,
+        "keyfire_oldest_overdue_firing_seconds",
+        &[("shard", "0")],
+    );
+    assert!((1.2..30.0).contains(&overdue), "{overdue}");
+    let server = format!("127.0.0.1:{}", w.redis.port());
+    assert_eq!(
+        one(
+            &text,
+            "keyfire_redis_memory_used_ratio",
+            &[("server", &server)]
+        ),
+        0.0,
+        "no maxmemory: 0"
+    );
+
+    // Within `min_interval`, a scrape reads nothing: the figures stay as last read.
+    let now_ready = |text: &str| {
+        one(
+            text,
+            "keyfire_queue_tasks",
+            &[("topic", "mq-a"), ("state", "ready")],
+        )
+    };
+    let mut slow = w.settings.clone();
+    slow.metrics.min_interval = Duration::from_secs(3600);
+    let slow = router(ApiState::new(w.client().await, &slow));
+    assert_eq!(now_ready(&scrape(&slow).await), 2.0);
+    assert_eq!(
+        queue
+            .pop_many("mq-a", 2, Duration::ZERO)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        now_ready(&scrape(&slow).await),
+        2.0,
+        "read again within the interval"
+    );
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert_eq!(
+        now_ready(&scrape(&app).await),
+        0.0,
+        "read again past the interval"
+    );
+
+    // A node claims the late firing: nothing is overdue any more.
+    let node = w.node("m1").await;
+    w.recorder.wait_count(1, Duration::from_secs(10)).await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let text = scrape(&app).await;
+    assert_eq!(
+        one(
+            &text,
+            "keyfire_oldest_overdue_firing_seconds",
+            &[("shard", "0")]
+        ),
+        0.0
+    );
+    node.shutdown().await;
 }

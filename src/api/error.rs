@@ -7,6 +7,10 @@ use utoipa::ToSchema;
 
 use keyfire::error::Error;
 
+/// Seconds a client is told to wait (`Retry-After`) after a `redis_full` answer: memory is
+/// freed by consumers finishing tasks and by records expiring, not at once.
+pub(crate) const REDIS_FULL_RETRY_AFTER_SECS: u64 = 30;
+
 /// An error answer. Internals (Redis errors, corrupt data) are logged, not shown.
 #[derive(Debug, Clone)]
 pub struct ApiError {
@@ -34,7 +38,8 @@ pub struct ErrorDetail {
     /// a header such as `If-Match` is not what it must be), `unauthorized`
     /// (401), `forbidden` (403), `not_found` (404), `method_not_allowed` (405), `conflict`
     /// (409), `payload_too_large` (413), `unsupported_media_type` (415), `invalid` (422),
-    /// `internal` (500), `unavailable` (503).
+    /// `internal` (500), `unavailable` (503), `redis_full` (507: Redis reached its
+    /// `maxmemory` and refuses writes; a `Retry-After` header comes with it).
     #[schema(example = "invalid")]
     pub code: String,
     /// What went wrong, in words a person can act on.
@@ -119,6 +124,19 @@ impl ApiError {
         Self::new(StatusCode::BAD_REQUEST, "bad_path", message).field(field)
     }
 
+    /// 507: Redis reached its `maxmemory` and refuses writes (`maxmemory-policy noeviction`).
+    /// Answered with a `Retry-After` of [`REDIS_FULL_RETRY_AFTER_SECS`].
+    pub fn redis_full() -> Self {
+        Self::new(
+            StatusCode::INSUFFICIENT_STORAGE,
+            "redis_full",
+            "Redis is full: its used_memory reached maxmemory and it refuses writes \
+             (maxmemory-policy noeviction); nothing was written. Free memory (delete tasks and \
+             jobs no longer needed, purge dead letters, lower node.history_limit or \
+             node.task_retention) or raise maxmemory, then retry; reads still work",
+        )
+    }
+
     /// 413.
     pub fn too_large(limit: usize) -> Self {
         Self::new(
@@ -138,6 +156,12 @@ impl From<Error> for ApiError {
             }
             Error::ReservationLost(_) => ApiError::conflict(e.to_string()),
             Error::Conflict(_) | Error::VersionMismatch { .. } => ApiError::conflict(e.to_string()),
+            // The one place a full Redis becomes an answer: every write of every route that
+            // Redis refused for memory.
+            _ if e.is_redis_full() => {
+                tracing::warn!(error = %e, "api: Redis is full (maxmemory) and refused a write");
+                ApiError::redis_full()
+            }
             Error::Redis(ref r) | Error::RedisOp { source: ref r, .. } => {
                 tracing::error!(error = %r, "api: redis error");
                 ApiError::new(
@@ -168,6 +192,12 @@ impl IntoResponse for ApiError {
             },
         };
         let mut resp = (self.status, axum::Json(body)).into_response();
+        if self.code == "redis_full" {
+            resp.headers_mut().insert(
+                header::RETRY_AFTER,
+                header::HeaderValue::from(REDIS_FULL_RETRY_AFTER_SECS),
+            );
+        }
         if self.status == StatusCode::UNAUTHORIZED {
             resp.headers_mut().insert(
                 header::WWW_AUTHENTICATE,

@@ -74,6 +74,8 @@ struct StateInner {
     token: Option<String>,
     max_body_bytes: usize,
     node_ttl_ms: i64,
+    /// What `/metrics` and `/readyz` read from Redis, cached for `metrics.min_interval`.
+    figures: crate::metrics::ClusterFigures,
 }
 
 impl std::fmt::Debug for ApiState {
@@ -92,6 +94,11 @@ impl ApiState {
         Self {
             inner: Arc::new(StateInner {
                 queue: client.queue(),
+                figures: crate::metrics::ClusterFigures::new(
+                    client.store().clone(),
+                    client.queue(),
+                    &settings.metrics,
+                ),
                 client,
                 token,
                 max_body_bytes: settings.api.max_body_bytes,
@@ -120,6 +127,10 @@ impl ApiState {
 
     fn node_ttl_ms(&self) -> i64 {
         self.inner.node_ttl_ms
+    }
+
+    fn figures(&self) -> &crate::metrics::ClusterFigures {
+        &self.inner.figures
     }
 }
 

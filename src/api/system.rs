@@ -88,6 +88,43 @@ pub(super) async fn healthz() -> Json<Health> {
     })
 }
 
+/// `used_memory / maxmemory` from which `/readyz` says not ready: at 1 Redis refuses writes
+/// (`maxmemory-policy noeviction`), so creates, adds and claims fail.
+pub(crate) const NOT_READY_MEMORY_RATIO: f64 = 0.95;
+
+/// Whether a master is at or past [`NOT_READY_MEMORY_RATIO`], and the check's line.
+fn memory_verdict(servers: &[keyfire::store::ServerMemory]) -> (bool, String) {
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let fullest = servers
+        .iter()
+        .filter(|s| s.max > 0)
+        .max_by(|a, b| a.ratio().total_cmp(&b.ratio()));
+    match fullest {
+        None => (false, "ok: no maxmemory limit".into()),
+        Some(s) if s.ratio() >= NOT_READY_MEMORY_RATIO => (
+            true,
+            format!(
+                "full: {} uses {:.0}% of its maxmemory ({:.1} of {:.1} MiB; not ready from {:.0}%): \
+                 at 100% Redis refuses writes; free memory (delete tasks and jobs no longer \
+                 needed, purge dead letters) or raise maxmemory",
+                s.server,
+                s.ratio() * 100.0,
+                mib(s.used),
+                mib(s.max),
+                NOT_READY_MEMORY_RATIO * 100.0
+            ),
+        ),
+        Some(s) => (
+            false,
+            format!(
+                "ok: {:.0}% of maxmemory used at most ({})",
+                s.ratio() * 100.0,
+                s.server
+            ),
+        ),
+    }
+}
+
 /// Ready to serve: Redis answers and emits expired-key events (`notify-keyspace-events`).
 #[utoipa::path(
     get,
@@ -128,6 +165,13 @@ pub(super) async fn readyz(State(state): State<ApiState>) -> (StatusCode, Json<H
             }
         };
         checks.insert("notifications".into(), Value::String(verdict));
+        let (full, verdict) = match state.figures().memory().await {
+            Ok(servers) => memory_verdict(&servers),
+            // Readiness is not staked on a figure that cannot be read.
+            Err(e) => (false, format!("unknown: cannot read INFO memory: {e}")),
+        };
+        ready &= !full;
+        checks.insert("memory".into(), Value::String(verdict));
     }
     let (code, status) = if ready {
         (StatusCode::OK, "ready")

@@ -11,6 +11,7 @@
 //! | 3 | not found (HTTP 404) |
 //! | 4 | conflict (HTTP 409: changed concurrently, or not at the expected version) |
 //! | 5 | cannot connect to the API |
+//! | 6 | Redis is full (HTTP 507 `redis_full`: it reached maxmemory and refuses writes) |
 
 use std::fmt;
 use std::path::PathBuf;
@@ -38,11 +39,14 @@ pub mod exit {
     pub const CONFLICT: u8 = 4;
     /// Cannot connect.
     pub const CONNECT: u8 = 5;
+    /// Redis is full: it refused the write for memory (HTTP 507).
+    pub const REDIS_FULL: u8 = 6;
 }
 
 /// The help text that lists the exit codes.
 pub const EXIT_CODES_HELP: &str = "Exit codes: 0 done, 1 error, 2 usage or validation error, \
-3 not found, 4 conflict (changed concurrently), 5 cannot connect to the API.";
+3 not found, 4 conflict (changed concurrently), 5 cannot connect to the API, 6 Redis is full \
+(it reached maxmemory and refuses writes: free memory or raise maxmemory, then retry).";
 
 /// A failed client command: what to print and which exit code to return.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -179,6 +183,7 @@ fn status_code(status: StatusCode) -> u8 {
         400 | 413 | 422 => exit::USAGE,
         404 => exit::NOT_FOUND,
         409 => exit::CONFLICT,
+        507 => exit::REDIS_FULL,
         _ => exit::ERROR,
     }
 }

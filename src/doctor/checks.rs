@@ -189,6 +189,10 @@ pub(crate) fn check_eviction(f: &Facts) -> Finding {
     )
 }
 
+/// Share of `maxmemory` in use from which `keyfire doctor` warns: early enough to act before
+/// `/readyz` says not ready (95%) and Redis refuses writes (100%).
+pub(crate) const MEMORY_WARN_RATIO: f64 = 0.8;
+
 pub(crate) fn check_memory(f: &Facts) -> Finding {
     const NAME: &str = "memory";
     let max: Option<u64> = f.config("maxmemory").and_then(|m| m.parse().ok());
@@ -205,12 +209,14 @@ pub(crate) fn check_memory(f: &Facts) -> Finding {
                 mib(max),
                 share * 100.0
             );
-            if share >= 0.9 {
+            if share >= MEMORY_WARN_RATIO {
                 Finding::warn(
                     NAME,
                     format!(
-                        "{text}: with noeviction a full Redis refuses writes, so creates, claims \
-                         and run records fail"
+                        "{text}, {:.0}% or more: with noeviction a full Redis refuses writes \
+                         (the API answers 507 redis_full, /readyz says not ready from 95%), so \
+                         creates, adds and claims fail",
+                        MEMORY_WARN_RATIO * 100.0
                     ),
                     "raise maxmemory, or lower node.history_limit and node.task_retention",
                 )
@@ -663,5 +669,31 @@ pub(crate) fn check_acl(f: &Facts) -> Finding {
                  prefix in the key and channel patterns), on every server"
             ),
         ),
+    }
+}
+
+#[cfg(test)]
+mod memory_tests {
+    use super::*;
+
+    fn at(used: u64, max: u64) -> Finding {
+        let mut f = Facts::default();
+        f.info.insert("used_memory".into(), used.to_string());
+        f.config.insert("maxmemory".into(), max.to_string());
+        check_memory(&f)
+    }
+
+    #[test]
+    fn memory_warns_from_80_percent_of_maxmemory() {
+        let mb = 1024 * 1024;
+        assert_eq!(at(79 * mb, 100 * mb).status, Status::Ok);
+        let warn = at(80 * mb, 100 * mb);
+        assert_eq!(warn.status, Status::Warn, "{warn:?}");
+        assert!(warn.message.contains("80%"), "{warn:?}");
+        assert_eq!(
+            at(99 * mb, 0).status,
+            Status::Ok,
+            "no maxmemory, no warning"
+        );
     }
 }

@@ -13,6 +13,7 @@ mod declared;
 mod dedup;
 mod delivery;
 mod fuzz;
+mod full_redis;
 mod handlers;
 mod limits;
 mod openapi;
