@@ -156,7 +156,7 @@ impl TopicSampler {
 impl Queue {
     /// The figures of these topics, in the order given: per topic `ZCARD` of its four sets,
     /// the head of its ready set and its counters, with Redis's time, in pipelines of
-    /// [`PIPELINE`] topics.
+    /// 500 topics.
     pub async fn topic_stats(&self, topics: &[String]) -> Result<Vec<TopicStats>> {
         let k = self.store.keys();
         let mut out = Vec::with_capacity(topics.len());

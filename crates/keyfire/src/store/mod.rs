@@ -36,6 +36,7 @@ pub use limits::{Acquired, Hold, LimitStatus};
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use ops::{LiveNode, Totals, parse_info, redis_time_ms, time_reply_ms};
 pub use records::*;
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use stats::ServerMemory;
 
 use crate::error::Result;
