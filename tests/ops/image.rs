@@ -113,7 +113,10 @@ fn free_port() -> u16 {
 
 /// Whether this process may build the image's conditions: root, with unshare and setpriv.
 fn can_run() -> Result<(), String> {
-    let uid = Command::new("id").arg("-u").output().map_err(|e| e.to_string())?;
+    let uid = Command::new("id")
+        .arg("-u")
+        .output()
+        .map_err(|e| e.to_string())?;
     if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
         return Err("not root".into());
     }
