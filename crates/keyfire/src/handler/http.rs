@@ -36,7 +36,7 @@
 //! answer that changes between a check and the connection (rebinding) cannot get around it.
 //! System proxy variables are ignored for the same reason.
 //!
-//! TLS ([`tls`]): `https://` is verified against the system's CA store, or, when the system has
+//! TLS (`tls`): `https://` is verified against the system's CA store, or, when the system has
 //! none (a slim container image), the bundled Mozilla roots, with one warning; plus the CA
 //! certificates of `handlers.http.ca_file`. `handlers.http.client_cert` and `client_key` give a
 //! client certificate (mutual TLS), and `handlers.http.tls."<host pattern>"` gives other
