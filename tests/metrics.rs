@@ -302,7 +302,8 @@ async fn queue_overdue_and_memory_figures_are_read_from_redis() {
     );
 
     // A node claims the late firing: nothing is overdue any more.
-    let node = w.node("m1").await;
+    // A node id of its own: the other test counts the runs of m1 and m2.
+    let node = w.node("figures").await;
     w.recorder.wait_count(1, Duration::from_secs(10)).await;
     tokio::time::sleep(Duration::from_millis(150)).await;
     let text = scrape(&app).await;
@@ -315,4 +316,46 @@ async fn queue_overdue_and_memory_figures_are_read_from_redis() {
         0.0
     );
     node.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn topics_past_the_cap_are_read_in_turn_and_summed() {
+    use keyfire::queue::NewTask;
+    let _one = ONE_AT_A_TIME.lock().await;
+    keyfire_server::metrics::handle().expect("no other recorder in this test binary");
+    let mut w = World::new().await;
+    // One topic of its own, and 1,100 past the cap: more than one read's share (1,000).
+    w.settings.metrics.max_topics = 1;
+    w.settings.metrics.min_interval = Duration::from_millis(100);
+    let queue = w.queue().await;
+    let tasks: Vec<NewTask> = (0..1_101)
+        .map(|i| NewTask::new(format!("rot-{i:05}"), json!({"i": i})))
+        .collect();
+    queue.add_many(tasks).await.unwrap();
+    let app = router(ApiState::new(w.client().await, &w.settings));
+    let other_ready = |text: &str| {
+        one(
+            text,
+            "keyfire_queue_tasks",
+            &[("topic", "_other"), ("state", "ready")],
+        )
+    };
+    let first = scrape(&app).await;
+    assert_eq!(
+        one(
+            &first,
+            "keyfire_queue_tasks",
+            &[("topic", "rot-00000"), ("state", "ready")]
+        ),
+        1.0
+    );
+    assert!(!first.contains("topic=\"rot-00001\""), "past the cap");
+    assert_eq!(other_ready(&first), 1_000.0, "the first 1,000 past the cap");
+    assert_eq!(one(&first, "keyfire_queue_topics", &[]), 1_101.0);
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let second = scrape(&app).await;
+    assert_eq!(other_ready(&second), 1_100.0, "the other 100 read next");
+    // A new pass keeps the sums whole.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert_eq!(other_ready(&scrape(&app).await), 1_100.0);
 }
