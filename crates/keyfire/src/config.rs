@@ -1006,6 +1006,28 @@ mod tests {
     }
 
     #[test]
+    fn metrics_settings_out_of_bounds_are_refused_by_name() {
+        let mut s = Settings::default();
+        s.metrics.min_interval = Duration::from_millis(10);
+        assert!(
+            s.check()
+                .unwrap_err()
+                .to_string()
+                .contains("metrics.min_interval")
+        );
+        let mut s = Settings::default();
+        s.metrics.max_topics = MAX_METRICS_TOPICS + 1;
+        assert!(
+            s.check()
+                .unwrap_err()
+                .to_string()
+                .contains("metrics.max_topics")
+        );
+        s.metrics.max_topics = 0;
+        s.check().unwrap();
+    }
+
+    #[test]
     fn bad_log_level_is_refused() {
         let mut s = Settings::default();
         s.log.level = "verbose".into();
