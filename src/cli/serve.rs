@@ -139,8 +139,14 @@ pub async fn run(config: Option<&Path>) -> anyhow::Result<()> {
     let telemetry = crate::telemetry::init(&settings.log, &settings.telemetry)?;
     let registry = Registry::for_node(&settings).with_context(what)?;
     // Not under the config's name: from here on, what fails is Redis, the address or a node
-    // part, and the error names the setting itself.
-    let result = run_node(settings, registry).await;
+    // part, and the error names the setting itself; except a declared job or limit the file
+    // holds, which the file's name helps find.
+    let result = run_node(settings, registry)
+        .await
+        .map_err(|e| match e.downcast_ref::<Error>() {
+            Some(Error::Config(_) | Error::Invalid(_)) => e.context(what()),
+            _ => e,
+        });
     if let Some(telemetry) = telemetry {
         telemetry.shutdown().await;
     }
