@@ -7,7 +7,9 @@
 //!
 //! 1. lists on every operation the error answers its layers give (see [`error_responses`]):
 //!    401 behind the token, 403 from the browser guard, 400/413/415/422 wherever a JSON body is
-//!    read, 400 for path and query parameters, 500/503 wherever Redis is read;
+//!    read, 400 for path and query parameters, 500/503 wherever Redis is read, 507 on every
+//!    write (Redis at its `maxmemory`); the bearer scheme once at the root, the open paths
+//!    opting out;
 //! 2. states each field's and parameter's rule (patterns, lengths, bounds, the policy names),
 //!    and widens `u32` from `int32` (which stops at 2^31 - 1) to `int64` with its maximum;
 //! 3. derives the job schemas from the library's `JobSpec`: `JobSpec` as `POST /v1/jobs`
@@ -15,7 +17,7 @@
 //!    for `PUT /v1/jobs/{id}` (the path gives the id), `TaskSpec` for one-shot tasks and
 //!    `StoredJobSpec` as a job answer shows it;
 //! 4. gives every operation an example, so Schemathesis's example phase and a reader start from
-//!    a request the server takes.
+//!    a request the server takes, and links from an answer to the requests that use its ids.
 
 use serde_json::{Map, Value, json};
 
@@ -293,11 +295,12 @@ fn parameter_rules(doc: &mut Value) {
 /// - the query extractor (`ApiQuery`): 400 on routes with query parameters (unknown, repeated
 ///   or malformed ones);
 /// - the body extractors (`ApiJson`, `RawJson`): 415, 413, 400 and 422 on routes with a body;
-/// - the store: 500 (corrupt data, logged) and 503 (Redis unreachable) wherever Redis is read.
+/// - the store: 500 (corrupt data, logged) and 503 (Redis unreachable) wherever Redis is read,
+///   and 507 with `Retry-After` on every write (Redis at its `maxmemory` refuses writes).
 ///
 /// An answer an operation's attributes list already keeps its own description first.
 fn error_responses(doc: &mut Value) {
-    for (path, _, op) in operations(doc) {
+    for (path, method, op) in operations(doc) {
         let open = OPEN_PATHS.contains(&path.as_str());
         let secured = op["security"].as_array().is_some_and(|s| !s.is_empty());
         let body = op.get("requestBody").is_some();
@@ -358,6 +361,22 @@ fn error_responses(doc: &mut Value) {
         if !NO_REDIS_PATHS.contains(&path.as_str()) && !open {
             add_error(op, 500, "Internal error, logged by the node (`internal`)");
             add_error(op, 503, "Redis is unavailable; try again (`unavailable`)");
+        }
+        // Every route but a read writes to Redis, which refuses writes at its `maxmemory`.
+        if method != "get" && !open {
+            add_error(
+                op,
+                507,
+                "Redis reached its `maxmemory` and refuses writes; nothing was written. Reads \
+                 still work; retry once memory is freed (`redis_full`)",
+            );
+            add_header(
+                op,
+                507,
+                "Retry-After",
+                "Seconds to wait before retrying",
+                json!({"type": "integer", "minimum": 0}),
+            );
         }
         // Sorted by status, as a reader looks for them.
         if let Some(responses) = op["responses"].as_object_mut() {

@@ -858,3 +858,94 @@ async fn redis_unavailable_is_documented() {
         }
     }
 }
+
+/// Every write documents `redis_full` (507, Redis at its `maxmemory`) with its `Retry-After`,
+/// and no read does (reads still work); every 401 documents its `WWW-Authenticate`.
+#[test]
+fn full_redis_and_auth_headers_are_documented() {
+    let doc = doc();
+    for (method, path) in documented(&doc) {
+        let responses = &doc["paths"][&path][method.to_lowercase()]["responses"];
+        let open = keyfire_server::api::OPEN_PATHS.contains(&path.as_str());
+        let full = responses.get("507");
+        assert_eq!(
+            full.is_some(),
+            method != "GET" && !open,
+            "{method} {path}: 507"
+        );
+        if let Some(full) = full {
+            assert_eq!(
+                full["headers"]["Retry-After"]["schema"]["type"], "integer",
+                "{method} {path}"
+            );
+            assert!(full["description"].as_str().unwrap().contains("redis_full"));
+        }
+        assert_eq!(
+            responses.get("401").is_some(),
+            !open,
+            "{method} {path}: 401"
+        );
+        if let Some(unauthorized) = responses.get("401") {
+            assert!(
+                unauthorized["headers"]["WWW-Authenticate"].is_object(),
+                "{method} {path}"
+            );
+        }
+    }
+}
+
+/// With Redis at its `maxmemory` (every write refused), every operation answers as its
+/// document says: writes 507 with `Retry-After` (or what they answer before writing), reads
+/// as ever.
+#[tokio::test]
+async fn a_full_redis_is_documented() {
+    let api = Api::new().await;
+    let doc = doc();
+    // Some state to act on, written while there is room.
+    let a = api
+        .put(
+            "/v1/jobs/probe-id",
+            json!({"every": "1h", "handler": "log"}),
+        )
+        .await;
+    assert_eq!(a.status, StatusCode::CREATED, "{:#}", a.body);
+    let a = api.put("/v1/limits/probe-key", json!({"rate": 5})).await;
+    assert_eq!(a.status, StatusCode::OK, "{:#}", a.body);
+    let mut c = api.world.conn().await;
+    let _: () = api
+        .world
+        .redis
+        .admin("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg("1")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let body = |path: &str| -> Option<Value> {
+        Some(match path {
+            "/v1/jobs" => json!({"id": "another", "every": "1h", "handler": "log"}),
+            "/v1/jobs/{id}" => json!({"every": "2h", "handler": "log"}),
+            "/v1/tasks" => json!({"handler": "log"}),
+            "/v1/tasks/batch" => json!({"tasks": [{"handler": "log"}]}),
+            "/v1/topics/{topic}/tasks" => json!({"payload": 1}),
+            "/v1/limits/{key}" => json!({"rate": 6}),
+            _ => return None,
+        })
+    };
+    let mut full = 0;
+    for (method, path) in documented(&doc) {
+        let m = Method::from_bytes(method.as_bytes()).unwrap();
+        let a = api.call(m, &concrete(&path), body(&path)).await;
+        assert_documented(&doc, &method, &path, "Redis full", &a);
+        if a.status == StatusCode::INSUFFICIENT_STORAGE {
+            full += 1;
+            a.assert_error(507, "redis_full");
+            assert!(a.headers.contains_key("retry-after"), "{method} {path}");
+        }
+    }
+    assert!(
+        full >= 6,
+        "the writes with a body were refused as full: {full}"
+    );
+}
