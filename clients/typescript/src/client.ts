@@ -25,7 +25,7 @@ export type JobView = Schemas["JobView"];
  * A one-shot task to enqueue (with `dedup` for deduplication). Its `id` is optional: the node
  * picks one when it is left out (and must, with `dedup`).
  */
-export type TaskSpec = Omit<Schemas["TaskSpec"], "id"> & { id?: Schemas["TaskSpec"]["id"] };
+export type TaskSpec = Schemas["TaskSpec"];
 /** A topic task's state and deliveries. */
 export type TaskView = Schemas["TaskView"];
 /** Every topic with its tasks by state. */
@@ -272,7 +272,7 @@ export class Keyfire {
    * Without dedup, an `id` that exists is left as it is.
    */
   async enqueue(spec: TaskSpec): Promise<Enqueued> {
-    const { data, response } = await this.call(this.api.POST("/v1/tasks", { body: spec as Schemas["TaskSpec"] }));
+    const { data, response } = await this.call(this.api.POST("/v1/tasks", { body: spec }));
     return { job: data, created: response.status === 201, duplicate: data.duplicate === true };
   }
 

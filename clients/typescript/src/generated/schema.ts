@@ -1525,7 +1525,7 @@ export interface components {
              *     `PUT /v1/jobs/{id}` it may be left out (the path gives it).
              * @example nightly-report
              */
-            id: string;
+            id?: string;
             /**
              * @description The flow-control key this job's firings count against (see `LimitSpec`); default:
              *     `host:<host>` of an `http` job's URL. A key without a registered limit limits nothing.
@@ -1790,6 +1790,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1881,6 +1883,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1980,6 +1984,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2049,6 +2055,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     get_job: {
@@ -2087,6 +2104,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2201,6 +2220,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2270,6 +2291,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     delete_job: {
@@ -2306,6 +2338,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2342,6 +2376,17 @@ export interface operations {
             /** @description Redis is unavailable; try again (`unavailable`) */
             503: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2394,6 +2439,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2477,6 +2524,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2513,6 +2562,17 @@ export interface operations {
             /** @description Redis is unavailable; try again (`unavailable`) */
             503: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2560,6 +2620,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2596,6 +2658,17 @@ export interface operations {
             /** @description Redis is unavailable; try again (`unavailable`) */
             503: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2640,6 +2713,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2676,6 +2751,17 @@ export interface operations {
             /** @description Redis is unavailable; try again (`unavailable`) */
             503: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2720,6 +2806,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2771,6 +2859,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     job_runs: {
@@ -2815,6 +2914,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2895,6 +2996,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2937,6 +3040,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     list_limits: {
@@ -2960,6 +3074,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3031,6 +3147,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3131,6 +3249,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3191,6 +3311,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     delete_limit: {
@@ -3227,6 +3358,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3278,6 +3411,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     list_nodes: {
@@ -3301,6 +3445,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3377,6 +3523,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3468,6 +3616,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3531,6 +3681,17 @@ export interface operations {
             /** @description Redis is unavailable; try again (`unavailable`) */
             503: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3587,6 +3748,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3656,6 +3819,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     get_task: {
@@ -3694,6 +3868,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3781,6 +3957,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3832,6 +4010,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     finish: {
@@ -3877,6 +4066,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3955,6 +4146,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     touch: {
@@ -4003,6 +4205,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4081,6 +4285,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     list_topics: {
@@ -4104,6 +4319,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4189,6 +4406,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4243,6 +4462,17 @@ export interface operations {
             /** @description Redis is unavailable; try again (`unavailable`) */
             503: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4306,6 +4536,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4342,6 +4574,17 @@ export interface operations {
             /** @description Redis is unavailable; try again (`unavailable`) */
             503: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4400,6 +4643,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4469,6 +4714,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     get_topic_task: {
@@ -4512,6 +4768,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4604,6 +4862,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4649,6 +4909,17 @@ export interface operations {
             /** @description Redis is unavailable; try again (`unavailable`) */
             503: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4705,6 +4976,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4783,6 +5056,17 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     touch_topic_task: {
@@ -4836,6 +5120,8 @@ export interface operations {
             /** @description Missing or wrong bearer token (`unauthorized`) */
             401: {
                 headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4908,6 +5194,17 @@ export interface operations {
             /** @description Redis is unavailable; try again (`unavailable`) */
             503: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {

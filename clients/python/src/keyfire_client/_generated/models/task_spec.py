@@ -30,8 +30,6 @@ class TaskSpec:
 
         Attributes:
             handler (str): Name of the handler that runs the job. Example: http.
-            id (str): Unique id, chosen by the client: `[A-Za-z0-9][A-Za-z0-9_.-]*`, at most 128 bytes. In
-                `PUT /v1/jobs/{id}` it may be left out (the path gives it). Example: nightly-report.
             after (None | str | Unset): One-shot after this delay from creation, such as `10m`.
             at (datetime.datetime | None | Unset): One-shot at this instant (RFC 3339).
             catch_up_limit (int | None | Unset): Most late firings `catch_up` runs (default 100); older ones are recorded as
@@ -39,6 +37,8 @@ class TaskSpec:
             dedup (DedupSpec | None | Unset):
             end_at (datetime.datetime | None | Unset): Nothing fires after this instant; a job past its end is marked
                 finished.
+            id (str | Unset): Unique id, chosen by the client: `[A-Za-z0-9][A-Za-z0-9_.-]*`, at most 128 bytes. In
+                `PUT /v1/jobs/{id}` it may be left out (the path gives it). Example: nightly-report.
             limit_key (None | str | Unset): The flow-control key this job's firings count against (see `LimitSpec`);
                 default:
                 `host:<host>` of an `http` job's URL. A key without a registered limit limits nothing.
@@ -64,12 +64,12 @@ class TaskSpec:
     """
 
     handler: str
-    id: str
     after: None | str | Unset = UNSET
     at: datetime.datetime | None | Unset = UNSET
     catch_up_limit: int | None | Unset = UNSET
     dedup: DedupSpec | None | Unset = UNSET
     end_at: datetime.datetime | None | Unset = UNSET
+    id: str | Unset = UNSET
     limit_key: None | str | Unset = UNSET
     misfire: (
         None
@@ -100,8 +100,6 @@ class TaskSpec:
         )
 
         handler = self.handler
-
-        id = self.id
 
         after: None | str | Unset
         if isinstance(self.after, Unset):
@@ -138,6 +136,8 @@ class TaskSpec:
             end_at = self.end_at.isoformat()
         else:
             end_at = self.end_at
+
+        id = self.id
 
         limit_key: None | str | Unset
         if isinstance(self.limit_key, Unset):
@@ -216,7 +216,6 @@ class TaskSpec:
         field_dict.update(
             {
                 "handler": handler,
-                "id": id,
             }
         )
         if after is not UNSET:
@@ -229,6 +228,8 @@ class TaskSpec:
             field_dict["dedup"] = dedup
         if end_at is not UNSET:
             field_dict["end_at"] = end_at
+        if id is not UNSET:
+            field_dict["id"] = id
         if limit_key is not UNSET:
             field_dict["limit_key"] = limit_key
         if misfire is not UNSET:
@@ -260,8 +261,6 @@ class TaskSpec:
 
         d = dict(src_dict)
         handler = d.pop("handler")
-
-        id = d.pop("id")
 
         def _parse_after(data: object) -> None | str | Unset:
             if data is None:
@@ -331,6 +330,8 @@ class TaskSpec:
             return cast(datetime.datetime | None | Unset, data)
 
         end_at = _parse_end_at(d.pop("end_at", UNSET))
+
+        id = d.pop("id", UNSET)
 
         def _parse_limit_key(data: object) -> None | str | Unset:
             if data is None:
@@ -517,12 +518,12 @@ class TaskSpec:
 
         task_spec = cls(
             handler=handler,
-            id=id,
             after=after,
             at=at,
             catch_up_limit=catch_up_limit,
             dedup=dedup,
             end_at=end_at,
+            id=id,
             limit_key=limit_key,
             misfire=misfire,
             misfire_tolerance=misfire_tolerance,
