@@ -245,7 +245,9 @@ class Keyfire:
         none came."""
         if not isinstance(wait, str):
             wait = f"{int(float(wait) * 1000)}ms"
-        # The generated request with the reply read here: a pop with `max` answers a list.
+        # The generated request, its reply read here: the consumer's hot path builds `Task`s
+        # (which can touch and finish themselves) straight from the JSON, once per task.
+        # The reply is the document's PopAnswer: `{"tasks": [...]}` with `max`, else one task.
         kwargs = pop._get_kwargs(topic, wait=wait, max_=max)
         kwargs["timeout"] = httpx.Timeout(self._timeout, read=_MAX_WAIT + self._timeout)
         try:
