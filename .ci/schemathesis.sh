@@ -108,6 +108,8 @@ lint_rc=0
 bash .ci/openapi-lint.sh "$work/openapi.json" || lint_rc=$?
 
 echo "--- schemathesis run (seed $seed, at most $max_examples examples per operation)"
+# --request-timeout: a pop may long-poll for as long as its `wait` asks, up to 60 s (the
+# server's bound), past Schemathesis's default of 10 s.
 st_rc=0
 "$st" --config-file .ci/schemathesis.toml run "$base/v1/openapi.json" \
   --header "Authorization: Bearer $token" \
@@ -115,6 +117,7 @@ st_rc=0
   --mode all \
   --phases examples,coverage,fuzzing,stateful \
   --max-examples "$max_examples" \
+  --request-timeout 75 \
   --workers "$workers" \
   --generation-database none \
   --exclude-deprecated \
