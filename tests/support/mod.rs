@@ -258,8 +258,21 @@ pub(crate) fn assert_exactly_once(seen: &[Seen], n: usize) -> (i64, i64, i64, St
     lateness_summary(seen)
 }
 
+/// Redis's clock. Retried for a few seconds: a handler may read it while a test restarts
+/// Redis, and the connection manager needs a moment to reconnect (a broken pipe then is the
+/// fixture's, not keyfire's).
 pub(crate) async fn redis_ms(c: &mut ConnectionManager) -> i64 {
-    keyfire::store::redis_time_ms(c).await.unwrap()
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match keyfire::store::redis_time_ms(c).await {
+            Ok(ms) => return ms,
+            Err(e) if std::time::Instant::now() < deadline => {
+                eprintln!("redis_ms: {e}; retrying");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("Redis's clock: {e}"),
+        }
+    }
 }
 
 /// One handler invocation, as the handler saw it.
