@@ -84,6 +84,7 @@ fn the_shipped_redis_conf_passes() {
             "clock",
             "pubsub-buffer",
             "hash-encoding",
+            "config-access",
             "layout",
             "acl"
         ]
@@ -267,6 +268,7 @@ fn assert_one_section_per_master(report: &Value, text: &str, masters: &[String])
                 "clock",
                 "pubsub-buffer",
                 "hash-encoding",
+                "config-access",
             ],
             "{master}: {report:#}"
         );
