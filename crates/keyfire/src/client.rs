@@ -1,10 +1,11 @@
 //! [`Client`]: create, read, list, update, pause, resume and delete jobs without running a node.
 
 use std::collections::HashSet;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 use crate::config::{HttpHandlerSettings, Limits, Settings};
 use crate::error::{Error, Result};
+use crate::inspect::{LiveNode, ServerMemory, Totals};
 use crate::job::{Job, JobSpec, Validation, ValidationError};
 use crate::store::{
     DeadLetter, Deduped, JobRecord, JobStatus, RunRecord, Shards, Store, UpsertReply,
@@ -67,13 +68,16 @@ const MAX_TRIES: usize = 8;
 
 /// Manages jobs in Redis. Every change is one script (G4) and is announced on the change
 /// channel, so running nodes see it at once.
+///
+/// Cheap to clone: clones share the connection and the set of known handler names.
+#[derive(Clone)]
 pub struct Client {
     store: Store,
     limits: Limits,
     /// The `http` handler's settings: its params are checked against them on writes.
     http: HttpHandlerSettings,
     /// Handler names known to be valid: those nodes registered in Redis, plus local ones.
-    handlers: RwLock<HashSet<String>>,
+    handlers: Arc<RwLock<HashSet<String>>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -94,13 +98,26 @@ impl Client {
         Ok(client)
     }
 
-    /// A client over an existing store.
+    /// A client over an existing store (keyfire's own crates: the lab and the tests; an
+    /// embedder connects with [`Client::connect`]).
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
     pub fn new(store: Store, limits: Limits) -> Self {
+        Self::over(store, limits)
+    }
+
+    /// A client over an existing store.
+    #[cfg(not(feature = "internals"))]
+    pub(crate) fn new(store: Store, limits: Limits) -> Self {
+        Self::over(store, limits)
+    }
+
+    fn over(store: Store, limits: Limits) -> Self {
         Self {
             store,
             limits,
             http: HttpHandlerSettings::default(),
-            handlers: RwLock::new(HashSet::new()),
+            handlers: Arc::default(),
         }
     }
 
@@ -113,8 +130,17 @@ impl Client {
         self
     }
 
-    /// The store this client writes through.
+    /// The store this client writes through (keyfire's own crates: the lab and the tests).
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
     pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The store this client writes through.
+    #[cfg(not(feature = "internals"))]
+    #[allow(dead_code)]
+    pub(crate) fn store(&self) -> &Store {
         &self.store
     }
 
@@ -424,7 +450,7 @@ impl Client {
     /// between two pages moves to the jobs).
     pub async fn list(&self, after: Option<&str>, limit: usize) -> Result<Vec<JobRecord>> {
         let ids = self.store.list_ids(after, limit).await?;
-        self.store.get_jobs(&ids).await
+        self.get_many(&ids).await
     }
 
     /// Delete a job. A firing not yet claimed never runs after this returns.
@@ -512,5 +538,82 @@ impl Client {
     /// A job's most recent runs, newest first.
     pub async fn runs(&self, id: &str, limit: usize) -> Result<Vec<RunRecord>> {
         self.store.runs(id, limit).await
+    }
+    /// Read a job, or `None` when there is no such job.
+    pub async fn find(&self, id: &str) -> Result<Option<JobRecord>> {
+        self.store.get_job(id).await
+    }
+
+    /// A page of job ids after `after` (a cursor: the last id of the previous page), in the
+    /// order of [`Client::list`]: fewer than `limit` means the listing ended. Read the jobs
+    /// with [`Client::get_many`].
+    pub async fn list_ids(&self, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        self.store.list_ids(after, limit).await
+    }
+
+    /// Read the jobs of `ids` in one round trip per shard, in order; a job that does not exist
+    /// (deleted since its id was listed) is left out.
+    pub async fn get_many(&self, ids: &[String]) -> Result<Vec<JobRecord>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.store.get_jobs(ids).await
+    }
+
+    /// For each job id, in order: the named fields of its record as stored (`status`, `runs`,
+    /// `failures`, `missed`, `skipped`, `dead`, `triggered`, `version`, ...; `None` where
+    /// absent) and the length of its dead-letter list. One round trip per shard, for tools
+    /// that sum counters over many jobs without decoding their specs. A one-shot task stored
+    /// compact reads as its record would.
+    pub async fn job_fields(
+        &self,
+        ids: &[String],
+        fields: &[&str],
+    ) -> Result<(Vec<Vec<Option<String>>>, Vec<u64>)> {
+        if ids.is_empty() {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        self.store.job_fields(ids, fields).await
+    }
+
+    /// Redis's clock, in ms: the clock every due decision is taken by.
+    pub async fn time_ms(&self) -> Result<i64> {
+        self.store.time_ms().await
+    }
+
+    /// Redis answers `PING`.
+    pub async fn ping(&self) -> Result<()> {
+        self.store.ping().await
+    }
+
+    /// Jobs (one-shot tasks included), firings due by `now_ms` (Redis time, see
+    /// [`Client::time_ms`]), runs in progress and firings queued for another attempt, summed
+    /// over the shards.
+    pub async fn totals(&self, now_ms: i64) -> Result<Totals> {
+        self.store.totals(now_ms).await
+    }
+
+    /// The nodes whose heartbeat is within `node_ttl_ms` of Redis's clock, with their last
+    /// heartbeat and what they announced.
+    pub async fn live_nodes(&self, node_ttl_ms: i64) -> Result<Vec<LiveNode>> {
+        self.store.live_nodes(node_ttl_ms).await
+    }
+
+    /// The `notify-keyspace-events` setting of the server behind the client's connection;
+    /// `None` where `CONFIG` is not available (a managed service: nodes check the events with
+    /// a probe key at start). See [`crate::inspect::has_expired_events`].
+    pub async fn notify_flags(&self) -> Result<Option<String>> {
+        self.store.notify_flags().await
+    }
+
+    /// Each master's memory against its `maxmemory` (`INFO memory`), by address.
+    pub async fn memory(&self) -> Result<Vec<ServerMemory>> {
+        self.store.memory().await
+    }
+
+    /// Redis's clock (ms) and, per shard in order, the instant (ms) of the earliest firing no
+    /// node has claimed yet (`None`: the shard has none). `now - instant` is how overdue it is.
+    pub async fn due_heads(&self) -> Result<(i64, Vec<Option<i64>>)> {
+        self.store.due_heads().await
     }
 }

@@ -18,7 +18,10 @@
 //! - [`queue`]: the delay queue: tasks in topics that consumers pop in batches, with
 //!   time-to-run redelivery; its topic promotion is a node hook, and its `topic` handler
 //!   lives with it ([`Registry::for_node`] registers both).
-//! - [`client`]: the [`Client`] that creates and manages jobs without running a node.
+//! - [`client`]: the [`Client`] that creates and manages jobs without running a node, and
+//!   reads what a cluster is doing (totals, live nodes, job counters, Redis's clock and health).
+//! - [`inspect`]: read-only diagnostics of the Redis keyfire uses (one server's `INFO`,
+//!   settings and clock, a deployment's masters, the data's layout), for tools like a doctor.
 //! - [`clock`]: wall clocks (real or skewed for tests) and the offset to Redis time.
 //! - [`config`]: node settings, loaded from defaults, a TOML file and `KEYFIRE__…` env vars.
 //! - [`metrics`]: the names of the metrics the engine records through the `metrics` facade
@@ -35,6 +38,7 @@ pub mod clock;
 pub mod config;
 pub mod error;
 pub mod handler;
+pub mod inspect;
 pub mod job;
 mod limits;
 pub mod metrics;
