@@ -28,6 +28,7 @@ enum Command {
         config: Option<PathBuf>,
     },
     /// Start a redis-server of its own (shipped redis.conf, free port) and a node with demo jobs.
+    #[cfg(feature = "lab")]
     #[command(after_help = keyfire_server::cli::exit::HELP)]
     Dev {
         /// A Redis Cluster of its own instead (3 masters + 3 replicas, 12 shards).
@@ -35,8 +36,10 @@ enum Command {
         cluster: bool,
     },
     /// Run a benchmark scenario; prints one JSON line (progress on stderr).
+    #[cfg(feature = "lab")]
     Bench(keyfire_lab::cli::bench::BenchArgs),
     /// Run a chaos round (faults from a seed) and check its history; exit 1 on a violation.
+    #[cfg(feature = "lab")]
     Chaos(keyfire_lab::cli::chaos::ChaosArgs),
     /// Manage jobs through a node's API (`--url`, `--token`, or KEYFIRE_URL, KEYFIRE_TOKEN).
     Job(keyfire_server::cli::job::JobArgs),
@@ -100,12 +103,15 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> ExitCode {
-    let result = match cli.command {
+    let result: anyhow::Result<()> = match cli.command {
         Command::Serve { config } => {
             return node_exit(keyfire_server::cli::serve::run(config.as_deref()).await);
         }
+        #[cfg(feature = "lab")]
         Command::Dev { cluster } => return node_exit(keyfire_server::cli::dev::run(cluster).await),
+        #[cfg(feature = "lab")]
         Command::Bench(args) => keyfire_lab::cli::bench::run(args).await,
+        #[cfg(feature = "lab")]
         Command::Chaos(args) => keyfire_lab::cli::chaos::run(args).await,
         Command::Job(args) => return client_exit(keyfire_server::cli::job::run(args).await),
         Command::Task(args) => return client_exit(keyfire_server::cli::task::run(args).await),

@@ -5,10 +5,11 @@
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use keyfire::Client;
 use keyfire::config::MetricsSettings;
+use keyfire::inspect::ServerMemory;
 use keyfire::metrics::name;
 use keyfire::queue::{Queue, TopicSampler, TopicStats};
-use keyfire::store::{ServerMemory, Store};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 const LATENESS_BUCKETS: &[f64] = &[
@@ -145,7 +146,7 @@ const READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// nobody scrapes reads nothing. Every node reads the same keys, so every node reports the
 /// same values.
 pub struct ClusterFigures {
-    store: Store,
+    client: Client,
     queue: Queue,
     min_interval: Duration,
     state: tokio::sync::Mutex<Sampling>,
@@ -167,9 +168,9 @@ impl std::fmt::Debug for ClusterFigures {
 
 impl ClusterFigures {
     /// Figures of the keyfire data behind `store` (and its `queue`), as `settings` bound them.
-    pub fn new(store: Store, queue: Queue, settings: &MetricsSettings) -> Self {
+    pub fn new(client: Client, queue: Queue, settings: &MetricsSettings) -> Self {
         Self {
-            store,
+            client,
             queue,
             min_interval: settings.min_interval,
             state: tokio::sync::Mutex::new(Sampling {
@@ -191,7 +192,7 @@ impl ClusterFigures {
         state.last = Some(Instant::now());
         let read = async {
             let sample = state.topics.read(&self.queue).await?;
-            let (now, heads) = self.store.due_heads().await?;
+            let (now, heads) = self.client.due_heads().await?;
             Ok::<_, keyfire::Error>((sample, now, heads))
         };
         match tokio::time::timeout(READ_TIMEOUT, read).await {
@@ -242,7 +243,7 @@ impl ClusterFigures {
         {
             return Ok(m.clone());
         }
-        let m = match tokio::time::timeout(READ_TIMEOUT, self.store.memory()).await {
+        let m = match tokio::time::timeout(READ_TIMEOUT, self.client.memory()).await {
             Ok(r) => r?,
             Err(_) => {
                 let late = std::io::Error::new(

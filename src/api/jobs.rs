@@ -16,7 +16,7 @@ use super::model::{
 use keyfire::client::Upserted;
 use keyfire::error::Error;
 use keyfire::job::JobSpec;
-use keyfire::store::{JobRecord, JobStatus};
+use keyfire::{JobRecord, JobStatus};
 
 /// Jobs per page by default, and at most (also the most runs and dead letters one read shows).
 const PAGE: usize = 100;
@@ -252,13 +252,8 @@ pub(super) async fn list_jobs(
         } else {
             limit + 1 - jobs.len()
         };
-        let ids = client.store().list_ids(cursor.as_deref(), want).await?;
-        // `Store::get_jobs` fails on an empty id list (an empty pipeline), so skip the call.
-        let records = if ids.is_empty() {
-            Vec::new()
-        } else {
-            client.store().get_jobs(&ids).await?
-        };
+        let ids = client.list_ids(cursor.as_deref(), want).await?;
+        let records = client.get_many(&ids).await?;
         for record in records.iter().filter(|r| keep(r)) {
             if jobs.len() == limit {
                 let next_cursor = jobs.last().map(|j| j.id.clone());
@@ -367,7 +362,7 @@ pub(super) async fn job_runs(
 ) -> Result<Json<RunList>, ApiError> {
     let limit = limit_param("limit", q.limit.as_deref(), 20, MAX_PAGE)?;
     let client = state.client();
-    if client.store().get_job(&id).await?.is_none() {
+    if client.find(&id).await?.is_none() {
         return Err(Error::NotFound(id).into());
     }
     let runs = client.runs(&id, limit).await?;
@@ -403,7 +398,7 @@ pub(super) async fn trigger_job(
 }
 
 async fn require_job(state: &ApiState, id: &str) -> Result<(), ApiError> {
-    match state.client().store().get_job(id).await? {
+    match state.client().find(id).await? {
         Some(_) => Ok(()),
         None => Err(Error::NotFound(id.to_string()).into()),
     }

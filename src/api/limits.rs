@@ -13,7 +13,7 @@ use super::ApiState;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{RawJson, decode};
 use keyfire::LimitSpec;
-use keyfire::store::LimitStatus;
+use keyfire::LimitStatus;
 
 /// Held firings listed by `GET /v1/limits/{key}`, first in line first.
 const HELD_SHOWN: usize = 100;

@@ -95,7 +95,7 @@ impl ApiState {
             inner: Arc::new(StateInner {
                 queue: client.queue(),
                 figures: crate::metrics::ClusterFigures::new(
-                    client.store().clone(),
+                    client.clone(),
                     client.queue(),
                     &settings.metrics,
                 ),

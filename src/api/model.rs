@@ -13,7 +13,7 @@ use utoipa::openapi::{RefOr, Schema};
 use utoipa::{IntoParams, PartialSchema, ToSchema};
 
 use keyfire::job::{Job, JobSpec, Validation};
-use keyfire::store::{DeadLetter, JobRecord, JobStatus, RunRecord};
+use keyfire::{DeadLetter, JobRecord, JobStatus, RunRecord};
 
 /// How many next firings a job view shows.
 pub const NEXT_FIRINGS: usize = 5;

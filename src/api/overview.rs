@@ -5,9 +5,8 @@
 //! are cumulative: a caller that polls gets rates (firings per minute) from the differences.
 //!
 //! Summing needs every job's hash, so one request reads at most [`SCAN_BUDGET`] jobs (in id
-//! order, pipelined a page at a time) and says whether that was all of them. The store has no
-//! method for these reads yet; like `live_nodes`, they go through [`keyfire::store::Store::connection`]
-//! with names from [`keyfire::store::Keys`].
+//! order, pipelined a page at a time: [`keyfire::Client::job_fields`]) and says whether that was
+//! all of them.
 
 use axum::Json;
 use axum::extract::State;
@@ -135,15 +134,15 @@ fn count(v: &Option<String>) -> u64 {
     security(("bearer" = []))
 )]
 pub async fn overview(State(state): State<ApiState>) -> Result<Json<Overview>, ApiError> {
-    let store = state.client().store();
-    let nodes = live_nodes(store, state.node_ttl_ms()).await?;
-    let now = store.time_ms().await?;
-    let keyfire::store::Totals {
+    let client = state.client();
+    let nodes = live_nodes(client, state.node_ttl_ms()).await?;
+    let now = client.time_ms().await?;
+    let keyfire::inspect::Totals {
         jobs: total,
         due,
         running,
         retrying,
-    } = store.totals(now).await?;
+    } = client.totals(now).await?;
 
     let mut jobs = JobCounts {
         total,
@@ -154,11 +153,11 @@ pub async fn overview(State(state): State<ApiState>) -> Result<Json<Overview>, A
     let mut cursor: Option<String> = None;
     while (jobs.scanned as usize) < SCAN_BUDGET {
         let want = PAGE.min(SCAN_BUDGET - jobs.scanned as usize);
-        let ids = store.list_ids(cursor.as_deref(), want).await?;
+        let ids = client.list_ids(cursor.as_deref(), want).await?;
         if ids.is_empty() {
             break;
         }
-        let (hashes, lens) = job_counters(store, &ids).await?;
+        let (hashes, lens) = client.job_fields(&ids, &FIELDS).await?;
         for ((id, h), len) in ids.iter().zip(&hashes).zip(lens) {
             jobs.scanned += 1;
             match h.first().and_then(Option::as_deref) {
@@ -202,12 +201,4 @@ pub async fn overview(State(state): State<ApiState>) -> Result<Json<Overview>, A
             retrying,
         },
     }))
-}
-
-/// The counter fields and dead-letter count of each job, in order.
-async fn job_counters(
-    store: &keyfire::store::Store,
-    ids: &[String],
-) -> Result<(Vec<Vec<Option<String>>>, Vec<u64>), ApiError> {
-    Ok(store.job_fields(ids, &FIELDS).await?)
 }

@@ -9,13 +9,33 @@ use serde_json::{Map, Value};
 use super::ApiState;
 use super::error::{ApiError, ErrorBody};
 use super::model::{Health, NodeList, NodeView};
+use keyfire::Client;
 use keyfire::error::Result;
-use keyfire::store::Store;
-use keyfire::store::notify::has_expired_events;
+use keyfire::inspect::{LiveNode, has_expired_events};
+
+/// Where [`live_nodes`] reads the nodes' heartbeats and hashes: a [`Client`] (and, with the
+/// `lab` feature, the library's store, which keyfire's own tests hold).
+pub trait NodeSource: Sync {
+    /// The nodes whose heartbeat is within `node_ttl_ms` of Redis's clock.
+    fn heartbeats(&self, node_ttl_ms: i64) -> impl Future<Output = Result<Vec<LiveNode>>> + Send;
+}
+
+impl NodeSource for Client {
+    fn heartbeats(&self, node_ttl_ms: i64) -> impl Future<Output = Result<Vec<LiveNode>>> + Send {
+        self.live_nodes(node_ttl_ms)
+    }
+}
+
+#[cfg(feature = "lab")]
+impl NodeSource for keyfire::store::Store {
+    fn heartbeats(&self, node_ttl_ms: i64) -> impl Future<Output = Result<Vec<LiveNode>>> + Send {
+        self.live_nodes(node_ttl_ms)
+    }
+}
 
 /// The live nodes (heartbeat within `node_ttl_ms` by Redis's clock) and what they announced.
-pub async fn live_nodes(store: &Store, node_ttl_ms: i64) -> Result<Vec<NodeView>> {
-    let live = store.live_nodes(node_ttl_ms).await?;
+pub async fn live_nodes(source: &impl NodeSource, node_ttl_ms: i64) -> Result<Vec<NodeView>> {
+    let live = source.heartbeats(node_ttl_ms).await?;
     let mut nodes: Vec<NodeView> = live
         .into_iter()
         .map(|(id, seen, hash)| {
@@ -70,7 +90,7 @@ pub async fn live_nodes(store: &Store, node_ttl_ms: i64) -> Result<Vec<NodeView>
     security(("bearer" = []))
 )]
 pub(super) async fn list_nodes(State(state): State<ApiState>) -> Result<Json<NodeList>, ApiError> {
-    let nodes = live_nodes(state.client().store(), state.node_ttl_ms()).await?;
+    let nodes = live_nodes(state.client(), state.node_ttl_ms()).await?;
     Ok(Json(NodeList { nodes }))
 }
 
@@ -93,7 +113,7 @@ pub(super) async fn healthz() -> Json<Health> {
 pub(crate) const NOT_READY_MEMORY_RATIO: f64 = 0.95;
 
 /// Whether a master is at or past [`NOT_READY_MEMORY_RATIO`], and the check's line.
-fn memory_verdict(servers: &[keyfire::store::ServerMemory]) -> (bool, String) {
+fn memory_verdict(servers: &[keyfire::inspect::ServerMemory]) -> (bool, String) {
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
     let fullest = servers
         .iter()
@@ -137,8 +157,8 @@ fn memory_verdict(servers: &[keyfire::store::ServerMemory]) -> (bool, String) {
 )]
 pub(super) async fn readyz(State(state): State<ApiState>) -> (StatusCode, Json<Health>) {
     let mut checks = Map::new();
-    let store = state.client().store();
-    let ping = tokio::time::timeout(std::time::Duration::from_secs(2), store.ping()).await;
+    let client = state.client();
+    let ping = tokio::time::timeout(std::time::Duration::from_secs(2), client.ping()).await;
     let redis_ok = matches!(ping, Ok(Ok(())));
     checks.insert(
         "redis".into(),
@@ -150,7 +170,7 @@ pub(super) async fn readyz(State(state): State<ApiState>) -> (StatusCode, Json<H
     );
     let mut ready = redis_ok;
     if redis_ok {
-        let verdict = match store.notify_flags().await {
+        let verdict = match client.notify_flags().await {
             Ok(Some(flags)) if has_expired_events(&flags) => "ok".to_string(),
             // A managed Redis: the node probed the events at start, and its sweeper covers
             // any lost since.

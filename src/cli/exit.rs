@@ -8,6 +8,7 @@
 use std::error::Error as StdError;
 
 use keyfire::error::Error;
+#[cfg(feature = "lab")]
 use keyfire_testkit::StartError;
 use redis::{ErrorKind, RedisError, ServerErrorKind};
 
@@ -136,6 +137,12 @@ fn class_of(e: &(dyn StdError + 'static)) -> Option<(Exit, Option<&'static str>)
     if let Some(e) = e.downcast_ref::<RedisError>() {
         return Some(of_redis(e));
     }
+    of_testkit(e)
+}
+
+/// `keyfire dev`: the testkit's redis-server could not be started.
+#[cfg(feature = "lab")]
+fn of_testkit(e: &(dyn StdError + 'static)) -> Option<(Exit, Option<&'static str>)> {
     let start = match e.downcast_ref::<std::io::Error>() {
         Some(io) => StartError::of(io),
         None => e.downcast_ref::<StartError>(),
@@ -144,6 +151,12 @@ fn class_of(e: &(dyn StdError + 'static)) -> Option<(Exit, Option<&'static str>)
         StartError::Dir { .. } => Some((Exit::Filesystem, None)),
         StartError::Program { .. } => Some((Exit::RedisUnreachable, None)),
     }
+}
+
+/// Without `keyfire dev` there is no testkit error to tell.
+#[cfg(not(feature = "lab"))]
+fn of_testkit(_: &(dyn StdError + 'static)) -> Option<(Exit, Option<&'static str>)> {
+    None
 }
 
 fn of_keyfire(e: &Error) -> (Exit, Option<&'static str>) {
@@ -280,11 +293,16 @@ mod tests {
             source: std::io::ErrorKind::AddrInUse.into(),
         });
         assert_eq!(classify(&bind), Exit::Bind);
+        assert_eq!(classify(&anyhow::anyhow!("other")), Exit::Failure);
+    }
+
+    #[cfg(feature = "lab")]
+    #[test]
+    fn a_redis_server_that_cannot_start_is_told_by_its_type() {
         let dir = anyhow::Error::from(std::io::Error::from(StartError::Dir {
             parent: "/nowhere".into(),
             source: std::io::ErrorKind::NotFound.into(),
         }));
         assert_eq!(classify(&dir), Exit::Filesystem);
-        assert_eq!(classify(&anyhow::anyhow!("other")), Exit::Failure);
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod cron;
 pub mod dead;
+#[cfg(feature = "lab")]
 pub mod dev;
 pub mod doctor;
 pub mod exit;

@@ -12,10 +12,10 @@ use tokio_util::sync::CancellationToken;
 use crate::api::{self, ApiState};
 use keyfire::client::Client;
 use keyfire::config::Settings;
-use keyfire::engine::{Node, NodeHandle};
 use keyfire::error::{Error, Result};
 use keyfire::handler::Registry;
 use keyfire::job::JobSpec;
+use keyfire::{Node, NodeHandle};
 
 /// The fields in which two specs differ, by name.
 fn differing_fields(a: &JobSpec, b: &JobSpec) -> Vec<String> {
@@ -73,7 +73,7 @@ pub async fn check_declared_jobs(client: &Client, settings: &Settings) -> Result
 /// (naming the fields). With `prune`, delete the recurring jobs that are not declared.
 pub async fn apply_declared_jobs(client: &Client, settings: &Settings) -> Result<()> {
     for spec in &settings.jobs {
-        match client.store().get_job(&spec.id).await? {
+        match client.find(&spec.id).await? {
             Some(stored) if same_as_declared(spec, &stored.spec) => {
                 tracing::debug!(job = %spec.id, "declared job unchanged");
                 continue;
@@ -103,12 +103,11 @@ pub async fn prune(client: &Client, settings: &Settings) -> Result<Vec<String>> 
     let mut pruned = Vec::new();
     let mut cursor: Option<String> = None;
     loop {
-        // `Client::list` fails on an empty page (an empty pipeline), so read the ids first.
-        let ids = client.store().list_ids(cursor.as_deref(), 500).await?;
+        let ids = client.list_ids(cursor.as_deref(), 500).await?;
         if ids.is_empty() {
             break;
         }
-        let page = client.store().get_jobs(&ids).await?;
+        let page = client.get_many(&ids).await?;
         cursor = ids.last().cloned();
         for record in &page {
             let recurring = record.spec.cron.is_some() || record.spec.every.is_some();

@@ -2,8 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use keyfire::store::notify::has_expired_events;
-use keyfire::store::{Keys, LAYOUT_VERSION, LAYOUTS_UNDERSTOOD};
+use keyfire::inspect::{
+    LAYOUT_VERSION, LAYOUTS_UNDERSTOOD, has_expired_events, layout_key, shard_count_key,
+};
 
 use super::*;
 
@@ -67,7 +68,7 @@ pub(crate) fn check_notifications(f: &Facts) -> Finding {
                     "no expired event arrived for a probe key within {} s, and \
                      notify-keyspace-events cannot be read (CONFIG is unavailable): firings wait \
                      for the sweeper, and a node refuses to start",
-                    keyfire::store::notify::PROBE_BOUND.as_secs()
+                    keyfire::inspect::PROBE_BOUND.as_secs()
                 ),
                 "set the parameter notify-keyspace-events to Ex in the service's settings \
                  (ElastiCache and MemoryDB: the parameter group; Memorystore: Redis configs; \
@@ -541,8 +542,7 @@ pub(crate) fn check_pubsub_buffer(f: &Facts) -> Finding {
 
 pub(crate) fn check_layout(f: &Facts) -> Finding {
     const NAME: &str = "layout";
-    let keys = Keys::new(&f.prefix);
-    let key = keys.layout();
+    let key = layout_key(&f.prefix);
     let other_program = || {
         format!(
             "another program uses the prefix '{}': give keyfire another redis.prefix",
@@ -585,7 +585,7 @@ pub(crate) fn check_layout(f: &Facts) -> Finding {
                         NAME,
                         format!(
                             "{} holds '{}', not a shard count",
-                            keys.shard_count(),
+                            shard_count_key(&f.prefix),
                             f.shard_count.as_deref().unwrap_or_default()
                         ),
                         other_program(),
@@ -642,7 +642,7 @@ pub(crate) fn check_layout(f: &Facts) -> Finding {
     }
 }
 
-pub use keyfire::store::parse_info;
+pub use keyfire::inspect::parse_info;
 
 /// Where the least privilege keyfire needs is written down.
 pub(crate) const ACL_FILE: &str = "redis/keyfire.acl";

@@ -3,11 +3,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use redis::Client;
-use redis::aio::MultiplexedConnection;
-
-use keyfire::config::{RedisSettings, node_addr};
-use keyfire::store::{Conn, Keys, Mode, Shards, client_addr};
+use keyfire::config::{RedisMode as Mode, RedisSettings, node_addr};
+use keyfire::inspect::{Deployment, Server, ServerConn};
 
 use super::*;
 
@@ -33,15 +30,15 @@ pub async fn diagnose_settings(s: &RedisSettings) -> Report {
     report
 }
 
-/// Open a connection to `client`'s server and PING it: the connection, and how long it took
-/// (ms); or a failed `connection` finding with `fix`.
+/// Open a connection to `server` and PING it: the connection, and how long it took (ms); or a
+/// failed `connection` finding with `fix`.
 pub(crate) async fn connect(
-    client: &Client,
+    server: &Server,
     fix: &str,
-) -> std::result::Result<(MultiplexedConnection, u128), Finding> {
+) -> std::result::Result<(ServerConn, u128), Finding> {
     const NAME: &str = "connection";
     let started = Instant::now();
-    let conn = tokio::time::timeout(TIMEOUT, client.get_multiplexed_async_connection()).await;
+    let conn = tokio::time::timeout(TIMEOUT, server.connect()).await;
     let mut conn = match conn {
         Ok(Ok(c)) => c,
         Ok(Err(e)) => return Err(Finding::fail(NAME, format!("cannot connect: {e}"), fix)),
@@ -54,7 +51,7 @@ pub(crate) async fn connect(
         }
     };
     // PING first: a wrong password or a protected-mode refusal shows here, named.
-    match tokio::time::timeout(TIMEOUT, redis::cmd("PING").query_async::<String>(&mut conn)).await {
+    match tokio::time::timeout(TIMEOUT, conn.ping()).await {
         Ok(Ok(_)) => Ok((conn, started.elapsed().as_millis())),
         Ok(Err(e)) => Err(Finding::fail(
             NAME,
@@ -89,18 +86,18 @@ pub(crate) async fn diagnose_url(
     let fix = "check the URL (--redis, redis.url or KEYFIRE__REDIS__URL), that Redis is running \
                and reachable from here, and its password";
     let shown = redact_url(url);
-    let client = match settings {
-        Some(s) => keyfire::store::data_client(url, s).map_err(|e| e.to_string()),
-        None => Client::open(url).map_err(|e| e.to_string()),
+    let server = match settings {
+        Some(s) => Server::with_settings(url, s),
+        None => Server::open(url),
     };
-    let client = match client {
+    let server = match server {
         Ok(c) => c,
         Err(e) => {
             let f = Finding::fail(NAME, format!("bad Redis URL: {e}"), fix);
             return Report::new(shown, prefix, vec![f]);
         }
     };
-    let (mut conn, ms) = match connect(&client, fix).await {
+    let (mut conn, ms) = match connect(&server, fix).await {
         Ok(c) => c,
         Err(f) => return Report::new(shown, prefix, vec![f]),
     };
@@ -108,7 +105,7 @@ pub(crate) async fn diagnose_url(
     let Ok(mut facts) = tokio::time::timeout(TIMEOUT, gather(&mut conn, prefix)).await else {
         return Report::new(shown, prefix, vec![slow_redis()]);
     };
-    probe_notifications(&client, &mut facts, None).await;
+    probe_notifications(&server, &mut facts, None).await;
     facts.expected_shards = settings.map(|s| s.shards);
     let mut findings = vec![connected];
     findings.extend(evaluate(&facts));
@@ -143,7 +140,7 @@ pub(crate) async fn diagnose_topology(s: &RedisSettings) -> Report {
         }
     };
     let started = Instant::now();
-    let conn = match tokio::time::timeout(TIMEOUT, Conn::connect(s)).await {
+    let conn = match tokio::time::timeout(TIMEOUT, Deployment::connect(s)).await {
         Ok(Ok(c)) => c,
         Ok(Err(e)) => {
             let f = Finding::fail(NAME, format!("cannot connect: {e}"), fix);
@@ -170,7 +167,7 @@ pub(crate) async fn diagnose_topology(s: &RedisSettings) -> Report {
         }
         Err(_) => return finish(vec![slow_redis()], Vec::new()),
     };
-    let addrs: Vec<String> = masters.iter().map(client_addr).collect();
+    let addrs: Vec<String> = masters.iter().map(Server::addr).collect();
     let mut findings = vec![Finding::ok(
         NAME,
         format!(
@@ -183,11 +180,7 @@ pub(crate) async fn diagnose_topology(s: &RedisSettings) -> Report {
 
     // Each master's own checks, all at once. A master that refuses CONFIG gets its
     // expired events probed with a key of its own slots.
-    let probe_keys = match tokio::time::timeout(
-        TIMEOUT,
-        keyfire::store::notify::probe_keys(&conn, &s.prefix, &masters),
-    )
-    .await
+    let probe_keys = match tokio::time::timeout(TIMEOUT, conn.probe_keys(&s.prefix, &masters)).await
     {
         Ok(Ok(keys)) => keys,
         _ => vec![None; masters.len()],
@@ -197,7 +190,7 @@ pub(crate) async fn diagnose_topology(s: &RedisSettings) -> Report {
             .iter()
             .zip(&addrs)
             .zip(probe_keys)
-            .map(|((client, addr), key)| check_server(client, addr, &s.prefix, key)),
+            .map(|((server, addr), key)| check_server(server, addr, &s.prefix, key)),
     )
     .await;
     let replicas: Vec<(String, Option<usize>)> = addrs
@@ -229,7 +222,7 @@ pub(crate) async fn diagnose_topology(s: &RedisSettings) -> Report {
 
 /// One master's checks, each finding labelled with `addr`; its facts when it could be read.
 pub(crate) async fn check_server(
-    client: &Client,
+    server: &Server,
     addr: &str,
     prefix: &str,
     probe_key: Option<String>,
@@ -237,7 +230,7 @@ pub(crate) async fn check_server(
     let fix = "check that this master runs and is reachable from here at the address the \
                deployment announces (cluster-announce-ip, replica-announce-ip), and \
                redis.username and redis.password";
-    let (mut conn, ms) = match connect(client, fix).await {
+    let (mut conn, ms) = match connect(server, fix).await {
         Ok(c) => c,
         Err(f) => return (None, vec![f.on(addr)]),
     };
@@ -247,7 +240,7 @@ pub(crate) async fn check_server(
     };
     facts.prefix = prefix.to_string();
     if probe_key.is_some() {
-        probe_notifications(client, &mut facts, probe_key).await;
+        probe_notifications(server, &mut facts, probe_key).await;
     }
     let mut findings = vec![connected];
     findings.extend(
@@ -267,20 +260,18 @@ pub(crate) fn replica_count(facts: &Facts) -> Option<usize> {
 }
 
 /// The [`Scope::Data`] findings, read through `conn` (so from the meta tag's master).
-pub(crate) async fn data_findings(conn: &Conn, s: &RedisSettings) -> Vec<Finding> {
+pub(crate) async fn data_findings(conn: &Deployment, s: &RedisSettings) -> Vec<Finding> {
     let mut facts = Facts {
         prefix: s.prefix.clone(),
         expected_shards: Some(s.shards),
         ..Facts::default()
     };
-    if s.mode == Mode::Cluster {
-        let layout = vec![Keys::new(&s.prefix).layout()];
-        if let Ok(Ok(owner)) = tokio::time::timeout(TIMEOUT, conn.master_of_keys(&layout)).await {
-            facts.meta_server = owner.into_iter().next();
-        }
+    if s.mode == Mode::Cluster
+        && let Ok(Ok(owner)) = tokio::time::timeout(TIMEOUT, conn.meta_master(&s.prefix)).await
+    {
+        facts.meta_server = owner;
     }
-    let mut c = conn.clone();
-    if tokio::time::timeout(TIMEOUT, gather_data(&mut c, &mut facts))
+    if tokio::time::timeout(TIMEOUT, gather_data(&conn.data(&s.prefix), &mut facts))
         .await
         .is_err()
     {
@@ -290,14 +281,15 @@ pub(crate) async fn data_findings(conn: &Conn, s: &RedisSettings) -> Vec<Finding
 }
 
 /// Cluster mode: which master holds each of the `redis.shards` shards.
-pub(crate) async fn shard_spread(conn: &Conn, s: &RedisSettings, masters: &[String]) -> Finding {
+pub(crate) async fn shard_spread(
+    conn: &Deployment,
+    s: &RedisSettings,
+    masters: &[String],
+) -> Finding {
     const NAME: &str = "shard-spread";
-    let keys: Vec<String> = Shards::new(&s.prefix, s.shards as usize)
-        .iter()
-        .map(Keys::jobs)
-        .collect();
     let fix = "check the cluster's slot map: redis-cli --cluster check <host:port>";
-    let owners = match tokio::time::timeout(TIMEOUT, conn.master_of_keys(&keys)).await {
+    let shard_masters = conn.shard_masters(&s.prefix, s.shards as usize);
+    let owners = match tokio::time::timeout(TIMEOUT, shard_masters).await {
         Ok(Ok(owners)) => owners,
         Ok(Err(e)) => {
             return Finding::warn(
@@ -485,23 +477,9 @@ pub(crate) async fn sentinel_answers(s: &RedisSettings) -> Vec<(String, Sentinel
 }
 
 pub(crate) async fn ask_sentinel(node: &str, s: &RedisSettings) -> SentinelAnswer {
-    let url = if node.contains("://") {
-        node.to_string()
-    } else {
-        format!("redis://{node}")
-    };
     // A sentinel's credentials come from its URL, not from redis.username and redis.password.
-    let client = keyfire::store::sentinel_client(url.as_str(), s).map_err(|e| e.to_string())?;
-    let ask = async {
-        let mut conn = client.get_multiplexed_async_connection().await?;
-        redis::cmd("SENTINEL")
-            .arg("get-master-addr-by-name")
-            .arg(&s.sentinel_master)
-            .query_async::<Option<(String, u16)>>(&mut conn)
-            .await
-    };
-    match tokio::time::timeout(TIMEOUT, ask).await {
-        Ok(Ok(addr)) => Ok(addr.map(|(host, port)| format!("{host}:{port}"))),
+    match tokio::time::timeout(TIMEOUT, keyfire::inspect::sentinel_master(node, s)).await {
+        Ok(Ok(addr)) => Ok(addr),
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err(format!("no answer within {} s", TIMEOUT.as_secs())),
     }

@@ -2,9 +2,7 @@
 
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use redis::aio::{ConnectionLike, MultiplexedConnection};
-
-use keyfire::store::{Keys, Shards};
+use keyfire::inspect::{Data, Server, ServerConn};
 
 use super::*;
 
@@ -16,16 +14,14 @@ pub(crate) fn now_ms_f64() -> f64 {
 }
 
 /// Sample `TIME` a few times and keep the sample with the shortest round trip.
-pub(crate) async fn sample_clock(
-    conn: &mut MultiplexedConnection,
-) -> redis::RedisResult<ClockSample> {
+pub(crate) async fn sample_clock(conn: &mut ServerConn) -> keyfire::Result<ClockSample> {
     let mut best: Option<(f64, f64)> = None; // (rtt ms, offset ms)
     for _ in 0..5 {
         let local = now_ms_f64();
         let started = Instant::now();
-        let (s, us): (i64, i64) = redis::cmd("TIME").query_async(conn).await?;
+        let time = conn.time().await?;
         let rtt = started.elapsed().as_secs_f64() * 1000.0;
-        let redis_ms = s as f64 * 1000.0 + us as f64 / 1000.0;
+        let redis_ms = time.as_secs_f64() * 1000.0;
         let offset = redis_ms - (local + rtt / 2.0);
         if best.is_none_or(|(r, _)| rtt < r) {
             best = Some((rtt, offset));
@@ -40,33 +36,28 @@ pub(crate) async fn sample_clock(
 
 /// Read everything the checks need. Errors are recorded in the facts, never returned: one
 /// forbidden command must not hide the other findings.
-pub async fn gather(conn: &mut MultiplexedConnection, prefix: &str) -> Facts {
+pub async fn gather(conn: &mut ServerConn, prefix: &str) -> Facts {
     let mut facts = gather_server(conn).await;
     facts.prefix = prefix.to_string();
-    gather_data(conn, &mut facts).await;
+    gather_data(&conn.data(prefix), &mut facts).await;
     facts
 }
 
 /// Read what the [`Scope::Server`] checks need: `INFO`, `CONFIG GET`, `TIME`. Errors are
 /// recorded in the facts, never returned.
-pub async fn gather_server(conn: &mut MultiplexedConnection) -> Facts {
+pub async fn gather_server(conn: &mut ServerConn) -> Facts {
     let mut facts = Facts::default();
     // Plain INFO: its default sections hold everything needed, on every Redis version.
-    match redis::cmd("INFO").query_async::<String>(conn).await {
-        Ok(text) => facts.info = parse_info(&text),
+    match conn.info().await {
+        Ok(info) => facts.info = info,
         Err(e) => facts.info_error = Some(e.to_string()),
     }
     // One parameter at a time: several in one CONFIG GET needs Redis 7.
     for name in CONFIG_PARAMS {
-        let reply: redis::RedisResult<Vec<String>> = redis::cmd("CONFIG")
-            .arg("GET")
-            .arg(*name)
-            .query_async(conn)
-            .await;
-        match reply {
-            Ok(pairs) => match pairs.get(1) {
+        match conn.config_get(name).await {
+            Ok(value) => match value {
                 Some(value) => {
-                    facts.config.insert(name.to_string(), value.clone());
+                    facts.config.insert(name.to_string(), value);
                 }
                 // Some services answer an empty list for what they do not expose (Upstash).
                 None => {
@@ -123,49 +114,32 @@ pub(crate) fn fill_from_info(facts: &mut Facts) {
 
 /// Where `notify-keyspace-events` could not be read (a managed Redis refuses `CONFIG`), check
 /// expired events the way a node does at start: a probe key under `prefix` with a 1 ms TTL,
-/// whose event must reach a subscription on `client`'s server (see
-/// [`keyfire::store::notify::probe_expired_events`]). `key` is the probe key to use (`None`:
-/// one under the meta tag).
-pub async fn probe_notifications(client: &redis::Client, facts: &mut Facts, key: Option<String>) {
+/// whose event must reach a subscription on `server` (see
+/// [`keyfire::inspect::Server::probe_expired_events`]). `key` is the probe key to use
+/// (`None`: one under the meta tag).
+pub async fn probe_notifications(server: &Server, facts: &mut Facts, key: Option<String>) {
     if facts.config.contains_key("notify-keyspace-events") {
         return;
     }
-    let key = key.unwrap_or_else(|| keyfire::store::notify::probe_key(&facts.prefix));
-    let bound = keyfire::store::notify::PROBE_BOUND;
-    facts.expiry_probe = Some(
-        match keyfire::store::notify::probe_expired_events(client, &key, bound).await {
-            Ok(took) => Ok(took.map(|d| d.as_millis() as u64)),
-            Err(e) => Err(e.to_string()),
-        },
-    );
+    let key = key.unwrap_or_else(|| keyfire::inspect::probe_key(&facts.prefix));
+    let bound = keyfire::inspect::PROBE_BOUND;
+    facts.expiry_probe = Some(match server.probe_expired_events(&key, bound).await {
+        Ok(took) => Ok(took.map(|d| d.as_millis() as u64)),
+        Err(e) => Err(e.to_string()),
+    });
 }
 
-/// Read what the [`Scope::Data`] checks need into `facts`: the layout version and shard count
-/// under `facts.prefix`, and the jobs of every shard. `conn` must route each key to its
-/// master (a [`Conn`] does, in every mode).
-pub async fn gather_data<C: ConnectionLike>(conn: &mut C, facts: &mut Facts) {
-    facts.acl_denied = Some(probe_acl(conn, &facts.prefix).await);
-    let keys = Keys::new(&facts.prefix);
-    let read = |key: String| {
-        let mut cmd = redis::cmd("GET");
-        cmd.arg(key);
-        cmd
-    };
-    match read(keys.layout())
-        .query_async::<Option<String>>(conn)
-        .await
-    {
-        Ok(v) => facts.layout = v,
-        Err(e) => {
-            facts.layout_error = Some(e.to_string());
-            return;
+/// Read what the [`Scope::Data`] checks need into `facts`: whether the Redis user may run
+/// what keyfire needs, the layout version and shard count under `facts.prefix`, and the jobs
+/// of every shard. `data` must reach each key on its master ([`Data`] from a
+/// [`keyfire::inspect::Deployment`] does, in every mode).
+pub async fn gather_data(data: &Data, facts: &mut Facts) {
+    facts.acl_denied = Some(data.acl_denied().await);
+    match data.layout().await {
+        Ok(stored) => {
+            facts.layout = stored.version;
+            facts.shard_count = stored.shards;
         }
-    }
-    match read(keys.shard_count())
-        .query_async::<Option<String>>(conn)
-        .await
-    {
-        Ok(v) => facts.shard_count = v,
         Err(e) => {
             facts.layout_error = Some(e.to_string());
             return;
@@ -178,69 +152,5 @@ pub async fn gather_data<C: ConnectionLike>(conn: &mut C, facts: &mut Facts) {
         .and_then(|n| n.parse::<usize>().ok())
         .filter(|n| (1..=1024).contains(n))
         .unwrap_or(1);
-    let mut jobs = 0;
-    for shard in Shards::new(&facts.prefix, stored).iter() {
-        // Jobs in the index, plus the compact tasks (not in it).
-        match redis::pipe()
-            .zcard(shard.jobs())
-            .get(shard.task_count())
-            .query_async::<(u64, Option<i64>)>(conn)
-            .await
-        {
-            Ok((n, compact)) => jobs += n + compact.unwrap_or(0).max(0) as u64,
-            Err(_) => return,
-        }
-    }
-    facts.jobs = Some(jobs);
-}
-
-/// Probe, without changing anything, whether the connected user may run what keyfire needs
-/// on the keys and channels of `prefix`: read and write a key of the meta tag and of another
-/// shard's tag, load and run scripts, publish on its channels, read the clock. Each probe
-/// refused with `NOPERM` is named.
-pub async fn probe_acl<C: ConnectionLike>(conn: &mut C, prefix: &str) -> Vec<String> {
-    let meta = format!("{{{prefix}}}:doctor:probe");
-    let shard = format!("{{{prefix}:1}}:doctor:probe");
-    let no_script = "0".repeat(40);
-    let probes: Vec<(String, redis::Cmd)> = vec![
-        (
-            format!("EXISTS {meta}"),
-            redis::cmd("EXISTS").arg(&meta).clone(),
-        ),
-        (format!("DEL {meta}"), redis::cmd("DEL").arg(&meta).clone()),
-        (
-            format!("EXISTS {shard}"),
-            redis::cmd("EXISTS").arg(&shard).clone(),
-        ),
-        (
-            format!("DEL {shard}"),
-            redis::cmd("DEL").arg(&shard).clone(),
-        ),
-        (
-            format!("EVALSHA ... 1 {meta}"),
-            redis::cmd("EVALSHA")
-                .arg(&no_script)
-                .arg(1)
-                .arg(&meta)
-                .clone(),
-        ),
-        (
-            "SCRIPT LOAD".to_string(),
-            redis::cmd("SCRIPT").arg("LOAD").arg("return 0").clone(),
-        ),
-        (
-            format!("PUBLISH {meta}"),
-            redis::cmd("PUBLISH").arg(&meta).arg("").clone(),
-        ),
-        ("TIME".to_string(), redis::cmd("TIME").clone()),
-    ];
-    let mut denied = Vec::new();
-    for (name, cmd) in probes {
-        if let Err(e) = cmd.query_async::<redis::Value>(conn).await
-            && (e.code() == Some("NOPERM") || e.to_string().contains("NOPERM"))
-        {
-            denied.push(name);
-        }
-    }
-    denied
+    facts.jobs = data.job_count(stored).await.ok();
 }

@@ -4,7 +4,7 @@
 //! the checks need ([`Facts`]: `INFO`, `CONFIG GET`, `TIME`, the layout keys), and [`CHECKS`],
 //! a table of pure functions, turns those facts into [`Finding`]s, each with a fix.
 //! [`diagnose`] does both against a URL. [`diagnose_settings`] follows `redis.mode`: in
-//! sentinel and cluster mode it connects as a node does ([`Conn`]), runs the per-server checks
+//! sentinel and cluster mode it connects as a node does ([`keyfire::inspect::Deployment`]), runs the per-server checks
 //! on every master (each finding names its `server`), reads the layout from the meta tag's
 //! master, and adds the deployment's own checks (replicas, the spread of the shards over the
 //! masters, the sentinels' agreement). A check fails only where keyfire's guarantees break
@@ -335,12 +335,12 @@ pub fn evaluate_scope(facts: &Facts, scope: Scope) -> Vec<Finding> {
         .collect()
 }
 
-pub use keyfire::store::redact_url;
+pub use keyfire::inspect::redact_url;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use keyfire::store::LAYOUT_VERSION;
+    use keyfire::inspect::LAYOUT_VERSION;
 
     /// The facts of a Redis started with the shipped redis.conf.
     fn good() -> Facts {

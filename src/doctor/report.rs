@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use keyfire::store::Mode;
+use keyfire::config::RedisMode as Mode;
 
 use super::*;
 

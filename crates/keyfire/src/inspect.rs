@@ -35,6 +35,12 @@ pub fn layout_key(prefix: &str) -> String {
     Keys::new(prefix).layout()
 }
 
+/// The key that holds the shard count the data under `prefix` was written with (for
+/// messages).
+pub fn shard_count_key(prefix: &str) -> String {
+    Keys::new(prefix).shard_count()
+}
+
 /// One Redis server, reached directly (not through a cluster's routing).
 #[derive(Clone)]
 pub struct Server {
