@@ -3,7 +3,7 @@
 //! the environment is at fault, so that a supervisor or a script can tell them apart.
 //!
 //! The class comes from the error's type (keyfire's [`Error`] variants, the Redis error's
-//! kind, [`BindError`], the testkit's [`StartError`]), never from its text.
+//! kind, [`BindError`], the testkit's `StartError` for `keyfire dev`), never from its text.
 
 use std::error::Error as StdError;
 
