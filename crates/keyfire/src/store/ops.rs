@@ -9,7 +9,7 @@ use redis::AsyncCommands;
 use super::Store;
 use crate::error::Result;
 
-/// Counts over every shard at one instant: see [`Store::totals`].
+/// Counts over every shard at one instant: see [`crate::Client::totals`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Totals {
     /// Jobs in the jobs index.
