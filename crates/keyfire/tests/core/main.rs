@@ -1,0 +1,22 @@
+//! The library's acceptance tests: nodes, clients and the store against real redis-server
+//! processes (`keyfire_testkit`). One test binary made of modules, so it links once; it is
+//! also the node process the crash tests start (`node_process`).
+
+mod batching;
+mod changes;
+mod compact;
+mod crash;
+mod cutoff;
+mod dedup;
+mod faults;
+mod firing;
+mod flow_control;
+mod input;
+mod lifecycle;
+mod limits;
+mod node_process;
+mod policies;
+mod precision;
+mod retries;
+mod scaleout;
+mod upgrade;
