@@ -74,7 +74,6 @@ fn wait_until<T>(
     }
 }
 
-
 /// Run blocking fixture work (process start, polling waits, synchronous Redis calls, redis-cli)
 /// without holding up an async runtime: on a multi-thread tokio runtime the worker hands its
 /// other tasks (the nodes under test) to the other workers first (`block_in_place`).

@@ -410,12 +410,7 @@ impl Recorder {
     }
 
     /// Wait until `pred` holds over the records, or fail after `limit`.
-    pub async fn wait_until(
-        &self,
-        limit: Duration,
-        what: &str,
-        pred: impl Fn(&[Seen]) -> bool,
-    ) {
+    pub async fn wait_until(&self, limit: Duration, what: &str, pred: impl Fn(&[Seen]) -> bool) {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
             let notified = self.changed.notified();
@@ -549,9 +544,7 @@ impl World {
 
 /// Calls of each Redis command so far (`INFO commandstats`; a script's commands count too),
 /// by command name.
-pub async fn command_calls(
-    c: &mut ConnectionManager,
-) -> std::collections::BTreeMap<String, u64> {
+pub async fn command_calls(c: &mut ConnectionManager) -> std::collections::BTreeMap<String, u64> {
     let text: String = redis::cmd("INFO")
         .arg("commandstats")
         .query_async(c)
@@ -570,4 +563,3 @@ pub async fn command_calls(
         })
         .collect()
 }
-

@@ -5,8 +5,8 @@
 use keyfire::JobSpec;
 use keyfire::job::RetrySpec;
 use keyfire::store::{ClaimArgs, ClaimReply, Completion, Fate, HistoryLimits, RunRecord, Store};
-use redis::AsyncCommands;
 use keyfire_testkit::world::World;
+use redis::AsyncCommands;
 
 const LIMITS: HistoryLimits = HistoryLimits {
     history: 10,

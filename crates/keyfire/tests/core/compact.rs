@@ -8,9 +8,9 @@ use std::time::Duration;
 use chrono::DateTime;
 use keyfire::store::{JobStatus, Keys, task_bucket};
 use keyfire::{Error, JobSpec};
+use keyfire_testkit::world::World;
 use redis::AsyncCommands;
 use serde_json::json;
-use keyfire_testkit::world::World;
 
 /// What Redis holds for one task: (job hash exists, jobs-index entry, compact record, due entry).
 async fn layout(w: &World, id: &str) -> (bool, bool, bool, bool) {

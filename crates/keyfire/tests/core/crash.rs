@@ -5,10 +5,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use keyfire::JobSpec;
+use keyfire_testkit::world::{World, wait_for_within};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::json;
-use keyfire_testkit::world::{World, wait_for_within};
 
 use crate::node_process::{NodeProcess, log_lines};
 
@@ -43,9 +43,11 @@ async fn sigkilled_node_runs_are_taken_over_as_attempt_two() {
         .map(|i| JobSpec::after(format!("t{i}"), "0s", "slow").params(json!({"sleep_ms": 1_500})))
         .collect();
     client.enqueue_many(specs).await.unwrap();
-    wait_for_within("the victim to start 50 runs", Duration::from_secs(20), || {
-        log_lines(&log).iter().filter(|l| l.0 == "start").count() >= 50
-    })
+    wait_for_within(
+        "the victim to start 50 runs",
+        Duration::from_secs(20),
+        || log_lines(&log).iter().filter(|l| l.0 == "start").count() >= 50,
+    )
     .await;
     kill(Pid::from_raw(victim.id() as i32), Signal::SIGKILL).unwrap();
     victim.wait().unwrap();

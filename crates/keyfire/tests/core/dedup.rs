@@ -8,8 +8,8 @@ use std::time::Duration;
 use keyfire::client::Upserted;
 use keyfire::job::DedupSpec;
 use keyfire::{Client, Error, JobSpec};
-use serde_json::json;
 use keyfire_testkit::world::World;
+use serde_json::json;
 
 /// The ids of every job under the world's prefix, over all shards.
 async fn job_ids(client: &Client) -> Vec<String> {

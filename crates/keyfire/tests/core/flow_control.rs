@@ -14,10 +14,10 @@ use axum::http::HeaderMap;
 use axum::routing::any;
 use keyfire::store::Store;
 use keyfire::{JobSpec, LimitSpec};
+use keyfire_testkit::world::{World, poll_until};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::json;
-use keyfire_testkit::world::{World, poll_until};
 
 use crate::node_process::NodeProcess;
 

@@ -2,8 +2,8 @@
 
 use chrono::Utc;
 use keyfire::{Error, JobSpec};
-use serde_json::json;
 use keyfire_testkit::world::World;
+use serde_json::json;
 
 async fn keys_under(w: &World) -> Vec<String> {
     let mut c = w.conn().await;

@@ -4,9 +4,9 @@ use std::time::Duration;
 
 use chrono::DateTime;
 use keyfire::{Error, JobSpec, Node, Registry};
-use serde_json::json;
 use keyfire_testkit::RedisOptions;
 use keyfire_testkit::world::{World, doubles};
+use serde_json::json;
 
 /// A node told to stop finishes its running job within the drain timeout,
 /// leaves the live set at once, and the other nodes take the firings that follow.

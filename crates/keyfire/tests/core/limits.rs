@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use keyfire::LimitSpec;
 use keyfire::store::{Acquired, Store};
-use redis::AsyncCommands;
 use keyfire_testkit::world::World;
+use redis::AsyncCommands;
 
 async fn store(w: &World) -> Store {
     Store::open(&w.settings.redis).await.unwrap()

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use keyfire::JobSpec;
-use serde_json::json;
 use keyfire_testkit::world::{World, doubles};
+use serde_json::json;
 
 fn every(id: &str, every: &str, handler: &str, f: impl FnOnce(&mut JobSpec)) -> JobSpec {
     let mut s = JobSpec::every(id, every, handler);

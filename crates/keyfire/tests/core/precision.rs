@@ -374,8 +374,8 @@ async fn late_expiry_events_of_claimed_firings_make_no_claim() {
     );
     assert!(events >= 400, "only {events} expired events came");
     assert_eq!(claimed, 500);
-    // Without the memory of settled firings, 70 of the 500 late events made a stale claim
-    // (the others came while the claims were in flight); with it, none.
+    // A node that forgot the firings it settled would make a stale claim for each event that
+    // comes after its claim's reply (some 70 of the 500 here); this one makes none.
     assert!(
         stale <= 10,
         "{stale} stale claims for {events} events of 500 claimed firings"

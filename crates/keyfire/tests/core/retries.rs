@@ -5,8 +5,8 @@ use std::time::Duration;
 use keyfire::JobSpec;
 use keyfire::job::RetrySpec;
 use keyfire::store::JobStatus;
-use serde_json::json;
 use keyfire_testkit::world::{World, poll_until};
+use serde_json::json;
 
 fn fixed(max_attempts: u32, interval: &str) -> RetrySpec {
     RetrySpec {

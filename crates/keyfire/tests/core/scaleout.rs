@@ -72,15 +72,16 @@ async fn three_nodes_share_30000_firings_evenly() {
             .into_iter()
             .map(|(id, _, hash)| {
                 let info: serde_json::Value =
-                    serde_json::from_str(hash.get("info").map_or("null", String::as_str))
-                        .unwrap();
+                    serde_json::from_str(hash.get("info").map_or("null", String::as_str)).unwrap();
                 (id, info["runs_started"].as_u64().unwrap_or(0))
             })
             .collect::<Vec<(String, u64)>>()
     };
-    poll_until("the nodes' heartbeats to report every run", Duration::from_secs(5), || async {
-        reported().await.iter().map(|(_, n)| n).sum::<u64>() >= 30_000
-    })
+    poll_until(
+        "the nodes' heartbeats to report every run",
+        Duration::from_secs(5),
+        || async { reported().await.iter().map(|(_, n)| n).sum::<u64>() >= 30_000 },
+    )
     .await;
     let views = reported().await;
     let total: u64 = views.iter().map(|(_, n)| n).sum();

@@ -6,8 +6,8 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use keyfire::queue::{Finished, NewTask, TaskState};
-use serde_json::json;
 use keyfire_testkit::world::{World, poll_until};
+use serde_json::json;
 
 use crate::{Consumers, blocked_clients, past_deadlines, summary};
 

@@ -6,8 +6,8 @@ use std::time::Duration;
 use futures::future::join_all;
 use keyfire::Error;
 use keyfire::queue::{NewTask, Queue, TaskState, When};
-use serde_json::json;
 use keyfire_testkit::world::{World, poll_until};
+use serde_json::json;
 
 use crate::past_deadlines;
 
@@ -168,9 +168,11 @@ async fn records_go_after_the_retention() {
         .unwrap();
     q.delete(&id).await.unwrap();
     assert_eq!(q.get(&id).await.unwrap().state, TaskState::Deleted);
-    poll_until("the record to go after its retention", Duration::from_secs(5), || async {
-        matches!(q.get(&id).await, Err(Error::TaskNotFound(_)))
-    })
+    poll_until(
+        "the record to go after its retention",
+        Duration::from_secs(5),
+        || async { matches!(q.get(&id).await, Err(Error::TaskNotFound(_))) },
+    )
     .await;
 
     let q = q.with_retention(Duration::ZERO);

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use keyfire::queue::{NewTask, TaskState, TopicCounts};
-use serde_json::json;
 use keyfire_testkit::world::{World, poll_until};
+use serde_json::json;
 
 use crate::{Consumers, Delivery, summary};
 

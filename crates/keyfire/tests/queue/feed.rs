@@ -7,9 +7,9 @@ use chrono::Utc;
 use keyfire::queue::TopicHandler;
 use keyfire::queue::{TaskState, When};
 use keyfire::{Firing, Handler, JobSpec};
+use keyfire_testkit::world::World;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-use keyfire_testkit::world::World;
 
 fn firing(job_id: &str, at_ms: i64, attempt: u32, params: serde_json::Value) -> Firing {
     let at = chrono::DateTime::from_timestamp_millis(at_ms).unwrap();

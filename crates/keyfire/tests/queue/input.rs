@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use keyfire::Error;
 use keyfire::queue::{NewTask, When};
-use serde_json::json;
 use keyfire_testkit::world::World;
+use serde_json::json;
 
 fn field<T: std::fmt::Debug>(r: keyfire::Result<T>) -> String {
     match r {

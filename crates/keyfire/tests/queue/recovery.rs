@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use keyfire::queue::{NewTask, TaskState};
-use serde_json::json;
 use keyfire_testkit::world::World;
+use serde_json::json;
 
 /// Write a delayed task as an add of an earlier version did before it crashed: its record and
 /// its entry in the topic's delayed set, no keyfire job and no sentinel key.
@@ -127,9 +127,7 @@ async fn a_promotion_cut_off_after_its_first_batch_is_finished_by_another_node()
     owner.abort();
     w.until_redis_ms(due.timestamp_millis()).await;
     let k = q.store().keys().clone();
-    let promote = redis::Script::new(include_str!(
-        "../../src/queue/lua/promote.lua"
-    ));
+    let promote = redis::Script::new(include_str!("../../src/queue/lua/promote.lua"));
     let (moved, _, _, more): (usize, i64, i64, i64) = promote
         .key(k.qdelayed("cut"))
         .key(k.qready("cut"))

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use keyfire::Error;
 use keyfire::queue::{TaskState, When};
-use serde_json::json;
 use keyfire_testkit::world::{World, poll_until};
+use serde_json::json;
 
 use crate::past_deadlines;
 
@@ -132,7 +132,8 @@ async fn a_finish_in_time_wins_and_the_late_one_is_refused() {
         .await
         .unwrap();
     let first = q.pop("t", Duration::ZERO).await.unwrap().unwrap();
-    w.until_redis_ms(past_deadlines(std::slice::from_ref(&first))).await;
+    w.until_redis_ms(past_deadlines(std::slice::from_ref(&first)))
+        .await;
     // Expired, but not yet handed on: requeue_expired takes it back.
     let r = q.requeue_expired("t").await.unwrap();
     assert_eq!((r.requeued, r.dead), (1, 0));
@@ -176,7 +177,8 @@ async fn an_expired_reservation_not_yet_taken_back_can_still_be_finished() {
         .await
         .unwrap();
     let r = q.pop("t", Duration::ZERO).await.unwrap().unwrap();
-    w.until_redis_ms(past_deadlines(std::slice::from_ref(&r)) + 100).await;
+    w.until_redis_ms(past_deadlines(std::slice::from_ref(&r)) + 100)
+        .await;
     q.finish(&id, &r.token).await.unwrap();
     assert!(q.pop("t", Duration::ZERO).await.unwrap().is_none());
     assert_eq!(q.get(&id).await.unwrap().state, TaskState::Done);

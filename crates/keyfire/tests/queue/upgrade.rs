@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use keyfire::JobSpec;
 use keyfire::queue::{NewTask, TOPIC_HANDLER, TaskState, job_id};
+use keyfire_testkit::world::{World, poll_until};
 use redis::AsyncCommands;
 use serde_json::json;
-use keyfire_testkit::world::{World, poll_until};
 
 use crate::past_deadlines;
 use crate::recovery::write_stranded;
@@ -67,9 +67,11 @@ async fn tasks_queued_as_one_shot_jobs_are_delivered_once() {
     }
     // Each job did its work and is gone.
     for id in &ids {
-        poll_until(&format!("the job of {id} to go"), Duration::from_secs(10), || async {
-            client.get(&job_id(id)).await.is_err()
-        })
+        poll_until(
+            &format!("the job of {id} to go"),
+            Duration::from_secs(10),
+            || async { client.get(&job_id(id)).await.is_err() },
+        )
         .await;
     }
 }
@@ -173,7 +175,8 @@ async fn records_of_the_previous_version_are_served_and_new_ones_are_compact() {
         .unwrap()
         .unwrap();
     assert_eq!((again.id.as_str(), again.deliveries), ("p-dies", 2));
-    w.until_redis_ms(past_deadlines(std::slice::from_ref(&again))).await;
+    w.until_redis_ms(past_deadlines(std::slice::from_ref(&again)))
+        .await;
     let r = q.requeue_expired("prev").await.unwrap();
     assert_eq!((r.requeued, r.dead), (0, 1));
     assert_eq!(q.get("p-dies").await.unwrap().state, TaskState::Dead);
@@ -256,7 +259,8 @@ async fn records_of_the_previous_version_are_served_and_new_ones_are_compact() {
         // A reserved record names its max, for the previous release's recovery script.
         let max: Option<String> = conn.hget(k.qtask("d"), "max").await.unwrap();
         assert_eq!(max.as_deref(), Some("5"));
-        w.until_redis_ms(past_deadlines(std::slice::from_ref(&r))).await;
+        w.until_redis_ms(past_deadlines(std::slice::from_ref(&r)))
+            .await;
     }
     let r = q.requeue_expired("dflt").await.unwrap();
     assert_eq!((r.requeued, r.dead), (0, 1));

@@ -4,8 +4,8 @@
 use std::time::{Duration, Instant};
 
 use keyfire::queue::{Queue, When};
-use serde_json::json;
 use keyfire_testkit::world::World;
+use serde_json::json;
 
 async fn empty_wait_is_bounded(q: &Queue, label: &str) {
     for wait in [
