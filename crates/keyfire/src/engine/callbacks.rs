@@ -10,7 +10,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::Inner;
+use tokio::sync::Notify;
+
+use super::context::{NodeCore, ms};
 use crate::handler::{Callback, CallbackCall, CallbackSender, HandlerError, Reported};
 use crate::metrics::name;
 use crate::store::{CallbackFate, RunRecord, TakenCallback};
@@ -85,42 +87,81 @@ pub(super) fn entry_for(
     serde_json::to_string(&entry).ok()
 }
 
-impl Inner {
+/// The callback sender: one loop per shard, each woken when a completion of this node
+/// queued a callback there.
+pub(super) struct Callbacks {
+    core: Arc<NodeCore>,
+    /// The registry's sender; none: the callbacks are left for the nodes that have one.
+    sender: Option<Arc<dyn CallbackSender>>,
+    /// Per shard: a completion of this node queued a callback there.
+    wake: Vec<Notify>,
+}
+
+impl Callbacks {
+    pub(super) fn new(core: Arc<NodeCore>, sender: Option<Arc<dyn CallbackSender>>) -> Self {
+        let shards = core.store.shards().len();
+        Self {
+            core,
+            sender,
+            wake: (0..shards).map(|_| Notify::new()).collect(),
+        }
+    }
+
+    /// A completion queued a callback in `shard`'s outbox: its sender takes it at once.
+    pub(super) fn wake(&self, shard: usize) {
+        self.wake[shard].notify_one();
+    }
+
     /// Send the callbacks of `shard`'s outbox until the node stops claiming: when a
     /// completion of this node queued one, and every [`POLL`] for the rest (those of nodes
     /// that died, and retries).
-    pub(super) async fn callback_loop(self: Arc<Self>, shard: usize) {
-        let Some(sender) = self.registry.callback_sender() else {
+    pub(super) async fn run(self: Arc<Self>, shard: usize) {
+        if self.sender.is_none() {
             // Left for the nodes that can send them.
             return;
-        };
-        let lease_ms = Inner::ms(self.settings.lease);
+        }
         loop {
-            let mut more = false;
-            match self.store.take_callbacks(shard, TAKE_MAX, lease_ms).await {
-                Ok((now, taken)) if !taken.is_empty() => {
-                    more = taken.len() == TAKE_MAX;
-                    let sends = taken.iter().map(|t| self.send_callback(&sender, t, now));
-                    let fates = tokio::select! {
-                        f = futures::future::join_all(sends) => f,
-                        // Left to their lease: another node sends them.
-                        () = self.claiming.cancelled() => return,
-                    };
-                    let settled: Vec<_> = taken.iter().zip(fates).collect();
-                    if let Err(e) = self.store.settle_callbacks(shard, &settled).await {
-                        tracing::warn!(error = %e, "could not settle callbacks; their lease hands them on");
-                    }
-                }
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, shard, "could not read the callback outbox"),
+            let taken = self.run_once(shard).await;
+            if self.core.claiming.is_cancelled() {
+                return;
             }
-            if more {
+            if taken == TAKE_MAX {
                 continue;
             }
             tokio::select! {
-                () = self.callbacks_wake[shard].notified() => {}
+                () = self.wake[shard].notified() => {}
                 () = tokio::time::sleep(POLL) => {}
-                () = self.claiming.cancelled() => return,
+                () = self.core.claiming.cancelled() => return,
+            }
+        }
+    }
+
+    /// The sender's step: take up to [`TAKE_MAX`] callbacks from `shard`'s outbox under a
+    /// lease, send them, and settle them; how many it took. Those taken when the node stops
+    /// claiming are left to their lease (another node sends them).
+    pub(super) async fn run_once(&self, shard: usize) -> usize {
+        let Some(sender) = &self.sender else {
+            return 0;
+        };
+        let lease_ms = ms(self.core.settings.lease);
+        match self.core.store.take_callbacks(shard, TAKE_MAX, lease_ms).await {
+            Ok((now, taken)) if !taken.is_empty() => {
+                let sends = taken.iter().map(|t| self.send_callback(sender, t, now));
+                let fates = tokio::select! {
+                    f = futures::future::join_all(sends) => f,
+                    // Left to their lease: another node sends them.
+                    () = self.core.claiming.cancelled() => return 0,
+                };
+                let settled: Vec<_> = taken.iter().zip(fates).collect();
+                if let Err(e) = self.core.store.settle_callbacks(shard, &settled).await {
+                    tracing::warn!(error = %e, "could not settle callbacks; their lease hands them on");
+                }
+                taken.len()
+            }
+            Ok(_) => 0,
+            Err(e) => {
+                tracing::warn!(error = %e, shard, "could not read the callback outbox");
+                0
             }
         }
     }
@@ -175,13 +216,13 @@ impl Inner {
                 tracing::warn!(%job, callback = %taken.id, attempt = taken.attempt, "callback failed: {message}");
                 self.count_callback("failed");
                 let delay = CALLBACK_BACKOFF[taken.attempt.max(1) as usize - 1];
-                CallbackFate::RetryIn(Inner::ms(delay))
+                CallbackFate::RetryIn(ms(delay))
             }
         }
     }
 
     fn count_callback(&self, result: &'static str) {
-        metrics::counter!(name::CALLBACKS, "node" => self.id.clone(), "result" => result)
+        metrics::counter!(name::CALLBACKS, "node" => self.core.id.clone(), "result" => result)
             .increment(1);
     }
 }

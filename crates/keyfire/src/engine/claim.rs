@@ -1,38 +1,25 @@
-//! The claim protocol: one firing (or its next attempt, or a lost run) taken by exactly one
-//! node, with the bookkeeping of what this node is claiming held by an RAII guard.
+//! The claimer: the claim protocol, one firing (or its next attempt, or a lost run) taken by
+//! exactly one node, with the bookkeeping of what this node is claiming held by an RAII
+//! guard. Scheduled claims go to Redis in batches (`batcher`, the rest of the claimer).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
-use super::Inner;
-use super::batcher::{ClaimRequest, RunPermit};
+use super::context::{NodeCore, SweepState, bump, ms};
+use super::executor::{Executor, RunPermit};
+use super::firing::{Claimed, Kind, Source};
+use super::flow_limiter::FlowLimiter;
+use super::membership::{Fence, Live};
 use super::misfire::{MisfirePlan, misfire_plan};
-use super::specs::CachedJob;
+use super::runner::Runner;
+use super::specs::{CachedJob, Specs};
+use super::timers::TimerQueue;
 use crate::metrics::name;
 use crate::store::{ClaimArgs, ClaimReply};
-
-/// What made a node try to claim a firing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Source {
-    Event,
-    Timer,
-    Sweep,
-}
-
-/// What there is to take for a firing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(super) enum Kind {
-    /// Its scheduled run, from the due ZSET.
-    Scheduled,
-    /// Its next attempt, from the retry ZSET.
-    Retry,
-    /// Its run whose lease expired, from the running ZSET.
-    Lease,
-}
 
 /// The next step after a claim reply.
 pub(super) enum Step {
@@ -42,15 +29,62 @@ pub(super) enum Step {
     Again(Option<MisfirePlan>),
 }
 
-/// A firing this node holds.
-pub(super) struct Claimed {
-    pub(super) job: Arc<CachedJob>,
-    pub(super) at_ms: i64,
-    pub(super) claimed_ms: i64,
-    pub(super) attempt: u32,
+/// A scheduled firing waiting in its shard's batcher queue, with the permit it holds
+/// meanwhile.
+pub(super) struct ClaimRequest {
+    /// The firing, marked as being claimed until the request is done with.
+    pub(super) guard: ClaimGuard,
+    pub(super) source: Source,
+    pub(super) permit: RunPermit,
 }
 
-impl Inner {
+/// The claimer: claims firings, next attempts and lost runs, and starts their runs.
+pub(super) struct Claimer {
+    pub(super) core: Arc<NodeCore>,
+    pub(super) specs: Arc<Specs>,
+    pub(super) executor: Arc<Executor>,
+    pub(super) live: Arc<Live>,
+    pub(super) fence: Arc<Fence>,
+    pub(super) timers: TimerQueue,
+    pub(super) runner: Arc<Runner>,
+    pub(super) limiter: Arc<FlowLimiter>,
+    /// Told when a takeover failed (the next sweep looks at the runs' holders again).
+    sweep: Arc<SweepState>,
+    /// Firings this node is claiming right now, and those to arm again when their claim ends.
+    book: ClaimBook,
+    /// Queues a scheduled claim for its shard's batcher.
+    claims: Vec<mpsc::UnboundedSender<ClaimRequest>>,
+}
+
+impl Claimer {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        core: Arc<NodeCore>,
+        specs: Arc<Specs>,
+        executor: Arc<Executor>,
+        live: Arc<Live>,
+        fence: Arc<Fence>,
+        timers: TimerQueue,
+        runner: Arc<Runner>,
+        limiter: Arc<FlowLimiter>,
+        sweep: Arc<SweepState>,
+        claims: Vec<mpsc::UnboundedSender<ClaimRequest>>,
+    ) -> Self {
+        Self {
+            core,
+            specs,
+            executor,
+            live,
+            fence,
+            timers,
+            runner,
+            limiter,
+            sweep,
+            book: ClaimBook::default(),
+            claims,
+        }
+    }
+
     /// Claim in the background, unless this node is already claiming the same thing.
     pub(super) fn spawn_claim(
         self: &Arc<Self>,
@@ -61,7 +95,7 @@ impl Inner {
     ) {
         // A node that fenced itself (no heartbeat) claims nothing: its peers may be taking
         // its runs over.
-        if self.claiming.is_cancelled() || self.fence.is_fenced() {
+        if self.core.claiming.is_cancelled() || self.fence.is_fenced() {
             return;
         }
         // Redis emits a sentinel's `expired` event late when many keys expire at once, often
@@ -70,7 +104,7 @@ impl Inner {
         // (a job created again with the same instant is theirs to claim).
         if source == Source::Event
             && kind == Kind::Scheduled
-            && self.claim_book.settled(&job_id, at_ms)
+            && self.book.settled(&job_id, at_ms)
         {
             return;
         }
@@ -88,14 +122,14 @@ impl Inner {
         let me = self.clone();
         // Tracked with the runs, so shutdown waits for a claim that is about to start a run.
         // The guard takes the firing off `inflight` when the claim ends.
-        self.runs.spawn(async move {
+        self.core.runs.spawn(async move {
             me.claim(guard, source).await;
         });
     }
 
     /// Queue a scheduled claim for its shard's batcher.
     fn send_claim(&self, guard: ClaimGuard, source: Source, permit: RunPermit) {
-        let shard = self.store.shards().of(guard.job_id());
+        let shard = self.core.store.shards().of(guard.job_id());
         // A batcher that stopped drops the request, and with it the guard.
         let _ = self.claims[shard].send(ClaimRequest {
             guard,
@@ -107,19 +141,19 @@ impl Inner {
     /// A scheduled claim's permit if one is free now: a run permit, else, while runs are
     /// short, a permit to claim ahead of one (see [`RunPermit`]).
     fn try_claim_permit(&self) -> Option<RunPermit> {
-        if let Ok(p) = self.permits.clone().try_acquire_owned() {
+        if let Ok(p) = self.executor.permits.clone().try_acquire_owned() {
             return Some(RunPermit::Run(p));
         }
-        if !self.run_time.short() {
+        if !self.executor.run_time.short() {
             return None;
         }
-        let p = self.claims_ahead.clone().try_acquire_owned().ok()?;
+        let p = self.executor.claims_ahead.clone().try_acquire_owned().ok()?;
         Some(self.ahead(p))
     }
 
     /// A permit to claim ahead, counted.
     fn ahead(&self, p: OwnedSemaphorePermit) -> RunPermit {
-        Inner::bump(&self.stats.claimed_ahead);
+        bump(&self.core.stats.claimed_ahead);
         RunPermit::Ahead(p)
     }
 
@@ -129,25 +163,25 @@ impl Inner {
     /// node stops claiming.
     async fn claim_permit(&self) -> Option<RunPermit> {
         loop {
-            let changed = self.run_time.changed.notified();
+            let changed = self.executor.run_time.changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
             if let Some(p) = self.try_claim_permit() {
                 return Some(p);
             }
-            let short = self.run_time.short();
+            let short = self.executor.run_time.short();
             let line = if short {
-                &self.claims_ahead
+                &self.executor.claims_ahead
             } else {
-                &self.permits
+                &self.executor.permits
             };
             let permit = tokio::select! {
                 biased;
-                _ = self.claiming.cancelled() => None,
+                _ = self.core.claiming.cancelled() => None,
                 _ = &mut changed => continue,
                 p = line.clone().acquire_owned() => p.ok(),
             };
-            let permit = permit.filter(|_| !self.claiming.is_cancelled())?;
+            let permit = permit.filter(|_| !self.core.claiming.is_cancelled())?;
             return Some(if short {
                 self.ahead(permit)
             } else {
@@ -165,14 +199,14 @@ impl Inner {
         kind: Kind,
     ) -> Option<ClaimGuard> {
         let key = (job_id, at_ms, kind);
-        if !self.claim_book.enter(&key) {
+        if !self.book.enter(&key) {
             return None;
         }
         if kind == Kind::Scheduled {
-            self.stats.claims_pending.fetch_add(1, Ordering::Relaxed);
+            self.core.stats.claims_pending.fetch_add(1, Ordering::Relaxed);
         }
         Some(ClaimGuard {
-            inner: self.clone(),
+            claimer: self.clone(),
             key,
         })
     }
@@ -188,18 +222,18 @@ impl Inner {
         holder: String,
         expiry: Option<i64>,
     ) {
-        if self.claiming.is_cancelled() || self.fence.is_fenced() {
+        if self.core.claiming.is_cancelled() || self.fence.is_fenced() {
             return;
         }
         let Some(guard) = self.enter_inflight(job_id, at_ms, Kind::Lease) else {
             return;
         };
         let me = self.clone();
-        self.runs.spawn(async move {
+        self.core.runs.spawn(async move {
             let (job_id, at_ms) = (guard.job_id(), guard.at_ms());
             if let Err(e) = me.recover(job_id, at_ms, Some(&holder), expiry).await {
                 tracing::warn!(job = %job_id, at = at_ms, error = %e, "takeover failed; the sweeper retries");
-                me.sweep.check_holders.store(true, Ordering::Relaxed);
+                me.sweep.check_holders();
             }
         });
     }
@@ -222,17 +256,17 @@ impl Inner {
             return;
         }
         let permit = tokio::select! {
-            p = self.permits.clone().acquire_owned() => p.ok(),
-            _ = self.claiming.cancelled() => None,
+            p = self.executor.permits.clone().acquire_owned() => p.ok(),
+            _ = self.core.claiming.cancelled() => None,
         };
-        let Some(permit) = permit.filter(|_| !self.claiming.is_cancelled()) else {
+        let Some(permit) = permit.filter(|_| !self.core.claiming.is_cancelled()) else {
             return;
         };
         let epoch = self.fence.send_epoch();
         match self.try_claim_retry(job_id, at_ms).await {
             Ok(Some(claimed)) => {
                 drop(guard);
-                self.start_run(permit, claimed, kind, source, epoch);
+                self.runner.start_run(permit, claimed, kind, source, epoch);
             }
             Ok(None) => {}
             Err(e) => {
@@ -261,14 +295,14 @@ impl Inner {
             version: cached.version,
             generation: cached.generation,
             next_ms,
-            node: &self.id,
-            lease_ms: Inner::ms(self.settings.lease),
+            node: &self.core.id,
+            lease_ms: ms(self.core.settings.lease),
             tolerance_ms: job.misfire_tolerance_ms,
             misfire_applied: plan.is_some(),
             run,
             missed,
             overlap: job.overlap.as_str(),
-            announce_ms: Inner::ms(self.settings.timer_horizon),
+            announce_ms: ms(self.core.settings.timer_horizon),
             arms_next: false,
             compact: cached.compact,
         }
@@ -287,14 +321,14 @@ impl Inner {
             // This node moved the firing's due entry on: only a change (which arms timers)
             // can make the same instant due again.
             ClaimReply::Claimed { .. } | ClaimReply::Missed => {
-                self.claim_book.settle(job_id, at_ms);
+                self.book.settle(job_id, at_ms);
             }
             _ => {}
         }
         match reply {
             ClaimReply::Claimed { now_ms, attempt } => {
-                Inner::bump(&self.stats.claimed);
-                metrics::histogram!(name::LATENESS, "node" => self.id.clone())
+                bump(&self.core.stats.claimed);
+                metrics::histogram!(name::LATENESS, "node" => self.core.id.clone())
                     .record((now_ms - at_ms).max(0) as f64 / 1000.0);
                 self.count_missed(missed);
                 Step::Claimed(Claimed {
@@ -330,7 +364,7 @@ impl Inner {
                     at = at_ms,
                     "skipped: the previous run still runs"
                 );
-                metrics::counter!(name::SKIPPED, "node" => self.id.clone(), "reason" => "overlap")
+                metrics::counter!(name::SKIPPED, "node" => self.core.id.clone(), "reason" => "overlap")
                     .increment(1);
                 Step::Done
             }
@@ -339,8 +373,8 @@ impl Inner {
                 Step::Done
             }
             ClaimReply::Stale | ClaimReply::Locked | ClaimReply::Dropped => {
-                Inner::bump(&self.stats.stale);
-                metrics::counter!(name::CONFLICTS, "node" => self.id.clone()).increment(1);
+                bump(&self.core.stats.stale);
+                metrics::counter!(name::CONFLICTS, "node" => self.core.id.clone()).increment(1);
                 Step::Done
             }
         }
@@ -356,12 +390,12 @@ impl Inner {
         mut plan: Option<MisfirePlan>,
     ) -> crate::Result<Option<Claimed>> {
         for _ in 0..5 {
-            let Some(cached) = self.spec(job_id).await? else {
+            let Some(cached) = self.specs.spec(job_id).await? else {
                 return Ok(None);
             };
             let args = self.claim_args(job_id, at_ms, &cached, plan.as_ref());
             let missed = args.missed;
-            let reply = self.store.claim(&args).await?;
+            let reply = self.core.store.claim(&args).await?;
             match self.on_claim_reply(job_id, at_ms, cached.clone(), reply, missed) {
                 Step::Claimed(c) => return Ok(Some(c)),
                 Step::Done => return Ok(None),
@@ -380,15 +414,15 @@ impl Inner {
         // A cached spec behind the job's version (a change message this node missed) is
         // refused by the script; read the job again and ask once more.
         for _ in 0..3 {
-            let Some(cached) = self.spec(job_id).await? else {
+            let Some(cached) = self.specs.spec(job_id).await? else {
                 // Gone: the claim script drops the entry.
                 let _ = self
-                    .store
+                    .core.store
                     .claim_retry(
                         job_id,
                         at_ms,
-                        &self.id,
-                        Inner::ms(self.settings.lease),
+                        &self.core.id,
+                        ms(self.core.settings.lease),
                         "allow",
                         None,
                     )
@@ -396,19 +430,19 @@ impl Inner {
                 return Ok(None);
             };
             let reply = self
-                .store
+                .core.store
                 .claim_retry(
                     job_id,
                     at_ms,
-                    &self.id,
-                    Inner::ms(self.settings.lease),
+                    &self.core.id,
+                    ms(self.core.settings.lease),
                     cached.job.overlap.as_str(),
                     Some((cached.generation, cached.version)),
                 )
                 .await?;
             match reply {
                 ClaimReply::Claimed { now_ms, attempt } => {
-                    Inner::bump(&self.stats.claimed);
+                    bump(&self.core.stats.claimed);
                     return Ok(Some(Claimed {
                         job: cached,
                         at_ms,
@@ -436,11 +470,11 @@ impl Inner {
         holder: Option<&str>,
         expiry: Option<i64>,
     ) -> crate::Result<()> {
-        let cached = self.spec(job_id).await?;
+        let cached = self.specs.spec(job_id).await?;
         let max_attempts = cached.as_ref().map_or(1, |c| c.job.retry.max_attempts);
-        let limits = self.history_limits();
+        let limits = self.core.history_limits();
         if let Some(next) = self
-            .store
+            .core.store
             .take_over_unless_renewed(
                 job_id,
                 at_ms,
@@ -452,13 +486,14 @@ impl Inner {
             )
             .await?
         {
-            Inner::bump(&self.stats.recovered);
-            metrics::counter!(name::TAKEOVERS, "node" => self.id.clone()).increment(1);
+            bump(&self.core.stats.recovered);
+            metrics::counter!(name::TAKEOVERS, "node" => self.core.id.clone()).increment(1);
             // The lost run's limit slot comes back now, not when its lease runs out.
-            self.release_taken_over(cached.as_deref(), &crate::store::firing_id(job_id, at_ms))
+            self.limiter
+                .release_taken_over(cached.as_deref(), &crate::store::firing_id(job_id, at_ms))
                 .await;
             if next == 0 {
-                metrics::counter!(name::DEAD, "node" => self.id.clone()).increment(1);
+                metrics::counter!(name::DEAD, "node" => self.core.id.clone()).increment(1);
             }
             tracing::warn!(
                 job = job_id,
@@ -476,7 +511,7 @@ impl Inner {
 
     pub(super) fn count_missed(&self, missed: u64) {
         if missed > 0 {
-            metrics::counter!(name::SKIPPED, "node" => self.id.clone(), "reason" => "misfire")
+            metrics::counter!(name::SKIPPED, "node" => self.core.id.clone(), "reason" => "misfire")
                 .increment(missed);
         }
     }
@@ -487,8 +522,8 @@ impl Inner {
         // Armed when this claim ends (its guard drops), not now: a timer that fired before the
         // firing left `inflight` would be refused by `spawn_claim` as a duplicate, and the
         // firing would wait for a sweep.
-        let deadline = self.clock.local_ms() + wait_ms + 1;
-        self.claim_book
+        let deadline = self.core.clock.local_ms() + wait_ms + 1;
+        self.book
             .rearm_later((job_id.to_string(), at_ms, kind), deadline);
     }
 }
@@ -497,7 +532,7 @@ impl Inner {
 /// the same firing start one claim between them. Dropping it ends the claim, however it
 /// ended, and arms the timer a claim that came early asked for.
 pub(super) struct ClaimGuard {
-    inner: Arc<Inner>,
+    claimer: Arc<Claimer>,
     key: ClaimKey,
 }
 
@@ -518,14 +553,17 @@ impl ClaimGuard {
 impl Drop for ClaimGuard {
     fn drop(&mut self) {
         if self.key.2 == Kind::Scheduled {
-            self.inner
+            self.claimer
+                .core
                 .stats
                 .claims_pending
                 .fetch_sub(1, Ordering::Relaxed);
         }
-        if let Some(deadline) = self.inner.claim_book.leave(&self.key) {
+        if let Some(deadline) = self.claimer.book.leave(&self.key) {
             let (job_id, at_ms, kind) = self.key.clone();
-            self.inner.arm_at(job_id, at_ms, kind, Some(deadline));
+            self.claimer
+                .timers
+                .arm_at(job_id, at_ms, kind, Some(deadline));
         }
     }
 }

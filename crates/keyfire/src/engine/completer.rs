@@ -7,9 +7,12 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
-use super::Inner;
-use super::batcher::gather;
-use super::claim::Kind;
+use super::batch::{gather, run_batches_held};
+use super::callbacks::Callbacks;
+use super::context::{NodeCore, bump, bump_by};
+use super::firing::Kind;
+use super::membership::Live;
+use super::timers::TimerQueue;
 use crate::job::Job;
 use crate::metrics::name;
 use crate::store::{Completion, Fate, RunRecord};
@@ -37,7 +40,31 @@ pub(super) struct Done {
 /// Longest an outcome waits behind this node's claims before it is recorded anyway.
 pub(super) const HOLD_MAX: Duration = Duration::from_millis(250);
 
-impl Inner {
+/// The completer: records the outcomes of this node's runs, one loop per shard.
+pub(super) struct Completer {
+    core: Arc<NodeCore>,
+    /// Arms the next attempt's timer when this node owns the job.
+    timers: TimerQueue,
+    live: Arc<Live>,
+    /// Woken when an outcome queued a callback.
+    callbacks: Arc<Callbacks>,
+}
+
+impl Completer {
+    pub(super) fn new(
+        core: Arc<NodeCore>,
+        timers: TimerQueue,
+        live: Arc<Live>,
+        callbacks: Arc<Callbacks>,
+    ) -> Self {
+        Self {
+            core,
+            timers,
+            live,
+            callbacks,
+        }
+    }
+
     /// Attempts that end around the same time are recorded in one script call. Runs until
     /// the node's runs are cancelled (the end of shutdown), then records what is left.
     ///
@@ -47,19 +74,23 @@ impl Inner {
     /// time, so under a burst (10,000 cron firings in the same second) every outcome
     /// recorded among the claims makes the firings still to be claimed later; held back,
     /// the outcomes go after the claims, in larger batches.
-    pub(super) async fn completer(self: Arc<Self>, mut rx: mpsc::UnboundedReceiver<Done>) {
-        self.run_batches_held(
+    pub(super) async fn run(self: Arc<Self>, mut rx: mpsc::UnboundedReceiver<Done>) {
+        run_batches_held(
             &mut rx,
-            &self.runs_cancel,
-            |me: &Arc<Inner>, first: &Done| {
-                me.stats.claims_pending.load(Ordering::Relaxed) > 0
+            &self.core.runs_cancel,
+            &self.core.runs,
+            |first: &Done| {
+                self.core.stats.claims_pending.load(Ordering::Relaxed) > 0
                     && first.ended.elapsed() < HOLD_MAX
             },
-            |me, batch, held| async move {
-                if held {
-                    Inner::bump_by(&me.stats.deferred, batch.len() as u64);
+            |batch, held| {
+                let me = self.clone();
+                async move {
+                    if held {
+                        bump_by(&me.core.stats.deferred, batch.len() as u64);
+                    }
+                    me.record_batch(batch).await
                 }
-                me.record_batch(batch).await
             },
         )
         .await;
@@ -69,11 +100,11 @@ impl Inner {
         }
     }
 
-    /// Record attempts' ends (of one shard: each shard has its completer); retried with
+    /// The completer's step: record attempts' ends (of one shard: each shard has its loop); retried with
     /// backoff for up to a lease (a failover takes seconds), since a lost outcome reruns the
     /// firing when its lease expires.
     pub(super) async fn record_batch(&self, batch: Vec<Done>) {
-        let limits = self.history_limits();
+        let limits = self.core.history_limits();
         let completions: Vec<Completion> = batch
             .iter()
             .map(|d| Completion {
@@ -87,10 +118,10 @@ impl Inner {
         let mut fates = None;
         // Past the lease another node may take the run over (and the outcome is then fenced),
         // but while Redis is unreachable no one can: keep trying a while longer.
-        let give_up = tokio::time::Instant::now() + self.settings.lease * 2;
+        let give_up = tokio::time::Instant::now() + self.core.settings.lease * 2;
         let mut pause = Duration::from_millis(100);
         for n in 1u32.. {
-            match self.store.complete_many(&completions, &limits).await {
+            match self.core.store.complete_many(&completions, &limits).await {
                 Ok(f) => {
                     fates = Some(f);
                     break;
@@ -131,18 +162,18 @@ impl Inner {
             }
             if done.callback.is_some() && matches!(fate, Fate::Done | Fate::Dead) {
                 // Queued with the outcome: this node's sender takes it at once.
-                let shard = self.store.shards().of(&done.job_id);
-                self.callbacks_wake[shard].notify_one();
+                let shard = self.core.store.shards().of(&done.job_id);
+                self.callbacks.wake(shard);
             }
             match fate {
                 Fate::Dead => {
-                    metrics::counter!(name::DEAD, "node" => self.id.clone()).increment(1);
+                    metrics::counter!(name::DEAD, "node" => self.core.id.clone()).increment(1);
                 }
                 Fate::Retry => {
-                    metrics::counter!(name::RETRIES, "node" => self.id.clone()).increment(1);
-                    if self.owns(&done.job_id) {
+                    metrics::counter!(name::RETRIES, "node" => self.core.id.clone()).increment(1);
+                    if self.live.owns(&done.job_id) {
                         let due = now + done.retry.unwrap_or(0);
-                        self.arm_due(done.job_id.clone(), done.at_ms, Kind::Retry, due);
+                        self.timers.arm_due(done.job_id.clone(), done.at_ms, Kind::Retry, due);
                     }
                 }
                 Fate::Fenced => {
@@ -156,7 +187,7 @@ impl Inner {
                 }
                 Fate::Done => {}
             }
-            Inner::bump(&self.stats.completed);
+            bump(&self.core.stats.completed);
             drop(done.permit);
         }
     }

@@ -4,61 +4,77 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::Inner;
-use super::membership::owner;
+use super::context::{NodeCore, bump};
+use super::membership::Live;
 use crate::handler::{NodeHook, NodeView};
 
-impl NodeView for Inner {
+/// What a hook sees of the node.
+struct View {
+    core: Arc<NodeCore>,
+    live: Arc<Live>,
+}
+
+impl NodeView for View {
     fn node_id(&self) -> &str {
-        &self.id
+        &self.core.id
     }
 
     fn owns(&self, name: &str) -> bool {
-        let live = self.live.read().expect("live set lock");
-        if !live.iter().any(|n| n == &self.id) {
-            return true;
-        }
-        owner(&live, name) == Some(self.id.as_str())
+        self.live.owns(name)
     }
 
     fn redis_now_ms(&self) -> i64 {
-        self.clock.redis_now_ms()
+        self.core.clock.redis_now_ms()
     }
 
     fn sweep_interval(&self) -> Duration {
-        self.settings.sweep_interval
+        self.core.settings.sweep_interval
     }
 
     fn grace(&self) -> Duration {
-        self.settings.claim_grace + self.settings.node_ttl
+        self.core.settings.claim_grace + self.core.settings.node_ttl
     }
 
     fn timer_horizon(&self) -> Duration {
-        self.settings.timer_horizon
+        self.core.settings.timer_horizon
     }
 }
 
-impl Inner {
+/// The registry's hooks (see [`NodeHook`]).
+pub(super) struct Hooks {
+    core: Arc<NodeCore>,
+    live: Arc<Live>,
+    hooks: Vec<Arc<dyn NodeHook>>,
+}
+
+impl Hooks {
+    pub(super) fn new(core: Arc<NodeCore>, live: Arc<Live>, hooks: Vec<Arc<dyn NodeHook>>) -> Self {
+        Self { core, live, hooks }
+    }
+
     /// Start every hook, each stopping with the node's claiming.
-    pub(super) fn start_hooks(self: &Arc<Self>, tasks: &mut tokio::task::JoinSet<()>) {
+    pub(super) fn start(&self, tasks: &mut tokio::task::JoinSet<()>) {
         for hook in self.hooks.iter().cloned() {
-            let view: Arc<dyn NodeView> = self.clone();
-            tasks.spawn(NodeHook::run(hook, view, self.claiming.child_token()));
+            let view: Arc<dyn NodeView> = Arc::new(View {
+                core: self.core.clone(),
+                live: self.live.clone(),
+            });
+            tasks.spawn(NodeHook::run(hook, view, self.core.claiming.child_token()));
         }
     }
 
     /// An expired key that is no firing's: the first hook that knows it takes it.
-    pub(super) fn expired_for_hooks(&self, key: &str) {
+    pub(super) fn expired(&self, key: &str) {
         for hook in &self.hooks {
             if hook.on_expired(key) {
-                Inner::bump(&self.stats.events);
+                bump(&self.core.stats.events);
                 return;
             }
         }
     }
 
     /// A change message for hooks.
-    pub(super) fn message_for_hooks(&self, op: &str, id: &str, at: Option<i64>) {
+    pub(super) fn message(&self, op: &str, id: &str, at: Option<i64>) {
         for hook in &self.hooks {
             hook.on_message(op, id, at);
         }

@@ -6,8 +6,15 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde::Deserialize;
 
-use super::Inner;
-use super::claim::{Kind, Source};
+use super::claim::Claimer;
+use super::context::{NodeCore, SweepState, bump, ms};
+use super::executor::Executor;
+use super::firing::{Kind, Source};
+use super::flow_limiter::FlowLimiter;
+use super::hooks::Hooks;
+use super::membership::{Live, Membership};
+use super::specs::Specs;
+use super::timers::TimerQueue;
 use crate::store::parse_firing_id;
 
 /// A message on the change channel, tagged by `op` (written by the scripts named).
@@ -79,14 +86,55 @@ impl<'a> NextFirings<'a> {
 /// failover or resharding), besides whenever a subscription drops.
 const TOPOLOGY_EVERY: Duration = Duration::from_secs(2);
 
-impl Inner {
+/// The listener: hands expired events and change messages to the components they are for.
+pub(super) struct Listener {
+    core: Arc<NodeCore>,
+    claimer: Arc<Claimer>,
+    timers: TimerQueue,
+    live: Arc<Live>,
+    membership: Arc<Membership>,
+    executor: Arc<Executor>,
+    specs: Arc<Specs>,
+    limiter: Arc<FlowLimiter>,
+    hooks: Arc<Hooks>,
+    sweep: Arc<SweepState>,
+}
+
+impl Listener {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        core: Arc<NodeCore>,
+        claimer: Arc<Claimer>,
+        timers: TimerQueue,
+        live: Arc<Live>,
+        membership: Arc<Membership>,
+        executor: Arc<Executor>,
+        specs: Arc<Specs>,
+        limiter: Arc<FlowLimiter>,
+        hooks: Arc<Hooks>,
+        sweep: Arc<SweepState>,
+    ) -> Self {
+        Self {
+            core,
+            claimer,
+            timers,
+            live,
+            membership,
+            executor,
+            specs,
+            limiter,
+            hooks,
+            sweep,
+        }
+    }
+
     /// Subscribe to expired events on every server that holds data (events are local to
     /// the server that expires the key) and to the change channel on one of them; follow
     /// the set of servers as it changes.
-    pub(super) async fn listener_loop(self: Arc<Self>) {
+    pub(super) async fn run(self: Arc<Self>) {
         let mut backoff = Duration::from_millis(50);
-        while !self.claiming.is_cancelled() {
-            let masters = match self.store.masters().await {
+        while !self.core.claiming.is_cancelled() {
+            let masters = match self.core.store.masters().await {
                 Ok(m) if !m.is_empty() => m,
                 Ok(_) => {
                     tracing::warn!("no server holds data; retrying");
@@ -99,7 +147,7 @@ impl Inner {
             };
             if masters.is_empty() {
                 tokio::select! {
-                    _ = self.claiming.cancelled() => break,
+                    _ = self.core.claiming.cancelled() => break,
                     _ = tokio::time::sleep(backoff) => {}
                 }
                 backoff = (backoff * 2).min(Duration::from_secs(2));
@@ -108,7 +156,7 @@ impl Inner {
             backoff = Duration::from_millis(50);
             let addrs = addresses(&masters);
             tracing::info!(servers = ?addrs, "subscribing to expired events");
-            let stop = self.claiming.child_token();
+            let stop = self.core.claiming.child_token();
             let mut subscribers = tokio::task::JoinSet::new();
             for (i, client) in masters.into_iter().enumerate() {
                 subscribers.spawn(self.clone().subscriber_loop(client, i == 0, stop.clone()));
@@ -118,10 +166,10 @@ impl Inner {
             tick.tick().await;
             loop {
                 tokio::select! {
-                    _ = self.claiming.cancelled() => break,
+                    _ = self.core.claiming.cancelled() => break,
                     _ = tick.tick() => {}
                 }
-                match self.store.masters().await {
+                match self.core.store.masters().await {
                     Ok(now) if !now.is_empty() && addresses(&now) != addrs => {
                         tracing::warn!(from = ?addrs, to = ?addresses(&now), "servers holding data changed; resubscribing");
                         break;
@@ -171,19 +219,20 @@ impl Inner {
         with_changes: bool,
         stop: &tokio_util::sync::CancellationToken,
     ) -> crate::Result<bool> {
-        let changes = self.store.keys().changes();
+        let changes = self.core.store.keys().changes();
         let mut pubsub = client.get_async_pubsub().await?;
         pubsub.psubscribe(pattern).await?;
         if with_changes {
             pubsub.subscribe(&changes).await?;
         }
         if self
+            .core
             .stats
             .subscribed
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             > 0
         {
-            metrics::counter!(crate::metrics::name::RECONNECTS, "node" => self.id.clone())
+            metrics::counter!(crate::metrics::name::RECONNECTS, "node" => self.core.id.clone())
                 .increment(1);
         }
         // Messages published while we were away are gone: forget every cached spec (a change
@@ -192,12 +241,8 @@ impl Inner {
             self.specs.clear();
         }
         // Change messages may have been lost too: read the whole horizon again.
-        self.sweep
-            .armed_upto
-            .lock()
-            .expect("armed_upto lock")
-            .clear();
-        self.sweep.now.notify_one();
+        self.sweep.forget_armed();
+        self.sweep.sweep_now();
         let mut stream = pubsub.on_message();
         loop {
             tokio::select! {
@@ -224,27 +269,27 @@ impl Inner {
     }
 
     fn on_expired(self: &Arc<Self>, key: &str) {
-        let Some((_, job_id, at)) = self.store.shards().parse_fire(key) else {
-            return self.expired_for_hooks(key);
+        let Some((_, job_id, at)) = self.core.store.shards().parse_fire(key) else {
+            return self.hooks.expired(key);
         };
-        Inner::bump(&self.stats.events);
+        bump(&self.core.stats.events);
         // Only the owner claims at once; the others leave it to the sweeper after the grace
         // period, so a firing costs one claim, not one per node.
-        if self.owns(&job_id) {
-            self.spawn_claim(job_id, at, Kind::Scheduled, Source::Event);
+        if self.live.owns(&job_id) {
+            self.claimer.spawn_claim(job_id, at, Kind::Scheduled, Source::Event);
         }
     }
 
     fn on_change(self: &Arc<Self>, change: Change) {
         match change {
-            Change::Cancel { firing } => self.cancel_run(&firing),
-            Change::Nodes => self.on_membership_change(),
+            Change::Cancel { firing } => self.executor.cancel_run(&firing),
+            Change::Nodes => self.membership.on_membership_change(),
             Change::Retry { firing, at: due } => {
                 // A trigger or a dead-letter replay: an attempt due now.
                 if let Some((job, at)) = parse_firing_id(&firing)
-                    && self.owns(job)
+                    && self.live.owns(job)
                 {
-                    self.arm_due(job.to_string(), at, Kind::Retry, due);
+                    self.timers.arm_due(job.to_string(), at, Kind::Retry, due);
                 }
             }
             Change::Next { firings } => {
@@ -272,10 +317,10 @@ impl Inner {
                     self.arm_if_soon(id, at);
                 }
             }
-            Change::Wake { id, at } => self.message_for_hooks("wake", &id, at),
+            Change::Wake { id, at } => self.hooks.message("wake", &id, at),
             Change::Limits => {
-                let me = self.clone();
-                tokio::spawn(async move { me.refresh_limits().await });
+                let limiter = self.limiter.clone();
+                tokio::spawn(async move { limiter.refresh().await });
             }
             Change::Unknown => {}
         }
@@ -295,8 +340,8 @@ impl Inner {
             };
             if only_soon {
                 self.arm_if_soon(id.as_ref().to_string(), at);
-            } else if self.owns(id.as_ref()) {
-                self.arm(id.as_ref().to_string(), at);
+            } else if self.live.owns(id.as_ref()) {
+                self.timers.arm(id.as_ref().to_string(), at);
             }
         }
     }
@@ -304,9 +349,9 @@ impl Inner {
     /// A new or changed job due soon: its owner arms a timer (fires at once when past, since
     /// a sentinel key with a past instant would never give an `expired` event).
     fn arm_if_soon(self: &Arc<Self>, id: String, at: i64) {
-        let horizon = self.clock.redis_now_ms() + Inner::ms(self.settings.timer_horizon);
-        if at <= horizon && self.owns(&id) {
-            self.arm(id, at);
+        let horizon = self.core.clock.redis_now_ms() + ms(self.core.settings.timer_horizon);
+        if at <= horizon && self.live.owns(&id) {
+            self.timers.arm(id, at);
         }
     }
 }

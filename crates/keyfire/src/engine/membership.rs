@@ -1,17 +1,20 @@
-//! Membership: heartbeats in Redis time, the live set, and who owns a firing.
+//! Membership: heartbeats in Redis time, the live set and who owns a firing ([`Live`]), and
+//! the self-fence ([`Fence`]). [`Membership::beat`] is its step: one heartbeat.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
-use super::Inner;
+use super::context::{NodeCore, SweepState, ms};
+use super::executor::Executor;
 use crate::metrics::name;
-use crate::store::Beat;
+use crate::store::{Beat, notify};
 
 /// How long after sending its last heartbeat that succeeded a node fences itself: 3/5 of
-/// node_ttl. Its runs are cancelled then and dropped [`CANCEL_GRACE`](super::claim::CANCEL_GRACE)
+/// node_ttl. Its runs are cancelled then and dropped [`CANCEL_GRACE`](super::runner::CANCEL_GRACE)
 /// later at most (the fence is checked every 100 ms). The others may take its runs over once
 /// its heartbeat is node_ttl old by Redis's clock, and that heartbeat ran in Redis after it
 /// was sent; so two attempts of a firing overlap for at most
@@ -27,7 +30,7 @@ pub use crate::store::stable_hash;
 /// The owner of a job's firings (or of a topic) among `live` nodes: rendezvous (highest
 /// random weight) hashing of the name, so a node joining or leaving moves only its own share.
 /// Every firing of a job has the same owner while the live set stays: the node that claims a
-/// firing arms the timer of the next one itself (see `claim_batch`), and keeps the job's spec
+/// firing arms the timer of the next one itself (see `Claimer::claim_batch`), and keeps the job's spec
 /// cached. Jobs, not firings, are spread over the nodes.
 pub fn owner<'a>(live: &'a [String], name: &str) -> Option<&'a str> {
     live.iter()
@@ -35,7 +38,26 @@ pub fn owner<'a>(live: &'a [String], name: &str) -> Option<&'a str> {
         .map(String::as_str)
 }
 
-impl Inner {
+/// This node's view of the live set: which nodes are alive, so which firings it owns.
+pub(super) struct Live {
+    id: String,
+    /// Live node ids, sorted, as of the last heartbeat.
+    nodes: RwLock<Vec<String>>,
+    /// Redis time of this node's first heartbeat: a run its id holds that was claimed
+    /// before is a previous process's (crashed and restarted under the same id).
+    started_redis_ms: AtomicI64,
+}
+
+impl Live {
+    /// No view yet: the node owns everything (see [`Live::owns`]).
+    pub(super) fn new(id: String) -> Self {
+        Self {
+            id,
+            nodes: RwLock::new(Vec::new()),
+            started_redis_ms: AtomicI64::new(0),
+        }
+    }
+
     /// Whether this node owns the job's firings, by its current view of the live set. With
     /// no view yet (or when it is missing from it), a node claims what it sees: G1 makes that
     /// safe.
@@ -45,7 +67,7 @@ impl Inner {
 
     /// Whether this node owns every one of these jobs (one read of the live set for all).
     pub(super) fn owns_all<'a>(&self, job_ids: impl IntoIterator<Item = &'a str>) -> bool {
-        let live = self.live.read().expect("live set lock");
+        let live = self.nodes.read().expect("live set lock");
         if !live.iter().any(|n| n == &self.id) {
             return true;
         }
@@ -54,30 +76,128 @@ impl Inner {
             .all(|id| owner(&live, id) == Some(self.id.as_str()))
     }
 
+    /// The live nodes, sorted.
+    pub(super) fn nodes(&self) -> Vec<String> {
+        // infallible: poisoned only by a panic while held, and its holders only clone or
+        // replace the list.
+        self.nodes.read().expect("live set lock").clone()
+    }
+
+    /// Replace the view (sorted); whether it changed.
+    fn set(&self, live: Vec<String>) -> bool {
+        let mut current = self.nodes.write().expect("live set lock");
+        let changed = *current != live;
+        *current = live;
+        changed
+    }
+
+    /// Redis time of this node's first heartbeat (0 before it).
+    pub(super) fn started_redis_ms(&self) -> i64 {
+        self.started_redis_ms.load(Ordering::Relaxed)
+    }
+}
+
+/// Runs the fence cut off, handed over (taken over by this node, which knows they no longer
+/// run) at the heartbeat that lifts it: `(job id, instant, holder)`.
+pub(super) type Handover = Box<dyn Fn(String, i64, String) + Send + Sync>;
+
+/// Heartbeats, the live set and the fence.
+pub(super) struct Membership {
+    core: Arc<NodeCore>,
+    live: Arc<Live>,
+    fence: Arc<Fence>,
+    executor: Arc<Executor>,
+    sweep: Arc<SweepState>,
+    /// The handlers this node runs, told in its heartbeat.
+    handlers: Vec<String>,
+    /// Whether this node may turn expiry events on.
+    notifications_allowed: bool,
+    /// Set once the node left the live set; held during each heartbeat.
+    left: tokio::sync::Mutex<bool>,
+    /// Hands over the runs the fence cut off (the claimer takes them over).
+    handover: Handover,
+}
+
+impl Membership {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        core: Arc<NodeCore>,
+        live: Arc<Live>,
+        fence: Arc<Fence>,
+        executor: Arc<Executor>,
+        sweep: Arc<SweepState>,
+        handlers: Vec<String>,
+        notifications_allowed: bool,
+        handover: Handover,
+    ) -> Self {
+        Self {
+            core,
+            live,
+            fence,
+            executor,
+            sweep,
+            handlers,
+            notifications_allowed,
+            left: tokio::sync::Mutex::new(false),
+            handover,
+        }
+    }
+
+    /// Beat every heartbeat interval until the node stops claiming; now and then, check
+    /// that expiry events are on.
+    pub(super) async fn run(self: Arc<Self>) {
+        let mut tick = tokio::time::interval(self.core.settings.heartbeat_interval);
+        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut beats: u64 = 0;
+        loop {
+            tokio::select! {
+                _ = self.core.claiming.cancelled() => break,
+                _ = tick.tick() => {}
+            }
+            if let Err(e) = self.beat(Beat::Alive).await {
+                tracing::warn!(error = %e, "heartbeat failed");
+            }
+            beats += 1;
+            // Someone may turn expiry events off at run time; the sweeper covers the gap,
+            // and this turns them back on (when allowed) so firings are on time again.
+            if beats.is_multiple_of(10) {
+                let check =
+                    notify::ensure_everywhere(&self.core.store, self.notifications_allowed, false);
+                match tokio::time::timeout(Duration::from_secs(5), check).await {
+                    Ok(Ok(true)) => self.sweep.sweep_now(),
+                    Ok(Ok(false)) => {}
+                    Ok(Err(e)) => tracing::error!(error = %e, "expired events are off"),
+                    Err(_) => tracing::warn!("notification check timed out"),
+                }
+            }
+        }
+    }
+
     /// Another node joined or left: read the live set now and sweep, so the firings that
     /// change owner are taken by their new owner without waiting for the next heartbeat
     /// (rolling restarts hand over without a gap).
     pub(super) fn on_membership_change(self: &Arc<Self>) {
-        if self.claiming.is_cancelled() {
+        if self.core.claiming.is_cancelled() {
             return;
         }
         let me = self.clone();
         tokio::spawn(async move {
-            match me.heartbeat(Beat::Alive).await {
-                Ok(()) => me.sweep.now.notify_one(),
+            match me.beat(Beat::Alive).await {
+                Ok(()) => me.sweep.sweep_now(),
                 Err(e) => tracing::warn!(error = %e, "live set refresh failed"),
             }
         });
     }
 
     /// One heartbeat: announce this node (or its leaving), read the live set and Redis time.
-    pub(super) async fn heartbeat(self: &Arc<Self>, beat: Beat) -> crate::Result<()> {
+    pub(super) async fn beat(&self, beat: Beat) -> crate::Result<()> {
+        let core = &self.core;
         let info = serde_json::json!({
             "version": env!("CARGO_PKG_VERSION"),
-            "running": self.running(),
-            "runs_started": self.stats.started.load(std::sync::atomic::Ordering::Relaxed),
-            "max_concurrent_runs": self.settings.max_concurrent_runs,
-            "handlers": self.registry.names(),
+            "running": self.executor.running(),
+            "runs_started": core.stats.started.load(std::sync::atomic::Ordering::Relaxed),
+            "max_concurrent_runs": core.settings.max_concurrent_runs,
+            "handlers": self.handlers,
         })
         .to_string();
         // One heartbeat at a time, and none after leaving: a refresh racing the shutdown
@@ -86,36 +206,103 @@ impl Inner {
         if *left {
             return Ok(());
         }
-        let ttl_ms = self.settings.node_ttl.as_millis() as i64;
-        let sent = self.clock.local_ms();
+        let ttl_ms = core.settings.node_ttl.as_millis() as i64;
+        let sent = core.clock.local_ms();
         let sent_at = Instant::now();
-        let (now, mut live) = self.store.heartbeat(&self.id, ttl_ms, &info, beat).await?;
+        let (now, mut live) = core.store.heartbeat(&core.id, ttl_ms, &info, beat).await?;
         *left = beat != Beat::Alive;
         self.beat_ok(sent_at);
-        self.started_redis_ms
+        self.live
+            .started_redis_ms
             .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed)
             .ok();
-        let received = self.clock.local_ms();
-        self.clock.observe(sent, now, received);
+        let received = core.clock.local_ms();
+        core.clock.observe(sent, now, received);
         live.sort();
-        let node = self.id.clone();
+        let node = core.id.clone();
         metrics::gauge!(name::LIVE_NODES, "node" => node.clone()).set(live.len() as f64);
         metrics::gauge!(name::CLOCK_OFFSET, "node" => node.clone())
-            .set(self.clock.offset_ms() as f64 / 1000.0);
-        metrics::gauge!(name::RUNNING, "node" => node).set(self.running() as f64);
-        let mut current = self.live.write().expect("live set lock");
-        if *current != live {
+            .set(core.clock.offset_ms() as f64 / 1000.0);
+        metrics::gauge!(name::RUNNING, "node" => node).set(self.executor.running() as f64);
+        if self.live.set(live) {
             // Ownership moved: the next sweep reads the whole horizon again, and looks for
             // runs held by nodes that left.
-            self.sweep
-                .armed_upto
-                .lock()
-                .expect("armed_upto lock")
-                .clear();
-            self.sweep.check_holders.store(true, Ordering::Relaxed);
+            self.sweep.forget_armed();
+            self.sweep.check_holders();
         }
-        *current = live;
         Ok(())
+    }
+
+    /// A heartbeat sent at `sent_at` succeeded: the node is in touch with Redis. If it had
+    /// fenced itself, it claims again, and the runs it cut off are handed over at once.
+    fn beat_ok(&self, sent_at: Instant) {
+        let (was_fenced, released) = self.fence.beat_ok(sent_at);
+        if was_fenced {
+            tracing::warn!(node = %self.core.id, "heartbeat again: claiming again");
+            self.sweep.check_holders();
+            self.sweep.sweep_now();
+        }
+        for (job_id, at_ms) in released {
+            (self.handover)(job_id, at_ms, self.core.id.clone());
+        }
+    }
+
+    /// While the node drains (out of the live set), beat every heartbeat interval so that
+    /// its runs are not taken over; a beat that succeeds keeps the fence away too.
+    pub(super) async fn draining_loop(self: Arc<Self>) {
+        let ttl_ms = ms(self.core.settings.node_ttl);
+        let info = String::from("{}");
+        loop {
+            tokio::time::sleep(self.core.settings.heartbeat_interval).await;
+            let sent_at = Instant::now();
+            match self
+                .core
+                .store
+                .heartbeat(&self.core.id, ttl_ms, &info, Beat::Draining)
+                .await
+            {
+                Ok(_) => self.beat_ok(sent_at),
+                Err(e) => tracing::warn!(error = %e, "heartbeat while draining failed"),
+            }
+        }
+    }
+
+    /// Say this node is gone (the end of shutdown).
+    pub(super) async fn gone(&self) -> crate::Result<()> {
+        let ttl_ms = ms(self.core.settings.node_ttl);
+        self.core
+            .store
+            .heartbeat(&self.core.id, ttl_ms, "", Beat::Gone)
+            .await
+            .map(|_| ())
+    }
+
+    /// Fence this node when its last heartbeat that succeeded was sent longer ago than
+    /// [`fence_after`]: stop claiming and stop every run at once, before other nodes may
+    /// take them over. Checked every 100 ms until the node's runs end.
+    pub(super) async fn fence_loop(self: Arc<Self>) {
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            tokio::select! {
+                _ = self.core.runs_cancel.cancelled() => break,
+                _ = tick.tick() => {}
+            }
+            self.check_fence();
+        }
+    }
+
+    /// The fence loop's step: fence the node if its heartbeats are too old; whether it did.
+    pub(super) fn check_fence(&self) -> bool {
+        let Some(since) = self.fence.check(fence_after(self.core.settings.node_ttl)) else {
+            return false;
+        };
+        tracing::error!(
+            node = %self.core.id,
+            silent_ms = since.as_millis() as u64,
+            runs = self.executor.active(),
+            "no heartbeat: fencing this node (its runs stop, it claims nothing) before others take its runs over"
+        );
+        true
     }
 }
 
@@ -224,56 +411,6 @@ impl Fence {
             return Some(since);
         }
         None
-    }
-}
-
-impl Inner {
-    /// A heartbeat sent at `sent_at` succeeded: the node is in touch with Redis. If it had
-    /// fenced itself, it claims again, and the runs it cut off are handed over at once.
-    pub(super) fn beat_ok(self: &Arc<Self>, sent_at: Instant) {
-        let (was_fenced, released) = self.fence.beat_ok(sent_at);
-        if was_fenced {
-            tracing::warn!(node = %self.id, "heartbeat again: claiming again");
-            self.sweep.check_holders.store(true, Ordering::Relaxed);
-            self.sweep.now.notify_one();
-        }
-        for (job_id, at_ms) in released {
-            let holder = self.id.clone();
-            self.spawn_takeover(job_id, at_ms, holder, None);
-        }
-    }
-
-    /// Fence this node when its last heartbeat that succeeded was sent longer ago than
-    /// [`fence_after`]: stop claiming and stop every run at once, before other nodes may
-    /// take them over. Checked every 100 ms until the node's runs end.
-    pub(super) async fn fence_loop(self: Arc<Self>) {
-        let after = fence_after(self.settings.node_ttl);
-        let mut tick = tokio::time::interval(Duration::from_millis(100));
-        loop {
-            tokio::select! {
-                _ = self.runs_cancel.cancelled() => break,
-                _ = tick.tick() => {}
-            }
-            if let Some(since) = self.fence.check(after) {
-                self.log_fenced_runs(since);
-            }
-        }
-    }
-
-    fn log_fenced_runs(&self, since: Duration) {
-        let runs: Vec<String> = self
-            .active_runs
-            .lock()
-            .expect("active runs lock")
-            .keys()
-            .cloned()
-            .collect();
-        tracing::error!(
-            node = %self.id,
-            silent_ms = since.as_millis() as u64,
-            runs = runs.len(),
-            "no heartbeat: fencing this node (its runs stop, it claims nothing) before others take its runs over"
-        );
     }
 }
 

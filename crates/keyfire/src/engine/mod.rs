@@ -1,94 +1,89 @@
 //! The node: listens for expiry events, arms precision timers, claims firings, sweeps for
 //! what events missed, keeps its membership, and runs handlers in a bounded executor.
 //!
-//! Tasks of a running node (each a loop that stops on the node's cancellation token):
-//! - `membership`: heartbeat in Redis time, the live set, the clock offset, notification check;
-//! - `listener`: PSUBSCRIBE to expired events and SUBSCRIBE to the change channel; after every
-//!   (re)subscribe it asks for a sweep, since messages are lost while disconnected;
-//! - `timers`: local timers for firings this node owns that are due within the horizon;
-//! - `sweeper`: claims overdue firings from the due ZSET (the owner's at once, anyone's after
-//!   the grace period) and arms timers for the owner's upcoming ones;
-//! - `callbacks`: sends the callbacks queued with outcomes (each shard's outbox), bounded;
-//! - the registry's hooks (`hooks`: the delay queue's topic promotion), each given a view of the
-//!   node and the expired keys and change messages that are theirs.
+//! A node is a set of components, each holding only what it uses (the pieces they share,
+//! as `Arc`s: the [`NodeCore`](context::NodeCore) with the node's id, settings, store,
+//! clock, counters and lifecycle; the live set; the fence; the executor's permits; the spec
+//! cache). Each has a step that tests call and a loop that calls it; [`Engine::wire`] builds
+//! them, in this one place, and [`Node::start`] starts their loops:
+//!
+//! - [`Membership`](membership::Membership) (`beat`): heartbeat in Redis time, the live set,
+//!   the clock offset, the self-fence (`check_fence`), the notification check;
+//! - [`Listener`](listener::Listener): PSUBSCRIBE to expired events and SUBSCRIBE to the
+//!   change channel; after every (re)subscribe it asks for a sweep, since messages are lost
+//!   while disconnected;
+//! - [`Timers`](timers::Timers) (`run_once`): local timers for firings this node owns that
+//!   are due within the horizon, armed through a [`TimerQueue`](timers::TimerQueue);
+//! - [`Sweeper`](sweeper::Sweeper) (`run_once`): claims overdue firings from the due ZSET
+//!   (the owner's at once, anyone's after the grace period) and arms timers for the owner's
+//!   upcoming ones;
+//! - [`Claimer`](claim::Claimer) (`claim_batch`, `try_claim`): the claim protocol, scheduled
+//!   claims in one script call per shard;
+//! - [`Runner`](runner::Runner) (`execute`): a claimed firing on the bounded executor, its
+//!   lease renewed, cut off by a lost lease, the fence or the drain timeout;
+//! - [`FlowLimiter`](flow_limiter::FlowLimiter) (`gate`): a limited firing asks its key for
+//!   a slot, or is held back for its turn;
+//! - [`Completer`](completer::Completer) (`record_batch`): outcomes in one script call per
+//!   shard;
+//! - [`Callbacks`](callbacks::Callbacks) (`run_once`): sends the callbacks queued with
+//!   outcomes (each shard's outbox), bounded;
+//! - [`Hooks`](hooks::Hooks): the registry's hooks (the delay queue's topic promotion), each
+//!   given a view of the node and the expired keys and change messages that are theirs.
+//!
+//! Who calls whom (each arrow a field; no component holds one that holds it):
+//! listener → claimer, membership, hooks; sweeper → claimer; claimer → runner, flow limiter;
+//! runner → flow limiter, completer; completer → callbacks; claimer, sweeper, flow limiter
+//! and completer → timer queue. The timers hand what is due to the claimer, and membership
+//! hands the runs the fence cut off to it, through functions given them here.
 
+mod batch;
 mod batcher;
 mod callbacks;
 mod claim;
 mod completer;
+mod context;
+mod executor;
+mod firing;
+mod flow_limiter;
 mod hooks;
-mod limiter;
 mod listener;
 pub mod membership;
 mod misfire;
 mod runner;
 mod specs;
 mod sweeper;
+#[cfg(test)]
+mod tests;
 mod timers;
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::mpsc;
 use tokio::task::JoinSet;
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use crate::clock::{Clock, RedisClock, SystemClock};
-use crate::config::{NodeSettings, Settings};
+use crate::config::Settings;
 use crate::error::Result;
 use crate::handler::Registry;
-use crate::store::{Beat, HistoryLimits, Store, notify};
+use crate::store::{Beat, Store, notify};
 
-/// Counters a node keeps about itself (for tests, logs and, later, metrics).
-#[derive(Debug, Default)]
-pub struct Stats {
-    /// Firings this node claimed.
-    pub claimed: AtomicU64,
-    /// Claims that found the firing already taken or changed.
-    pub stale: AtomicU64,
-    /// Firings the sweeper claimed (events or timers missed them).
-    pub swept: AtomicU64,
-    /// Sweeps done.
-    pub sweeps: AtomicU64,
-    /// Due entries the sweeps read (each sweep reads the overdue ones and those newly
-    /// within the timer horizon; the rest of the horizon was read, and armed, before).
-    pub due_read: AtomicU64,
-    /// Expired events received.
-    pub events: AtomicU64,
-    /// Times the subscriber connected (1 + reconnects).
-    pub subscribed: AtomicU64,
-    /// Runs finished.
-    pub completed: AtomicU64,
-    /// Attempts this node started (its share of the work, reported in its heartbeat).
-    pub started: AtomicU64,
-    /// Runs taken over after their lease expired.
-    pub recovered: AtomicU64,
-    /// Claimed firings held back by their limit key (queued again for their turn).
-    pub held: AtomicU64,
-    /// Outcomes that waited behind this node's claims before they were sent to Redis.
-    pub deferred: AtomicU64,
-    /// Scheduled claims under way now (a gauge): from the moment a firing is marked as
-    /// being claimed (waiting for a run permit included) until its reply is handled. While
-    /// there are any, outcomes wait behind them; while there are a page (1,000) or more,
-    /// sweeps leave what is overdue within the grace period alone.
-    pub claims_pending: AtomicU64,
-    /// Job specs read from Redis (the node caches them by version).
-    pub specs_read: AtomicU64,
-    /// Of those, read when a firing was armed, ahead of its claim.
-    pub specs_read_ahead: AtomicU64,
-    /// Scheduled claims sent ahead of a free run permit (runs were short).
-    pub claimed_ahead: AtomicU64,
-    /// Firings claimed ahead that found no run permit in time (a quarter of the lease, 1 s
-    /// at most, while the node ran fewer firings than wait claimed ahead): queued again as
-    /// the same attempt, for this node or another to run.
-    pub ahead_held: AtomicU64,
-    /// Firings claimed ahead waiting for a run permit now (a gauge).
-    pub ahead_waiting: AtomicU64,
-}
+use callbacks::Callbacks;
+use claim::{ClaimRequest, Claimer};
+use completer::{Completer, Done};
+use context::{NodeCore, SweepState};
+pub use context::Stats;
+use executor::Executor;
+use firing::Source;
+use flow_limiter::FlowLimiter;
+use hooks::Hooks;
+use listener::Listener;
+use membership::{Fence, Live, Membership};
+use runner::Runner;
+use specs::Specs;
+use sweeper::Sweeper;
+use timers::{TimerQueue, Timers};
 
 /// A node, ready to start.
 pub struct Node {
@@ -130,7 +125,7 @@ impl Node {
             clock,
         } = self;
         settings.check()?;
-        check_run_permits(settings.node.max_concurrent_runs)?;
+        executor::check_run_permits(settings.node.max_concurrent_runs)?;
         let store = Store::open(&settings.redis).await?;
         store.check_layout().await?;
         notify::ensure_everywhere(&store, settings.redis.enable_notifications, true).await?;
@@ -141,80 +136,191 @@ impl Node {
         } else {
             settings.node.id.clone()
         };
-        let cancel = CancellationToken::new();
-        let (timer_tx, timer_rx) = mpsc::unbounded_channel();
-        // One claim batcher and one completer per shard: a shard whose server is failing
-        // over (its calls wait for seconds) does not hold up the others' batches.
-        let shards = store.shards().len();
-        let (claim_tx, claim_rx): (Vec<_>, Vec<_>) =
-            (0..shards).map(|_| mpsc::unbounded_channel()).unzip();
-        let (done_tx, done_rx): (Vec<_>, Vec<_>) =
-            (0..shards).map(|_| mpsc::unbounded_channel()).unzip();
-        let inner = Arc::new(Inner {
-            id: id.clone(),
-            settings: settings.node.clone(),
-            notifications_allowed: settings.redis.enable_notifications,
-            store,
-            hooks: registry.hooks().to_vec(),
-            registry: Arc::new(registry),
-            clock: RedisClock::new(clock),
-            live: RwLock::new(Vec::new()),
-            specs: specs::SpecCache::default(),
-            limited: limiter::LimitedKeys::default(),
-            claim_book: claim::ClaimBook::default(),
-            active_runs: Mutex::new(HashMap::new()),
-            permits: Arc::new(Semaphore::new(settings.node.max_concurrent_runs)),
-            claims_ahead: Arc::new(Semaphore::new(
-                settings.node.max_concurrent_runs * batcher::CLAIMS_AHEAD_PER_RUN,
-            )),
-            run_time: batcher::RunTime::default(),
-            record_permits: Arc::new(Semaphore::new(
-                settings.node.max_concurrent_runs * RECORD_PERMITS_PER_RUN,
-            )),
-            runs: TaskTracker::new(),
-            claiming: cancel.child_token(),
-            runs_cancel: cancel.clone(),
-            timers: timer_tx,
-            claims: claim_tx,
-            completions: done_tx,
-            sweep: sweeper::SweepState::default(),
-            left: tokio::sync::Mutex::new(false),
-            fence: membership::Fence::new(),
-            started_redis_ms: AtomicI64::new(0),
-            callbacks_wake: (0..shards).map(|_| tokio::sync::Notify::new()).collect(),
-            stats: Stats::default(),
-        });
+        let (engine, queues) = Engine::wire(id, &settings, store, registry, RedisClock::new(clock));
         // Join the live set and learn Redis's clock before claiming anything.
-        inner.heartbeat(Beat::Alive).await?;
-        inner.refresh_limits().await;
+        engine.membership.beat(Beat::Alive).await?;
+        engine.limiter.refresh().await;
 
+        let Queues {
+            timers,
+            claims,
+            completions,
+        } = queues;
+        let e = &engine;
         let mut tasks = JoinSet::new();
-        tasks.spawn(inner.clone().membership_loop());
-        tasks.spawn(inner.clone().listener_loop());
-        tasks.spawn(inner.clone().timer_loop(timer_rx));
-        tasks.spawn(inner.clone().sweeper_loop());
-        inner.start_hooks(&mut tasks);
+        tasks.spawn(e.membership.clone().run());
+        tasks.spawn(e.listener.clone().run());
+        let claimer = e.claimer.clone();
+        tasks.spawn(timers.run(move |job_id, at_ms, kind| {
+            claimer.spawn_claim(job_id, at_ms, kind, Source::Timer)
+        }));
+        tasks.spawn(e.sweeper.clone().run());
+        e.hooks.start(&mut tasks);
         // Not with the loops above either: a draining node still fences itself.
-        let fence = tokio::spawn(inner.clone().fence_loop());
-        for rx in claim_rx {
-            tasks.spawn(inner.clone().claim_batcher(rx));
+        let fence = tokio::spawn(e.membership.clone().fence_loop());
+        for rx in claims {
+            tasks.spawn(e.claimer.clone().run_batcher(rx));
         }
-        for shard in 0..shards {
-            tasks.spawn(inner.clone().callback_loop(shard));
+        for shard in 0..e.core.store.shards().len() {
+            tasks.spawn(e.callbacks.clone().run(shard));
         }
-        // Not with the loops above: it must outlive them, to record the runs that finish
+        // Not with the loops above: they must outlive them, to record the runs that finish
         // while the node drains.
-        let completers = done_rx
+        let completers = completions
             .into_iter()
-            .map(|rx| tokio::spawn(inner.clone().completer(rx)))
+            .map(|rx| tokio::spawn(e.completer.clone().run(rx)))
             .collect();
-        tracing::info!(node = %id, "node started");
+        tracing::info!(node = %e.core.id, "node started");
         Ok(NodeHandle {
-            inner,
+            engine,
             tasks,
             completers,
             fence,
         })
+    }
+}
+
+/// A node's components, wired.
+pub(crate) struct Engine {
+    core: Arc<NodeCore>,
+    live: Arc<Live>,
+    executor: Arc<Executor>,
+    limiter: Arc<FlowLimiter>,
+    callbacks: Arc<Callbacks>,
+    completer: Arc<Completer>,
+    #[cfg_attr(not(test), allow(dead_code))]
+    runner: Arc<Runner>,
+    claimer: Arc<Claimer>,
+    sweeper: Arc<Sweeper>,
+    membership: Arc<Membership>,
+    hooks: Arc<Hooks>,
+    listener: Arc<Listener>,
+}
+
+/// The queues the loops of [`Engine`] read, one per shard for the batchers and completers.
+struct Queues {
+    timers: Timers,
+    claims: Vec<mpsc::UnboundedReceiver<ClaimRequest>>,
+    completions: Vec<mpsc::UnboundedReceiver<Done>>,
+}
+
+impl Engine {
+    /// Build a node's components around `store`: every component and what it holds, in one
+    /// place. Nothing runs until the loops are started (or a test calls the steps).
+    fn wire(
+        id: String,
+        settings: &Settings,
+        store: Store,
+        registry: Registry,
+        clock: RedisClock,
+    ) -> (Engine, Queues) {
+        let handlers = registry.names();
+        let hook_list = registry.hooks().to_vec();
+        let sender = registry.callback_sender();
+        let registry = Arc::new(registry);
+        // One claim batcher and one completer per shard: a shard whose server is failing
+        // over (its calls wait for seconds) does not hold up the others' batches.
+        let shards = store.shards().len();
+        let core = Arc::new(NodeCore::new(id.clone(), settings.node.clone(), store, clock));
+        let (claim_tx, claim_rx): (Vec<_>, Vec<_>) =
+            (0..shards).map(|_| mpsc::unbounded_channel()).unzip();
+        let (done_tx, done_rx): (Vec<_>, Vec<_>) =
+            (0..shards).map(|_| mpsc::unbounded_channel()).unzip();
+
+        let live = Arc::new(Live::new(id));
+        let fence = Arc::new(Fence::new());
+        let sweep = Arc::new(SweepState::default());
+        let executor = Arc::new(Executor::new(settings.node.max_concurrent_runs));
+        let specs = Arc::new(Specs::new(core.clone()));
+        let (timer_queue, timers) = TimerQueue::new(core.clone(), specs.clone());
+        let limiter = Arc::new(FlowLimiter::new(core.clone(), timer_queue.clone()));
+        let callbacks = Arc::new(Callbacks::new(core.clone(), sender));
+        let completer = Arc::new(Completer::new(
+            core.clone(),
+            timer_queue.clone(),
+            live.clone(),
+            callbacks.clone(),
+        ));
+        let runner = Arc::new(Runner::new(
+            core.clone(),
+            registry,
+            executor.clone(),
+            fence.clone(),
+            limiter.clone(),
+            specs.clone(),
+            done_tx,
+            completer.clone(),
+        ));
+        let claimer = Arc::new(Claimer::new(
+            core.clone(),
+            specs.clone(),
+            executor.clone(),
+            live.clone(),
+            fence.clone(),
+            timer_queue.clone(),
+            runner.clone(),
+            limiter.clone(),
+            sweep.clone(),
+            claim_tx,
+        ));
+        let sweeper = Arc::new(Sweeper::new(
+            core.clone(),
+            claimer.clone(),
+            timer_queue.clone(),
+            live.clone(),
+            fence.clone(),
+            limiter.clone(),
+            sweep.clone(),
+        ));
+        let handover = {
+            let claimer = claimer.clone();
+            Box::new(move |job_id, at_ms, holder| {
+                claimer.spawn_takeover(job_id, at_ms, holder, None)
+            })
+        };
+        let membership = Arc::new(Membership::new(
+            core.clone(),
+            live.clone(),
+            fence,
+            executor.clone(),
+            sweep.clone(),
+            handlers,
+            settings.redis.enable_notifications,
+            handover,
+        ));
+        let hooks = Arc::new(Hooks::new(core.clone(), live.clone(), hook_list));
+        let listener = Arc::new(Listener::new(
+            core.clone(),
+            claimer.clone(),
+            timer_queue,
+            live.clone(),
+            membership.clone(),
+            executor.clone(),
+            specs,
+            limiter.clone(),
+            hooks.clone(),
+            sweep,
+        ));
+        let engine = Engine {
+            core,
+            live,
+            executor,
+            limiter,
+            callbacks,
+            completer,
+            runner,
+            claimer,
+            sweeper,
+            membership,
+            hooks,
+            listener,
+        };
+        let queues = Queues {
+            timers,
+            claims: claim_rx,
+            completions: done_rx,
+        };
+        (engine, queues)
     }
 }
 
@@ -246,7 +352,7 @@ fn node_id_from(names: impl IntoIterator<Item = Option<String>>) -> String {
 
 /// A running node.
 pub struct NodeHandle {
-    inner: Arc<Inner>,
+    engine: Engine,
     tasks: JoinSet<()>,
     completers: Vec<tokio::task::JoinHandle<()>>,
     fence: tokio::task::JoinHandle<()>,
@@ -255,29 +361,27 @@ pub struct NodeHandle {
 impl NodeHandle {
     /// This node's id.
     pub fn id(&self) -> &str {
-        &self.inner.id
+        &self.engine.core.id
     }
 
     /// This node's counters.
     pub fn stats(&self) -> &Stats {
-        &self.inner.stats
+        &self.engine.core.stats
     }
 
     /// The live nodes as this node saw them at its last heartbeat, sorted.
     pub fn live_nodes(&self) -> Vec<String> {
-        // infallible: poisoned only by a panic while held, and its holders only clone or
-        // replace the list.
-        self.inner.live.read().expect("live set lock").clone()
+        self.engine.live.nodes()
     }
 
     /// Runs in progress on this node.
     pub fn running(&self) -> usize {
-        self.inner.running()
+        self.engine.executor.running()
     }
 
     /// The estimated offset of Redis's clock to this node's clock, in ms.
     pub fn clock_offset_ms(&self) -> i64 {
-        self.inner.clock.offset_ms()
+        self.engine.core.clock.offset_ms()
     }
 
     /// Run one sweep now, as the sweeper does every `node.sweep_interval`: claim this node's
@@ -285,210 +389,56 @@ impl NodeHandle {
     /// within the horizon. Returns once the sweep has read every shard; the claims it starts
     /// run on. A seam for tests, which step the engine instead of waiting on the interval.
     pub async fn sweep_once(&self) -> Result<()> {
-        self.inner.sweep().await
+        self.engine.sweeper.run_once().await
     }
 
     /// Graceful shutdown: leave the live set, stop claiming, wait for running jobs up to the
     /// drain timeout, then cancel what still runs (its lease lets another node take it over).
     pub async fn shutdown(mut self) {
-        let inner = self.inner.clone();
+        let e = &self.engine;
+        let core = e.core.clone();
         // Stop claiming and heartbeating first, so no heartbeat in flight re-adds this node
         // after it left; then leave the live set before draining, so the other nodes take
         // the firings that follow at once.
-        inner.claiming.cancel();
+        core.claiming.cancel();
         while self.tasks.join_next().await.is_some() {}
-        if let Err(e) = inner.heartbeat(Beat::Draining).await {
+        if let Err(e) = e.membership.beat(Beat::Draining).await {
             tracing::warn!(error = %e, "could not leave the live set; it expires after node_ttl");
         }
         // Out of the live set, but alive: keep saying so while the runs drain, or the other
         // nodes would take them over after node_ttl.
-        let keepalive = tokio::spawn(inner.clone().draining_loop());
-        inner.runs.close();
-        let drain = inner.settings.drain_timeout;
-        if tokio::time::timeout(drain, inner.runs.wait())
-            .await
-            .is_err()
-        {
+        let keepalive = tokio::spawn(e.membership.clone().draining_loop());
+        core.runs.close();
+        let drain = core.settings.drain_timeout;
+        if tokio::time::timeout(drain, core.runs.wait()).await.is_err() {
             tracing::warn!(
-                running = inner.running(),
+                running = e.executor.running(),
                 "drain timeout passed; cancelling running jobs"
             );
-            inner.runs_cancel.cancel();
-            let _ = tokio::time::timeout(Duration::from_secs(5), inner.runs.wait()).await;
+            core.runs_cancel.cancel();
+            let _ = tokio::time::timeout(Duration::from_secs(5), core.runs.wait()).await;
         }
-        // The completer records what the drained runs queued, then stops.
-        inner.runs_cancel.cancel();
+        // The completers record what the drained runs queued, then stop.
+        core.runs_cancel.cancel();
         for c in self.completers {
             let _ = c.await;
         }
         keepalive.abort();
         let _ = self.fence.await;
-        let info = String::new();
-        let ttl_ms = Inner::ms(inner.settings.node_ttl);
-        if let Err(e) = inner
-            .store
-            .heartbeat(&inner.id, ttl_ms, &info, Beat::Gone)
-            .await
-        {
+        if let Err(e) = e.membership.gone().await {
             tracing::warn!(error = %e, "could not say this node is gone; its entry expires");
         }
-        tracing::info!(node = %inner.id, "node stopped");
+        tracing::info!(node = %core.id, "node stopped");
     }
 
     /// Stop at once, as a crash would (for tests): nothing is drained or released, the node
     /// stays in the live set until its heartbeat goes stale.
     pub fn abort(mut self) {
-        self.inner.runs_cancel.cancel();
+        self.engine.core.runs_cancel.cancel();
         self.fence.abort();
         self.tasks.abort_all();
         for c in &self.completers {
             c.abort();
         }
-    }
-}
-
-/// Outcomes that may wait to be recorded, per run permit (`node.max_concurrent_runs`).
-const RECORD_PERMITS_PER_RUN: usize = 16;
-
-/// Refuse a `node.max_concurrent_runs` whose semaphores could not be made (tokio panics past
-/// `Semaphore::MAX_PERMITS`, and the multiplications would overflow first).
-fn check_run_permits(runs: usize) -> Result<()> {
-    let per_run = batcher::CLAIMS_AHEAD_PER_RUN.max(RECORD_PERMITS_PER_RUN);
-    let most = Semaphore::MAX_PERMITS / per_run;
-    if runs > most {
-        return Err(crate::error::Error::Config(format!(
-            "node.max_concurrent_runs: {runs} is too many; at most {most}"
-        )));
-    }
-    Ok(())
-}
-
-/// State shared by a node's tasks.
-pub(crate) struct Inner {
-    id: String,
-    settings: NodeSettings,
-    notifications_allowed: bool,
-    store: Store,
-    registry: Arc<Registry>,
-    /// The registry's hooks (see [`crate::handler::NodeHook`]).
-    hooks: Vec<Arc<dyn crate::handler::NodeHook>>,
-    clock: RedisClock,
-    /// Live node ids, sorted, as of the last heartbeat.
-    live: RwLock<Vec<String>>,
-    /// Validated job specs by id, replaced when the version changes.
-    specs: specs::SpecCache,
-    /// The flow-control keys that have a limit.
-    limited: limiter::LimitedKeys,
-    /// Firings this node is claiming right now, and those to arm again when their claim ends.
-    claim_book: claim::ClaimBook,
-    /// Cancellation of the runs in progress here, by firing id (overlap `replace`).
-    active_runs: Mutex<HashMap<String, CancellationToken>>,
-    /// One permit per concurrent run: the bounded executor.
-    permits: Arc<Semaphore>,
-    /// Outcomes waiting to be recorded: a run gives its permit back for one of these.
-    record_permits: Arc<Semaphore>,
-    /// Scheduled claims sent ahead of a free run permit, while runs are short (see
-    /// [`batcher::RunPermit`]).
-    claims_ahead: Arc<Semaphore>,
-    /// How long this node's handlers have been taking, lately.
-    run_time: batcher::RunTime,
-    /// Running handlers.
-    runs: TaskTracker,
-    /// Cancelled when the node stops claiming (shutdown begins).
-    claiming: CancellationToken,
-    /// Cancelled when running handlers must stop.
-    runs_cancel: CancellationToken,
-    /// Queues an ended attempt for its shard's completer.
-    completions: Vec<mpsc::UnboundedSender<completer::Done>>,
-    /// Queues a scheduled claim for its shard's batcher.
-    claims: Vec<mpsc::UnboundedSender<batcher::ClaimRequest>>,
-    /// Arms a local timer for a firing.
-    timers: mpsc::UnboundedSender<timers::Arm>,
-    /// The sweeper's state: what it is sweeping, how far it read, what to look for next.
-    sweep: sweeper::SweepState,
-    /// Set once the node left the live set; held during each heartbeat.
-    left: tokio::sync::Mutex<bool>,
-    /// The self-fence (see [`membership::fence_after`]).
-    fence: membership::Fence,
-    /// Redis time of this node's first heartbeat: a run its id holds that was claimed
-    /// before is a previous process's (crashed and restarted under the same id).
-    started_redis_ms: AtomicI64,
-    /// Per shard: a completion of this node queued a callback there.
-    callbacks_wake: Vec<tokio::sync::Notify>,
-    stats: Stats,
-}
-
-impl Inner {
-    fn running(&self) -> usize {
-        self.settings.max_concurrent_runs - self.permits.available_permits()
-    }
-
-    fn history_limits(&self) -> HistoryLimits {
-        HistoryLimits {
-            history: self.settings.history_limit,
-            history_max_age_ms: Inner::ms(self.settings.history_max_age),
-            dead: self.settings.dead_letter_limit,
-        }
-    }
-
-    fn ms(d: Duration) -> i64 {
-        d.as_millis() as i64
-    }
-
-    /// While the node drains (out of the live set), beat every heartbeat interval so that
-    /// its runs are not taken over; a beat that succeeds keeps the fence away too.
-    async fn draining_loop(self: Arc<Self>) {
-        let ttl_ms = Inner::ms(self.settings.node_ttl);
-        let info = String::from("{}");
-        loop {
-            tokio::time::sleep(self.settings.heartbeat_interval).await;
-            let sent_at = std::time::Instant::now();
-            match self
-                .store
-                .heartbeat(&self.id, ttl_ms, &info, Beat::Draining)
-                .await
-            {
-                Ok(_) => self.beat_ok(sent_at),
-                Err(e) => tracing::warn!(error = %e, "heartbeat while draining failed"),
-            }
-        }
-    }
-
-    fn bump(counter: &AtomicU64) {
-        Inner::bump_by(counter, 1);
-    }
-
-    fn bump_by(counter: &AtomicU64, n: u64) {
-        counter.fetch_add(n, Ordering::Relaxed);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_node_id_falls_back_when_no_host_name_is_found() {
-        // No /etc/hostname, an empty kernel name, no HOSTNAME: `node-<8 hex digits>`.
-        let id = node_id_from([None, Some(" \n".into()), None]);
-        let suffix = id.strip_prefix("node-").expect(&id);
-        assert_eq!(suffix.len(), 8, "{id}");
-        assert!(suffix.chars().all(|c| c.is_ascii_hexdigit()), "{id}");
-        assert_ne!(id, node_id_from([None::<String>]), "ids are random");
-        assert!(node_id_from([]).starts_with("node-"));
-        // The first name found wins, its first line trimmed.
-        let id = node_id_from([Some("\n".into()), Some(" web-1 \nignored".into())]);
-        assert!(
-            id.starts_with("web-1-") && id.len() == "web-1-".len() + 8,
-            "{id}"
-        );
-        assert!(node_id_from([Some("db\n".into()), Some("web".into())]).starts_with("db-"));
-    }
-
-    #[test]
-    fn too_many_concurrent_runs_are_refused_by_name() {
-        check_run_permits(1_000_000).unwrap();
-        let err = check_run_permits(usize::MAX).unwrap_err().to_string();
-        assert!(err.contains("node.max_concurrent_runs"), "{err}");
     }
 }

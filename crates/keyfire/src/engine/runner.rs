@@ -11,11 +11,15 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::claim::{Claimed, Kind, Source};
-use super::completer::{Done, retry_delay};
-use super::limiter::Gate;
-use super::{Inner, callbacks};
-use crate::handler::{Firing, HandlerError};
+use super::callbacks;
+use super::completer::{Completer, Done, retry_delay};
+use super::context::{NodeCore, bump, ms};
+use super::executor::Executor;
+use super::firing::{Claimed, Kind, Source};
+use super::flow_limiter::{FlowLimiter, Gate};
+use super::membership::Fence;
+use super::specs::Specs;
+use crate::handler::{Firing, HandlerError, Registry};
 use crate::metrics::name;
 use crate::store::{RunRecord, firing_id};
 use crate::trace::{self, Start, TraceParent, Tracer, Value};
@@ -31,7 +35,45 @@ pub(super) enum RunOutcome {
     Cancelled,
 }
 
-impl Inner {
+/// The runner: runs claimed firings on the executor's permits.
+pub(super) struct Runner {
+    core: Arc<NodeCore>,
+    registry: Arc<Registry>,
+    pub(super) executor: Arc<Executor>,
+    fence: Arc<Fence>,
+    limiter: Arc<FlowLimiter>,
+    /// Drops a one-shot job's spec once it ran.
+    specs: Arc<Specs>,
+    /// Queues an ended attempt for its shard's completer.
+    completions: Vec<mpsc::UnboundedSender<Done>>,
+    /// Records an outcome itself when its shard's completer stopped.
+    completer: Arc<Completer>,
+}
+
+impl Runner {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        core: Arc<NodeCore>,
+        registry: Arc<Registry>,
+        executor: Arc<Executor>,
+        fence: Arc<Fence>,
+        limiter: Arc<FlowLimiter>,
+        specs: Arc<Specs>,
+        completions: Vec<mpsc::UnboundedSender<Done>>,
+        completer: Arc<Completer>,
+    ) -> Self {
+        Self {
+            core,
+            registry,
+            executor,
+            fence,
+            limiter,
+            specs,
+            completions,
+            completer,
+        }
+    }
+
     /// Count a claimed firing and run it.
     pub(super) fn start_run(
         self: &Arc<Self>,
@@ -46,21 +88,22 @@ impl Inner {
         } else {
             "retry"
         };
-        metrics::counter!(name::CLAIMED, "node" => self.id.clone(), "kind" => kind).increment(1);
+        metrics::counter!(name::CLAIMED, "node" => self.core.id.clone(), "kind" => kind)
+            .increment(1);
         if source == Source::Sweep {
-            Inner::bump(&self.stats.swept);
-            metrics::counter!(name::SWEPT, "node" => self.id.clone()).increment(1);
+            bump(&self.core.stats.swept);
+            metrics::counter!(name::SWEPT, "node" => self.core.id.clone()).increment(1);
         }
         let me = self.clone();
-        self.runs.spawn(me.execute(permit, claimed, epoch));
+        self.core.runs.spawn(me.execute(permit, claimed, epoch));
     }
 
     /// Wait (up to the lease) until this node is no longer fenced, then renew the claimed
     /// attempt's lease: whether it may start.
     async fn wait_out_the_fence(&self, c: &Claimed) -> bool {
-        let deadline = tokio::time::Instant::now() + self.settings.lease;
+        let deadline = tokio::time::Instant::now() + self.core.settings.lease;
         while self.fence.is_fenced() {
-            if tokio::time::Instant::now() >= deadline || self.runs_cancel.is_cancelled() {
+            if tokio::time::Instant::now() >= deadline || self.core.runs_cancel.is_cancelled() {
                 return false;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -71,15 +114,15 @@ impl Inner {
     /// Renew a claimed attempt's lease before its run starts: false when it is no longer
     /// this node's (taken over).
     pub(super) async fn renew_claimed(&self, c: &Claimed) -> crate::Result<bool> {
-        let lease = Inner::ms(self.settings.lease);
+        let lease = ms(self.core.settings.lease);
         let id = &c.job.job.spec.id;
-        self.store
-            .renew(id, c.at_ms, c.attempt, Some(c.claimed_ms), &self.id, lease)
+        self.core.store
+            .renew(id, c.at_ms, c.attempt, Some(c.claimed_ms), &self.core.id, lease)
             .await
     }
 
-    /// Run a claimed firing, renew its lease while it runs, record the outcome.
-    /// `epoch`: the fence's epoch when the claim was sent.
+    /// The runner's step: run a claimed firing, renew its lease while it runs, and queue
+    /// its outcome for the completer. `epoch`: the fence's epoch when the claim was sent.
     pub(super) async fn execute(
         self: Arc<Self>,
         permit: OwnedSemaphorePermit,
@@ -88,7 +131,7 @@ impl Inner {
     ) {
         // Flow control: a firing its limit holds back gives its permit back and waits for
         // its turn (queued again); unlimited firings pass without a Redis call.
-        let slot = match self.gate(&c).await {
+        let slot = match self.limiter.gate(&c).await {
             Gate::Run(slot) => slot,
             Gate::Held => return,
         };
@@ -104,16 +147,16 @@ impl Inner {
         {
             tracing::warn!(job = %c.job.job.spec.id, at = c.at_ms, "claimed while fenced; not started");
             if let Some(key) = &slot {
-                self.release_slot(key, &firing_id(&c.job.job.spec.id, c.at_ms), None)
+                self.limiter.release_slot(key, &firing_id(&c.job.job.spec.id, c.at_ms), None)
                     .await;
             }
             return;
         }
-        Inner::bump(&self.stats.started);
+        bump(&self.core.stats.started);
         let job = &c.job.job;
         let spec = &job.spec;
         let fid = firing_id(&spec.id, c.at_ms);
-        let token = self.runs_cancel.child_token();
+        let token = self.core.runs_cancel.child_token();
         let firing = Firing {
             job_id: spec.id.clone(),
             firing_id: fid.clone(),
@@ -121,7 +164,7 @@ impl Inner {
             claimed_at: DateTime::<Utc>::from_timestamp_millis(c.claimed_ms).unwrap_or_default(),
             attempt: c.attempt,
             params: spec.params.clone(),
-            node_id: self.id.clone(),
+            node_id: self.core.id.clone(),
             cancel: token.clone(),
             report: Default::default(),
         };
@@ -134,12 +177,9 @@ impl Inner {
             start_attempt_span(t, &span, &c, &fid);
         }
         async {
-            self.active_runs
-                .lock()
-                .expect("active runs lock")
-                .insert(fid.clone(), token.clone());
+            self.executor.enter(fid.clone(), token.clone());
             // The node's estimate of Redis time, never before the claim (Redis time).
-            let started_ms = self.clock.redis_now_ms().max(c.claimed_ms);
+            let started_ms = self.core.clock.redis_now_ms().max(c.claimed_ms);
             let started = std::time::Instant::now();
             let renewer = tokio::spawn(self.clone().renew_loop(
                 spec.id.clone(),
@@ -160,7 +200,7 @@ impl Inner {
                     std::future::pending::<()>().await
                 } => unreachable!("pending never resolves"),
             };
-            self.run_time.record(started.elapsed());
+            self.executor.run_time.record(started.elapsed());
             let cut_off = fence.is_cancelled();
             // Did the run lose its lease (renewal found another attempt, or the lock gone)?
             let lease_lost = if renewer.is_finished() {
@@ -169,13 +209,13 @@ impl Inner {
                 renewer.abort();
                 false
             };
-            self.active_runs.lock().expect("active runs lock").remove(&fid);
+            self.executor.leave(&fid);
             if let Some(key) = &slot {
                 // However it ended, the run no longer calls its target.
                 let ran = started.elapsed().as_millis() as i64;
-                self.release_slot(key, &fid, Some(ran)).await;
+                self.limiter.release_slot(key, &fid, Some(ran)).await;
             }
-            metrics::histogram!(name::DURATION, "node" => self.id.clone(), "handler" => spec.handler.clone())
+            metrics::histogram!(name::DURATION, "node" => self.core.id.clone(), "handler" => spec.handler.clone())
                 .record(started.elapsed().as_secs_f64());
             if cut_off && !matches!(outcome, RunOutcome::Ok) {
                 // Its peers may take it over; the next heartbeat that succeeds hands it over
@@ -187,12 +227,11 @@ impl Inner {
                 self.fence.release(spec.id.clone(), c.at_ms);
                 return;
             }
-            if (self.runs_cancel.is_cancelled() || lease_lost) && !matches!(outcome, RunOutcome::Ok)
+            if (self.core.runs_cancel.is_cancelled() || lease_lost) && !matches!(outcome, RunOutcome::Ok)
             {
                 // Stopped past the drain timeout, or its lease was lost: the firing is not
                 // done. Leave the lease to expire, so a node runs it again as the next
-                // attempt (G5). (Found by the chaos suite: a run cancelled on a lost lease was
-                // recorded as `cancelled` and never ran again.)
+                // attempt (G5); recorded as `cancelled`, it would never run again.
                 tracing::warn!(lease_lost, "run cut off; its lease will hand it to another node");
                 if let Some(t) = tracer {
                     end_attempt_span(t, "cut_off", Some("cut off: its lease will hand it to another node"));
@@ -220,7 +259,7 @@ impl Inner {
             }
             metrics::counter!(
                 name::RUNS,
-                "node" => self.id.clone(),
+                "node" => self.core.id.clone(),
                 "handler" => spec.handler.clone(),
                 "outcome" => outcome_name
             )
@@ -229,7 +268,7 @@ impl Inner {
                 firing_id: fid.clone(),
                 scheduled_ms: c.at_ms,
                 attempt: c.attempt,
-                node: self.id.clone(),
+                node: self.core.id.clone(),
                 claimed_ms: c.claimed_ms,
                 started_ms,
                 outcome: outcome_name.into(),
@@ -244,15 +283,15 @@ impl Inner {
                 &record,
                 &spec.id,
                 retry.is_none(),
-                self.clock.redis_now_ms(),
+                self.core.clock.redis_now_ms(),
             );
             // Recorded in a batch with the attempts that end around the same time. The run's
             // permit is given back for a permit to record (up to four times as many): the
             // next firing can start while outcomes wait their turn behind claims (see the
             // completer), and outcomes Redis has not taken yet stay bounded.
             let record_permit = tokio::select! {
-                p = self.record_permits.clone().acquire_owned() => p.ok(),
-                _ = self.runs_cancel.cancelled() => None,
+                p = self.executor.record_permits.clone().acquire_owned() => p.ok(),
+                _ = self.core.runs_cancel.cancelled() => None,
             };
             let permit = match record_permit {
                 Some(p) => {
@@ -276,9 +315,9 @@ impl Inner {
                     None => tracing::Span::none(),
                 },
             };
-            let shard = self.store.shards().of(&done.job_id);
+            let shard = self.core.store.shards().of(&done.job_id);
             if let Err(mpsc::error::SendError(done)) = self.completions[shard].send(done) {
-                self.record_batch(vec![done]).await;
+                self.completer.record_batch(vec![done]).await;
             }
             // A one-shot job fires once: do not keep its spec in the cache until it is
             // cleaned up (a day later, by default).
@@ -302,7 +341,7 @@ impl Inner {
         let Some(h) = self.registry.get(handler) else {
             return RunOutcome::Failed(HandlerError::abort(format!(
                 "handler '{handler}' is not registered on node {}",
-                self.id
+                self.core.id
             )));
         };
         // The handler's own span, a child of the attempt's, only where traces are exported.
@@ -368,20 +407,20 @@ impl Inner {
         slot: Option<String>,
         cancel: CancellationToken,
     ) -> bool {
-        let lease = Inner::ms(self.settings.lease);
-        let every = self.settings.lease / 3;
+        let lease = ms(self.core.settings.lease);
+        let every = self.core.settings.lease / 3;
         loop {
             tokio::time::sleep(every).await;
             match self
-                .store
-                .renew(&job_id, at_ms, attempt, Some(claimed_ms), &self.id, lease)
+                .core.store
+                .renew(&job_id, at_ms, attempt, Some(claimed_ms), &self.core.id, lease)
                 .await
             {
                 Ok(true) => {
                     // The limit slot lives as long as the run's lease.
                     if let Some(key) = &slot
                         && let Err(e) = self
-                            .store
+                            .core.store
                             .renew_limit_slot(key, &firing_id(&job_id, at_ms), lease)
                             .await
                     {
@@ -395,19 +434,6 @@ impl Inner {
                 }
                 Err(e) => tracing::warn!(error = %e, "lease renewal failed"),
             }
-        }
-    }
-
-    /// Cancel a local run of `firing` (overlap `replace` from any node).
-    pub(super) fn cancel_run(&self, firing: &str) {
-        if let Some(token) = self
-            .active_runs
-            .lock()
-            .expect("active runs lock")
-            .get(firing)
-        {
-            tracing::info!(firing, "cancelling the run: a newer run replaces it");
-            token.cancel();
         }
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::Inner;
+use super::context::{NodeCore, bump, bump_by};
 use crate::job::{Job, Validation};
 use crate::store::StoredSpec;
 
@@ -20,12 +20,19 @@ pub(crate) struct CachedJob {
 }
 
 /// Validated specs by job id, each replaced when its job's version changes.
-#[derive(Default)]
-pub(super) struct SpecCache {
+pub(super) struct Specs {
+    core: Arc<NodeCore>,
     map: Mutex<HashMap<String, Arc<CachedJob>>>,
 }
 
-impl SpecCache {
+impl Specs {
+    pub(super) fn new(core: Arc<NodeCore>) -> Self {
+        Self {
+            core,
+            map: Mutex::default(),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<CachedJob>>> {
         self.map.lock().expect("spec cache lock")
     }
@@ -98,19 +105,17 @@ impl SpecCache {
     pub(super) fn clear(&self) {
         self.lock().clear();
     }
-}
 
-impl Inner {
     /// The validated spec of a job at its current version (cached by version).
     pub(super) async fn spec(&self, job_id: &str) -> crate::Result<Option<Arc<CachedJob>>> {
-        if let Some(c) = self.specs.get(job_id) {
+        if let Some(c) = self.get(job_id) {
             return Ok(Some(c));
         }
-        Inner::bump(&self.stats.specs_read);
-        let Some(stored) = self.store.job_spec(job_id).await? else {
+        bump(&self.core.stats.specs_read);
+        let Some(stored) = self.core.store.job_spec(job_id).await? else {
             return Ok(None);
         };
-        Ok(self.specs.insert(job_id, stored))
+        Ok(self.insert(job_id, stored))
     }
 
     /// The specs of several jobs: cached ones from the cache, the others in one round trip.
@@ -119,7 +124,7 @@ impl Inner {
         job_ids: &[&str],
     ) -> crate::Result<Vec<Option<Arc<CachedJob>>>> {
         let mut out: Vec<Option<Arc<CachedJob>>> =
-            job_ids.iter().map(|id| self.specs.get(id)).collect();
+            job_ids.iter().map(|id| self.get(id)).collect();
         let missing: Vec<&str> = job_ids
             .iter()
             .zip(&out)
@@ -129,13 +134,13 @@ impl Inner {
         if missing.is_empty() {
             return Ok(out);
         }
-        Inner::bump_by(&self.stats.specs_read, missing.len() as u64);
-        let mut loaded = self.store.job_specs(&missing).await?.into_iter();
+        bump_by(&self.core.stats.specs_read, missing.len() as u64);
+        let mut loaded = self.core.store.job_specs(&missing).await?.into_iter();
         for (slot, id) in out.iter_mut().zip(job_ids) {
             if slot.is_none()
                 && let Some(Some(stored)) = loaded.next()
             {
-                *slot = self.specs.insert(id, stored);
+                *slot = self.insert(id, stored);
             }
         }
         Ok(out)

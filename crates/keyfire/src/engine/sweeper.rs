@@ -3,19 +3,21 @@
 //! arms timers for the firings this node owns within the horizon, and cleans up finished
 //! one-shot tasks.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::Notify;
 use tokio::time::MissedTickBehavior;
 
-use super::Inner;
-use super::claim::{Kind, Source};
+use super::claim::Claimer;
+use super::context::{NodeCore, SweepState, bump, bump_by, ms};
+use super::firing::{Kind, Source};
+use super::flow_limiter::FlowLimiter;
+use super::membership::{Fence, Live};
+use super::timers::TimerQueue;
 use crate::store::Lease;
-use crate::store::notify;
 
 /// Entries read per page (leases, retries, promotions).
 const SWEEP_BATCH: usize = 10_000;
@@ -30,57 +32,68 @@ const OVERLAP_MS: i64 = 100;
 /// Longest time between two cleanups of finished tasks.
 const CLEANUP_EVERY_MS: i64 = 60_000;
 
-/// The sweeper's state.
-pub(super) struct SweepState {
-    /// Asks the sweeper to sweep now (after a resubscribe, a fence lifted, a takeover).
-    pub(super) now: Notify,
+/// The sweeper: one sweep every `node.sweep_interval`, or at once when asked.
+pub(super) struct Sweeper {
+    core: Arc<NodeCore>,
+    claimer: Arc<Claimer>,
+    timers: TimerQueue,
+    live: Arc<Live>,
+    fence: Arc<Fence>,
+    limiter: Arc<FlowLimiter>,
+    /// What to sweep next and how far the sweeps read (shared with membership and the
+    /// listener, which reset it).
+    state: Arc<SweepState>,
     /// Shards whose sweep is in progress.
-    pub(super) running: Mutex<HashSet<usize>>,
-    /// Per shard, the Redis instant up to which a sweep read the due ZSET and armed this
-    /// node's firings, for the current live set. Later sweeps read only what is overdue and
-    /// what came within the horizon since; firings created or moved inside the part already
-    /// read arrive as change messages. Cleared whenever that could be wrong: the live set
-    /// changed (ownership moved) or the subscriber reconnected (messages were lost).
-    pub(super) armed_upto: Mutex<HashMap<usize, i64>>,
-    /// Whether the next sweep should look for runs held by nodes that left the live set
-    /// (set at start, when the live set changes, and while such runs are found).
-    pub(super) check_holders: AtomicBool,
+    running: Mutex<HashSet<usize>>,
 }
 
-impl Default for SweepState {
-    fn default() -> Self {
+impl Sweeper {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        core: Arc<NodeCore>,
+        claimer: Arc<Claimer>,
+        timers: TimerQueue,
+        live: Arc<Live>,
+        fence: Arc<Fence>,
+        limiter: Arc<FlowLimiter>,
+        state: Arc<SweepState>,
+    ) -> Self {
         Self {
-            now: Notify::new(),
+            core,
+            claimer,
+            timers,
+            live,
+            fence,
+            limiter,
+            state,
             running: Mutex::default(),
-            armed_upto: Mutex::default(),
-            check_holders: AtomicBool::new(true),
         }
     }
-}
 
-impl Inner {
-    pub(super) async fn sweeper_loop(self: Arc<Self>) {
-        let mut tick = tokio::time::interval(self.settings.sweep_interval);
+    /// Sweep every interval (or when asked) until the node stops claiming; clean up
+    /// finished tasks now and then.
+    pub(super) async fn run(self: Arc<Self>) {
+        let mut tick = tokio::time::interval(self.core.settings.sweep_interval);
         tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        let cleanup_every = Inner::ms(self.settings.task_retention).clamp(1, CLEANUP_EVERY_MS);
-        let mut last_cleanup = self.clock.local_ms();
+        let cleanup_every = ms(self.core.settings.task_retention).clamp(1, CLEANUP_EVERY_MS);
+        let mut last_cleanup = self.core.clock.local_ms();
         loop {
             tokio::select! {
-                _ = self.claiming.cancelled() => break,
+                _ = self.core.claiming.cancelled() => break,
                 _ = tick.tick() => {}
-                _ = self.sweep.now.notified() => {}
+                _ = self.state.now.notified() => {}
             }
-            if let Err(e) = self.sweep().await {
+            if let Err(e) = self.run_once().await {
                 tracing::warn!(error = %e, "sweep failed");
             }
-            Inner::bump(&self.stats.sweeps);
+            bump(&self.core.stats.sweeps);
             // Now and then, look at every run's holder even with no change seen: a change
             // missed (a node that left and came back between two heartbeats) costs a lease.
-            if self.stats.sweeps.load(Ordering::Relaxed).is_multiple_of(10) {
-                self.sweep.check_holders.store(true, Ordering::Relaxed);
+            if self.core.stats.sweeps.load(Ordering::Relaxed).is_multiple_of(10) {
+                self.state.check_holders();
             }
-            if self.clock.local_ms() - last_cleanup >= cleanup_every {
-                last_cleanup = self.clock.local_ms();
+            if self.core.clock.local_ms() - last_cleanup >= cleanup_every {
+                last_cleanup = self.core.clock.local_ms();
                 if let Err(e) = self.clean_up_tasks().await {
                     tracing::warn!(error = %e, "task cleanup failed");
                 }
@@ -88,25 +101,26 @@ impl Inner {
         }
     }
 
-    /// One sweep: the owner takes its overdue entries at once, anyone takes them past the
-    /// grace period; the owner arms timers for its entries due within the horizon.
-    pub(super) async fn sweep(self: &Arc<Self>) -> crate::Result<()> {
+    /// The sweeper's step, one sweep: the owner takes its overdue entries at once, anyone
+    /// takes them past the grace period; the owner arms timers for its entries due within
+    /// the horizon. Returns once the sweep has read every shard (or waited a sweep interval
+    /// for a slow one); the claims it starts run on.
+    pub(super) async fn run_once(self: &Arc<Self>) -> crate::Result<()> {
         // A change message about limits may have been lost: read the limited keys again.
-        self.refresh_limits().await;
-        let now = self.clock.redis_now_ms();
+        self.limiter.refresh().await;
+        let now = self.core.clock.redis_now_ms();
         // Other nodes help with a firing once its owner had the grace period and, had it
         // died, would have dropped out of the live set (so a new owner would hold it): a
         // firing still overdue then has an owner that is alive but behind. Helping earlier
         // only races the owners on a backlog (one claim in two wasted, measured).
-        let grace = Inner::ms(self.settings.claim_grace + self.settings.node_ttl);
-        let horizon = now + Inner::ms(self.settings.timer_horizon);
+        let grace = ms(self.core.settings.claim_grace + self.core.settings.node_ttl);
+        let horizon = now + ms(self.core.settings.timer_horizon);
         // Shards are swept concurrently, each in a task of its own: one whose server is
         // down (a failover under way: its calls wait for seconds) finishes in the
         // background, is skipped until then, and does not hold up the others.
         let mut sweeps = Vec::new();
-        for shard in 0..self.store.shards().len() {
+        for shard in 0..self.core.store.shards().len() {
             if !self
-                .sweep
                 .running
                 .lock()
                 .expect("sweeping lock")
@@ -117,8 +131,7 @@ impl Inner {
             let me = self.clone();
             sweeps.push(tokio::spawn(async move {
                 let result = me.sweep_shard(shard, now, grace, horizon).await;
-                me.sweep
-                    .running
+                me.running
                     .lock()
                     .expect("sweeping lock")
                     .remove(&shard);
@@ -128,7 +141,7 @@ impl Inner {
                 result
             }));
         }
-        let wait = self.settings.sweep_interval.max(Duration::from_millis(100));
+        let wait = self.core.settings.sweep_interval.max(Duration::from_millis(100));
         match tokio::time::timeout(wait, futures::future::join_all(sweeps)).await {
             Ok(results) => results
                 .into_iter()
@@ -154,7 +167,7 @@ impl Inner {
         // sweep read (for the same live set, with no message lost since) is armed already,
         // so only the overdue entries and those that came within the horizon are read.
         let upto = self
-            .sweep
+            .state
             .armed_upto
             .lock()
             .expect("armed_upto lock")
@@ -172,12 +185,12 @@ impl Inner {
         // past the grace period by any node's. Fewer claims under way (a steady load) leave
         // the sweep as it is.
         let busy =
-            upto.is_some() && self.stats.claims_pending.load(Ordering::Relaxed) >= DUE_PAGE as u64;
+            upto.is_some() && self.core.stats.claims_pending.load(Ordering::Relaxed) >= DUE_PAGE as u64;
         let overdue_until = if busy { now - grace } else { now };
         // Firings that came within the sentinel horizon get their sentinel keys; first, so
         // that those the read-ahead below arms lose theirs (at a node's first sweep the
         // promotion's window starts now, and covers the timer horizon too).
-        self.store.promote(shard, SWEEP_BATCH).await?;
+        self.core.store.promote(shard, SWEEP_BATCH).await?;
         let ranges = match upto {
             Some(u) => vec![(None, overdue_until), (Some(u), horizon)],
             None => vec![(None, horizon)],
@@ -192,7 +205,7 @@ impl Inner {
                     break;
                 }
                 let page = self
-                    .store
+                    .core.store
                     .due_page(shard, from, until, skip, DUE_PAGE)
                     .await?;
                 let n = page.len();
@@ -206,7 +219,7 @@ impl Inner {
                     };
                     from = Bound::Included(last);
                 }
-                Inner::bump_by(&self.stats.due_read, n as u64);
+                bump_by(&self.core.stats.due_read, n as u64);
                 // A firing this node arms a timer for no longer needs its sentinel key: the
                 // timer claims at the instant, and if this node dies first the others take
                 // the firing after the grace period, as they would have on its `expired`
@@ -218,7 +231,7 @@ impl Inner {
                         armed.push((job_id, at));
                     }
                 }
-                self.store.retire_sentinels(shard, &armed).await?;
+                self.core.store.retire_sentinels(shard, &armed).await?;
                 if n < DUE_PAGE {
                     break;
                 }
@@ -226,7 +239,7 @@ impl Inner {
             }
         }
         {
-            let mut armed = self.sweep.armed_upto.lock().expect("armed_upto lock");
+            let mut armed = self.state.armed_upto.lock().expect("armed_upto lock");
             if complete {
                 // Overlap the next read a little: `now` is this node's estimate of Redis's
                 // clock, and claim.lua announces next firings by Redis's own.
@@ -236,23 +249,24 @@ impl Inner {
             }
         }
         for (job_id, at, due) in self
+            .core
             .store
             .retries_until(shard, horizon, SWEEP_BATCH)
             .await?
         {
             self.take(job_id, at, Kind::Retry, due, now, grace);
         }
-        let (pending, sentinels) = self.store.shard_pending_counts(shard).await?;
-        let (node, shard_label) = (self.id.clone(), shard.to_string());
+        let (pending, sentinels) = self.core.store.shard_pending_counts(shard).await?;
+        let (node, shard_label) = (self.core.id.clone(), shard.to_string());
         metrics::gauge!(crate::metrics::name::PENDING, "node" => node.clone(), "shard" => shard_label.clone())
             .set(pending as f64);
         metrics::gauge!(crate::metrics::name::SENTINELS, "node" => node, "shard" => shard_label)
             .set(sentinels as f64);
         // A lease is already a grace period: the owner takes it over at once.
-        if self.sweep.check_holders.load(Ordering::Relaxed) {
+        if self.state.check_holders.load(Ordering::Relaxed) {
             self.take_over_orphans(shard, now, grace).await?;
         } else {
-            for (job_id, at, expiry) in self.store.expired_leases(shard, now, SWEEP_BATCH).await? {
+            for (job_id, at, expiry) in self.core.store.expired_leases(shard, now, SWEEP_BATCH).await? {
                 self.take(job_id, at, Kind::Lease, expiry, now, grace);
             }
         }
@@ -269,15 +283,9 @@ impl Inner {
         now: i64,
         grace: i64,
     ) -> crate::Result<()> {
-        let leases = self.store.leases(shard, SWEEP_BATCH).await?;
-        let started = self.started_redis_ms.load(Ordering::Relaxed);
-        let live: HashSet<String> = self
-            .live
-            .read()
-            .expect("live set lock")
-            .iter()
-            .cloned()
-            .collect();
+        let leases = self.core.store.leases(shard, SWEEP_BATCH).await?;
+        let started = self.live.started_redis_ms();
+        let live: HashSet<String> = self.live.nodes().into_iter().collect();
         let mut suspects: Vec<Lease> = Vec::new();
         for lease in leases {
             if lease.expiry_ms <= now {
@@ -293,17 +301,17 @@ impl Inner {
             }
             match lease.node.as_deref() {
                 // Held by this node's id but claimed before it started: an earlier process's.
-                Some(n) if n == self.id && lease.claimed_ms < started => {
-                    let holder = self.id.clone();
-                    self.spawn_takeover(lease.job_id, lease.at_ms, holder, None);
+                Some(n) if n == self.core.id && lease.claimed_ms < started => {
+                    let holder = self.core.id.clone();
+                    self.claimer.spawn_takeover(lease.job_id, lease.at_ms, holder, None);
                 }
-                Some(n) if n == self.id => {}
+                Some(n) if n == self.core.id => {}
                 Some(n) if !live.contains(n) => suspects.push(lease),
                 _ => {}
             }
         }
         if suspects.is_empty() {
-            self.sweep.check_holders.store(false, Ordering::Relaxed);
+            self.state.check_holders.store(false, Ordering::Relaxed);
             return Ok(());
         }
         // A node that was cut off itself does not judge others gone until it has been back
@@ -311,7 +319,7 @@ impl Inner {
         // and record what ended meanwhile (outcomes wait behind claims) within that time.
         // Taking their runs over sooner ran firings twice after a Redis failover. Their
         // leases still expire as usual. Looked at again at the next sweep.
-        if self.fence.cut_off_within(self.settings.node_ttl) {
+        if self.fence.cut_off_within(self.core.settings.node_ttl) {
             return Ok(());
         }
         // Their nodes are gone by this node's view: ask Redis when each last beat (a node
@@ -319,8 +327,8 @@ impl Inner {
         let mut nodes: Vec<&str> = suspects.iter().filter_map(|l| l.node.as_deref()).collect();
         nodes.sort_unstable();
         nodes.dedup();
-        let (redis_now, seen) = self.store.nodes_seen(&nodes).await?;
-        let ttl = Inner::ms(self.settings.node_ttl);
+        let (redis_now, seen) = self.core.store.nodes_seen(&nodes).await?;
+        let ttl = ms(self.core.settings.node_ttl);
         let gone: HashSet<&str> = nodes
             .iter()
             .zip(seen)
@@ -331,7 +339,8 @@ impl Inner {
         for lease in suspects {
             let Some(node) = lease.node else { continue };
             if gone.contains(&node) {
-                self.spawn_takeover(lease.job_id, lease.at_ms, node, Some(lease.expiry_ms));
+                self.claimer
+                    .spawn_takeover(lease.job_id, lease.at_ms, node, Some(lease.expiry_ms));
             }
         }
         Ok(())
@@ -348,12 +357,12 @@ impl Inner {
         grace: i64,
     ) -> bool {
         if due <= now - grace {
-            self.spawn_claim(job_id, at, kind, Source::Sweep);
-        } else if self.owns(&job_id) {
+            self.claimer.spawn_claim(job_id, at, kind, Source::Sweep);
+        } else if self.live.owns(&job_id) {
             if due <= now {
-                self.spawn_claim(job_id, at, kind, Source::Sweep);
+                self.claimer.spawn_claim(job_id, at, kind, Source::Sweep);
             } else {
-                self.arm_due(job_id, at, kind, due);
+                self.timers.arm_due(job_id, at, kind, due);
                 return true;
             }
         }
@@ -362,40 +371,12 @@ impl Inner {
 
     /// Delete one-shot tasks that succeeded longer ago than the retention period.
     async fn clean_up_tasks(&self) -> crate::Result<()> {
-        let before = self.clock.redis_now_ms() - Inner::ms(self.settings.task_retention);
-        for shard in 0..self.store.shards().len() {
-            for id in self.store.done_until(shard, before, 1_000).await? {
-                self.store.delete_finished(&id).await?;
+        let before = self.core.clock.redis_now_ms() - ms(self.core.settings.task_retention);
+        for shard in 0..self.core.store.shards().len() {
+            for id in self.core.store.done_until(shard, before, 1_000).await? {
+                self.core.store.delete_finished(&id).await?;
             }
         }
         Ok(())
-    }
-
-    pub(super) async fn membership_loop(self: Arc<Self>) {
-        let mut tick = tokio::time::interval(self.settings.heartbeat_interval);
-        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        let mut beats: u64 = 0;
-        loop {
-            tokio::select! {
-                _ = self.claiming.cancelled() => break,
-                _ = tick.tick() => {}
-            }
-            if let Err(e) = self.heartbeat(crate::store::Beat::Alive).await {
-                tracing::warn!(error = %e, "heartbeat failed");
-            }
-            beats += 1;
-            // Someone may turn expiry events off at run time; the sweeper covers the gap,
-            // and this turns them back on (when allowed) so firings are on time again.
-            if beats.is_multiple_of(10) {
-                let check =
-                    notify::ensure_everywhere(&self.store, self.notifications_allowed, false);
-                match tokio::time::timeout(Duration::from_secs(5), check).await {
-                    Ok(Ok(true)) => self.sweep.now.notify_one(),
-                    Ok(Ok(false)) => {}
-                    Ok(Err(e)) => tracing::error!(error = %e, "expired events are off"),
-                    Err(_) => tracing::warn!("notification check timed out"),
-                }
-            }
-        }
     }
 }

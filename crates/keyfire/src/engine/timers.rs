@@ -4,6 +4,9 @@
 //! after the instant when many keys carry a TTL (DESIGN.md). The owner therefore claims at
 //! the instant itself; the claim script decides by Redis's clock, so a timer that fires
 //! early (a wrong offset estimate) gets `Early` and re-arms for the remaining time.
+//!
+//! Components arm timers through a [`TimerQueue`]; [`Timers`] keeps them and hands each
+//! due one to the function it runs with (the claimer's, wired in `engine/mod.rs`).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
@@ -12,8 +15,9 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use super::Inner;
-use super::claim::{Kind, Source};
+use super::context::{NodeCore, bump_by};
+use super::firing::Kind;
+use super::specs::Specs;
 
 /// A request to claim a firing (or its next attempt) when the local clock reaches a deadline.
 #[derive(Debug)]
@@ -58,7 +62,31 @@ impl KindKey {
     }
 }
 
-impl Inner {
+/// Arms timers: a handle to the timer loop's queue.
+#[derive(Clone)]
+pub(super) struct TimerQueue {
+    core: Arc<NodeCore>,
+    tx: mpsc::UnboundedSender<Arm>,
+}
+
+impl TimerQueue {
+    /// A queue, and the timer loop that keeps what it arms.
+    pub(super) fn new(core: Arc<NodeCore>, specs: Arc<Specs>) -> (TimerQueue, Timers) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let queue = TimerQueue {
+            core: core.clone(),
+            tx,
+        };
+        let timers = Timers {
+            core,
+            specs,
+            rx,
+            heap: BinaryHeap::new(),
+            armed: HashSet::new(),
+        };
+        (queue, timers)
+    }
+
     /// Arm a timer for a scheduled firing at its instant (by the estimate of Redis's clock).
     pub(super) fn arm(&self, job_id: String, at_ms: i64) {
         self.arm_due(job_id, at_ms, Kind::Scheduled, at_ms);
@@ -66,7 +94,7 @@ impl Inner {
 
     /// Arm a timer for `kind` of firing `at_ms`, due at `due_ms` by Redis's clock.
     pub(super) fn arm_due(&self, job_id: String, at_ms: i64, kind: Kind, due_ms: i64) {
-        let deadline = due_ms - self.clock.offset_ms();
+        let deadline = due_ms - self.core.clock.offset_ms();
         self.arm_at(job_id, at_ms, kind, Some(deadline));
     }
 
@@ -78,41 +106,120 @@ impl Inner {
         kind: Kind,
         deadline_local_ms: Option<i64>,
     ) {
-        let _ = self.timers.send(Arm {
+        let _ = self.tx.send(Arm {
             job_id,
             at_ms,
             kind,
-            deadline_local_ms: deadline_local_ms.unwrap_or_else(|| self.clock.local_ms()),
+            deadline_local_ms: deadline_local_ms.unwrap_or_else(|| self.core.clock.local_ms()),
         });
     }
+}
 
+/// The timer loop: the armed timers, by deadline, each armed once.
+pub(super) struct Timers {
+    core: Arc<NodeCore>,
+    specs: Arc<Specs>,
+    rx: mpsc::UnboundedReceiver<Arm>,
+    heap: BinaryHeap<Entry>,
+    armed: HashSet<(String, i64, KindKey)>,
+}
+
+impl Timers {
     /// Read the specs of jobs whose firings were just armed, in the background: the claim
     /// at the instant then finds them cached. An every-second cron job's instants go to
     /// each node in turn (ownership is per firing), so a node meets most of its jobs for
     /// the first time in the seconds after it starts; read at the instant, their specs
     /// were read and validated among the claims of a burst.
-    fn prefetch_specs(self: &Arc<Self>, ids: Vec<String>) {
-        let me = self.clone();
+    fn prefetch_specs(&self, ids: Vec<String>) {
+        let (core, specs) = (self.core.clone(), self.specs.clone());
         tokio::spawn(async move {
             let ids: Vec<&str> = ids
                 .iter()
                 .map(String::as_str)
-                .filter(|id| !me.specs.contains(id))
+                .filter(|id| !specs.contains(id))
                 .collect();
-            Inner::bump_by(&me.stats.specs_read_ahead, ids.len() as u64);
-            if let Err(e) = me.specs(&ids).await {
+            bump_by(&core.stats.specs_read_ahead, ids.len() as u64);
+            if let Err(e) = specs.specs(&ids).await {
                 tracing::debug!(error = %e, "reading specs ahead failed; the claims read them");
             }
         });
     }
 
-    pub(super) async fn timer_loop(self: Arc<Self>, mut rx: mpsc::UnboundedReceiver<Arm>) {
-        let mut heap: BinaryHeap<Entry> = BinaryHeap::new();
-        let mut armed: HashSet<(String, i64, KindKey)> = HashSet::new();
+    /// Keep `arm` and whatever else is queued (up to a bound, so due timers are not held
+    /// up): announcements arm thousands of timers at once.
+    fn take(&mut self, arm: Arm) {
+        let mut next = Some(arm);
+        let mut taken = 0;
+        let ahead = self.core.clock.local_ms() + PREFETCH_AHEAD_MS;
+        let mut fetch = Vec::new();
+        while let Some(arm) = next {
+            taken += 1;
+            let key = KindKey::from(arm.kind);
+            if self.armed.insert((arm.job_id.clone(), arm.at_ms, key)) {
+                if arm.kind == Kind::Scheduled
+                    && arm.deadline_local_ms >= ahead
+                    && !self.specs.contains(&arm.job_id)
+                {
+                    fetch.push(arm.job_id.clone());
+                }
+                self.heap
+                    .push(Reverse((arm.deadline_local_ms, arm.at_ms, arm.job_id, key)));
+            }
+            next = if taken < ARM_DRAIN {
+                self.rx.try_recv().ok()
+            } else {
+                None
+            };
+        }
+        if !fetch.is_empty() {
+            self.prefetch_specs(fetch);
+        }
+    }
+
+    /// The timer loop's step: keep what is queued, then hand every timer due by the local
+    /// clock to `fire`; how many fired.
+    pub(super) fn run_once(&mut self, fire: &impl Fn(String, i64, Kind)) -> usize {
+        if let Ok(arm) = self.rx.try_recv() {
+            self.take(arm);
+        }
+        self.fire_due(fire)
+    }
+
+    /// The timers armed (taking what is queued first), as `(job id, instant, kind)`.
+    #[cfg(test)]
+    pub(super) fn armed(&mut self) -> Vec<(String, i64, Kind)> {
+        if let Ok(arm) = self.rx.try_recv() {
+            self.take(arm);
+        }
+        let mut armed: Vec<_> = (self.armed.iter())
+            .map(|(id, at, key)| (id.clone(), *at, key.kind()))
+            .collect();
+        armed.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+        armed
+    }
+
+    fn fire_due(&mut self, fire: &impl Fn(String, i64, Kind)) -> usize {
+        let local = self.core.clock.local_ms();
+        let mut fired = 0;
+        while let Some(Reverse((deadline, ..))) = self.heap.peek() {
+            if *deadline > local {
+                break;
+            }
+            let Reverse((_, at, job_id, key)) = self.heap.pop().expect("peeked");
+            self.armed.remove(&(job_id.clone(), at, key));
+            fire(job_id, at, key.kind());
+            fired += 1;
+        }
+        fired
+    }
+
+    /// Keep timers and fire them when due, until the node stops claiming.
+    pub(super) async fn run(mut self, fire: impl Fn(String, i64, Kind)) {
         loop {
-            let wait = heap
+            let wait = self
+                .heap
                 .peek()
-                .map(|Reverse((deadline, ..))| (deadline - self.clock.local_ms()).max(0));
+                .map(|Reverse((deadline, ..))| (deadline - self.core.clock.local_ms()).max(0));
             let sleep = async {
                 match wait {
                     Some(ms) => tokio::time::sleep(Duration::from_millis(ms as u64)).await,
@@ -120,46 +227,13 @@ impl Inner {
                 }
             };
             tokio::select! {
-                _ = self.claiming.cancelled() => break,
-                msg = rx.recv() => match msg {
+                _ = self.core.claiming.cancelled() => break,
+                msg = self.rx.recv() => match msg {
                     None => break,
-                    Some(arm) => {
-                        // What else is queued goes in too (up to a bound, so due timers are
-                        // not held up) before the next sleep is set up: announcements arm
-                        // thousands of timers at once.
-                        let mut next = Some(arm);
-                        let mut taken = 0;
-                        let ahead = self.clock.local_ms() + PREFETCH_AHEAD_MS;
-                        let mut fetch = Vec::new();
-                        while let Some(arm) = next {
-                            taken += 1;
-                            let key = KindKey::from(arm.kind);
-                            if armed.insert((arm.job_id.clone(), arm.at_ms, key)) {
-                                if arm.kind == Kind::Scheduled
-                                    && arm.deadline_local_ms >= ahead
-                                    && !self.specs.contains(&arm.job_id)
-                                {
-                                    fetch.push(arm.job_id.clone());
-                                }
-                                heap.push(Reverse((arm.deadline_local_ms, arm.at_ms, arm.job_id, key)));
-                            }
-                            next = if taken < ARM_DRAIN { rx.try_recv().ok() } else { None };
-                        }
-                        if !fetch.is_empty() {
-                            self.prefetch_specs(fetch);
-                        }
-                    }
+                    Some(arm) => self.take(arm),
                 },
                 _ = sleep => {
-                    let local = self.clock.local_ms();
-                    while let Some(Reverse((deadline, ..))) = heap.peek() {
-                        if *deadline > local {
-                            break;
-                        }
-                        let Reverse((_, at, job_id, key)) = heap.pop().expect("peeked");
-                        armed.remove(&(job_id.clone(), at, key));
-                        self.spawn_claim(job_id, at, key.kind(), Source::Timer);
-                    }
+                    self.run_once(&fire);
                 }
             }
         }

@@ -1,5 +1,5 @@
 //! Flow control on the firing path. A claimed firing whose limit key has a limit asks the
-//! key for a slot before its handler runs ([`Inner::gate`]); when denied, it is held back:
+//! key for a slot before its handler runs ([`FlowLimiter::gate`], the runner's first step); when denied, it is held back:
 //! the same attempt is queued again for when its turn should come, with no run recorded,
 //! and it keeps its place in the key's line. Its slot is given back when the run ends, or
 //! when another node takes the run over.
@@ -13,16 +13,19 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::Inner;
-use super::claim::{Claimed, Kind};
+use super::context::{NodeCore, bump, ms};
+use super::firing::{Claimed, Kind};
 use super::specs::CachedJob;
+use super::timers::TimerQueue;
 use crate::metrics::name;
 use crate::store::{Acquired, Hold, firing_id};
 
-/// The limit keys that have a limit, as this node last read them, and the batcher of each
-/// key's asks.
-#[derive(Default)]
-pub(super) struct LimitedKeys {
+/// The flow-control limiter: the limit keys that have a limit, as this node last read them,
+/// the batcher of each key's asks and of each shard's holds.
+pub(super) struct FlowLimiter {
+    core: Arc<NodeCore>,
+    /// Arms the timer of a held firing for its turn.
+    timers: TimerQueue,
     keys: RwLock<Arc<HashSet<String>>>,
     asks: Mutex<HashMap<String, mpsc::UnboundedSender<Ask>>>,
     holds: Mutex<HashMap<usize, mpsc::UnboundedSender<HoldAsk>>>,
@@ -50,16 +53,6 @@ pub(super) struct Ask {
 /// Most firings asking in one script call.
 const ASK_BATCH: usize = 128;
 
-impl LimitedKeys {
-    fn get(&self) -> Arc<HashSet<String>> {
-        self.keys.read().expect("limited keys lock").clone()
-    }
-
-    fn set(&self, keys: HashSet<String>) {
-        *self.keys.write().expect("limited keys lock") = Arc::new(keys);
-    }
-}
-
 /// A denied firing whose turn comes within this many ms waits for it in place (keeping its
 /// claim and executor permit) instead of being held back...
 const LOCAL_WAIT_MS: i64 = 50;
@@ -74,11 +67,30 @@ pub(super) enum Gate {
     Held,
 }
 
-impl Inner {
+impl FlowLimiter {
+    pub(super) fn new(core: Arc<NodeCore>, timers: TimerQueue) -> Self {
+        Self {
+            core,
+            timers,
+            keys: RwLock::default(),
+            asks: Mutex::default(),
+            holds: Mutex::default(),
+        }
+    }
+
+    fn get(&self) -> Arc<HashSet<String>> {
+        self.keys.read().expect("limited keys lock").clone()
+    }
+
+    fn set(&self, keys: HashSet<String>) {
+        *self.keys.write().expect("limited keys lock") = Arc::new(keys);
+    }
+
+
     /// Read which keys have a limit.
-    pub(super) async fn refresh_limits(&self) {
-        match self.store.limit_keys().await {
-            Ok(keys) => self.limited.set(keys),
+    pub(super) async fn refresh(&self) {
+        match self.core.store.limit_keys().await {
+            Ok(keys) => self.set(keys),
             Err(e) => {
                 tracing::warn!(error = %e, "could not read the limit keys; keeping the last ones")
             }
@@ -88,7 +100,7 @@ impl Inner {
     /// The limit key this job's firings ask, when that key has a limit.
     pub(super) fn limit_key_of(&self, job: &CachedJob) -> Option<String> {
         let key = job.limit_key.as_ref()?;
-        self.limited.get().contains(key).then(|| key.clone())
+        self.get().contains(key).then(|| key.clone())
     }
 
     /// Before a claimed firing runs: ask its limit key for a slot, or hold it back.
@@ -98,13 +110,13 @@ impl Inner {
         };
         let job_id = &c.job.job.spec.id;
         let fid = firing_id(job_id, c.at_ms);
-        let lease = Inner::ms(self.settings.lease);
+        let lease = ms(self.core.settings.lease);
         // A held firing keeps its place in line this long past its turn: the node that held
         // it asks again at its turn (a timer); if that node died, the firing's owner claims
         // it at its next sweep, or any node once the grace period passed. Not longer: the
         // place of a firing that never comes back (its job was deleted) blocks the line.
-        let grace = Inner::ms(
-            self.settings.node_ttl + self.settings.claim_grace + self.settings.sweep_interval * 2,
+        let grace = ms(
+            self.core.settings.node_ttl + self.core.settings.claim_grace + self.core.settings.sweep_interval * 2,
         );
         let mut waited = 0;
         let (wait_ms, reason) = loop {
@@ -139,13 +151,13 @@ impl Inner {
                 }
             }
         };
-        metrics::counter!(name::LIMIT_HELD, "node" => self.id.clone(), "key" => key.clone(), "reason" => reason.clone())
+        metrics::counter!(name::LIMIT_HELD, "node" => self.core.id.clone(), "key" => key.clone(), "reason" => reason.clone())
             .increment(1);
-        Inner::bump(&self.stats.held);
+        bump(&self.core.stats.held);
         match self.hold(job_id, c, wait_ms).await {
             Ok(Some(due)) => {
                 tracing::debug!(key, firing = %fid, wait_ms, reason, "held back by its limit");
-                self.arm_due(job_id.clone(), c.at_ms, Kind::Retry, due);
+                self.timers.arm_due(job_id.clone(), c.at_ms, Kind::Retry, due);
             }
             Ok(None) => tracing::debug!(firing = %fid, "held back, but the run is no longer ours"),
             Err(e) => {
@@ -167,7 +179,7 @@ impl Inner {
         grace: i64,
     ) -> crate::Result<Acquired> {
         let tx = {
-            let mut asks = self.limited.asks.lock().expect("asks lock");
+            let mut asks = self.asks.lock().expect("asks lock");
             asks.entry(key.to_string())
                 .or_insert_with(|| {
                     let (tx, rx) = mpsc::unbounded_channel();
@@ -188,7 +200,7 @@ impl Inner {
             return Ok(a);
         }
         // The batcher stopped (the node is stopping) or its call failed: ask alone.
-        self.store
+        self.core.store
             .acquire_limit(key, fid, at_ms, lease, grace)
             .await
     }
@@ -208,7 +220,7 @@ impl Inner {
                     Some(a) => a,
                     None => break,
                 },
-                _ = self.runs_cancel.cancelled() => break,
+                _ = self.core.runs_cancel.cancelled() => break,
             };
             let mut batch = vec![first];
             while batch.len() < ASK_BATCH {
@@ -220,7 +232,7 @@ impl Inner {
             let firings: Vec<(&str, i64)> =
                 batch.iter().map(|a| (a.fid.as_str(), a.at_ms)).collect();
             match self
-                .store
+                .core.store
                 .acquire_limits(&key, &firings, lease, grace)
                 .await
             {
@@ -236,17 +248,17 @@ impl Inner {
                 }
             }
         }
-        self.limited.asks.lock().expect("asks lock").remove(&key);
+        self.asks.lock().expect("asks lock").remove(&key);
     }
 
     /// A firing claimed ahead that found no run permit in time: give its lease up and queue
     /// the same attempt again, due now, armed on this node's timers (its peers' sweeps take
     /// it if this node stays busy).
     pub(super) async fn hold_ahead(self: &Arc<Self>, c: Claimed) {
-        Inner::bump(&self.stats.ahead_held);
+        bump(&self.core.stats.ahead_held);
         let job_id = &c.job.job.spec.id;
         match self.hold(job_id, &c, 0).await {
-            Ok(Some(due)) => self.arm_due(job_id.clone(), c.at_ms, Kind::Retry, due),
+            Ok(Some(due)) => self.timers.arm_due(job_id.clone(), c.at_ms, Kind::Retry, due),
             Ok(None) => {
                 tracing::debug!(job = %job_id, at = c.at_ms, "claimed ahead, but the run is no longer ours")
             }
@@ -264,9 +276,9 @@ impl Inner {
         c: &Claimed,
         wait_ms: i64,
     ) -> crate::Result<Option<i64>> {
-        let shard = self.store.shards().of(job_id);
+        let shard = self.core.store.shards().of(job_id);
         let tx = {
-            let mut holds = self.limited.holds.lock().expect("holds lock");
+            let mut holds = self.holds.lock().expect("holds lock");
             holds
                 .entry(shard)
                 .or_insert_with(|| {
@@ -297,7 +309,7 @@ impl Inner {
             claimed_ms: c.claimed_ms,
             wait_ms,
         };
-        self.store.hold(&self.id, hold).await
+        self.core.store.hold(&self.core.id, hold).await
     }
 
     /// One shard's holds: the first waiting and whatever else is queued go in one call.
@@ -308,7 +320,7 @@ impl Inner {
                     Some(a) => a,
                     None => break,
                 },
-                _ = self.runs_cancel.cancelled() => break,
+                _ = self.core.runs_cancel.cancelled() => break,
             };
             let mut batch = vec![first];
             while batch.len() < ASK_BATCH {
@@ -327,7 +339,7 @@ impl Inner {
                     wait_ms: a.wait_ms,
                 })
                 .collect();
-            match self.store.hold_many(&self.id, &holds).await {
+            match self.core.store.hold_many(&self.core.id, &holds).await {
                 Ok(dues) => {
                     for (a, due) in batch.into_iter().zip(dues) {
                         let _ = a.reply.send(Some(due));
@@ -340,8 +352,7 @@ impl Inner {
                 }
             }
         }
-        self.limited
-            .holds
+        self.holds
             .lock()
             .expect("holds lock")
             .remove(&shard);
@@ -349,7 +360,7 @@ impl Inner {
 
     /// Give back the slot a run held (its run ended after `ran_ms`, if known).
     pub(super) async fn release_slot(&self, key: &str, fid: &str, ran_ms: Option<i64>) {
-        if let Err(e) = self.store.release_limit_slots(key, &[(fid, ran_ms)]).await {
+        if let Err(e) = self.core.store.release_limit_slots(key, &[(fid, ran_ms)]).await {
             // It comes back when its lease runs out.
             tracing::warn!(key, firing = fid, error = %e, "could not give back a limit slot");
         }
@@ -363,9 +374,9 @@ impl Inner {
     }
 
     fn limit_gauges(&self, key: &str, in_flight: u64, held: u64) {
-        metrics::gauge!(name::LIMIT_IN_FLIGHT, "node" => self.id.clone(), "key" => key.to_string())
+        metrics::gauge!(name::LIMIT_IN_FLIGHT, "node" => self.core.id.clone(), "key" => key.to_string())
             .set(in_flight as f64);
-        metrics::gauge!(name::LIMIT_WAITING, "node" => self.id.clone(), "key" => key.to_string())
+        metrics::gauge!(name::LIMIT_WAITING, "node" => self.core.id.clone(), "key" => key.to_string())
             .set(held as f64);
     }
 }

@@ -1,0 +1,215 @@
+//! The bounded executor's permits: one per concurrent run, the permits to claim ahead of a
+//! free run permit while runs are short, the permits to record outcomes, and the runs in
+//! progress (to cancel one, to count them).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+/// Scheduled claims a node may have sent ahead of a free run permit, per run permit (with
+/// the default 256 permits, 3,840: a burst of 10,000 firings on three nodes is claimed in
+/// full, in batches, with no claim waiting for a run to end).
+pub(super) const CLAIMS_AHEAD_PER_RUN: usize = 15;
+/// Runs are short while this node's handlers take less than this, lately (a moving
+/// average): then claims go ahead of free run permits. Each permit then runs its
+/// [`CLAIMS_AHEAD_PER_RUN`] firings claimed ahead within about 300 ms, well within
+/// [`AHEAD_WAIT_MAX`](super::batcher::AHEAD_WAIT_MAX).
+const SHORT_RUN: Duration = Duration::from_millis(20);
+/// Outcomes that may wait to be recorded, per run permit (`node.max_concurrent_runs`).
+pub(super) const RECORD_PERMITS_PER_RUN: usize = 16;
+
+/// Refuse a `node.max_concurrent_runs` whose semaphores could not be made (tokio panics past
+/// `Semaphore::MAX_PERMITS`, and the multiplications would overflow first).
+pub(super) fn check_run_permits(runs: usize) -> crate::Result<()> {
+    let per_run = CLAIMS_AHEAD_PER_RUN.max(RECORD_PERMITS_PER_RUN);
+    let most = Semaphore::MAX_PERMITS / per_run;
+    if runs > most {
+        return Err(crate::error::Error::Config(format!(
+            "node.max_concurrent_runs: {runs} is too many; at most {most}"
+        )));
+    }
+    Ok(())
+}
+
+/// The executor's permits and the runs in progress.
+pub(super) struct Executor {
+    max_runs: usize,
+    /// One permit per concurrent run: the bounded executor.
+    pub(super) permits: Arc<Semaphore>,
+    /// Scheduled claims sent ahead of a free run permit, while runs are short (see
+    /// [`RunPermit`]).
+    pub(super) claims_ahead: Arc<Semaphore>,
+    /// Outcomes waiting to be recorded: a run gives its permit back for one of these.
+    pub(super) record_permits: Arc<Semaphore>,
+    /// How long this node's handlers have been taking, lately.
+    pub(super) run_time: RunTime,
+    /// Cancellation of the runs in progress here, by firing id (overlap `replace`).
+    active: Mutex<HashMap<String, CancellationToken>>,
+}
+
+impl Executor {
+    /// The permits for `max_runs` concurrent runs (checked by [`check_run_permits`]).
+    pub(super) fn new(max_runs: usize) -> Self {
+        Self {
+            max_runs,
+            permits: Arc::new(Semaphore::new(max_runs)),
+            claims_ahead: Arc::new(Semaphore::new(max_runs * CLAIMS_AHEAD_PER_RUN)),
+            record_permits: Arc::new(Semaphore::new(max_runs * RECORD_PERMITS_PER_RUN)),
+            run_time: RunTime::default(),
+            active: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Run permits taken now (runs in progress, and outcomes recorded on their run's permit).
+    pub(super) fn running(&self) -> usize {
+        self.max_runs - self.permits.available_permits()
+    }
+
+    /// A run of `firing` started here, stopped by `token`.
+    pub(super) fn enter(&self, firing: String, token: CancellationToken) {
+        self.active
+            .lock()
+            .expect("active runs lock")
+            .insert(firing, token);
+    }
+
+    /// The run of `firing` ended.
+    pub(super) fn leave(&self, firing: &str) {
+        self.active.lock().expect("active runs lock").remove(firing);
+    }
+
+    /// How many runs are in progress here.
+    pub(super) fn active(&self) -> usize {
+        self.active.lock().expect("active runs lock").len()
+    }
+
+    /// Cancel a local run of `firing` (overlap `replace` from any node).
+    pub(super) fn cancel_run(&self, firing: &str) {
+        if let Some(token) = self
+            .active
+            .lock()
+            .expect("active runs lock")
+            .get(firing)
+        {
+            tracing::info!(firing, "cancelling the run: a newer run replaces it");
+            token.cancel();
+        }
+    }
+}
+
+/// What a scheduled claim holds while it is queued and in flight.
+///
+/// Were a claim's run permit taken before the claim is sent, a node would have at most
+/// `max_concurrent_runs` claims out: with short handlers most permits would be held by
+/// claims on their way to Redis and back, not by runs, and under a burst Redis would wait
+/// for the next batch. So while runs are short, a claim that finds no free run permit goes ahead with a
+/// permit of its own (up to [`CLAIMS_AHEAD_PER_RUN`] per run permit) and takes its run
+/// permit when its reply comes; claims waiting to be sent wait for these permits, not for
+/// run permits, so the run permits that come free go to firings already claimed. Runs that
+/// turn long stop claims going ahead (the moving average), and a firing claimed ahead that
+/// finds no run permit within [`AHEAD_WAIT_MAX`](super::batcher::AHEAD_WAIT_MAX) while the node runs fewer firings in that
+/// time than wait claimed ahead is queued again as the same attempt, so a node whose
+/// handlers slowed down hoards no leased firings.
+pub(super) enum RunPermit {
+    /// The run's own permit.
+    Run(OwnedSemaphorePermit),
+    /// A claim ahead of its run permit.
+    Ahead(OwnedSemaphorePermit),
+}
+
+/// A moving average of how long this node's handlers take, and whether runs are short: below
+/// [`SHORT_RUN`] they become short, above twice that they no longer are (not flapping with
+/// every run near the line). Claims waiting for a permit are told when that changes: they
+/// wait for a run permit while runs are long and for a permit to claim ahead while they
+/// are short, never in the run permits' line then (it is for firings already claimed).
+pub(super) struct RunTime {
+    /// µs; `u64::MAX`: no run ended yet.
+    avg: AtomicU64,
+    short: AtomicBool,
+    pub(super) changed: Notify,
+}
+
+impl Default for RunTime {
+    fn default() -> Self {
+        RunTime {
+            avg: AtomicU64::new(u64::MAX),
+            short: AtomicBool::new(false),
+            changed: Notify::new(),
+        }
+    }
+}
+
+impl RunTime {
+    /// A handler took `took`.
+    pub(super) fn record(&self, took: Duration) {
+        let sample = took.as_micros().min(u64::MAX as u128 / 2) as u64;
+        let old = self.avg.load(Ordering::Relaxed);
+        // Racy on purpose: a lost update among concurrent ends moves an estimate.
+        let new = if old == u64::MAX {
+            sample
+        } else {
+            old - old / 8 + sample / 8
+        };
+        self.avg.store(new, Ordering::Relaxed);
+        let limit = SHORT_RUN.as_micros() as u64;
+        let was = self.short.load(Ordering::Relaxed);
+        let now = if was { new <= 2 * limit } else { new < limit };
+        if now != was {
+            self.short.store(now, Ordering::Relaxed);
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// Whether runs have been short lately (not before one ended).
+    pub(super) fn short(&self) -> bool {
+        self.short.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::RunTime;
+
+    /// No run ended yet: not short (a node whose handlers are slow from the start claims
+    /// nothing ahead). Short runs make it short; runs past 40 ms on average end it (20 ms
+    /// starts it again: no flapping near the line), and short runs bring it back.
+    #[test]
+    fn runs_are_short_by_their_moving_average() {
+        let t = RunTime::default();
+        assert!(!t.short(), "short before any run ended");
+        t.record(Duration::from_micros(300));
+        assert!(t.short());
+        // One slow run among short ones moves the average by an eighth of its time.
+        t.record(Duration::from_millis(100));
+        assert!(t.short(), "one 100 ms run among short ones");
+        // Past 20 ms on average, still short up to 40 ms.
+        t.record(Duration::from_millis(100));
+        assert!(t.short(), "23 ms on average");
+        for _ in 0..3 {
+            t.record(Duration::from_millis(100));
+        }
+        assert!(!t.short(), "runs of 100 ms");
+        for _ in 0..40 {
+            t.record(Duration::from_millis(1));
+        }
+        assert!(t.short(), "short again");
+        // An hours-long run does not overflow the average.
+        t.record(Duration::from_secs(365 * 24 * 3600));
+        assert!(!t.short());
+    }
+
+    #[test]
+    fn too_many_concurrent_runs_are_refused_by_name() {
+        super::check_run_permits(1_000_000).unwrap();
+        let err = super::check_run_permits(usize::MAX)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("node.max_concurrent_runs"), "{err}");
+    }
+}

@@ -1,0 +1,352 @@
+//! Each component driven through its step against a real Redis (started for the test), the
+//! result read back from Redis: no loop runs, nothing sleeps.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use chrono::Utc;
+use keyfire_testkit::RedisServer;
+use tokio::sync::mpsc;
+
+use super::executor::RunPermit;
+use super::firing::{Claimed, Kind, Source};
+use super::flow_limiter::Gate;
+use super::*;
+use crate::client::Client;
+use crate::handler::{Callback, CallbackCall, CallbackSender, Firing, HandlerResult};
+use crate::job::{JobSpec, LimitSpec};
+
+struct Fixture {
+    _redis: RedisServer,
+    url: String,
+    engine: Engine,
+    queues: Queues,
+    client: Client,
+    /// The firings the `record` handler ran.
+    ran: mpsc::UnboundedReceiver<String>,
+}
+
+/// Settings for the Redis started for the test.
+fn settings(redis: &RedisServer) -> Settings {
+    let mut settings = Settings::default();
+    settings.redis.url = redis.url();
+    settings.redis.prefix = "engine".into();
+    settings
+}
+
+/// A node's components wired around a fresh Redis, with a `record` handler that reports
+/// each firing it runs (and asks for a callback on success), and `sender` for callbacks.
+async fn fixture(sender: Option<Arc<dyn CallbackSender>>) -> Fixture {
+    let redis = RedisServer::start().expect("start redis-server");
+    let settings = settings(&redis);
+    let (tx, ran) = mpsc::unbounded_channel();
+    let mut registry = Registry::new();
+    registry.register("record", move |f: Firing| {
+        let tx = tx.clone();
+        async move {
+            f.report.callbacks(
+                Some(Callback {
+                    url: "http://receiver.test/done".into(),
+                    secrets: Vec::new(),
+                }),
+                None,
+            );
+            let _ = tx.send(f.firing_id.clone());
+            HandlerResult::Ok(())
+        }
+    });
+    if let Some(s) = sender {
+        registry.set_callback_sender(s);
+    }
+    let store = Store::open(&settings.redis).await.expect("open the store");
+    store.check_layout().await.expect("layout");
+    store
+        .register_handlers(&registry.names())
+        .await
+        .expect("register handlers");
+    let client = Client::connect(&settings).await.expect("client");
+    let (engine, queues) = Engine::wire(
+        "node-a".into(),
+        &settings,
+        store,
+        registry,
+        RedisClock::new(Arc::new(SystemClock)),
+    );
+    Fixture {
+        url: redis.url(),
+        _redis: redis,
+        engine,
+        queues,
+        client,
+        ran,
+    }
+}
+
+/// A one-shot job `id` due `in_ms` from now (past when negative) with the `record`
+/// handler; its firing's instant.
+async fn one_shot(fx: &Fixture, id: &str, in_ms: i64, limit_key: Option<&str>) -> i64 {
+    let at = Utc::now() + chrono::Duration::milliseconds(in_ms);
+    let mut spec = JobSpec::at(id, at, "record");
+    if let Some(k) = limit_key {
+        spec = spec.limit_key(k);
+    }
+    let record = fx.client.upsert(spec).await.expect("create the job");
+    record.next_ms.expect("a next firing")
+}
+
+/// A scheduled claim of firing `at` of `id`, with a run permit.
+fn request(fx: &Fixture, id: &str, at: i64) -> ClaimRequest {
+    let claimer = &fx.engine.claimer;
+    let permit = claimer.executor.permits.clone().try_acquire_owned().unwrap();
+    ClaimRequest {
+        guard: claimer
+            .enter_inflight(id.into(), at, Kind::Scheduled)
+            .expect("not being claimed"),
+        source: Source::Sweep,
+        permit: RunPermit::Run(permit),
+    }
+}
+
+/// Claim firing `at` of `id` by the one-firing protocol (no run starts).
+async fn claim(fx: &Fixture, id: &str, at: i64) -> Claimed {
+    fx.engine
+        .claimer
+        .try_claim(id, at, None)
+        .await
+        .expect("claim")
+        .expect("claimed")
+}
+
+/// Run a claimed firing on the runner; the outcome it queued for the completer.
+async fn run(fx: &mut Fixture, c: Claimed) -> Done {
+    let permit = fx.engine.executor.permits.clone().try_acquire_owned().unwrap();
+    fx.engine.runner.clone().execute(permit, c, 0).await;
+    fx.queues.completions[0].try_recv().expect("an outcome queued")
+}
+
+#[tokio::test]
+async fn membership_beat_joins_the_live_set_and_drops_a_stale_node() {
+    let fx = fixture(None).await;
+    let store = &fx.engine.core.store;
+    // A peer that beats, and one whose last beat is a minute old.
+    store
+        .heartbeat("node-b", 5_000, "{}", Beat::Alive)
+        .await
+        .unwrap();
+    let mut redis = redis::Client::open(fx.url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let (now, _) = store.heartbeat("node-c", 5_000, "{}", Beat::Alive).await.unwrap();
+    let _: () = redis::cmd("ZADD")
+        .arg(store.keys().nodes())
+        .arg(now - 60_000)
+        .arg("node-c")
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert!(fx.engine.live.owns("anything"), "no view yet: owns all");
+
+    fx.engine.membership.beat(Beat::Alive).await.unwrap();
+
+    assert_eq!(fx.engine.live.nodes(), ["node-a", "node-b"]);
+    assert!(fx.engine.live.started_redis_ms() > 0);
+    let (_, seen) = store.nodes_seen(&["node-a"]).await.unwrap();
+    assert!(seen[0].is_some(), "the beat is in Redis");
+    // Ownership now splits between the two live nodes.
+    let owned = (0..100)
+        .filter(|i| fx.engine.live.owns(&format!("job-{i}")))
+        .count();
+    assert!((20..80).contains(&owned), "owns {owned} of 100");
+    // Leaving takes it out of the live set, and no later beat puts it back.
+    fx.engine.membership.beat(Beat::Draining).await.unwrap();
+    fx.engine.membership.beat(Beat::Alive).await.unwrap();
+    let (_, live) = store
+        .heartbeat("node-b", 5_000, "{}", Beat::Alive)
+        .await
+        .unwrap();
+    assert_eq!(live, ["node-b"]);
+}
+
+#[tokio::test]
+async fn sweeper_claims_an_overdue_firing_and_arms_a_timer_for_an_upcoming_one() {
+    let mut fx = fixture(None).await;
+    let overdue = one_shot(&fx, "overdue", -500, None).await;
+    let upcoming = one_shot(&fx, "upcoming", 2_000, None).await;
+
+    fx.engine.sweeper.run_once().await.unwrap();
+
+    // The overdue firing went to its shard's claim batcher; the upcoming one has a timer.
+    let req = fx.queues.claims[0].try_recv().expect("a claim queued");
+    assert_eq!((req.guard.job_id(), req.guard.at_ms()), ("overdue", overdue));
+    assert!(fx.queues.claims[0].try_recv().is_err(), "one claim");
+    assert_eq!(
+        fx.queues.timers.armed(),
+        [("upcoming".to_string(), upcoming, Kind::Scheduled)]
+    );
+    // Claimed, the overdue firing runs under this node's lease.
+    fx.engine.claimer.claim_batch(vec![req]).await;
+    let leases = fx.engine.core.store.leases(0, 10).await.unwrap();
+    assert_eq!(leases.len(), 1);
+    assert_eq!(leases[0].job_id, "overdue");
+    assert_eq!(leases[0].node.as_deref(), Some("node-a"));
+    assert_eq!(fx.ran.recv().await.unwrap(), format!("overdue:{overdue}"));
+}
+
+#[tokio::test]
+async fn timers_hand_a_due_firing_to_the_claimer() {
+    let mut fx = fixture(None).await;
+    let fired = Mutex::new(Vec::new());
+    let fire = |id: String, at: i64, kind: Kind| fired.lock().unwrap().push((id, at, kind));
+    let now = fx.engine.core.clock.redis_now_ms();
+    let queue = &fx.engine.claimer.timers;
+    queue.arm("later".into(), now + 60_000);
+    queue.arm_due("due".into(), now - 10, Kind::Retry, now - 5);
+    queue.arm_due("due".into(), now - 10, Kind::Retry, now - 5);
+
+    assert_eq!(fx.queues.timers.run_once(&fire), 1, "armed once");
+    assert_eq!(
+        *fired.lock().unwrap(),
+        [("due".to_string(), now - 10, Kind::Retry)]
+    );
+    assert_eq!(
+        fx.queues.timers.armed(),
+        [("later".to_string(), now + 60_000, Kind::Scheduled)]
+    );
+}
+
+#[tokio::test]
+async fn claimer_claims_a_batch_once_and_a_second_claim_is_stale() {
+    let mut fx = fixture(None).await;
+    let at = one_shot(&fx, "once", -100, None).await;
+    let stats = &fx.engine.core.stats;
+
+    fx.engine.claimer.claim_batch(vec![request(&fx, "once", at)]).await;
+    assert_eq!(stats.claimed.load(Ordering::Relaxed), 1);
+    assert_eq!(stats.claims_pending.load(Ordering::Relaxed), 0, "claim ended");
+    assert_eq!(fx.ran.recv().await.unwrap(), format!("once:{at}"));
+
+    fx.engine.claimer.claim_batch(vec![request(&fx, "once", at)]).await;
+    assert_eq!(stats.claimed.load(Ordering::Relaxed), 1, "claimed once");
+    assert_eq!(stats.stale.load(Ordering::Relaxed), 1);
+    let leases = fx.engine.core.store.leases(0, 10).await.unwrap();
+    assert_eq!(leases.len(), 1, "one run: {leases:?}");
+    assert_eq!(leases[0].attempt, 1);
+}
+
+#[tokio::test]
+async fn runner_runs_a_claimed_firing_and_queues_its_outcome() {
+    let mut fx = fixture(None).await;
+    let at = one_shot(&fx, "job", -100, None).await;
+    let c = claim(&fx, "job", at).await;
+
+    let done = run(&mut fx, c).await;
+
+    assert_eq!(fx.ran.try_recv().unwrap(), format!("job:{at}"));
+    assert_eq!(done.record.outcome, "ok");
+    assert_eq!((done.job_id.as_str(), done.at_ms), ("job", at));
+    assert!(done.callback.is_some(), "the handler asked for a callback");
+    assert_eq!(fx.engine.core.stats.started.load(Ordering::Relaxed), 1);
+    assert_eq!(fx.engine.executor.active(), 0, "the run ended");
+}
+
+#[tokio::test]
+async fn completer_records_an_outcome() {
+    let mut fx = fixture(None).await;
+    let at = one_shot(&fx, "job", -100, None).await;
+    let c = claim(&fx, "job", at).await;
+    let done = run(&mut fx, c).await;
+
+    fx.engine.completer.record_batch(vec![done]).await;
+
+    let runs = fx.client.store().runs("job", 10).await.unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0].outcome, "ok");
+    assert_eq!(runs[0].firing_id, format!("job:{at}"));
+    assert!(fx.engine.core.store.leases(0, 10).await.unwrap().is_empty());
+    assert_eq!(fx.engine.core.stats.completed.load(Ordering::Relaxed), 1);
+}
+
+/// A callback sender that hands each call to the test.
+struct Receiver(mpsc::UnboundedSender<CallbackCall>);
+
+impl CallbackSender for Receiver {
+    fn send(&self, call: CallbackCall) -> futures::future::BoxFuture<'static, HandlerResult> {
+        let _ = self.0.send(call);
+        Box::pin(async { Ok(()) })
+    }
+}
+
+#[tokio::test]
+async fn callbacks_send_one_queued_callback_to_a_receiver() {
+    let (tx, mut received) = mpsc::unbounded_channel();
+    let mut fx = fixture(Some(Arc::new(Receiver(tx)))).await;
+    let at = one_shot(&fx, "job", -100, None).await;
+    let c = claim(&fx, "job", at).await;
+    let done = run(&mut fx, c).await;
+    fx.engine.completer.record_batch(vec![done]).await;
+
+    assert_eq!(fx.engine.callbacks.run_once(0).await, 1);
+
+    let call = received.try_recv().expect("one callback sent");
+    assert_eq!(call.job_id, "job");
+    assert_eq!(call.id, format!("job:{at}:succeeded"));
+    assert_eq!(call.target.url, "http://receiver.test/done");
+    assert!(received.try_recv().is_err(), "one callback");
+    // Settled: the outbox is empty.
+    assert_eq!(fx.engine.callbacks.run_once(0).await, 0);
+}
+
+#[tokio::test]
+async fn flow_limiter_holds_a_firing_over_its_limit() {
+    let mut fx = fixture(None).await;
+    let store = fx.engine.core.store.clone();
+    store
+        .put_limit(&LimitSpec::new("k", None, Some(1)))
+        .await
+        .unwrap();
+    let first = one_shot(&fx, "first", -100, Some("k")).await;
+    let second = one_shot(&fx, "second", -100, Some("k")).await;
+    fx.engine.limiter.refresh().await;
+    let limiter = &fx.engine.limiter;
+
+    let a = claim(&fx, "first", first).await;
+    assert!(matches!(limiter.gate(&a).await, Gate::Run(Some(ref k)) if k == "k"));
+    let b = claim(&fx, "second", second).await;
+    assert!(matches!(limiter.gate(&b).await, Gate::Held));
+
+    assert_eq!(fx.engine.core.stats.held.load(Ordering::Relaxed), 1);
+    let status = store.limit_status("k").await.unwrap().expect("the limit");
+    assert_eq!((status.running, status.held), (1, 1), "{status:?}");
+    // Queued again as the same attempt, due at its turn, and armed on this node's timers.
+    let retries = store.retries_until(0, i64::MAX, 10).await.unwrap();
+    assert_eq!(retries.len(), 1, "{retries:?}");
+    assert_eq!((retries[0].0.as_str(), retries[0].1), ("second", second));
+    assert_eq!(
+        fx.queues.timers.armed(),
+        [("second".to_string(), second, Kind::Retry)]
+    );
+    // Unlimited firings pass without asking.
+    let free = one_shot(&fx, "free", -100, None).await;
+    let c = claim(&fx, "free", free).await;
+    assert!(matches!(limiter.gate(&c).await, Gate::Run(None)));
+}
+
+#[test]
+fn a_node_id_falls_back_when_no_host_name_is_found() {
+    // No /etc/hostname, an empty kernel name, no HOSTNAME: `node-<8 hex digits>`.
+    let id = node_id_from([None, Some(" \n".into()), None]);
+    let suffix = id.strip_prefix("node-").expect(&id);
+    assert_eq!(suffix.len(), 8, "{id}");
+    assert!(suffix.chars().all(|c| c.is_ascii_hexdigit()), "{id}");
+    assert_ne!(id, node_id_from([None::<String>]), "ids are random");
+    assert!(node_id_from([]).starts_with("node-"));
+    // The first name found wins, its first line trimmed.
+    let id = node_id_from([Some("\n".into()), Some(" web-1 \nignored".into())]);
+    assert!(
+        id.starts_with("web-1-") && id.len() == "web-1-".len() + 8,
+        "{id}"
+    );
+    assert!(node_id_from([Some("db\n".into()), Some("web".into())]).starts_with("db-"));
+}
