@@ -144,12 +144,9 @@ impl Client {
         &self.store
     }
 
-    /// The delay queue over this client's Redis and prefix, with its payload limit
-    /// (`limits.max_params_bytes`). Its pops wait by short polls; [`crate::queue::Queue::connect`]
-    /// gives one whose pops block, which suits consumers better.
-    pub fn queue(&self) -> crate::queue::Queue {
-        crate::queue::Queue::new(self.store.clone())
-            .with_max_payload_bytes(self.limits.max_params_bytes)
+    /// Most bytes of a job's params (and of a queued task's payload) this client accepts.
+    pub(crate) fn max_params_bytes(&self) -> usize {
+        self.limits.max_params_bytes
     }
 
     async fn known_handler(&self, name: &str) -> Result<bool> {

@@ -228,10 +228,7 @@ impl std::fmt::Debug for HttpHandlerSettings {
             .signing_secrets
             .iter()
             .map(|(host, list)| {
-                let shown = list
-                    .iter()
-                    .map(|s| crate::handler::webhook::redact(s))
-                    .collect();
+                let shown = list.iter().map(|s| crate::webhook::redact(s)).collect();
                 (host, shown)
             })
             .collect();
@@ -302,14 +299,14 @@ impl HttpHandlerSettings {
                     "name a host pattern (example.com, *.example.com or *)".into(),
                 );
             }
-            if secrets.is_empty() || secrets.len() > crate::handler::webhook::MAX_ACTIVE_SECRETS {
+            if secrets.is_empty() || secrets.len() > crate::webhook::MAX_ACTIVE_SECRETS {
                 return bad(
                     &name,
                     "give one secret, or two while rotating (both sign)".into(),
                 );
             }
             for (i, s) in secrets.iter().enumerate() {
-                if let Err(why) = crate::handler::webhook::SigningSecret::parse(s) {
+                if let Err(why) = crate::webhook::SigningSecret::parse(s) {
                     return bad(&format!("{name}[{i}]"), why);
                 }
             }
@@ -1232,7 +1229,7 @@ mod tests {
         let err = refused(&|h| h.timeout = Duration::ZERO);
         assert!(err.contains("handlers.http.timeout"), "{err}");
 
-        let secret = crate::handler::webhook::SigningSecret::from_key(vec![1u8; 32]).expose();
+        let secret = crate::webhook::SigningSecret::from_key(vec![1u8; 32]).expose();
         let mut s = Settings::default();
         s.handlers
             .http

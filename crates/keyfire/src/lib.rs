@@ -44,6 +44,7 @@ mod limits;
 pub mod metrics;
 pub mod queue;
 pub mod trace;
+mod webhook;
 
 // The engine's and the store's insides are crate-private. keyfire's own crates (the server,
 // the lab, the tests), which drive scripts and step the engine directly, turn on the

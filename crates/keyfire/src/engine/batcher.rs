@@ -23,7 +23,10 @@ pub(super) const AHEAD_WAIT_MAX: Duration = Duration::from_secs(1);
 
 impl Claimer {
     /// Scheduled claims that arrive together go to Redis as one script call.
-    pub(super) async fn run_batcher(self: Arc<Self>, mut rx: mpsc::UnboundedReceiver<ClaimRequest>) {
+    pub(super) async fn run_batcher(
+        self: Arc<Self>,
+        mut rx: mpsc::UnboundedReceiver<ClaimRequest>,
+    ) {
         run_batches(&mut rx, &self.core.claiming, &self.core.runs, |batch| {
             let me = self.clone();
             async move { me.claim_batch(batch).await }
@@ -140,12 +143,18 @@ impl Claimer {
         epoch: u64,
     ) {
         let ahead = match permit {
-            RunPermit::Run(p) => return self.runner.start_run(p, claimed, Kind::Scheduled, source, epoch),
+            RunPermit::Run(p) => {
+                return self
+                    .runner
+                    .start_run(p, claimed, Kind::Scheduled, source, epoch);
+            }
             RunPermit::Ahead(a) => a,
         };
         if let Ok(p) = self.executor.permits.clone().try_acquire_owned() {
             drop(ahead);
-            return self.runner.start_run(p, claimed, Kind::Scheduled, source, epoch);
+            return self
+                .runner
+                .start_run(p, claimed, Kind::Scheduled, source, epoch);
         }
         let me = self.clone();
         self.core.runs.spawn(async move {

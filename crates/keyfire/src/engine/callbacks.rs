@@ -144,7 +144,12 @@ impl Callbacks {
             return 0;
         };
         let lease_ms = ms(self.core.settings.lease);
-        match self.core.store.take_callbacks(shard, TAKE_MAX, lease_ms).await {
+        match self
+            .core
+            .store
+            .take_callbacks(shard, TAKE_MAX, lease_ms)
+            .await
+        {
             Ok((now, taken)) if !taken.is_empty() => {
                 let sends = taken.iter().map(|t| self.send_callback(sender, t, now));
                 let fates = tokio::select! {

@@ -102,10 +102,7 @@ impl Claimer {
         // after this node's timer claimed the firing: that claim settled it (its due entry
         // moved on), so the event has nothing to claim. Timers and sweeps are never skipped
         // (a job created again with the same instant is theirs to claim).
-        if source == Source::Event
-            && kind == Kind::Scheduled
-            && self.book.settled(&job_id, at_ms)
-        {
+        if source == Source::Event && kind == Kind::Scheduled && self.book.settled(&job_id, at_ms) {
             return;
         }
         let Some(guard) = self.enter_inflight(job_id, at_ms, kind) else {
@@ -147,7 +144,12 @@ impl Claimer {
         if !self.executor.run_time.short() {
             return None;
         }
-        let p = self.executor.claims_ahead.clone().try_acquire_owned().ok()?;
+        let p = self
+            .executor
+            .claims_ahead
+            .clone()
+            .try_acquire_owned()
+            .ok()?;
         Some(self.ahead(p))
     }
 
@@ -203,7 +205,10 @@ impl Claimer {
             return None;
         }
         if kind == Kind::Scheduled {
-            self.core.stats.claims_pending.fetch_add(1, Ordering::Relaxed);
+            self.core
+                .stats
+                .claims_pending
+                .fetch_add(1, Ordering::Relaxed);
         }
         Some(ClaimGuard {
             claimer: self.clone(),
@@ -417,7 +422,8 @@ impl Claimer {
             let Some(cached) = self.specs.spec(job_id).await? else {
                 // Gone: the claim script drops the entry.
                 let _ = self
-                    .core.store
+                    .core
+                    .store
                     .claim_retry(
                         job_id,
                         at_ms,
@@ -430,7 +436,8 @@ impl Claimer {
                 return Ok(None);
             };
             let reply = self
-                .core.store
+                .core
+                .store
                 .claim_retry(
                     job_id,
                     at_ms,
@@ -474,7 +481,8 @@ impl Claimer {
         let max_attempts = cached.as_ref().map_or(1, |c| c.job.retry.max_attempts);
         let limits = self.core.history_limits();
         if let Some(next) = self
-            .core.store
+            .core
+            .store
             .take_over_unless_renewed(
                 job_id,
                 at_ms,

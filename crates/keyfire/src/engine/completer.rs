@@ -173,7 +173,8 @@ impl Completer {
                     metrics::counter!(name::RETRIES, "node" => self.core.id.clone()).increment(1);
                     if self.live.owns(&done.job_id) {
                         let due = now + done.retry.unwrap_or(0);
-                        self.timers.arm_due(done.job_id.clone(), done.at_ms, Kind::Retry, due);
+                        self.timers
+                            .arm_due(done.job_id.clone(), done.at_ms, Kind::Retry, due);
                     }
                 }
                 Fate::Fenced => {

@@ -89,12 +89,7 @@ impl Executor {
 
     /// Cancel a local run of `firing` (overlap `replace` from any node).
     pub(super) fn cancel_run(&self, firing: &str) {
-        if let Some(token) = self
-            .active
-            .lock()
-            .expect("active runs lock")
-            .get(firing)
-        {
+        if let Some(token) = self.active.lock().expect("active runs lock").get(firing) {
             tracing::info!(firing, "cancelling the run: a newer run replaces it");
             token.cancel();
         }

@@ -86,7 +86,6 @@ impl FlowLimiter {
         *self.keys.write().expect("limited keys lock") = Arc::new(keys);
     }
 
-
     /// Read which keys have a limit.
     pub(super) async fn refresh(&self) {
         match self.core.store.limit_keys().await {
@@ -115,9 +114,9 @@ impl FlowLimiter {
         // it asks again at its turn (a timer); if that node died, the firing's owner claims
         // it at its next sweep, or any node once the grace period passed. Not longer: the
         // place of a firing that never comes back (its job was deleted) blocks the line.
-        let grace = ms(
-            self.core.settings.node_ttl + self.core.settings.claim_grace + self.core.settings.sweep_interval * 2,
-        );
+        let grace = ms(self.core.settings.node_ttl
+            + self.core.settings.claim_grace
+            + self.core.settings.sweep_interval * 2);
         let mut waited = 0;
         let (wait_ms, reason) = loop {
             let reply = self.ask(&key, &fid, c.at_ms, lease, grace).await;
@@ -157,7 +156,8 @@ impl FlowLimiter {
         match self.hold(job_id, c, wait_ms).await {
             Ok(Some(due)) => {
                 tracing::debug!(key, firing = %fid, wait_ms, reason, "held back by its limit");
-                self.timers.arm_due(job_id.clone(), c.at_ms, Kind::Retry, due);
+                self.timers
+                    .arm_due(job_id.clone(), c.at_ms, Kind::Retry, due);
             }
             Ok(None) => tracing::debug!(firing = %fid, "held back, but the run is no longer ours"),
             Err(e) => {
@@ -200,7 +200,8 @@ impl FlowLimiter {
             return Ok(a);
         }
         // The batcher stopped (the node is stopping) or its call failed: ask alone.
-        self.core.store
+        self.core
+            .store
             .acquire_limit(key, fid, at_ms, lease, grace)
             .await
     }
@@ -232,7 +233,8 @@ impl FlowLimiter {
             let firings: Vec<(&str, i64)> =
                 batch.iter().map(|a| (a.fid.as_str(), a.at_ms)).collect();
             match self
-                .core.store
+                .core
+                .store
                 .acquire_limits(&key, &firings, lease, grace)
                 .await
             {
@@ -258,7 +260,9 @@ impl FlowLimiter {
         bump(&self.core.stats.ahead_held);
         let job_id = &c.job.job.spec.id;
         match self.hold(job_id, &c, 0).await {
-            Ok(Some(due)) => self.timers.arm_due(job_id.clone(), c.at_ms, Kind::Retry, due),
+            Ok(Some(due)) => self
+                .timers
+                .arm_due(job_id.clone(), c.at_ms, Kind::Retry, due),
             Ok(None) => {
                 tracing::debug!(job = %job_id, at = c.at_ms, "claimed ahead, but the run is no longer ours")
             }
@@ -352,15 +356,17 @@ impl FlowLimiter {
                 }
             }
         }
-        self.holds
-            .lock()
-            .expect("holds lock")
-            .remove(&shard);
+        self.holds.lock().expect("holds lock").remove(&shard);
     }
 
     /// Give back the slot a run held (its run ended after `ran_ms`, if known).
     pub(super) async fn release_slot(&self, key: &str, fid: &str, ran_ms: Option<i64>) {
-        if let Err(e) = self.core.store.release_limit_slots(key, &[(fid, ran_ms)]).await {
+        if let Err(e) = self
+            .core
+            .store
+            .release_limit_slots(key, &[(fid, ran_ms)])
+            .await
+        {
             // It comes back when its lease runs out.
             tracing::warn!(key, firing = fid, error = %e, "could not give back a limit slot");
         }

@@ -276,7 +276,8 @@ impl Listener {
         // Only the owner claims at once; the others leave it to the sweeper after the grace
         // period, so a firing costs one claim, not one per node.
         if self.live.owns(&job_id) {
-            self.claimer.spawn_claim(job_id, at, Kind::Scheduled, Source::Event);
+            self.claimer
+                .spawn_claim(job_id, at, Kind::Scheduled, Source::Event);
         }
     }
 

@@ -72,8 +72,8 @@ use crate::store::{Beat, Store, notify};
 use callbacks::Callbacks;
 use claim::{ClaimRequest, Claimer};
 use completer::{Completer, Done};
-use context::{NodeCore, SweepState};
 pub use context::Stats;
+use context::{NodeCore, SweepState};
 use executor::Executor;
 use firing::Source;
 use flow_limiter::FlowLimiter;
@@ -221,7 +221,12 @@ impl Engine {
         // One claim batcher and one completer per shard: a shard whose server is failing
         // over (its calls wait for seconds) does not hold up the others' batches.
         let shards = store.shards().len();
-        let core = Arc::new(NodeCore::new(id.clone(), settings.node.clone(), store, clock));
+        let core = Arc::new(NodeCore::new(
+            id.clone(),
+            settings.node.clone(),
+            store,
+            clock,
+        ));
         let (claim_tx, claim_rx): (Vec<_>, Vec<_>) =
             (0..shards).map(|_| mpsc::unbounded_channel()).unzip();
         let (done_tx, done_rx): (Vec<_>, Vec<_>) =

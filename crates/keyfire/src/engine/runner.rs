@@ -116,8 +116,16 @@ impl Runner {
     pub(super) async fn renew_claimed(&self, c: &Claimed) -> crate::Result<bool> {
         let lease = ms(self.core.settings.lease);
         let id = &c.job.job.spec.id;
-        self.core.store
-            .renew(id, c.at_ms, c.attempt, Some(c.claimed_ms), &self.core.id, lease)
+        self.core
+            .store
+            .renew(
+                id,
+                c.at_ms,
+                c.attempt,
+                Some(c.claimed_ms),
+                &self.core.id,
+                lease,
+            )
             .await
     }
 
@@ -147,7 +155,8 @@ impl Runner {
         {
             tracing::warn!(job = %c.job.job.spec.id, at = c.at_ms, "claimed while fenced; not started");
             if let Some(key) = &slot {
-                self.limiter.release_slot(key, &firing_id(&c.job.job.spec.id, c.at_ms), None)
+                self.limiter
+                    .release_slot(key, &firing_id(&c.job.job.spec.id, c.at_ms), None)
                     .await;
             }
             return;
@@ -412,15 +421,24 @@ impl Runner {
         loop {
             tokio::time::sleep(every).await;
             match self
-                .core.store
-                .renew(&job_id, at_ms, attempt, Some(claimed_ms), &self.core.id, lease)
+                .core
+                .store
+                .renew(
+                    &job_id,
+                    at_ms,
+                    attempt,
+                    Some(claimed_ms),
+                    &self.core.id,
+                    lease,
+                )
                 .await
             {
                 Ok(true) => {
                     // The limit slot lives as long as the run's lease.
                     if let Some(key) = &slot
                         && let Err(e) = self
-                            .core.store
+                            .core
+                            .store
                             .renew_limit_slot(key, &firing_id(&job_id, at_ms), lease)
                             .await
                     {

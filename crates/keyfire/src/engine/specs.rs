@@ -123,8 +123,7 @@ impl Specs {
         &self,
         job_ids: &[&str],
     ) -> crate::Result<Vec<Option<Arc<CachedJob>>>> {
-        let mut out: Vec<Option<Arc<CachedJob>>> =
-            job_ids.iter().map(|id| self.get(id)).collect();
+        let mut out: Vec<Option<Arc<CachedJob>>> = job_ids.iter().map(|id| self.get(id)).collect();
         let missing: Vec<&str> = job_ids
             .iter()
             .zip(&out)

@@ -89,7 +89,13 @@ impl Sweeper {
             bump(&self.core.stats.sweeps);
             // Now and then, look at every run's holder even with no change seen: a change
             // missed (a node that left and came back between two heartbeats) costs a lease.
-            if self.core.stats.sweeps.load(Ordering::Relaxed).is_multiple_of(10) {
+            if self
+                .core
+                .stats
+                .sweeps
+                .load(Ordering::Relaxed)
+                .is_multiple_of(10)
+            {
                 self.state.check_holders();
             }
             if self.core.clock.local_ms() - last_cleanup >= cleanup_every {
@@ -120,28 +126,24 @@ impl Sweeper {
         // background, is skipped until then, and does not hold up the others.
         let mut sweeps = Vec::new();
         for shard in 0..self.core.store.shards().len() {
-            if !self
-                .running
-                .lock()
-                .expect("sweeping lock")
-                .insert(shard)
-            {
+            if !self.running.lock().expect("sweeping lock").insert(shard) {
                 continue;
             }
             let me = self.clone();
             sweeps.push(tokio::spawn(async move {
                 let result = me.sweep_shard(shard, now, grace, horizon).await;
-                me.running
-                    .lock()
-                    .expect("sweeping lock")
-                    .remove(&shard);
+                me.running.lock().expect("sweeping lock").remove(&shard);
                 if let Err(e) = &result {
                     tracing::warn!(shard, error = %e, "sweep of a shard failed");
                 }
                 result
             }));
         }
-        let wait = self.core.settings.sweep_interval.max(Duration::from_millis(100));
+        let wait = self
+            .core
+            .settings
+            .sweep_interval
+            .max(Duration::from_millis(100));
         match tokio::time::timeout(wait, futures::future::join_all(sweeps)).await {
             Ok(results) => results
                 .into_iter()
@@ -184,8 +186,8 @@ impl Sweeper {
         // message), or whose claim failed, is read by the first sweep after the burst, or
         // past the grace period by any node's. Fewer claims under way (a steady load) leave
         // the sweep as it is.
-        let busy =
-            upto.is_some() && self.core.stats.claims_pending.load(Ordering::Relaxed) >= DUE_PAGE as u64;
+        let busy = upto.is_some()
+            && self.core.stats.claims_pending.load(Ordering::Relaxed) >= DUE_PAGE as u64;
         let overdue_until = if busy { now - grace } else { now };
         // Firings that came within the sentinel horizon get their sentinel keys; first, so
         // that those the read-ahead below arms lose theirs (at a node's first sweep the
@@ -205,7 +207,8 @@ impl Sweeper {
                     break;
                 }
                 let page = self
-                    .core.store
+                    .core
+                    .store
                     .due_page(shard, from, until, skip, DUE_PAGE)
                     .await?;
                 let n = page.len();
@@ -266,7 +269,12 @@ impl Sweeper {
         if self.state.check_holders.load(Ordering::Relaxed) {
             self.take_over_orphans(shard, now, grace).await?;
         } else {
-            for (job_id, at, expiry) in self.core.store.expired_leases(shard, now, SWEEP_BATCH).await? {
+            for (job_id, at, expiry) in self
+                .core
+                .store
+                .expired_leases(shard, now, SWEEP_BATCH)
+                .await?
+            {
                 self.take(job_id, at, Kind::Lease, expiry, now, grace);
             }
         }
@@ -303,7 +311,8 @@ impl Sweeper {
                 // Held by this node's id but claimed before it started: an earlier process's.
                 Some(n) if n == self.core.id && lease.claimed_ms < started => {
                     let holder = self.core.id.clone();
-                    self.claimer.spawn_takeover(lease.job_id, lease.at_ms, holder, None);
+                    self.claimer
+                        .spawn_takeover(lease.job_id, lease.at_ms, holder, None);
                 }
                 Some(n) if n == self.core.id => {}
                 Some(n) if !live.contains(n) => suspects.push(lease),

@@ -97,7 +97,12 @@ async fn one_shot(fx: &Fixture, id: &str, in_ms: i64, limit_key: Option<&str>) -
 /// A scheduled claim of firing `at` of `id`, with a run permit.
 fn request(fx: &Fixture, id: &str, at: i64) -> ClaimRequest {
     let claimer = &fx.engine.claimer;
-    let permit = claimer.executor.permits.clone().try_acquire_owned().unwrap();
+    let permit = claimer
+        .executor
+        .permits
+        .clone()
+        .try_acquire_owned()
+        .unwrap();
     ClaimRequest {
         guard: claimer
             .enter_inflight(id.into(), at, Kind::Scheduled)
@@ -119,9 +124,17 @@ async fn claim(fx: &Fixture, id: &str, at: i64) -> Claimed {
 
 /// Run a claimed firing on the runner; the outcome it queued for the completer.
 async fn run(fx: &mut Fixture, c: Claimed) -> Done {
-    let permit = fx.engine.executor.permits.clone().try_acquire_owned().unwrap();
+    let permit = fx
+        .engine
+        .executor
+        .permits
+        .clone()
+        .try_acquire_owned()
+        .unwrap();
     fx.engine.runner.clone().execute(permit, c, 0).await;
-    fx.queues.completions[0].try_recv().expect("an outcome queued")
+    fx.queues.completions[0]
+        .try_recv()
+        .expect("an outcome queued")
 }
 
 #[tokio::test]
@@ -138,7 +151,10 @@ async fn membership_beat_joins_the_live_set_and_drops_a_stale_node() {
         .get_multiplexed_async_connection()
         .await
         .unwrap();
-    let (now, _) = store.heartbeat("node-c", 5_000, "{}", Beat::Alive).await.unwrap();
+    let (now, _) = store
+        .heartbeat("node-c", 5_000, "{}", Beat::Alive)
+        .await
+        .unwrap();
     let _: () = redis::cmd("ZADD")
         .arg(store.keys().nodes())
         .arg(now - 60_000)
@@ -179,7 +195,10 @@ async fn sweeper_claims_an_overdue_firing_and_arms_a_timer_for_an_upcoming_one()
 
     // The overdue firing went to its shard's claim batcher; the upcoming one has a timer.
     let req = fx.queues.claims[0].try_recv().expect("a claim queued");
-    assert_eq!((req.guard.job_id(), req.guard.at_ms()), ("overdue", overdue));
+    assert_eq!(
+        (req.guard.job_id(), req.guard.at_ms()),
+        ("overdue", overdue)
+    );
     assert!(fx.queues.claims[0].try_recv().is_err(), "one claim");
     assert_eq!(
         fx.queues.timers.armed(),
@@ -222,12 +241,22 @@ async fn claimer_claims_a_batch_once_and_a_second_claim_is_stale() {
     let at = one_shot(&fx, "once", -100, None).await;
     let stats = &fx.engine.core.stats;
 
-    fx.engine.claimer.claim_batch(vec![request(&fx, "once", at)]).await;
+    fx.engine
+        .claimer
+        .claim_batch(vec![request(&fx, "once", at)])
+        .await;
     assert_eq!(stats.claimed.load(Ordering::Relaxed), 1);
-    assert_eq!(stats.claims_pending.load(Ordering::Relaxed), 0, "claim ended");
+    assert_eq!(
+        stats.claims_pending.load(Ordering::Relaxed),
+        0,
+        "claim ended"
+    );
     assert_eq!(fx.ran.recv().await.unwrap(), format!("once:{at}"));
 
-    fx.engine.claimer.claim_batch(vec![request(&fx, "once", at)]).await;
+    fx.engine
+        .claimer
+        .claim_batch(vec![request(&fx, "once", at)])
+        .await;
     assert_eq!(stats.claimed.load(Ordering::Relaxed), 1, "claimed once");
     assert_eq!(stats.stale.load(Ordering::Relaxed), 1);
     let leases = fx.engine.core.store.leases(0, 10).await.unwrap();

@@ -6,7 +6,12 @@ mod hook;
 #[cfg(feature = "http")]
 pub mod http;
 mod template;
-pub mod webhook;
+/// Standard Webhooks (v1) signatures: what the `http` handler puts on every delivery, and
+/// [`verify`](webhook::verify) for a Rust receiver (secrets are parsed by the configuration
+/// too, so they live below both).
+pub mod webhook {
+    pub use crate::webhook::*;
+}
 
 use std::collections::HashMap;
 use std::fmt;

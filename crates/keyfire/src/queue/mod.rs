@@ -171,6 +171,15 @@ pub struct Promotion {
     pub next_due_ms: Option<i64>,
 }
 
+impl Client {
+    /// The delay queue over this client's Redis and prefix, with its payload limit
+    /// (`limits.max_params_bytes`). Its pops wait by short polls; [`Queue::connect`] gives one
+    /// whose pops block, which suits consumers better.
+    pub fn queue(&self) -> Queue {
+        Queue::new(self.store().clone()).with_max_payload_bytes(self.max_params_bytes())
+    }
+}
+
 impl Queue {
     /// A queue over `store`. Its pops wait by short polls; give it a Redis client with
     /// [`Queue::with_blocking_pops`] to block instead. The payload limit is the default
