@@ -11,19 +11,23 @@
 //!   the validity window, policies, and validation that names the bad field.
 //! - `store` (internal): the only code that talks to Redis. Key names are built in one
 //!   place; every atomic change is one Lua script.
-//! - `engine` (internal): the [`Node`]: expiry-event listener, precision timers, claims,
-//!   the sweeper, membership and the bounded executor.
+//! - `engine` (internal): the [`Node`], built from components that each hold only what they
+//!   use: membership, the expiry-event listener, precision timers, the sweeper, the claimer,
+//!   the runner (the bounded executor), the flow limiter, the completer and the callbacks.
 //! - [`handler`]: the handler contract ([`Handler`], [`Firing`], [`Registry`]), the node
 //!   hooks contract ([`handler::NodeHook`]) and the built-in handlers.
 //! - [`queue`]: the delay queue: tasks in topics that consumers pop in batches, with
 //!   time-to-run redelivery; its topic promotion is a node hook, and its `topic` handler
 //!   lives with it ([`Registry::for_node`] registers both).
 //! - [`client`]: the [`Client`] that creates and manages jobs without running a node, and
-//!   reads what a cluster is doing (totals, live nodes, job counters, Redis's clock and health).
+//!   reads what a cluster is doing (totals, live nodes, job counters, Redis's clock and health);
+//!   the queue builds on it ([`Client::queue`] is defined beside the queue).
 //! - [`inspect`]: read-only diagnostics of the Redis keyfire uses (one server's `INFO`,
 //!   settings and clock, a deployment's masters, the data's layout), for tools like a doctor.
 //! - [`clock`]: wall clocks (real or skewed for tests) and the offset to Redis time.
-//! - [`config`]: node settings, loaded from defaults, a TOML file and `KEYFIRE__…` env vars.
+//! - [`config`]: node settings, loaded from defaults, a TOML file and `KEYFIRE__…` env vars;
+//!   it checks webhook secrets with the signing primitives below it (re-exported as
+//!   [`handler::webhook`]), so the handlers can read their settings from it.
 //! - [`metrics`]: the names of the metrics the engine records through the `metrics` facade
 //!   (keyfire never installs a recorder).
 //! - [`trace`]: W3C trace context, and the [`trace::Tracer`] a process installs to export the

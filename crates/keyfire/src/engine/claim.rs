@@ -589,7 +589,8 @@ pub(super) struct ClaimBook {
     settled: Mutex<Settled>,
 }
 
-/// Scheduled firings this node claimed (or skipped as missed) lately, kept for [`SETTLED_FOR`] and at most [`SETTLED_MAX`] of them.
+/// Scheduled firings this node claimed (or skipped as missed) lately, kept for
+/// [`SETTLED_FOR`] and at most [`SETTLED_MAX`] of them.
 /// Keyed by a hash of job id and instant, so the lookup for each `expired` event allocates
 /// nothing (a collision could only skip an event claim, which timers and sweeps back up).
 #[derive(Default)]

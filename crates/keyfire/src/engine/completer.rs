@@ -100,9 +100,9 @@ impl Completer {
         }
     }
 
-    /// The completer's step: record attempts' ends (of one shard: each shard has its loop); retried with
-    /// backoff for up to a lease (a failover takes seconds), since a lost outcome reruns the
-    /// firing when its lease expires.
+    /// The completer's step: record attempts' ends (of one shard: each shard has its loop);
+    /// retried with backoff for up to a lease (a failover takes seconds), since a lost
+    /// outcome reruns the firing when its lease expires.
     pub(super) async fn record_batch(&self, batch: Vec<Done>) {
         let limits = self.core.history_limits();
         let completions: Vec<Completion> = batch

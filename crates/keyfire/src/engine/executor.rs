@@ -101,14 +101,14 @@ impl Executor {
 /// Were a claim's run permit taken before the claim is sent, a node would have at most
 /// `max_concurrent_runs` claims out: with short handlers most permits would be held by
 /// claims on their way to Redis and back, not by runs, and under a burst Redis would wait
-/// for the next batch. So while runs are short, a claim that finds no free run permit goes ahead with a
-/// permit of its own (up to [`CLAIMS_AHEAD_PER_RUN`] per run permit) and takes its run
-/// permit when its reply comes; claims waiting to be sent wait for these permits, not for
-/// run permits, so the run permits that come free go to firings already claimed. Runs that
-/// turn long stop claims going ahead (the moving average), and a firing claimed ahead that
-/// finds no run permit within [`AHEAD_WAIT_MAX`](super::batcher::AHEAD_WAIT_MAX) while the node runs fewer firings in that
-/// time than wait claimed ahead is queued again as the same attempt, so a node whose
-/// handlers slowed down hoards no leased firings.
+/// for the next batch. So while runs are short, a claim that finds no free run permit goes
+/// ahead with a permit of its own (up to [`CLAIMS_AHEAD_PER_RUN`] per run permit) and takes
+/// its run permit when its reply comes; claims waiting to be sent wait for these permits, not
+/// for run permits, so the run permits that come free go to firings already claimed. Runs
+/// that turn long stop claims going ahead (the moving average), and a firing claimed ahead
+/// that finds no run permit within [`AHEAD_WAIT_MAX`](super::batcher::AHEAD_WAIT_MAX) while
+/// the node runs fewer firings in that time than wait claimed ahead is queued again as the
+/// same attempt, so a node whose handlers slowed down hoards no leased firings.
 pub(super) enum RunPermit {
     /// The run's own permit.
     Run(OwnedSemaphorePermit),

@@ -1,7 +1,7 @@
 //! Flow control on the firing path. A claimed firing whose limit key has a limit asks the
-//! key for a slot before its handler runs ([`FlowLimiter::gate`], the runner's first step); when denied, it is held back:
-//! the same attempt is queued again for when its turn should come, with no run recorded,
-//! and it keeps its place in the key's line. Its slot is given back when the run ends, or
+//! key for a slot before its handler runs ([`FlowLimiter::gate`], the runner's first step);
+//! when denied, it is held back: the same attempt is queued again for when its turn should
+//! come, with no run recorded, and it keeps its place in the key's line. Its slot is given back when the run ends, or
 //! when another node takes the run over.
 //!
 //! Unlimited firings pay nothing: the node keeps the set of keys that have a limit (read at

@@ -30,8 +30,8 @@ pub use crate::store::stable_hash;
 /// The owner of a job's firings (or of a topic) among `live` nodes: rendezvous (highest
 /// random weight) hashing of the name, so a node joining or leaving moves only its own share.
 /// Every firing of a job has the same owner while the live set stays: the node that claims a
-/// firing arms the timer of the next one itself (see `Claimer::claim_batch`), and keeps the job's spec
-/// cached. Jobs, not firings, are spread over the nodes.
+/// firing arms the timer of the next one itself (see `Claimer::claim_batch`), and keeps the
+/// job's spec cached. Jobs, not firings, are spread over the nodes.
 pub fn owner<'a>(live: &'a [String], name: &str) -> Option<&'a str> {
     live.iter()
         .max_by_key(|node| stable_hash(&[node, name]))
