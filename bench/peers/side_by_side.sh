@@ -86,10 +86,18 @@ def rate(d):
     return d.get('throughput_jobs_per_s') or d.get('effective_jobs_per_s')
 def p99(d): return d.get('lateness_p99_ms', d.get('p99_ms'))
 def bad(d): return f"{d.get('missed', d.get('lost', 0))}/{d.get('doubled', 0)}"
-print(f"{'pair':16} {'keyfire/s':>10} {'bullmq/s':>10} {'ratio':>6} {'kf p99 ms':>10} {'bq p99 ms':>10} {'lost/doubled kf, bq':>20}")
+# Redis CPU from the first due instant to the last job done, % of one core: keyfire's
+# cpu_pct_redis_firing, BullMQ's redis_cpu_pct (the same span).
+def cpu(d):
+    v = d.get('cpu_pct_redis_firing') if d['system'] == 'keyfire' else d.get('redis_cpu_pct')
+    return '-' if v is None else f"{v:.0f}"
+def cmds(d):
+    v = d.get('redis_commands_per_task') or d.get('redis_commands_per_firing')
+    return '-' if v is None else f"{v:.1f}"
+print(f"{'pair':16} {'keyfire/s':>10} {'bullmq/s':>10} {'ratio':>6} {'kf p99 ms':>10} {'bq p99 ms':>10} {'kf/bq redis %':>14} {'kf cmds':>8} {'lost/doubled kf, bq':>20}")
 for p, s in rows.items():
     for kd, bd in zip(s.get('keyfire', []), s.get('bullmq', [])):
         kr, br = rate(kd) or 0, rate(bd) or 0
-        print(f"{p:16} {kr:>10.0f} {br:>10.0f} {kr / br if br else 0:>6.2f} {str(p99(kd)):>10} {str(p99(bd)):>10} {bad(kd) + ', ' + bad(bd):>20}")
+        print(f"{p:16} {kr:>10.0f} {br:>10.0f} {kr / br if br else 0:>6.2f} {str(p99(kd)):>10} {str(p99(bd)):>10} {cpu(kd) + ' / ' + cpu(bd):>14} {cmds(kd) if p != 'enqueue' else '-':>8} {bad(kd) + ', ' + bad(bd):>20}")
 print('lines:', sys.argv[1], ' stderr:', sys.argv[2])
 PY

@@ -225,10 +225,14 @@ impl Harness {
     pub async fn start(
         setup: &RedisSetup,
         nodes: usize,
+        max_runs: Option<usize>,
         progress: Progress,
     ) -> anyhow::Result<Self> {
         init_logging();
         let mut settings = Settings::default();
+        if let Some(m) = max_runs {
+            settings.node.max_concurrent_runs = m;
+        }
         settings.redis.mode = setup.mode.settings();
         settings.redis.shards = setup.shards;
         let (redis, external) = match (&setup.url, setup.mode) {
@@ -310,13 +314,15 @@ impl Harness {
         self.admin.len()
     }
 
-    async fn redis_time_us(&mut self) -> anyhow::Result<i64> {
-        let (s, us): (i64, i64) = redis::cmd("TIME").query_async(&mut self.admin[0]).await?;
+    async fn redis_time_us(&self) -> anyhow::Result<i64> {
+        let (s, us): (i64, i64) = redis::cmd("TIME")
+            .query_async(&mut self.admin[0].clone())
+            .await?;
         Ok(s * 1_000_000 + us)
     }
 
     /// Redis's clock now, ms.
-    pub async fn redis_ms(&mut self) -> anyhow::Result<i64> {
+    pub async fn redis_ms(&self) -> anyhow::Result<i64> {
         Ok(self.redis_time_us().await? / 1000)
     }
 
@@ -352,8 +358,8 @@ impl Harness {
         Snapshot::take(&self.admin, self.recorder.count()).await
     }
 
-    /// Redis memory for data (client buffers left out), bytes, summed over the masters.
-    pub async fn data_memory(&mut self) -> Option<f64> {
+    /// Redis memory for data (client buffers left out), bytes, each master's.
+    pub async fn data_memory(&self) -> Option<Vec<f64>> {
         metrics::data_memory(&self.admin).await
     }
 
@@ -456,7 +462,7 @@ impl Harness {
 
     /// Wait until no run holds a lease, so every outcome is in Redis, or until `limit`;
     /// Redis's clock then, in ms.
-    pub async fn wait_recorded(&mut self, limit: Duration) -> anyhow::Result<i64> {
+    pub async fn wait_recorded(&self, limit: Duration) -> anyhow::Result<i64> {
         let deadline = Instant::now() + limit;
         loop {
             let store = self.client.store();

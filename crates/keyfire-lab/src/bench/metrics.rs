@@ -15,7 +15,7 @@ const HARNESS_COMMANDS: &[&str] = &["info", "client|list", "ping"];
 
 /// Redis commands that run Lua: `INFO commandstats` counts each of them once *and* every
 /// `redis.call` inside it under that command's own name.
-const SCRIPT_COMMANDS: &[&str] = &["evalsha", "eval", "evalsha_ro", "eval_ro", "fcall"];
+pub const SCRIPT_COMMANDS: &[&str] = &["evalsha", "eval", "evalsha_ro", "eval_ro", "fcall"];
 
 /// Read one `INFO` section.
 pub async fn info(conn: &mut MultiplexedConnection, section: &str) -> redis::RedisResult<String> {
@@ -34,12 +34,18 @@ pub async fn info_all(
     .await
 }
 
-/// `f` of each master's text, summed; None when any is None (or there are no masters).
-fn sum_over(texts: &[String], f: impl Fn(&str) -> Option<f64>) -> Option<f64> {
-    if texts.is_empty() {
-        return None;
-    }
-    texts.iter().map(|t| f(t)).sum()
+/// Commands one master ran in all (`INFO commandstats`), the harness's own left out.
+pub fn master_calls(text: &str) -> u64 {
+    parse_commandstats(text)
+        .into_iter()
+        .filter(|(name, _)| !HARNESS_COMMANDS.contains(&name.as_str()))
+        .map(|(_, n)| n)
+        .sum()
+}
+
+/// One master's CPU seconds (`used_cpu_user + used_cpu_sys`: the whole process).
+pub fn master_cpu_s(text: &str) -> Option<f64> {
+    Some(info_number(text, "used_cpu_user")? + info_number(text, "used_cpu_sys")?)
 }
 
 /// `INFO commandstats` of several masters, added up per command.
@@ -120,6 +126,11 @@ pub struct Snapshot {
     pub usec: Option<HashMap<String, u64>>,
     /// Firings the bench handler had recorded.
     pub recorded: usize,
+    /// Each master's commands in all (the harness's own left out), in the order of the
+    /// connections.
+    pub calls_by_master: Option<Vec<u64>>,
+    /// Each master's CPU seconds.
+    pub cpu_by_master: Option<Vec<f64>>,
 }
 
 impl Snapshot {
@@ -129,17 +140,23 @@ impl Snapshot {
         let cpu_node_s = process_cpu_s();
         let cpu = info_all(masters, "cpu").await.ok();
         let stats = info_all(masters, "commandstats").await.ok();
+        let cpu_by_master: Option<Vec<f64>> = cpu
+            .as_deref()
+            .and_then(|texts| texts.iter().map(|t| master_cpu_s(t)).collect());
         Self {
             at: Instant::now(),
             cpu_node_s,
-            cpu_redis_s: cpu.as_deref().and_then(|texts| {
-                sum_over(texts, |t| {
-                    Some(info_number(t, "used_cpu_user")? + info_number(t, "used_cpu_sys")?)
-                })
-            }),
+            cpu_redis_s: cpu_by_master
+                .as_ref()
+                .filter(|v| !v.is_empty())
+                .map(|v| v.iter().sum()),
             commands: stats.as_deref().map(sum_commandstats),
             usec: stats.as_deref().map(sum_commandstats_usec),
             recorded,
+            calls_by_master: stats
+                .as_deref()
+                .map(|texts| texts.iter().map(|t| master_calls(t)).collect()),
+            cpu_by_master,
         }
     }
 }
@@ -159,6 +176,10 @@ pub struct Delta {
     pub usec: Option<Vec<(String, u64)>>,
     /// Firings recorded between them.
     pub recorded: usize,
+    /// Each master's commands between them (the harness's own left out).
+    pub calls_by_master: Option<Vec<u64>>,
+    /// Each master's CPU seconds between them.
+    pub cpu_by_master: Option<Vec<f64>>,
 }
 
 impl Delta {
@@ -171,6 +192,10 @@ impl Delta {
             cpu_node_s: b.cpu_node_s - a.cpu_node_s,
             cpu_redis_s: a.cpu_redis_s.zip(b.cpu_redis_s).map(|(x, y)| y - x),
             recorded: b.recorded.saturating_sub(a.recorded),
+            calls_by_master: pairwise(&a.calls_by_master, &b.calls_by_master, |x, y| {
+                y.saturating_sub(x)
+            }),
+            cpu_by_master: pairwise(&a.cpu_by_master, &b.cpu_by_master, |x, y| y - x),
         }
     }
 
@@ -230,6 +255,45 @@ impl Delta {
     }
 }
 
+/// `f(a[i], b[i])` for each master; None unless both have every master.
+fn pairwise<T: Copy>(
+    a: &Option<Vec<T>>,
+    b: &Option<Vec<T>>,
+    f: impl Fn(T, T) -> T,
+) -> Option<Vec<T>> {
+    let (a, b) = (a.as_ref()?, b.as_ref()?);
+    (a.len() == b.len()).then(|| a.iter().zip(b).map(|(x, y)| f(*x, *y)).collect())
+}
+
+/// Each value's share of their sum, rounded to three decimals; None when the sum is not
+/// positive (nothing to share) or a value is negative (a measurement that went backwards).
+pub fn shares(values: &[f64]) -> Option<Vec<f64>> {
+    let total: f64 = values.iter().sum();
+    if values.is_empty() || total <= 0.0 || values.iter().any(|v| *v < 0.0) {
+        return None;
+    }
+    Some(
+        values
+            .iter()
+            .map(|v| (v / total * 1000.0).round() / 1000.0)
+            .collect(),
+    )
+}
+
+/// How far a master's share may be from an even one (`1 / masters`), relative to it.
+pub const SHARE_TOLERANCE: f64 = 0.15;
+
+/// The shares outside `1 / n × (1 ± SHARE_TOLERANCE)`, as `(index, share)`.
+pub fn uneven(shares: &[f64]) -> Vec<(usize, f64)> {
+    let even = 1.0 / shares.len().max(1) as f64;
+    shares
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|(_, s)| (s - even).abs() > even * SHARE_TOLERANCE + 1e-9)
+        .collect()
+}
+
 /// Per-command counters from `a` to `b`, the harness's own left out, most first.
 fn counter_delta(
     a: &Option<HashMap<String, u64>>,
@@ -255,14 +319,17 @@ pub fn round2(x: f64) -> f64 {
 }
 
 /// Memory Redis holds for data: `used_memory` less client buffers, which swing with the
-/// subscribers' backlog and are not part of what a pending job costs; summed over `masters`.
-pub async fn data_memory(masters: &[MultiplexedConnection]) -> Option<f64> {
+/// subscribers' backlog and are not part of what a pending job costs; one figure per master.
+pub async fn data_memory(masters: &[MultiplexedConnection]) -> Option<Vec<f64>> {
     let texts = info_all(masters, "memory").await.ok()?;
-    sum_over(&texts, |text| {
-        let used = info_number(text, "used_memory")?;
-        let clients = info_number(text, "mem_clients_normal").unwrap_or(0.0);
-        Some(used - clients)
-    })
+    texts
+        .iter()
+        .map(|text| {
+            let used = info_number(text, "used_memory")?;
+            let clients = info_number(text, "mem_clients_normal").unwrap_or(0.0);
+            Some(used - clients)
+        })
+        .collect()
 }
 
 /// Lateness percentiles (nearest rank) over sorted values.
@@ -322,6 +389,8 @@ mod tests {
             commands: Some(sum_commandstats(&[text.to_string()])),
             usec: Some(sum_commandstats_usec(&[text.to_string()])),
             recorded,
+            calls_by_master: Some(vec![master_calls(text)]),
+            cpu_by_master: None,
         };
         let a = snap(
             "cmdstat_evalsha:calls=1,usec=100\r\ncmdstat_set:calls=1,usec=10\r\ncmdstat_info:calls=1,usec=50\r\n",
@@ -335,6 +404,8 @@ mod tests {
         assert_eq!(d.total_usec(), Some(320));
         assert_eq!(d.script_usec(), Some(300));
         assert_eq!(d.per(d.total_usec(), d.recorded), Some(160.0));
+        // The harness's INFO calls are not a master's work.
+        assert_eq!(d.calls_by_master, Some(vec![6]));
     }
 
     #[test]
@@ -345,12 +416,22 @@ mod tests {
         let texts = [a.to_string(), b.to_string()];
         let m = sum_commandstats(&texts);
         assert_eq!((m["evalsha"], m["get"]), (5, 5));
-        assert_eq!(
-            sum_over(&texts, |t| info_number(t, "used_cpu_sys")),
-            Some(1.75)
-        );
-        assert_eq!(sum_over(&texts, |t| info_number(t, "nope")), None);
-        assert_eq!(sum_over(&[], |t| info_number(t, "used_cpu_sys")), None);
+        assert_eq!((master_calls(a), master_calls(b)), (7, 3));
+        let cpu = "used_cpu_sys:1.5\r\nused_cpu_user:0.25\r\n";
+        assert_eq!(master_cpu_s(cpu), Some(1.75));
+        assert_eq!(master_cpu_s(a), None, "no used_cpu_user");
+    }
+
+    #[test]
+    fn shares_sum_to_one_and_flag_uneven_masters() {
+        let s = shares(&[100.0, 100.0, 200.0]).unwrap();
+        assert_eq!(s, vec![0.25, 0.25, 0.5]);
+        assert_eq!(uneven(&s), vec![(0, 0.25), (1, 0.25), (2, 0.5)]);
+        // 1/3 ± 15 %: 0.283 to 0.383.
+        assert!(uneven(&[0.30, 0.32, 0.38]).is_empty());
+        assert_eq!(uneven(&[0.28, 0.34, 0.38]), vec![(0, 0.28)]);
+        assert_eq!(shares(&[0.0, 0.0]), None);
+        assert_eq!(shares(&[5.0, -1.0]), None, "memory that shrank is no share");
     }
 
     #[test]

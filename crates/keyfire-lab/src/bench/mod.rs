@@ -27,6 +27,7 @@ pub mod metrics;
 pub mod plot;
 pub mod queue;
 pub mod scenarios;
+pub mod timeline;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -180,6 +181,18 @@ pub struct BenchOptions {
     pub server_bin: Option<PathBuf>,
     /// `queue-rest`: `keyfire serve` processes the consumers pop from (default 2).
     pub servers: Option<usize>,
+    /// Print the measured phase's timeline on stderr (see [`timeline`]).
+    pub timeline: bool,
+    /// `queue`, `queue-rest`: topics the tasks are spread over (default: 1 standalone; the
+    /// shards, 4 per master, in cluster mode).
+    pub topics: Option<usize>,
+    /// `queue`, `queue-rest`: consumers (default [`queue::CONSUMERS`], at least one per
+    /// topic).
+    pub consumers: Option<usize>,
+    /// `queue`, `queue-rest`: most tasks one pop takes (default [`queue::POP_MAX`]).
+    pub pop_max: Option<usize>,
+    /// Each node's `node.max_concurrent_runs` (default: the node's default).
+    pub max_runs: Option<usize>,
 }
 
 impl BenchOptions {
@@ -202,6 +215,11 @@ impl BenchOptions {
             limit_in_flight: None,
             server_bin: None,
             servers: None,
+            timeline: false,
+            topics: None,
+            consumers: None,
+            pop_max: None,
+            max_runs: None,
         }
     }
 }
@@ -260,6 +278,31 @@ pub struct Report {
     pub cpu_pct_node: f64,
     /// `cpu_s_redis` as % of one core (over 100 % when several masters share the cores).
     pub cpu_pct_redis: Option<f64>,
+    /// Redis's CPU (every master's) as % of one core from the first due instant to the end
+    /// of the measured phase (the last outcome recorded; `queue`: the last finish): through
+    /// the firings, leaving out the wait before the instant that `cpu_pct_redis` includes.
+    /// Near 100 % (per master) Redis bounds the rate; well below, the nodes or the waiting do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_pct_redis_firing: Option<f64>,
+    /// This process's CPU (every node and the harness) as % of one core over the same span.
+    /// On a machine of `c` cores, this and `cpu_pct_redis_firing` together reach at most
+    /// `c × 100`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_pct_process_firing: Option<f64>,
+    /// Several masters: each one's share of the commands Redis ran in the measured phase
+    /// (masters in `CLUSTER SLOTS` order; the shares sum to 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub master_command_shares: Option<Vec<f64>>,
+    /// Several masters: each one's share of Redis's CPU in the measured phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub master_cpu_shares: Option<Vec<f64>>,
+    /// Several masters: each one's share of the data memory the scenario's jobs added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub master_memory_shares: Option<Vec<f64>>,
+    /// Several masters: whether every command and memory share is within
+    /// `1 / masters × (1 ± 15 %)` (three masters: 0.283 to 0.383).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub master_shares_even: Option<bool>,
     /// Length of the measured phase, s.
     pub measured_s: f64,
     /// `burst`: ms from the instant until the last firing's handler started.
@@ -271,6 +314,15 @@ pub struct Report {
     /// `enqueue`: commands Redis executed per task enqueued.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redis_commands_per_task: Option<f64>,
+    /// `queue`: topics the tasks were spread over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topics: Option<usize>,
+    /// `queue`: consumers popping.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumers: Option<usize>,
+    /// `queue`: most tasks one pop took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pop_max: Option<usize>,
     /// `flow`: the limit's deliveries a second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit_rate: Option<u32>,
@@ -286,6 +338,52 @@ pub struct Report {
     /// `flow`: the most requests open at the receiver at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_in_flight: Option<usize>,
+}
+
+/// With several masters: whether every command and memory share is within
+/// [`metrics::SHARE_TOLERANCE`] of an even one, and a line on stderr with the shares,
+/// naming those outside.
+fn judge_shares(r: &mut Report, progress: harness::Progress) {
+    if r.masters < 2 {
+        return;
+    }
+    let fmt = |v: &Option<Vec<f64>>| match v {
+        Some(v) => v
+            .iter()
+            .map(|s| format!("{s:.3}"))
+            .collect::<Vec<_>>()
+            .join(" / "),
+        None => "-".into(),
+    };
+    let mut outside = Vec::new();
+    for (what, shares) in [
+        ("commands", &r.master_command_shares),
+        ("memory", &r.master_memory_shares),
+    ] {
+        for (i, s) in shares.as_deref().map(metrics::uneven).unwrap_or_default() {
+            outside.push(format!("{what} of master {i}: {s:.3}"));
+        }
+    }
+    let judged = r.master_command_shares.is_some() || r.master_memory_shares.is_some();
+    r.master_shares_even = judged.then_some(outside.is_empty());
+    let even = 1.0 / r.masters as f64;
+    progress.note(format!(
+        "per master: commands {}; cpu {}; memory {}{}",
+        fmt(&r.master_command_shares),
+        fmt(&r.master_cpu_shares),
+        fmt(&r.master_memory_shares),
+        if outside.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; OUTSIDE {:.3} ± 15 % ({:.3} to {:.3}): {}",
+                even,
+                even * (1.0 - metrics::SHARE_TOLERANCE),
+                even * (1.0 + metrics::SHARE_TOLERANCE),
+                outside.join(", ")
+            )
+        }
+    ));
 }
 
 /// A report and the lateness values behind it (for the plot).
@@ -327,11 +425,12 @@ pub async fn run(opts: &BenchOptions) -> anyhow::Result<BenchRun> {
         shards,
         aof: opts.aof,
     };
-    let mut h = harness::Harness::start(&redis, nodes, progress).await?;
+    let mut h = harness::Harness::start(&redis, nodes, opts.max_runs, progress).await?;
     let result = scenarios::run(&mut h, opts, nodes).await;
     let finished = h.finish().await;
-    let run = result?;
+    let mut run = result?;
     finished?;
+    judge_shares(&mut run.report, progress);
     if let Some(path) = &opts.plot {
         if run.lateness_ms.is_empty() {
             progress.note(format!(

@@ -1,11 +1,13 @@
 //! The `queue` scenario: `n` delay-queue tasks through add → ready → pop → finish, with
-//! [`CONSUMERS`] consumers popping concurrently.
+//! [`CONSUMERS`] consumers popping concurrently (`--consumers`).
 //!
-//! The tasks are added in bulk ([`Queue::add_many`]) to one topic, due evenly over `duration`
-//! (`0s`: all at one instant) starting after a lead long enough for the add to end first. The
-//! harness's nodes serve topics, so the delayed tasks become ready through the topic's
-//! promotion; consumers pop batches of up to [`POP_MAX`] with blocking waits and finish what
-//! they pop in one batch finish.
+//! The tasks are added in bulk ([`Queue::add_many`]) to one topic (or round robin to
+//! `--topics N`, so that a deployment that places topics apart spreads them), due evenly over
+//! `duration` (`0s`: all at one instant) starting after a lead long enough for the add to end
+//! first. The harness's nodes serve topics, so the delayed tasks become ready through the
+//! topic's promotion; consumers (consumer `i` on topic `i % N`) pop batches of up to
+//! [`POP_MAX`] (`--pop-max`) with blocking waits and finish what they pop in one batch
+//! finish.
 //!
 //! `queue-rest` is the same with the consumers outside the library: [`RestServers`] `keyfire
 //! serve` processes start on free ports against the bench's Redis (nodes like the others, so
@@ -34,13 +36,16 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
 use super::harness::Harness;
+use tokio_util::sync::CancellationToken;
+
 use super::metrics::{Delta, Percentiles, round2};
+use super::scenarios::{Memory, apply_timeline};
 use super::{BenchRun, Report};
 use keyfire::queue::{Finished, NewTask, Queue};
 
-/// Concurrent consumers.
+/// Concurrent consumers unless `--consumers` says otherwise.
 pub const CONSUMERS: usize = 8;
-/// The topic the scenario uses.
+/// The topic the scenario uses; with `--topics N`, topics `bench-0` to `bench-{N-1}`.
 const TOPIC: &str = "bench";
 /// A reservation outlives the run: a redelivery would be a fault, counted as `doubled`.
 const TTR: Duration = Duration::from_secs(60);
@@ -48,8 +53,30 @@ const TTR: Duration = Duration::from_secs(60);
 const POP_WAIT: Duration = Duration::from_millis(500);
 /// Tasks added per `add_many` call (one progress step).
 const CHUNK: usize = 5_000;
-/// Most tasks one pop takes.
+/// Most tasks one pop takes unless `--pop-max` says otherwise.
 pub const POP_MAX: usize = 100;
+
+/// How the tasks and the consumers are laid out.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    /// Topics the tasks are spread over, round robin (1: the topic `bench`).
+    pub topics: usize,
+    /// Consumers; consumer `i` pops from topic `i % topics`.
+    pub consumers: usize,
+    /// Most tasks one pop takes.
+    pub pop_max: usize,
+}
+
+impl Shape {
+    /// The name of topic `i`.
+    fn topic(&self, i: usize) -> String {
+        if self.topics <= 1 {
+            TOPIC.to_string()
+        } else {
+            format!("{TOPIC}-{}", i % self.topics)
+        }
+    }
+}
 
 /// `queue-rest`: the `keyfire serve` processes to start.
 #[derive(Debug, Clone)]
@@ -172,8 +199,17 @@ struct RestFinished {
 
 /// How a consumer pops and finishes: through the library, or over HTTP.
 enum Consumer {
-    Library(Queue),
-    Rest { http: reqwest::Client, url: String },
+    Library {
+        queue: Queue,
+        topic: String,
+        max: usize,
+    },
+    Rest {
+        http: reqwest::Client,
+        url: String,
+        topic: String,
+        max: usize,
+    },
 }
 
 /// What a consumer needs of each task it popped and finished.
@@ -188,8 +224,12 @@ impl Consumer {
     /// Pop a batch and finish it; every finish must be accepted.
     async fn pop_and_finish(&self) -> anyhow::Result<Vec<Popped>> {
         match self {
-            Consumer::Library(q) => {
-                let popped = q.pop_many(TOPIC, POP_MAX, POP_WAIT).await?;
+            Consumer::Library {
+                queue: q,
+                topic,
+                max,
+            } => {
+                let popped = q.pop_many(topic, *max, POP_WAIT).await?;
                 if popped.is_empty() {
                     return Ok(Vec::new());
                 }
@@ -212,12 +252,15 @@ impl Consumer {
                     })
                     .collect())
             }
-            Consumer::Rest { http, url } => {
+            Consumer::Rest {
+                http,
+                url,
+                topic,
+                max,
+            } => {
                 let wait = humantime::format_duration(POP_WAIT);
                 let popped: RestPopped = http
-                    .post(format!(
-                        "{url}/v1/topics/{TOPIC}/pop?max={POP_MAX}&wait={wait}"
-                    ))
+                    .post(format!("{url}/v1/topics/{topic}/pop?max={max}&wait={wait}"))
                     .send()
                     .await?
                     .error_for_status()?
@@ -234,7 +277,7 @@ impl Consumer {
                         .collect::<Vec<_>>()
                 });
                 let finished: RestFinished = http
-                    .post(format!("{url}/v1/topics/{TOPIC}/finish"))
+                    .post(format!("{url}/v1/topics/{topic}/finish"))
                     .json(&body)
                     .send()
                     .await?
@@ -276,6 +319,8 @@ pub(super) async fn run(
     mut report: Report,
     duration_ms: i64,
     rest: Option<RestServers>,
+    shape: Shape,
+    show_timeline: bool,
     apply_delta: impl Fn(&mut Report, &Delta),
 ) -> anyhow::Result<BenchRun> {
     let n = report.n;
@@ -322,7 +367,7 @@ pub(super) async fn run(
     let last_due = first_due + duration_ms;
 
     let snap0 = h.snapshot().await;
-    let mem0 = h.data_memory().await;
+    let mem_before = h.data_memory().await;
     let pb = h.progress.bar(n as u64, "adding");
     let started = Instant::now();
     let mut i = 0;
@@ -330,7 +375,7 @@ pub(super) async fn run(
         let end = (i + CHUNK).min(n);
         let tasks = (i..end)
             .map(|k| {
-                NewTask::new(TOPIC, serde_json::json!({ "k": k }))
+                NewTask::new(shape.topic(k), serde_json::json!({ "k": k }))
                     .id(format!("t{k}"))
                     .at(at(k))
                     .ttr(TTR)
@@ -342,7 +387,10 @@ pub(super) async fn run(
     }
     pb.finish_and_clear();
     let add_s = started.elapsed().as_secs_f64();
-    let mem1 = h.data_memory().await;
+    let mem = Memory {
+        before: mem_before,
+        after: h.data_memory().await,
+    };
     h.progress.note(format!(
         "queue: {n} tasks added in {add_s:.1} s ({:.0}/s)",
         n as f64 / add_s.max(1e-6)
@@ -358,25 +406,31 @@ pub(super) async fn run(
     let redis_now = move || (chrono::Utc::now().timestamp_micros() + offset_us) / 1000;
     let finished = Arc::new(AtomicUsize::new(0));
     let log = Arc::new(Mutex::new(Vec::with_capacity(n)));
-    let mut consumers = Vec::with_capacity(CONSUMERS);
+    let mut consumers = Vec::with_capacity(shape.consumers);
     // One client, its connections kept alive (only for the REST consumers: building one needs
     // the TLS provider installed above).
     let http = match &servers {
         Some(_) => Some(
             reqwest::Client::builder()
                 .tls_backend_preconfigured(keyfire::handler::http::default_client_tls()?)
-                .pool_max_idle_per_host(CONSUMERS)
+                .pool_max_idle_per_host(shape.consumers)
                 .build()?,
         ),
         None => None,
     };
-    for i in 0..CONSUMERS {
+    for i in 0..shape.consumers {
         let consumer = match (&servers, &http) {
             (Some(s), Some(http)) => Consumer::Rest {
                 http: http.clone(),
                 url: s.urls[i % s.urls.len()].clone(),
+                topic: shape.topic(i),
+                max: shape.pop_max,
             },
-            _ => Consumer::Library(Queue::connect(&h.settings).await?),
+            _ => Consumer::Library {
+                queue: Queue::connect(&h.settings).await?,
+                topic: shape.topic(i),
+                max: shape.pop_max,
+            },
         };
         let finished = finished.clone();
         let log = log.clone();
@@ -403,10 +457,18 @@ pub(super) async fn run(
         }));
     }
     let pb = h.progress.bar(n as u64, "popped and finished");
-    while consumers.iter().any(|c| !c.is_finished()) {
-        pb.set_position(finished.load(Ordering::Relaxed) as u64);
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let stop = CancellationToken::new();
+    let hh = &*h;
+    let ((), points) = tokio::join!(
+        async {
+            while consumers.iter().any(|c| !c.is_finished()) {
+                pb.set_position(finished.load(Ordering::Relaxed) as u64);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            stop.cancel();
+        },
+        hh.timeline(first_due, &stop)
+    );
     pb.finish_and_clear();
     for c in consumers {
         c.await.context("consumer panicked")??;
@@ -423,6 +485,7 @@ pub(super) async fn run(
     lateness.sort_unstable();
     let d = Delta::between(&snap0, &snap1);
     apply_delta(&mut report, &d);
+    apply_timeline(&mut report, &points, show_timeline, h);
     report.firings = n;
     report.missed = n.saturating_sub(seen.len());
     report.doubled =
@@ -443,9 +506,7 @@ pub(super) async fn run(
     report.redis_commands_per_firing = d.per(d.total_calls(), log.len());
     report.redis_scripts_per_firing = d.per(d.script_calls(), log.len());
     report.redis_commands_per_task = report.redis_commands_per_firing;
-    if let (Some(m0), Some(m1)) = (mem0, mem1) {
-        report.redis_memory_bytes_per_pending_job = Some(round2((m1 - m0) / n.max(1) as f64));
-    }
+    mem.apply(&mut report, n);
     report.redis_usec_per_firing = d.per(d.total_usec(), log.len());
     report.redis_script_usec_per_firing = d.per(d.script_usec(), log.len());
     h.progress

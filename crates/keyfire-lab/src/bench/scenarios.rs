@@ -4,8 +4,11 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
+use tokio_util::sync::CancellationToken;
+
 use super::harness::{HANDLER, Harness, load_jobs};
-use super::metrics::{Delta, Percentiles, Snapshot, round2};
+use super::metrics::{Delta, Percentiles, Snapshot, round2, shares};
+use super::timeline::{self, Point};
 use super::{BenchOptions, BenchRun, Report, Scenario};
 use keyfire::job::JobSpec;
 
@@ -22,6 +25,8 @@ struct Params {
     redis_mode: &'static str,
     masters: usize,
     shards: u32,
+    /// Print the timeline of the measured phase on stderr.
+    timeline: bool,
 }
 
 /// Run the scenario of `opts` on a started harness.
@@ -44,6 +49,7 @@ pub(super) async fn run(
         redis_mode: h.mode.name(),
         masters: h.masters(),
         shards: h.settings.redis.shards,
+        timeline: opts.timeline,
     };
     match s {
         Scenario::Sparse => sparse(h, &p).await,
@@ -77,7 +83,26 @@ pub(super) async fn run(
                 }),
                 _ => None,
             };
-            super::queue::run(h, blank(&p), p.duration_ms, rest, |r, d| {
+            let topics = opts
+                .topics
+                .unwrap_or(match opts.redis_mode {
+                    super::RedisMode::Standalone => 1,
+                    super::RedisMode::Cluster => p.shards as usize,
+                })
+                .max(1);
+            let shape = super::queue::Shape {
+                topics,
+                consumers: opts
+                    .consumers
+                    .unwrap_or(super::queue::CONSUMERS)
+                    .max(topics),
+                pop_max: opts.pop_max.unwrap_or(super::queue::POP_MAX).max(1),
+            };
+            let mut report = blank(&p);
+            report.topics = Some(shape.topics);
+            report.consumers = Some(shape.consumers);
+            report.pop_max = Some(shape.pop_max);
+            super::queue::run(h, report, p.duration_ms, rest, shape, p.timeline, |r, d| {
                 apply_delta(r, d, nodes)
             })
             .await
@@ -106,19 +131,43 @@ fn firing_ids(specs: &[JobSpec]) -> HashSet<String> {
         .collect()
 }
 
-/// Load `n` jobs pending an hour away and return Redis's data memory per job they added.
-async fn load_pending(h: &mut Harness, n: usize) -> anyhow::Result<Option<f64>> {
-    let mem0 = h.data_memory().await;
+/// Load `n` jobs pending an hour away; Redis's data memory (each master's) before and after.
+async fn load_pending(h: &mut Harness, n: usize) -> anyhow::Result<Memory> {
+    let before = h.data_memory().await;
     let far = h.redis_ms().await? + HOUR_MS;
     h.load(spread("p", n, far, HOUR_MS), "pending").await?;
     h.settle().await?;
-    let mem1 = h.data_memory().await;
-    Ok(per_job(mem0, mem1, n))
+    Ok(Memory {
+        before,
+        after: h.data_memory().await,
+    })
 }
 
-fn per_job(before: Option<f64>, after: Option<f64>, n: usize) -> Option<f64> {
-    let (b, a) = before.zip(after)?;
-    (n > 0).then(|| ((a - b) / n as f64).round())
+/// Redis's data memory (each master's) before and after loading a scenario's jobs.
+pub(super) struct Memory {
+    pub(super) before: Option<Vec<f64>>,
+    pub(super) after: Option<Vec<f64>>,
+}
+
+impl Memory {
+    /// Each master's change.
+    fn each(&self) -> Option<Vec<f64>> {
+        let (b, a) = (self.before.as_ref()?, self.after.as_ref()?);
+        (a.len() == b.len()).then(|| a.iter().zip(b).map(|(a, b)| a - b).collect())
+    }
+
+    /// Fill in the memory per job of `n` jobs and, with several masters, each one's share.
+    pub(super) fn apply(&self, r: &mut Report, n: usize) {
+        let Some(each) = self.each() else {
+            return;
+        };
+        if n > 0 {
+            r.redis_memory_bytes_per_pending_job = Some((each.iter().sum::<f64>() / n as f64).round());
+        }
+        if each.len() > 1 {
+            r.master_memory_shares = shares(&each);
+        }
+    }
 }
 
 /// A report with nothing measured yet.
@@ -148,10 +197,19 @@ fn blank(p: &Params) -> Report {
         cpu_s_redis: None,
         cpu_pct_node: 0.0,
         cpu_pct_redis: None,
+        cpu_pct_redis_firing: None,
+        cpu_pct_process_firing: None,
+        master_command_shares: None,
+        master_cpu_shares: None,
+        master_memory_shares: None,
+        master_shares_even: None,
         measured_s: 0.0,
         last_started_ms: None,
         tasks_per_s: None,
         redis_commands_per_task: None,
+        topics: None,
+        consumers: None,
+        pop_max: None,
         limit_rate: None,
         limit_in_flight: None,
         per_second: None,
@@ -175,6 +233,24 @@ fn apply_delta(r: &mut Report, d: &Delta, nodes: usize) {
         r.redis_usec_per_firing = d.per(d.total_usec(), d.recorded);
         r.redis_script_usec_per_firing = d.per(d.script_usec(), d.recorded);
     }
+    if let Some(calls) = d.calls_by_master.as_ref().filter(|c| c.len() > 1) {
+        r.master_command_shares = shares(&calls.iter().map(|&c| c as f64).collect::<Vec<_>>());
+    }
+    if let Some(cpu) = d.cpu_by_master.as_ref().filter(|c| c.len() > 1) {
+        r.master_cpu_shares = shares(cpu);
+    }
+}
+
+/// Redis's and this process's CPU from the first due instant to the end of the phase, and
+/// the timeline on stderr when asked for.
+pub(super) fn apply_timeline(r: &mut Report, points: &[Point], show: bool, h: &Harness) {
+    if let Some((redis, process)) = timeline::busy_pct(points) {
+        r.cpu_pct_redis_firing = Some(redis);
+        r.cpu_pct_process_firing = Some(process);
+    }
+    if show {
+        h.progress.note(timeline::render(points));
+    }
 }
 
 /// The deadline for the last expected firing: generous, and longer for bigger batches (it
@@ -184,22 +260,33 @@ fn deadline(last_ms: i64, expected: usize) -> i64 {
 }
 
 /// Wait for the expected firings (the window is set already) and for their outcomes to be
-/// recorded, close the measured phase, wait for late doubles, and report. `planned_ms` is
-/// the span the instants were spread over (0 for a burst): firings per second are counted
-/// from the first instant to the last outcome recorded (as BullMQ's figure counts to its
-/// last completed job), over at least that span.
+/// recorded, close the measured phase, wait for late doubles, and report. The instants
+/// run from `first_ms` to `last_ms`; `planned_ms` is the span they were spread over (0 for
+/// a burst): firings per second are counted from the first instant to the last outcome
+/// recorded (as BullMQ's figure counts to its last completed job), over at least that span.
+/// A timeline runs beside the waiting, from the first instant on.
 async fn measure_firings(
     h: &mut Harness,
     p: &Params,
     expected: &HashSet<String>,
-    last_ms: i64,
+    (first_ms, last_ms): (i64, i64),
     planned_ms: i64,
     snap0: &Snapshot,
 ) -> anyhow::Result<(Report, Vec<i64>)> {
-    let all = h
-        .wait_firings(expected.len(), deadline(last_ms, expected.len()))
-        .await;
-    let recorded_ms = h.wait_recorded(Duration::from_secs(60)).await?;
+    let stop = CancellationToken::new();
+    let hh = &*h;
+    let ((all, recorded_ms), points) = tokio::join!(
+        async {
+            let all = hh
+                .wait_firings(expected.len(), deadline(last_ms, expected.len()))
+                .await;
+            let recorded = hh.wait_recorded(Duration::from_secs(60)).await;
+            stop.cancel();
+            (all, recorded)
+        },
+        hh.timeline(first_ms, &stop)
+    );
+    let recorded_ms = recorded_ms?;
     let snap1 = h.snapshot().await;
     if !all {
         h.progress.note(format!(
@@ -247,6 +334,7 @@ async fn measure_firings(
     }
     let d = Delta::between(snap0, &snap1);
     apply_delta(&mut report, &d, p.nodes);
+    apply_timeline(&mut report, &points, p.timeline, h);
     h.progress.note(format!(
         "{} firings in {:.1} s; redis commands per firing: {}",
         d.recorded,
@@ -301,8 +389,9 @@ async fn sparse(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
         .and_then(|s| s.at)
         .map_or(t0, |a| a.timestamp_millis());
     let (expected, snap0) = load_due(h, specs, t0, last, "due").await?;
-    let (mut report, late) = measure_firings(h, p, &expected, last, p.duration_ms, &snap0).await?;
-    report.redis_memory_bytes_per_pending_job = mem;
+    let (mut report, late) =
+        measure_firings(h, p, &expected, (t0, last), p.duration_ms, &snap0).await?;
+    mem.apply(&mut report, p.n);
     Ok(BenchRun {
         report,
         lateness_ms: late,
@@ -312,7 +401,7 @@ async fn sparse(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
 /// n one-shot tasks due evenly over the duration (10,000 a second by default).
 async fn steady(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
     let lead = h.lead_ms(p.n).await?;
-    let mem0 = h.data_memory().await;
+    let before = h.data_memory().await;
     let t0 = h.redis_ms().await? + lead;
     let specs = spread("s", p.n, t0, p.duration_ms);
     let last = specs
@@ -320,9 +409,13 @@ async fn steady(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
         .and_then(|s| s.at)
         .map_or(t0, |a| a.timestamp_millis());
     let (expected, snap0) = load_due(h, specs, t0, last, "steady").await?;
-    let mem1 = h.data_memory().await;
-    let (mut report, late) = measure_firings(h, p, &expected, last, p.duration_ms, &snap0).await?;
-    report.redis_memory_bytes_per_pending_job = per_job(mem0, mem1, p.n);
+    let mem = Memory {
+        before,
+        after: h.data_memory().await,
+    };
+    let (mut report, late) =
+        measure_firings(h, p, &expected, (t0, last), p.duration_ms, &snap0).await?;
+    mem.apply(&mut report, p.n);
     Ok(BenchRun {
         report,
         lateness_ms: late,
@@ -332,15 +425,18 @@ async fn steady(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
 /// n tasks due at the same instant.
 async fn burst(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
     let lead = h.lead_ms(p.n).await?;
-    let mem0 = h.data_memory().await;
+    let before = h.data_memory().await;
     let t0 = h.redis_ms().await? + lead;
     let specs: Vec<JobSpec> = (0..p.n)
         .map(|i| Harness::task(format!("b{i}"), t0))
         .collect();
     let (expected, snap0) = load_due(h, specs, t0, t0, "burst").await?;
-    let mem1 = h.data_memory().await;
-    let (mut report, late) = measure_firings(h, p, &expected, t0, 0, &snap0).await?;
-    report.redis_memory_bytes_per_pending_job = per_job(mem0, mem1, p.n);
+    let mem = Memory {
+        before,
+        after: h.data_memory().await,
+    };
+    let (mut report, late) = measure_firings(h, p, &expected, (t0, t0), 0, &snap0).await?;
+    mem.apply(&mut report, p.n);
     Ok(BenchRun {
         report,
         lateness_ms: late,
@@ -349,20 +445,23 @@ async fn burst(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
 
 /// n one-shot tasks through the bulk path: tasks per second.
 async fn enqueue(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
-    let mem0 = h.data_memory().await;
+    let before = h.data_memory().await;
     let far = h.redis_ms().await? + HOUR_MS;
     let specs = spread("e", p.n, far, HOUR_MS);
     let snap0 = h.snapshot().await;
     let secs = h.load(specs, "enqueue").await?;
     let snap1 = h.snapshot().await;
     h.settle().await?;
-    let mem1 = h.data_memory().await;
+    let mem = Memory {
+        before,
+        after: h.data_memory().await,
+    };
     let d = Delta::between(&snap0, &snap1);
     let mut report = blank(p);
     apply_delta(&mut report, &d, p.nodes);
     report.tasks_per_s = Some(round2(p.n as f64 / secs.max(1e-6)));
     report.redis_commands_per_task = d.per(d.total_calls(), p.n);
-    report.redis_memory_bytes_per_pending_job = per_job(mem0, mem1, p.n);
+    mem.apply(&mut report, p.n);
     h.progress
         .note(format!("redis commands per task: {}", d.mix(p.n)));
     Ok(BenchRun {
@@ -373,7 +472,7 @@ async fn enqueue(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
 
 /// n cron jobs firing every second; the firings of `duration` whole seconds are measured.
 async fn cron(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
-    let mem0 = h.data_memory().await;
+    let before = h.data_memory().await;
     let specs: Vec<JobSpec> = (0..p.n)
         .map(|i| JobSpec::cron(format!("c{i}"), "* * * * * *", HANDLER))
         .collect();
@@ -382,7 +481,10 @@ async fn cron(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
     load_jobs(&h.client, specs, &pb).await?;
     pb.finish_and_clear();
     h.settle().await?;
-    let mem1 = h.data_memory().await;
+    let mem = Memory {
+        before,
+        after: h.data_memory().await,
+    };
 
     let seconds = (p.duration_ms / 1000).max(1);
     let t0 = (h.redis_ms().await? + 2_000) / 1000 * 1000 + 1000;
@@ -394,8 +496,9 @@ async fn cron(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
     h.recorder.set_window(t0, last);
     h.sleep_until_redis(t0 - 100).await;
     let snap0 = h.snapshot().await;
-    let (mut report, late) = measure_firings(h, p, &expected, last, p.duration_ms, &snap0).await?;
-    report.redis_memory_bytes_per_pending_job = per_job(mem0, mem1, p.n);
+    let (mut report, late) =
+        measure_firings(h, p, &expected, (t0, last), p.duration_ms, &snap0).await?;
+    mem.apply(&mut report, p.n);
     Ok(BenchRun {
         report,
         lateness_ms: late,
@@ -421,7 +524,7 @@ async fn idle(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
     let d = Delta::between(&snap0, &snap1);
     let mut report = blank(p);
     apply_delta(&mut report, &d, p.nodes);
-    report.redis_memory_bytes_per_pending_job = mem;
+    mem.apply(&mut report, p.n);
     h.progress.note(format!(
         "idle: {:.1} redis commands/s; calls in {:.0} s: {}",
         d.total_calls().unwrap_or(0) as f64 / d.wall_s.max(1e-6),

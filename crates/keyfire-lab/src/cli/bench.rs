@@ -59,6 +59,24 @@ pub struct BenchArgs {
     /// queue-rest: `keyfire serve` processes the consumers pop from over HTTP.
     #[arg(long, default_value_t = 2)]
     pub servers: usize,
+    /// Print a timeline of the measured phase on stderr: every 100 ms, Redis's CPU (each
+    /// master's), this process's, the commands and script calls, the runs recorded and the
+    /// nodes' claims under way.
+    #[arg(long)]
+    pub timeline: bool,
+    /// queue, queue-rest: topics the tasks are spread over, round robin (default: 1; in
+    /// cluster mode one per shard).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub topics: Option<u32>,
+    /// queue, queue-rest: consumers popping (default 8; at least one per topic).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub consumers: Option<u32>,
+    /// queue, queue-rest: most tasks one pop takes (default 100).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub pop_max: Option<u32>,
+    /// Each node's `node.max_concurrent_runs` (default: the node's default, 256).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_runs: Option<u32>,
 }
 
 /// Run the scenario and print its report as one JSON line.
@@ -80,6 +98,11 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         limit_in_flight: args.in_flight,
         server_bin: args.server_bin,
         servers: Some(args.servers),
+        timeline: args.timeline,
+        topics: args.topics.map(|n| n as usize),
+        consumers: args.consumers.map(|n| n as usize),
+        pop_max: args.pop_max.map(|n| n as usize),
+        max_runs: args.max_runs.map(|n| n as usize),
     };
     let run = crate::bench::run(&opts).await?;
     println!("{}", serde_json::to_string(&run.report)?);
