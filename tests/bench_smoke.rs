@@ -75,6 +75,24 @@ async fn steady_in_cluster_mode_fires_every_task_once() {
     assert!(r.redis_commands_per_firing.unwrap() > 0.0, "{r:?}");
     assert!(r.cpu_s_redis.is_some(), "{r:?}");
     assert!(r.redis_memory_bytes_per_pending_job.unwrap() > 0.0, "{r:?}");
+    // Each master's share of the commands, CPU and memory: one per master, summing to 1
+    // (each rounded to three decimals). Whether they are even is measured, not asserted:
+    // 300 tasks are too few for the shares to settle.
+    for (what, shares) in [
+        ("commands", &r.master_command_shares),
+        ("cpu", &r.master_cpu_shares),
+        ("memory", &r.master_memory_shares),
+    ] {
+        let shares = shares
+            .as_ref()
+            .unwrap_or_else(|| panic!("no {what} shares: {r:?}"));
+        assert_eq!(shares.len(), 3, "{what}: {shares:?}");
+        let sum: f64 = shares.iter().sum();
+        assert!((sum - 1.0).abs() < 0.01, "{what} shares sum to {sum}");
+        assert!(shares.iter().all(|s| *s >= 0.0), "{what}: {shares:?}");
+    }
+    assert!(r.master_shares_even.is_some(), "{r:?}");
+    assert!(r.cpu_pct_redis_firing.is_some(), "{r:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -106,6 +124,19 @@ async fn queue_delivers_every_task_once_and_finishes_it() {
     assert!(r.lateness_p50_ms.is_some(), "{r:?}");
     assert!(r.lateness_p50_ms.unwrap() >= 0, "ready before due: {r:?}");
     assert!(r.firings_per_s.unwrap() > 0.0 && r.tasks_per_s.unwrap() > 0.0);
+    assert_eq!((r.topics, r.consumers, r.pop_max), (Some(1), Some(8), Some(100)));
+}
+
+/// The tasks spread round robin over several topics, a consumer or more on each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_over_several_topics_delivers_every_task_once() {
+    let mut o = opts(Scenario::Queue, 300, 1_000);
+    o.topics = Some(3);
+    o.consumers = Some(4);
+    o.pop_max = Some(50);
+    let r = smoke(o).await;
+    assert_eq!((r.firings, r.topics, r.consumers), (300, Some(3), Some(4)));
+    assert_eq!(r.pop_max, Some(50));
 }
 
 /// The REST consumers: `keyfire serve` processes started by the bench, batches popped and
@@ -147,6 +178,9 @@ fn burst_through_the_cli_prints_one_json_line_and_a_plot() {
         ("burst", 200, 0, 0)
     );
     assert!(r.last_started_ms.is_some());
+    // Redis's CPU through the burst, and no per-master shares with one Redis.
+    assert!(r.cpu_pct_redis_firing.is_some() && r.cpu_pct_process_firing.is_some());
+    assert_eq!(r.master_command_shares, None);
     let plot = std::fs::read_to_string(&svg).unwrap();
     assert!(plot.starts_with("<svg") && plot.contains("<polyline"));
 }
