@@ -459,15 +459,21 @@ pub(super) async fn run(
     let pb = h.progress.bar(n as u64, "popped and finished");
     let stop = CancellationToken::new();
     let hh = &*h;
+    // The timeline ends with the last finish, not with the consumers, whose last pops wait
+    // up to POP_WAIT for tasks that will not come.
     let ((), points) = tokio::join!(
         async {
             while consumers.iter().any(|c| !c.is_finished()) {
-                pb.set_position(finished.load(Ordering::Relaxed) as u64);
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                let done = finished.load(Ordering::Relaxed);
+                pb.set_position(done as u64);
+                if done >= n {
+                    stop.cancel();
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
             }
             stop.cancel();
         },
-        hh.timeline(first_due, &stop)
+        hh.timeline(first_due, &stop, &|| finished.load(Ordering::Relaxed))
     );
     pb.finish_and_clear();
     for c in consumers {

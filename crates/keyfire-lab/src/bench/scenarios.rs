@@ -284,7 +284,7 @@ async fn measure_firings(
             stop.cancel();
             (all, recorded)
         },
-        hh.timeline(first_ms, &stop)
+        hh.timeline(first_ms, &stop, &|| hh.recorder.count())
     );
     let recorded_ms = recorded_ms?;
     let snap1 = h.snapshot().await;

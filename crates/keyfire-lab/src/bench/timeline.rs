@@ -30,7 +30,7 @@ pub struct Point {
     pub scripts: Option<u64>,
     /// This process's CPU seconds (every node and the harness).
     pub process_cpu_s: f64,
-    /// Runs the bench handler recorded.
+    /// Firings run (the bench handler's records) or, in `queue`, tasks finished.
     pub recorded: usize,
     /// Scheduled claims under way on the nodes (a gauge: waiting for a permit, queued or in
     /// flight).
@@ -42,8 +42,8 @@ pub struct Point {
 }
 
 impl Harness {
-    /// The figures now.
-    pub async fn point(&self) -> Point {
+    /// The figures now; `done` counts what the scenario finished (see [`Point::recorded`]).
+    pub async fn point(&self, done: &(dyn Fn() -> usize + Sync)) -> Point {
         let process_cpu_s = metrics::process_cpu_s();
         let (cpu, stats) = futures::join!(
             info_all(&self.admin, "cpu"),
@@ -68,7 +68,7 @@ impl Harness {
                     .sum()
             }),
             process_cpu_s,
-            recorded: self.recorder.count(),
+            recorded: done(),
             claims_pending: sum(|s| s.claims_pending.load(Relaxed)),
             ahead_waiting: sum(|s| s.ahead_waiting.load(Relaxed)),
             completed: sum(|s| s.completed.load(Relaxed)),
@@ -77,12 +77,17 @@ impl Harness {
 
     /// Points from Redis time `first_ms` (the first due instant) every [`EVERY`] until
     /// `stop` is cancelled, and one more then. Runs beside the phase's own waiting.
-    pub async fn timeline(&self, first_ms: i64, stop: &CancellationToken) -> Vec<Point> {
+    pub async fn timeline(
+        &self,
+        first_ms: i64,
+        stop: &CancellationToken,
+        done: &(dyn Fn() -> usize + Sync),
+    ) -> Vec<Point> {
         tokio::select! {
             _ = self.sleep_until_redis(first_ms) => {}
             _ = stop.cancelled() => {}
         }
-        let mut points = vec![self.point().await];
+        let mut points = vec![self.point(done).await];
         let start = tokio::time::Instant::now();
         let mut k = 1u32;
         loop {
@@ -91,13 +96,13 @@ impl Harness {
                 _ = tokio::time::sleep_until(next) => {}
                 _ = stop.cancelled() => break,
             }
-            points.push(self.point().await);
+            points.push(self.point(done).await);
             // A slow read skips the moments it overran rather than bunching points up.
             while start + EVERY * k <= tokio::time::Instant::now() {
                 k += 1;
             }
         }
-        points.push(self.point().await);
+        points.push(self.point(done).await);
         points
     }
 }
@@ -122,7 +127,7 @@ pub fn busy_pct(points: &[Point]) -> Option<(f64, f64)> {
 /// its end.
 pub fn render(points: &[Point]) -> String {
     let mut out = String::from(
-        "timeline (per interval; gauges at its end)\n     t ms   runs  redis cpu % (per master)  process cpu %  commands  scripts  claims pending  ahead waiting  completed\n",
+        "timeline (per interval; gauges at its end; runs: firings run, or queue tasks finished)\n     t ms   runs  redis cpu % (per master)  process cpu %  commands  scripts  claims pending  ahead waiting  completed\n",
     );
     let Some(first) = points.first() else {
         return out;
