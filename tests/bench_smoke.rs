@@ -124,7 +124,10 @@ async fn queue_delivers_every_task_once_and_finishes_it() {
     assert!(r.lateness_p50_ms.is_some(), "{r:?}");
     assert!(r.lateness_p50_ms.unwrap() >= 0, "ready before due: {r:?}");
     assert!(r.firings_per_s.unwrap() > 0.0 && r.tasks_per_s.unwrap() > 0.0);
-    assert_eq!((r.topics, r.consumers, r.pop_max), (Some(1), Some(8), Some(100)));
+    assert_eq!(
+        (r.topics, r.consumers, r.pop_max),
+        (Some(1), Some(8), Some(100))
+    );
 }
 
 /// The tasks spread round robin over several topics, a consumer or more on each.

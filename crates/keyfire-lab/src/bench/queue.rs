@@ -461,6 +461,7 @@ pub(super) async fn run(
     let hh = &*h;
     // The timeline ends with the last finish, not with the consumers, whose last pops wait
     // up to POP_WAIT for tasks that will not come.
+    let finished_now = || finished.load(Ordering::Relaxed);
     let ((), points) = tokio::join!(
         async {
             while consumers.iter().any(|c| !c.is_finished()) {
@@ -473,7 +474,7 @@ pub(super) async fn run(
             }
             stop.cancel();
         },
-        hh.timeline(first_due, &stop, &|| finished.load(Ordering::Relaxed))
+        hh.timeline(first_due, &stop, &finished_now)
     );
     pb.finish_and_clear();
     for c in consumers {

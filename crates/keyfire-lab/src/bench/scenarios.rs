@@ -162,7 +162,8 @@ impl Memory {
             return;
         };
         if n > 0 {
-            r.redis_memory_bytes_per_pending_job = Some((each.iter().sum::<f64>() / n as f64).round());
+            r.redis_memory_bytes_per_pending_job =
+                Some((each.iter().sum::<f64>() / n as f64).round());
         }
         if each.len() > 1 {
             r.master_memory_shares = shares(&each);
@@ -275,6 +276,7 @@ async fn measure_firings(
 ) -> anyhow::Result<(Report, Vec<i64>)> {
     let stop = CancellationToken::new();
     let hh = &*h;
+    let recorded = || hh.recorder.count();
     let ((all, recorded_ms), points) = tokio::join!(
         async {
             let all = hh
@@ -284,7 +286,7 @@ async fn measure_firings(
             stop.cancel();
             (all, recorded)
         },
-        hh.timeline(first_ms, &stop, &|| hh.recorder.count())
+        hh.timeline(first_ms, &stop, &recorded)
     );
     let recorded_ms = recorded_ms?;
     let snap1 = h.snapshot().await;

@@ -50,7 +50,8 @@ impl Harness {
             info_all(&self.admin, "commandstats")
         );
         let stats = stats.ok();
-        let sum = |f: fn(&keyfire::engine::Stats) -> u64| self.nodes.iter().map(|n| f(n.stats())).sum();
+        let sum =
+            |f: fn(&keyfire::engine::Stats) -> u64| self.nodes.iter().map(|n| f(n.stats())).sum();
         use std::sync::atomic::Ordering::Relaxed;
         Point {
             at: Instant::now(),
@@ -115,8 +116,8 @@ pub fn busy_pct(points: &[Point]) -> Option<(f64, f64)> {
     if wall <= 0.0 {
         return None;
     }
-    let redis: f64 = b.redis_cpu_s.as_ref()?.iter().sum::<f64>()
-        - a.redis_cpu_s.as_ref()?.iter().sum::<f64>();
+    let redis: f64 =
+        b.redis_cpu_s.as_ref()?.iter().sum::<f64>() - a.redis_cpu_s.as_ref()?.iter().sum::<f64>();
     Some((
         round2(redis / wall * 100.0),
         round2((b.process_cpu_s - a.process_cpu_s) / wall * 100.0),
