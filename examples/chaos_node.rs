@@ -25,6 +25,7 @@ use keyfire::clock::SkewedClock;
 use keyfire::{Firing, HandlerError, HandlerResult, Node, Queue, Registry, Settings};
 use keyfire_lab::chaos::consumer;
 use keyfire_lab::chaos::record::{Ev, Outcome, RunEvent, RunLog, host_ms};
+use keyfire_server::settings::ServerSettings;
 
 /// Writes the end event when dropped, so a run that keyfire drops (a hang past its timeout)
 /// still leaves its end in the log.
@@ -145,8 +146,9 @@ async fn consumer(settings: Settings, name: String, run_log: &Path) -> anyhow::R
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let settings = Settings::load(None)?;
-    keyfire_server::cli::init_logging(&settings.log);
+    let server = ServerSettings::load(None)?;
+    keyfire_server::cli::init_logging(&server.log);
+    let settings = server.library();
     let path = std::env::var("KEYFIRE_CHAOS_LOG")
         .map_err(|_| anyhow::anyhow!("KEYFIRE_CHAOS_LOG is not set"))?;
     let skew_ms: i64 = match std::env::var("KEYFIRE_CHAOS_SKEW_MS") {

@@ -9,7 +9,7 @@
 //! ```
 
 use clap::Parser;
-use keyfire::config::{LogSettings, TelemetrySettings};
+use keyfire_server::settings::{LogSettings, TelemetrySettings};
 
 /// As the `keyfire` binary: the cost measured is the one a node pays.
 #[global_allocator]

@@ -5,8 +5,8 @@
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use crate::settings::MetricsSettings;
 use keyfire::Client;
-use keyfire::config::MetricsSettings;
 use keyfire::inspect::ServerMemory;
 use keyfire::metrics::name;
 use keyfire::queue::{Queue, TopicSampler, TopicStats};
@@ -250,7 +250,7 @@ impl ClusterFigures {
                     std::io::ErrorKind::TimedOut,
                     format!("no answer within {} s", READ_TIMEOUT.as_secs()),
                 );
-                return Err(keyfire::Error::redis_op("INFO memory", late.into()));
+                return Err(keyfire::Error::redis_op("INFO memory", late));
             }
         };
         *cached = Some((Instant::now(), m.clone()));

@@ -18,8 +18,8 @@ use std::cell::Cell;
 use std::fmt;
 use std::time::Duration;
 
+use crate::settings::{LogSettings, TelemetrySettings};
 use anyhow::Context as _;
-use keyfire::config::{LogSettings, TelemetrySettings};
 use keyfire::trace::{Start, TraceParent, Value};
 use opentelemetry::Context;
 use opentelemetry::trace::{
@@ -130,7 +130,6 @@ pub fn init(log: &LogSettings, telemetry: &TelemetrySettings) -> anyhow::Result<
 /// The tracer provider: OTLP/HTTP protobuf to `<endpoint>/v1/traces` through the batch
 /// processor, parent-based sampling at `sampling_ratio`, the firing-derived ids.
 fn provider(telemetry: &TelemetrySettings) -> anyhow::Result<SdkTracerProvider> {
-    keyfire::handler::http::install_tls_provider();
     let tls = keyfire::handler::http::default_client_tls().context("telemetry: TLS roots")?;
     let http = reqwest::Client::builder()
         .use_preconfigured_tls(tls)

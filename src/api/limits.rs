@@ -12,8 +12,8 @@ use utoipa::ToSchema;
 use super::ApiState;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{RawJson, decode};
-use keyfire::LimitSpec;
-use keyfire::LimitStatus;
+use keyfire::FlowLimitSpec;
+use keyfire::FlowLimitStatus;
 
 /// Held firings listed by `GET /v1/limits/{key}`, first in line first.
 const HELD_SHOWN: usize = 100;
@@ -22,7 +22,7 @@ const HELD_SHOWN: usize = 100;
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct LimitList {
     /// By key.
-    pub limits: Vec<LimitStatus>,
+    pub limits: Vec<FlowLimitStatus>,
 }
 
 /// A limit, what runs under it, and the firings it holds back.
@@ -30,7 +30,7 @@ pub struct LimitList {
 pub struct LimitView {
     /// The limit and its counts.
     #[serde(flatten)]
-    pub status: LimitStatus,
+    pub status: FlowLimitStatus,
     /// The first firings in line (at most 100), first first.
     pub held_firings: Vec<HeldFiring>,
 }
@@ -72,7 +72,7 @@ async fn view(state: &ApiState, key: &str) -> Result<LimitView, ApiError> {
     path = "/v1/limits/{key}",
     tag = "limits",
     params(("key" = String, Path, description = "The limit key, such as host:api.example.com")),
-    request_body = LimitSpec,
+    request_body = FlowLimitSpec,
     responses(
         (status = 200, description = "Set", body = LimitView),
         (status = 422, description = "Not a valid limit key, or a bound breaks its rule (`field` names it)", body = ErrorBody),
@@ -102,7 +102,7 @@ pub(super) async fn put_limit(
             ));
         }
     }
-    let spec: LimitSpec = decode(body, "")?;
+    let spec: FlowLimitSpec = decode(body, "")?;
     state.client().put_limit(spec).await?;
     Ok(Json(view(&state, &key).await?))
 }

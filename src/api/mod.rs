@@ -56,8 +56,8 @@ pub use auth::{OPEN_PATHS, token_matches};
 pub use error::{ApiError, ErrorBody, ErrorDetail};
 pub use system::live_nodes;
 
+use crate::settings::{ApiSettings, ServerSettings};
 use keyfire::client::Client;
-use keyfire::config::{ApiSettings, Settings};
 use keyfire::error::{Error, Result};
 use keyfire::queue::Queue;
 
@@ -89,7 +89,7 @@ impl std::fmt::Debug for ApiState {
 
 impl ApiState {
     /// The API over `client`, with the `[api]` and node settings of `settings`.
-    pub fn new(client: Client, settings: &Settings) -> Self {
+    pub fn new(client: Client, settings: &ServerSettings) -> Self {
         let token = Some(settings.api.token.clone()).filter(|t| !t.is_empty());
         Self {
             inner: Arc::new(StateInner {

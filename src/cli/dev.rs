@@ -1,6 +1,7 @@
 //! `keyfire dev`: a Redis of its own plus a node with demo jobs, to see firings at once.
 
-use keyfire::config::{RedisMode, Settings};
+use crate::settings::ServerSettings;
+use keyfire::config::RedisMode;
 use keyfire::handler::Registry;
 use keyfire::job::JobSpec;
 use keyfire_testkit::{RedisCluster, RedisOptions, RedisServer};
@@ -21,7 +22,7 @@ pub fn demo_jobs() -> Vec<JobSpec> {
 /// Start redis-server (shipped redis.conf, free port, temp dir) and a node until Ctrl-C. With
 /// `cluster`, a Redis Cluster of its own (3 masters with a replica each) and 12 shards.
 pub async fn run(cluster: bool) -> anyhow::Result<()> {
-    let mut settings = Settings::default();
+    let mut settings = ServerSettings::default();
     super::init_logging(&settings.log);
     if cluster {
         let redis = RedisCluster::start(3, 1)?;
@@ -49,7 +50,7 @@ pub async fn run(cluster: bool) -> anyhow::Result<()> {
 }
 
 /// The dev node: demo jobs, the API on its usual port when free; runs until Ctrl-C.
-async fn run_dev_node(mut settings: Settings) -> anyhow::Result<()> {
+async fn run_dev_node(mut settings: ServerSettings) -> anyhow::Result<()> {
     settings.node.id = "dev-node".into();
     settings.node.drain_timeout = std::time::Duration::from_secs(5);
     settings.jobs = demo_jobs();
@@ -60,6 +61,6 @@ async fn run_dev_node(mut settings: Settings) -> anyhow::Result<()> {
     if std::net::TcpListener::bind(&settings.api.listen).is_err() {
         settings.api.listen = "127.0.0.1:0".into();
     }
-    let registry = Registry::for_node(&settings)?;
+    let registry = Registry::for_node(&settings.library())?;
     super::serve::run_node(settings, registry).await
 }

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::doctor::{self, Finding, Report};
-use keyfire::config::{RedisMode, Settings};
+use crate::settings::ServerSettings;
+use keyfire::config::RedisMode;
 
 /// Exit codes of `keyfire doctor`.
 pub mod exit {
@@ -46,7 +47,7 @@ pub struct DoctorArgs {
 
 /// Run `keyfire doctor`; returns the exit code.
 pub async fn run(args: DoctorArgs) -> u8 {
-    let settings = match Settings::load(args.config.as_deref()) {
+    let settings = match ServerSettings::load(args.config.as_deref()) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");

@@ -7,10 +7,10 @@
 
 use std::error::Error as StdError;
 
+use keyfire::RedisError;
 use keyfire::error::Error;
 #[cfg(feature = "lab")]
 use keyfire_testkit::StartError;
-use redis::{ErrorKind, RedisError, ServerErrorKind};
 
 use crate::api::BindError;
 
@@ -176,39 +176,31 @@ fn of_keyfire(e: &Error) -> (Exit, Option<&'static str>) {
 }
 
 fn of_redis(e: &RedisError) -> (Exit, Option<&'static str>) {
-    if matches!(e.kind(), ErrorKind::Server(ServerErrorKind::NoPerm)) || e.code() == Some("NOPERM")
-    {
+    if e.is_no_perm() {
         return (Exit::RedisRefused, Some(NOPERM));
     }
-    if matches!(e.kind(), ErrorKind::AuthenticationFailed)
-        || matches!(e.code(), Some("WRONGPASS" | "NOAUTH"))
-    {
+    if e.is_auth() {
         return (Exit::RedisRefused, Some(AUTH));
     }
-    if e.is_connection_refusal() || e.is_timeout() || e.is_connection_dropped() || e.is_io_error() {
+    if e.is_transient() {
         return (Exit::RedisUnreachable, Some(UNREACHABLE));
     }
-    match e.kind() {
-        ErrorKind::ClusterConnectionNotFound
-        | ErrorKind::MasterNameNotFoundBySentinel
-        | ErrorKind::NoValidReplicasFoundBySentinel
-        | ErrorKind::Server(
-            ServerErrorKind::BusyLoading
-            | ServerErrorKind::MasterDown
-            | ServerErrorKind::ClusterDown
-            | ServerErrorKind::TryAgain,
-        ) => (Exit::RedisUnreachable, Some(UNREACHABLE)),
-        ErrorKind::EmptySentinelList | ErrorKind::InvalidClientConfig => (Exit::Config, None),
-        ErrorKind::Server(ServerErrorKind::ReadOnly) => (
+    if e.is_client_config() {
+        return (Exit::Config, None);
+    }
+    if e.is_read_only() {
+        return (
             Exit::RedisUnsuitable,
             Some("it is a replica: point redis.url (KEYFIRE__REDIS__URL) at the master"),
-        ),
-        ErrorKind::Server(_) | ErrorKind::Extension | ErrorKind::RESP3NotSupported => (
+        );
+    }
+    if e.is_server_reply() {
+        return (
             Exit::RedisUnsuitable,
             Some("run `keyfire doctor` against it for what to change"),
-        ),
-        _ => (Exit::Failure, None),
+        );
     }
+    (Exit::Failure, None)
 }
 
 /// The error and its causes on one line, each cause once: a cause whose text the line holds

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::remote::{Api, CliResult, EXIT_CODES_HELP, Remote, print_table, segment, short_time};
 use crate::api::limits::{LimitList, LimitView};
-use keyfire::LimitStatus;
+use keyfire::FlowLimitStatus;
 
 /// `keyfire limits …`.
 #[derive(Debug, Args)]
@@ -53,7 +53,7 @@ fn opt(v: Option<u32>) -> String {
     v.map_or("-".to_string(), |v| v.to_string())
 }
 
-fn rows(limits: &[LimitStatus]) {
+fn rows(limits: &[FlowLimitStatus]) {
     let rows: Vec<Vec<String>> = limits
         .iter()
         .map(|l| {

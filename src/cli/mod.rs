@@ -14,7 +14,7 @@ pub mod serve;
 pub mod task;
 pub mod topics;
 
-use keyfire::config::{LogSettings, TelemetrySettings};
+use crate::settings::{LogSettings, TelemetrySettings};
 
 /// Set up `tracing` output: `RUST_LOG` wins over the configured level. No traces: `serve`
 /// sets up both with [`crate::telemetry::init`].

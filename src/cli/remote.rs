@@ -23,7 +23,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use keyfire::config::Settings;
+use crate::settings::ServerSettings;
 
 /// The exit codes documented above.
 pub mod exit {
@@ -119,7 +119,7 @@ impl Remote {
     pub fn api(&self) -> CliResult<Api> {
         let settings = match &self.config {
             Some(path) => Some(
-                Settings::load(Some(path))
+                ServerSettings::load(Some(path))
                     .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?,
             ),
             None => None,
@@ -144,7 +144,6 @@ impl Remote {
             .clone()
             .or_else(|| settings.map(|s| s.api.token))
             .filter(|t| !t.is_empty());
-        keyfire::handler::http::install_tls_provider();
         // The http handler's roots (the system store, else the bundled ones), so the CLI
         // works in a container without a CA store too.
         let tls = keyfire::handler::http::default_client_tls()

@@ -10,8 +10,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::{self, ApiState};
+use crate::settings::ServerSettings;
 use keyfire::client::Client;
-use keyfire::config::Settings;
 use keyfire::error::{Error, Result};
 use keyfire::handler::Registry;
 use keyfire::job::JobSpec;
@@ -52,7 +52,7 @@ fn declared_error(id: &str, e: Error) -> Error {
 
 /// Check every declared job as an upsert would, writing nothing: one bad job stops the start
 /// before anything is applied. Errors name the job's id and the field.
-pub async fn check_declared_jobs(client: &Client, settings: &Settings) -> Result<()> {
+pub async fn check_declared_jobs(client: &Client, settings: &ServerSettings) -> Result<()> {
     let mut seen = HashSet::new();
     for spec in &settings.jobs {
         if !seen.insert(spec.id.as_str()) {
@@ -71,7 +71,7 @@ pub async fn check_declared_jobs(client: &Client, settings: &Settings) -> Result
 
 /// Upsert the jobs declared in the settings, by id, and report the ones that differ from Redis
 /// (naming the fields). With `prune`, delete the recurring jobs that are not declared.
-pub async fn apply_declared_jobs(client: &Client, settings: &Settings) -> Result<()> {
+pub async fn apply_declared_jobs(client: &Client, settings: &ServerSettings) -> Result<()> {
     for spec in &settings.jobs {
         match client.find(&spec.id).await? {
             Some(stored) if same_as_declared(spec, &stored.spec) => {
@@ -98,7 +98,7 @@ pub async fn apply_declared_jobs(client: &Client, settings: &Settings) -> Result
 
 /// Delete recurring (cron or every) jobs that the settings do not declare. One-shot jobs and
 /// tasks are left alone: services enqueue them at run time.
-pub async fn prune(client: &Client, settings: &Settings) -> Result<Vec<String>> {
+pub async fn prune(client: &Client, settings: &ServerSettings) -> Result<Vec<String>> {
     let declared: HashSet<&str> = settings.jobs.iter().map(|j| j.id.as_str()).collect();
     let mut pruned = Vec::new();
     let mut cursor: Option<String> = None;
@@ -134,9 +134,9 @@ pub async fn run(config: Option<&Path>) -> anyhow::Result<()> {
     if let Some(path) = config {
         check_readable(path)?;
     }
-    let settings = Settings::load(config).with_context(what)?;
+    let settings = ServerSettings::load(config).with_context(what)?;
     let telemetry = crate::telemetry::init(&settings.log, &settings.telemetry)?;
-    let registry = Registry::for_node(&settings).with_context(what)?;
+    let registry = Registry::for_node(&settings.library()).with_context(what)?;
     // Not under the config's name: from here on, what fails is Redis, the address or a node
     // part, and the error names the setting itself; except a declared job or limit the file
     // holds, which the file's name helps find.
@@ -209,7 +209,7 @@ impl Served {
 
 /// Bind the API, check the declared jobs, start the node, apply the declared jobs and serve
 /// the API. Nothing is written when a declared job is invalid.
-pub async fn start(settings: Settings, registry: Registry) -> anyhow::Result<Served> {
+pub async fn start(settings: ServerSettings, registry: Registry) -> anyhow::Result<Served> {
     let names = registry.names();
     settings.check()?;
     // The server's Prometheus recorder, before the node records anything (the library
@@ -222,7 +222,7 @@ pub async fn start(settings: Settings, registry: Registry) -> anyhow::Result<Ser
     } else {
         None
     };
-    let client = Client::connect(&settings)
+    let client = Client::connect(&settings.library())
         .await?
         .allow_handlers(names.clone());
     check_declared_jobs(&client, &settings).await?;
@@ -231,7 +231,7 @@ pub async fn start(settings: Settings, registry: Registry) -> anyhow::Result<Ser
         client.put_limit(limit.clone()).await?;
         tracing::info!(key = %limit.key, rate = ?limit.rate, in_flight = ?limit.in_flight, "flow limit declared");
     }
-    let node = Node::new(settings.clone(), registry).start().await?;
+    let node = Node::new(settings.library(), registry).start().await?;
     if let Err(e) = apply_declared_jobs(&client, &settings).await {
         node.shutdown().await;
         return Err(e.into());
@@ -255,7 +255,7 @@ pub async fn start(settings: Settings, registry: Registry) -> anyhow::Result<Ser
 }
 
 /// Start a node and its API, run until a shutdown signal.
-pub async fn run_node(settings: Settings, registry: Registry) -> anyhow::Result<()> {
+pub async fn run_node(settings: ServerSettings, registry: Registry) -> anyhow::Result<()> {
     // Before the start: a SIGTERM sent while the node starts must not kill it half-started.
     let shutdown = super::shutdown_signals();
     let served = start(settings, registry).await?;

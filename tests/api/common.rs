@@ -7,8 +7,8 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::BodyExt;
-use keyfire::Settings;
 use keyfire_server::api::{ApiState, router};
+use keyfire_server::settings::ServerSettings;
 use serde_json::Value;
 use tower::ServiceExt;
 
@@ -60,7 +60,7 @@ impl Api {
         Self::with(|_| {}).await
     }
 
-    pub(crate) async fn with(change: impl FnOnce(&mut Settings)) -> Self {
+    pub(crate) async fn with(change: impl FnOnce(&mut ServerSettings)) -> Self {
         let mut world = World::new().await;
         change(&mut world.settings);
         let client = world.client().await;

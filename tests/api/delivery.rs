@@ -14,7 +14,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::any;
 use keyfire::handler::webhook::{self, SigningSecret, WebhookHeaders};
 use keyfire::store::RunRecord;
-use keyfire::{Client, Error, JobSpec, Node, Registry, Settings};
+use keyfire::{Client, Error, JobSpec, Node, Registry};
+use keyfire_server::settings::ServerSettings;
 use serde_json::{Value, json};
 
 use crate::common::{Api, eventually};
@@ -34,11 +35,12 @@ fn secret(b: u8) -> String {
 /// that checks writes against the same settings.
 async fn node_with(
     w: &World,
-    change: impl FnOnce(&mut Settings),
+    change: impl FnOnce(&mut ServerSettings),
 ) -> (keyfire::engine::NodeHandle, Client) {
     let mut settings = w.settings.clone();
     settings.node.id = "deliver".into();
     change(&mut settings);
+    let settings = settings.library();
     let registry = Registry::for_node(&settings).unwrap();
     let names = registry.names();
     let node = Node::new(settings.clone(), registry).start().await.unwrap();
@@ -78,7 +80,7 @@ async fn runs(client: &Client, id: &str, n: usize) -> Vec<RunRecord> {
 }
 
 fn http_client() -> reqwest::Client {
-    keyfire::handler::http::install_tls_provider();
+    crate::support::install_tls_provider();
     reqwest::Client::new()
 }
 
@@ -732,7 +734,7 @@ async fn a_callback_whose_node_dies_mid_send_is_sent_by_another_node() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outcome_refused_by_the_fence_queues_no_callback() {
     let w = World::new().await;
-    let client = Client::connect(&w.settings)
+    let client = Client::connect(&w.settings.library())
         .await
         .unwrap()
         .allow_handlers(vec!["noop".to_string()]);

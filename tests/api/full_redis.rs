@@ -13,8 +13,9 @@ use std::time::Duration;
 
 use axum::http::StatusCode;
 use keyfire::queue::{NewTask, Queue};
-use keyfire::{Firing, Node, Registry, Settings};
+use keyfire::{Firing, Node, Registry};
 use keyfire_server::api::{ApiState, router};
+use keyfire_server::settings::ServerSettings;
 use keyfire_testkit::RedisOptions;
 use serde_json::{Value, json};
 
@@ -26,7 +27,9 @@ const BIN: &str = env!("CARGO_BIN_EXE_keyfire");
 /// A world on a Redis of 3 MB with noeviction, an API over it with figures read every
 /// 100 ms, and a registry whose `mem` handler records firing ids in memory (a recorder that
 /// writes to Redis would be refused with everything else).
-async fn full_world(node: impl FnOnce(&mut Settings)) -> (Api, Registry, Arc<Mutex<Vec<String>>>) {
+async fn full_world(
+    node: impl FnOnce(&mut ServerSettings),
+) -> (Api, Registry, Arc<Mutex<Vec<String>>>) {
     let options = RedisOptions {
         extra: vec![
             ("maxmemory".into(), "3mb".into()),
@@ -47,7 +50,7 @@ async fn full_world(node: impl FnOnce(&mut Settings)) -> (Api, Registry, Arc<Mut
             Ok(())
         }
     });
-    let client = keyfire::Client::connect(&world.settings)
+    let client = keyfire::Client::connect(&world.settings.library())
         .await
         .unwrap()
         .allow_handlers(registry.names());
@@ -158,7 +161,7 @@ async fn a_full_redis_is_said_plainly_and_everything_comes_back_when_memory_is_f
     let (api, registry, fired) = full_world(|_| {}).await;
     let mut s = api.world.settings.clone();
     s.node.id = "full-1".into();
-    let node = Node::new(s, registry).start().await.unwrap();
+    let node = Node::new(s.library(), registry).start().await.unwrap();
     // Due after Redis is full (filling takes well under a second; 8 s leaves room).
     let later_due = tokio::time::Instant::now() + Duration::from_secs(8);
     for i in 0..3 {
@@ -171,7 +174,7 @@ async fn a_full_redis_is_said_plainly_and_everything_comes_back_when_memory_is_f
         assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     }
     // Reserved before Redis is full: finished and deleted once it is.
-    let queue = Queue::connect(&api.world.settings).await.unwrap();
+    let queue = Queue::connect(&api.world.settings.library()).await.unwrap();
     for _ in 0..2 {
         queue
             .add_task(NewTask::new("work", json!({"w": 1})))
@@ -339,7 +342,7 @@ async fn while_the_node_is_live_one_shot_firings_run_and_recurring_ones_wait() {
     let (api, registry, fired) = full_world(|s| s.node.node_ttl = Duration::from_secs(60)).await;
     let mut s = api.world.settings.clone();
     s.node.id = "full-2".into();
-    let node = Node::new(s, registry).start().await.unwrap();
+    let node = Node::new(s.library(), registry).start().await.unwrap();
     let due = tokio::time::Instant::now() + Duration::from_secs(4);
     let r = api
         .put("/v1/jobs/soon", json!({"after": "4s", "handler": "mem"}))

@@ -55,8 +55,11 @@ async fn start(w: &World, handlers: &HandlerSettings) -> (keyfire::engine::NodeH
     settings.handlers = handlers.clone();
     let registry = Registry::with_builtins_from(handlers).unwrap();
     let names = registry.names();
-    let node = Node::new(settings, registry).start().await.unwrap();
-    let client = Client::connect(&w.settings)
+    let node = Node::new(settings.library(), registry)
+        .start()
+        .await
+        .unwrap();
+    let client = Client::connect(&w.settings.library())
         .await
         .unwrap()
         .allow_handlers(names);

@@ -16,7 +16,7 @@ async fn serve_answers_over_tcp_with_auth() {
         .await
         .unwrap();
     let base = format!("http://{}", served.api_addr().unwrap());
-    keyfire::handler::http::install_tls_provider();
+    crate::support::install_tls_provider();
     let http = reqwest::Client::new();
 
     let health: Value = http

@@ -126,7 +126,10 @@ async fn dashboard_in_headless_chromium() {
     let mut settings = w.settings.clone();
     settings.node.id = "node-b".into();
     settings.api.enabled = false;
-    let second = Node::new(settings, registry.clone()).start().await.unwrap();
+    let second = Node::new(settings.library(), registry.clone())
+        .start()
+        .await
+        .unwrap();
     let base = format!("http://{}", served.api_addr().unwrap());
 
     // The jobs, through the API.
@@ -145,7 +148,7 @@ async fn dashboard_in_headless_chromium() {
         max_attempts: Some(1),
         ..RetrySpec::default()
     });
-    keyfire::handler::http::install_tls_provider();
+    crate::support::install_tls_provider();
     let http = reqwest::Client::new();
     for spec in [
         serde_json::to_value(&xss).unwrap(),

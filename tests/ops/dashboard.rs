@@ -149,7 +149,7 @@ async fn the_overview_sums_the_jobs() {
         Err::<(), _>(HandlerError::retry("boom"))
     });
     w.settings.node.id = "over".into();
-    let node = keyfire::Node::new(w.settings.clone(), registry.clone())
+    let node = keyfire::Node::new(w.settings.library(), registry.clone())
         .start()
         .await
         .unwrap();

@@ -240,7 +240,7 @@ fn serve(config: &std::path::Path) -> Command {
 }
 
 fn client() -> reqwest::Client {
-    keyfire::handler::http::install_tls_provider();
+    crate::support::install_tls_provider();
     reqwest::Client::new()
 }
 

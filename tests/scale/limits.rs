@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use chrono::DateTime;
 use keyfire::config::RedisMode;
-use keyfire::{Client, Firing, JobSpec, LimitSpec, Node, Registry, Settings};
+use keyfire::{Client, Firing, FlowLimitSpec, JobSpec, Node, Registry, Settings};
 use keyfire_testkit::{RedisCluster, RedisServer};
 
 use crate::support::{Recorder, assert_exactly_once, fast_node, wait_for};
@@ -26,7 +26,7 @@ async fn a_limit_holds_across_the_shards_of_a_cluster() {
     s.redis.shards = 12;
     let client = Client::connect(&s).await.unwrap().allow_handlers(["rec"]);
     client
-        .put_limit(LimitSpec::new("k", Some(10), None).with_burst(1))
+        .put_limit(FlowLimitSpec::new("k", Some(10), None).with_burst(1))
         .await
         .unwrap();
     let mut nodes = Vec::new();

@@ -135,3 +135,21 @@ pub(crate) fn tls_redis(
         }
     }
 }
+
+/// Install ring as the process's rustls crypto provider, for the tests' own `reqwest` clients
+/// built with reqwest's default TLS setup (the library installs no provider of its own).
+pub(crate) fn install_tls_provider() {
+    // Err: one is installed already, which serves as well.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// The server's settings around a world's library settings (the server's own sections at
+/// their defaults), for tests that run the server's parts.
+pub(crate) fn server_settings(w: &World) -> keyfire_server::settings::ServerSettings {
+    let mut s = keyfire_server::settings::ServerSettings::default();
+    s.redis = w.settings.redis.clone();
+    s.node = w.settings.node.clone();
+    s.limits = w.settings.limits.clone();
+    s.handlers = w.settings.handlers.clone();
+    s
+}

@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::sync::{Arc, RwLock};
 
-use crate::config::{HttpHandlerSettings, Limits, Settings};
+use crate::config::{HttpHandlerSettings, InputLimits, Settings};
 use crate::error::{Error, Result};
 use crate::inspect::{LiveNode, ServerMemory, Totals};
 use crate::job::{Job, JobSpec, Validation, ValidationError};
@@ -73,7 +73,7 @@ const MAX_TRIES: usize = 8;
 #[derive(Clone)]
 pub struct Client {
     store: Store,
-    limits: Limits,
+    limits: InputLimits,
     /// The `http` handler's settings: its params are checked against them on writes.
     http: HttpHandlerSettings,
     /// Handler names known to be valid: those nodes registered in Redis, plus local ones.
@@ -102,17 +102,17 @@ impl Client {
     /// embedder connects with [`Client::connect`]).
     #[cfg(feature = "internals")]
     #[doc(hidden)]
-    pub fn new(store: Store, limits: Limits) -> Self {
+    pub fn new(store: Store, limits: InputLimits) -> Self {
         Self::over(store, limits)
     }
 
     /// A client over an existing store.
     #[cfg(not(feature = "internals"))]
-    pub(crate) fn new(store: Store, limits: Limits) -> Self {
+    pub(crate) fn new(store: Store, limits: InputLimits) -> Self {
         Self::over(store, limits)
     }
 
-    fn over(store: Store, limits: Limits) -> Self {
+    fn over(store: Store, limits: InputLimits) -> Self {
         Self {
             store,
             limits,

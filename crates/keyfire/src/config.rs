@@ -1,15 +1,20 @@
-//! Node settings: shipped defaults, then a TOML file, then `KEYFIRE__SECTION__KEY` env vars.
+//! The library's settings: where Redis is, how a node runs firings, the bounds on input and
+//! the built-in handlers. A [`Settings`] is plain data with serde support and defaults: a
+//! service fills it in code or deserializes it from its own configuration (the sections and
+//! names are those of the `keyfire` server's TOML file: `[redis]`, `[node]`, `[limits]`,
+//! `[handlers]`), then calls [`Settings::check`]. The server's own sections (`[api]`, `[log]`,
+//! `[[jobs]]`, ...) and its file and `KEYFIRE__` environment loading belong to the `keyfire`
+//! binary, not to the library.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::job::JobSpec;
 
-/// Everything a node or client reads from configuration.
+/// What a node or a client of the library reads from configuration.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
@@ -17,80 +22,11 @@ pub struct Settings {
     pub redis: RedisSettings,
     /// How this node claims and runs firings.
     pub node: NodeSettings,
-    /// Input limits.
-    pub limits: Limits,
-    /// Logging.
-    pub log: LogSettings,
-    /// OpenTelemetry traces, exported by the `keyfire` server (off by default). The library
-    /// itself only emits `tracing` spans; this section tells the server what to do with them.
-    pub telemetry: TelemetrySettings,
-    /// Delete recurring jobs in Redis that are not declared in `jobs` when the node starts.
-    pub prune: bool,
-    /// The REST API the node serves.
-    pub api: ApiSettings,
-    /// The cluster-wide figures `/metrics` reads from Redis (queue, scheduler, memory).
-    pub metrics: MetricsSettings,
+    /// Bounds on the size of jobs' params and tasks' payloads.
+    pub limits: InputLimits,
     /// Settings of the built-in handlers.
     pub handlers: HandlerSettings,
-    /// Jobs declared in the file, upserted (by id) when the node starts.
-    pub jobs: Vec<JobSpec>,
-    /// Flow-control limits declared in the file (`[[flow_limits]]`: `key`, `rate`,
-    /// `in_flight`), set when the node starts. (`[limits]` is the input limits above.)
-    pub flow_limits: Vec<crate::job::LimitSpec>,
 }
-
-/// The REST API a node serves (`/v1`, `/healthz`, `/readyz`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ApiSettings {
-    /// Serve the API from `keyfire serve`.
-    pub enabled: bool,
-    /// `host:port` to listen on. A non-loopback address needs a `token`, and so does a host
-    /// name other than `localhost` (it may resolve to any address).
-    pub listen: String,
-    /// Bearer token every `/v1` request must carry; empty: no auth (loopback only).
-    pub token: String,
-    /// Largest request body, in bytes (413 past it).
-    pub max_body_bytes: usize,
-}
-
-impl Default for ApiSettings {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            listen: "127.0.0.1:8080".into(),
-            token: String::new(),
-            max_body_bytes: 1024 * 1024,
-        }
-    }
-}
-
-/// The cluster-wide figures a node's `/metrics` reads from Redis: the delay queue's topics,
-/// the oldest overdue firing, Redis's memory. Read on a scrape, at most once per
-/// `min_interval`; every node reports the same figures (aggregate them with `max`, not `sum`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct MetricsSettings {
-    /// Shortest time between two reads of the figures from Redis; scrapes in between get the
-    /// last ones.
-    #[serde(with = "humantime_serde")]
-    pub min_interval: Duration,
-    /// Topics with series of their own (the first by name); the others are summed into
-    /// `topic="_other"`. 0: every topic is summed into `_other`.
-    pub max_topics: usize,
-}
-
-impl Default for MetricsSettings {
-    fn default() -> Self {
-        Self {
-            min_interval: Duration::from_secs(5),
-            max_topics: 1_000,
-        }
-    }
-}
-
-/// Most topics [`MetricsSettings::max_topics`] may name: each costs a few series per node.
-pub const MAX_METRICS_TOPICS: usize = 10_000;
 
 /// Settings of the built-in handlers.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -115,9 +51,16 @@ pub struct HttpHandlerSettings {
     /// services; private ranges are allowed (add `10.0.0.0/8` etc. to refuse them, or set
     /// `[]` to allow everything).
     pub blocked_networks: Vec<String>,
-    /// Refuse calls to this node's own API (`api.listen`: its address and port, or, when it
-    /// listens on every interface, any local address at that port).
+    /// Refuse calls to the API this process serves, at [`HttpHandlerSettings::own_api`]: its
+    /// address and port, or, when it listens on every interface, any local address at that
+    /// port.
     pub block_own_api: bool,
+    /// The `host:port` of the API this process serves, which `block_own_api` refuses to call.
+    /// Not read from configuration: the `keyfire` server sets it from `api.listen` when its
+    /// API is enabled; a service that serves an API of its own may set it. None (the
+    /// default): no address is refused for being the process's own.
+    #[serde(skip)]
+    pub own_api: Option<String>,
     /// Signing secrets by target host (patterns as in `allowed_hosts`; the most specific
     /// matching pattern wins): `"orders.internal" = ["whsec_…"]`. Two secrets sign with both
     /// (a rotation). A job's own `signing_secrets` win over these.
@@ -209,6 +152,7 @@ impl Default for HttpHandlerSettings {
                 .map(|s| s.to_string())
                 .collect(),
             block_own_api: true,
+            own_api: None,
             signing_secrets: BTreeMap::new(),
             timeout: Duration::from_secs(30),
             max_timeout: Duration::from_secs(300),
@@ -236,6 +180,7 @@ impl std::fmt::Debug for HttpHandlerSettings {
             .field("allowed_hosts", &self.allowed_hosts)
             .field("blocked_networks", &self.blocked_networks)
             .field("block_own_api", &self.block_own_api)
+            .field("own_api", &self.own_api)
             .field("signing_secrets", &secrets)
             .field("timeout", &self.timeout)
             .field("max_timeout", &self.max_timeout)
@@ -599,15 +544,17 @@ impl Default for NodeSettings {
     }
 }
 
-/// Input limits.
+/// Bounds on the size of what callers hand keyfire (`[limits]`): a job's `params`, a
+/// delay-queue task's payload. Not flow control ([`crate::FlowLimitSpec`]) nor history
+/// retention ([`NodeSettings::history_limit`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct Limits {
+pub struct InputLimits {
     /// Largest `params` of a job, serialized, in bytes.
     pub max_params_bytes: usize,
 }
 
-impl Default for Limits {
+impl Default for InputLimits {
     fn default() -> Self {
         Self {
             max_params_bytes: 64 * 1024,
@@ -615,216 +562,10 @@ impl Default for Limits {
     }
 }
 
-/// Log output.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct LogSettings {
-    /// `human` or `json`.
-    pub format: String,
-    /// A `tracing` filter such as `info` or `keyfire=debug`; `RUST_LOG` wins when set.
-    pub level: String,
-}
-
-impl Default for LogSettings {
-    fn default() -> Self {
-        Self {
-            format: "human".into(),
-            level: "info".into(),
-        }
-    }
-}
-
-/// OpenTelemetry traces (`[telemetry]`): the `keyfire` server exports the spans of firings and
-/// queue tasks over OTLP when `enabled`. Resource attributes come from `service_name` and the
-/// standard `OTEL_SERVICE_NAME` / `OTEL_RESOURCE_ATTRIBUTES` variables (the variable wins).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct TelemetrySettings {
-    /// Export traces.
-    pub enabled: bool,
-    /// The collector's OTLP/HTTP base URL, such as `http://127.0.0.1:4318` (spans go to
-    /// `<endpoint>/v1/traces`).
-    pub endpoint: String,
-    /// The OTLP transport: `http/protobuf`.
-    pub protocol: String,
-    /// The share of firings (of traces) exported, 0 to 1; a trace continued from a sampled
-    /// caller's `traceparent` follows the caller's decision.
-    pub sampling_ratio: f64,
-    /// `service.name` of the spans, unless `OTEL_SERVICE_NAME` says otherwise.
-    pub service_name: String,
-}
-
-impl Default for TelemetrySettings {
-    fn default() -> Self {
-        Self {
-            enabled: false,
-            endpoint: "http://127.0.0.1:4318".into(),
-            protocol: "http/protobuf".into(),
-            sampling_ratio: 1.0,
-            service_name: "keyfire".into(),
-        }
-    }
-}
-
-/// The OTLP transports the server speaks.
-pub const TELEMETRY_PROTOCOLS: &[&str] = &["http/protobuf"];
-
-impl TelemetrySettings {
-    /// Refuse settings that cannot work, naming the setting (checked whether or not
-    /// `enabled`, so turning traces on later cannot stop a node that started).
-    pub fn check(&self) -> Result<()> {
-        let bad = |name: &str, why: String| Err(Error::Config(format!("telemetry.{name}: {why}")));
-        if !(0.0..=1.0).contains(&self.sampling_ratio) {
-            return bad(
-                "sampling_ratio",
-                format!("must be from 0 to 1, not {}", self.sampling_ratio),
-            );
-        }
-        if !TELEMETRY_PROTOCOLS.contains(&self.protocol.as_str()) {
-            return bad(
-                "protocol",
-                format!("must be \"http/protobuf\", not \"{}\"", self.protocol),
-            );
-        }
-        if let Err(why) = check_http_url(&self.endpoint) {
-            return bad(
-                "endpoint",
-                format!(
-                    "'{}' {why}; give the collector's OTLP/HTTP URL, such as http://127.0.0.1:4318",
-                    self.endpoint
-                ),
-            );
-        }
-        if self.service_name.trim().is_empty() {
-            return bad("service_name", "must not be empty".into());
-        }
-        Ok(())
-    }
-}
-
-/// Whether `url` is an `http://` or `https://` URL with a host and, if given, a port number.
-fn check_http_url(url: &str) -> std::result::Result<(), &'static str> {
-    let rest = url
-        .strip_prefix("http://")
-        .or_else(|| url.strip_prefix("https://"))
-        .ok_or("is not an http:// or https:// URL")?;
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    if authority.is_empty() || authority.contains(|c: char| c.is_whitespace() || c == '@') {
-        return Err("has no host");
-    }
-    let port = match authority.strip_prefix('[') {
-        Some(v6) => match v6.split_once(']') {
-            Some((_, "")) => None,
-            Some((_, tail)) => Some(tail.strip_prefix(':').ok_or("has a bad IPv6 host")?),
-            None => return Err("has a bad IPv6 host"),
-        },
-        None => authority.split_once(':').map(|(_, p)| p),
-    };
-    if let Some(port) = port
-        && port.parse::<u16>().is_err()
-    {
-        return Err("has a bad port");
-    }
-    if url.contains(char::is_whitespace) {
-        return Err("holds whitespace");
-    }
-    Ok(())
-}
-
-/// List settings that the environment gives as comma-separated values: (variable, key).
-const LIST_VARS: &[(&str, &str)] = &[
-    ("KEYFIRE__REDIS__NODES", "redis.nodes"),
-    (
-        "KEYFIRE__HANDLERS__HTTP__ALLOWED_HOSTS",
-        "handlers.http.allowed_hosts",
-    ),
-    (
-        "KEYFIRE__HANDLERS__HTTP__BLOCKED_NETWORKS",
-        "handlers.http.blocked_networks",
-    ),
-    (
-        "KEYFIRE__HANDLERS__COMMAND__ALLOWED_PROGRAMS",
-        "handlers.command.allowed_programs",
-    ),
-];
-
-/// Whether `filter` is a `tracing` filter as `RUST_LOG` takes it: comma-separated
-/// directives, each a level or `target[span{field=value}]=level`. A bare word that is not a
-/// level would be read as a target name and silence everything, so it is refused.
-fn is_log_filter(filter: &str) -> bool {
-    const LEVELS: [&str; 6] = ["trace", "debug", "info", "warn", "error", "off"];
-    let is_level = |s: &str| LEVELS.contains(&s.trim().to_ascii_lowercase().as_str());
-    !filter.trim().is_empty()
-        && filter
-            .split(',')
-            .all(|directive| match directive.rsplit_once('=') {
-                // `target=level`, `target[span]=level`, `[span{f=v}]=level`.
-                Some((target, level)) if !level.contains(['}', ']']) => {
-                    is_level(level)
-                        && !target.trim().is_empty()
-                        && target.matches('[').count() == target.matches(']').count()
-                        && target.matches('{').count() == target.matches('}').count()
-                }
-                _ => is_level(directive),
-            })
-}
-
 impl Settings {
-    /// Load defaults, then `file` (if given), then `KEYFIRE__SECTION__KEY` environment variables.
-    ///
-    /// A list setting from the environment is comma-separated:
-    /// `KEYFIRE__REDIS__NODES=redis://a:7000,redis://b:7000`.
-    pub fn load(file: Option<&Path>) -> Result<Self> {
-        Self::load_from(file, std::env::vars())
-    }
-
-    /// [`Settings::load`] with the given environment instead of the process's.
-    pub fn load_from(
-        file: Option<&Path>,
-        env: impl IntoIterator<Item = (String, String)>,
-    ) -> Result<Self> {
-        let env: config::Map<String, String> = env
-            .into_iter()
-            .filter(|(k, _)| k.to_ascii_uppercase().starts_with("KEYFIRE__"))
-            .collect();
-        let mut builder = config::Config::builder();
-        if let Some(path) = file {
-            if !path.exists() {
-                return Err(Error::Config(format!("{} does not exist", path.display())));
-            }
-            builder = builder.add_source(config::File::from(path).format(config::FileFormat::Toml));
-        }
-        builder = builder.add_source(
-            config::Environment::with_prefix("KEYFIRE")
-                .prefix_separator("__")
-                .separator("__")
-                .source(Some(env.clone())),
-        );
-        // The `config` crate splits lists only with `try_parsing`, which would also turn
-        // every numeric-looking string (a token, a password) into a number; split the list
-        // settings here instead.
-        for (var, key) in LIST_VARS {
-            if let Some((_, value)) = env.iter().find(|(k, _)| k.eq_ignore_ascii_case(var)) {
-                let items: Vec<String> = value
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(String::from)
-                    .collect();
-                builder = builder
-                    .set_override(*key, items)
-                    .map_err(|e| Error::Config(format!("{var}: {e}")))?;
-            }
-        }
-        let settings: Settings = builder
-            .build()
-            .and_then(|c| c.try_deserialize())
-            .map_err(|e| Error::Config(e.to_string()))?;
-        settings.check()?;
-        Ok(settings)
-    }
-
-    /// Refuse settings that cannot work, naming the setting.
+    /// Refuse settings that cannot work, naming the setting (`redis.shards`,
+    /// `handlers.http.timeout`, ...). A node and a client check their settings when they
+    /// start; call it first to report a bad one early.
     pub fn check(&self) -> Result<()> {
         let bad = |name: &str, why: &str| Err(Error::Config(format!("{name}: {why}")));
         if self.node.max_concurrent_runs == 0 {
@@ -852,59 +593,7 @@ impl Settings {
                 "must be non-empty without '{', '}' or spaces",
             );
         }
-        if !matches!(self.log.format.as_str(), "human" | "json") {
-            return bad("log.format", "must be \"human\" or \"json\"");
-        }
-        // A bare word that is not a level would be read as a target name and silence
-        // everything; refuse it.
-        if !is_log_filter(&self.log.level) {
-            return bad(
-                "log.level",
-                "must be a level (trace, debug, info, warn, error, off) or a filter such as \"keyfire=debug,info\"",
-            );
-        }
-        if self.api.max_body_bytes == 0 {
-            return bad("api.max_body_bytes", "must be at least 1");
-        }
-        if self.metrics.min_interval < Duration::from_millis(100) {
-            return bad("metrics.min_interval", "must be at least 100ms");
-        }
-        if self.metrics.max_topics > MAX_METRICS_TOPICS {
-            return bad(
-                "metrics.max_topics",
-                &format!("must be at most {MAX_METRICS_TOPICS}"),
-            );
-        }
-        for (i, l) in self.flow_limits.iter().enumerate() {
-            if let Err(e) = l.validate() {
-                return bad(&format!("flow_limits[{i}].{}", e.field), &e.message);
-            }
-        }
-        if self.api.enabled && self.api.token.is_empty() {
-            match self.api.listen.parse::<std::net::SocketAddr>() {
-                Ok(addr) if !addr.ip().is_loopback() => {
-                    return bad(
-                        "api.listen",
-                        "a non-loopback address needs api.token (bearer auth); set a token or listen on 127.0.0.1",
-                    );
-                }
-                Ok(_) => {}
-                // A host name may resolve to any address, and to another one tomorrow: without
-                // a token only `localhost` (loopback by definition) is taken.
-                Err(_) if !is_localhost_name(&self.api.listen) => {
-                    return Err(Error::Config(format!(
-                        "api.listen: '{}' is a host name, which may resolve to a non-loopback \
-                         address; without api.token only a loopback address (127.0.0.1:8080, \
-                         [::1]:8080) or localhost is allowed: set api.token (bearer auth) or \
-                         listen on 127.0.0.1",
-                        self.api.listen
-                    )));
-                }
-                Err(_) => {}
-            }
-        }
         self.handlers.http.check()?;
-        self.telemetry.check()?;
         if self.handlers.command.timeout.is_zero() {
             return bad("handlers.command.timeout", "must be greater than zero");
         }
@@ -918,226 +607,9 @@ impl Settings {
     }
 }
 
-/// Whether a `host:port` listen address names `localhost` (or a name under it, RFC 6761).
-fn is_localhost_name(listen: &str) -> bool {
-    let host = listen.rsplit_once(':').map_or(listen, |(h, _)| h);
-    let host = host.trim_end_matches('.').to_ascii_lowercase();
-    host == "localhost" || host.ends_with(".localhost")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_host_name_without_a_token_is_refused() {
-        let mut s = Settings::default();
-        for name in ["myhost:8080", "keyfire.example.com:80", "0:8080"] {
-            s.api.listen = name.into();
-            let err = s.check().unwrap_err().to_string();
-            assert!(
-                err.contains("api.listen") && err.contains("api.token"),
-                "{name}: {err}"
-            );
-        }
-        for ok in [
-            "localhost:8080",
-            "LOCALHOST:1",
-            "127.0.0.1:8080",
-            "[::1]:8080",
-        ] {
-            s.api.listen = ok.into();
-            s.check().unwrap_or_else(|e| panic!("{ok}: {e}"));
-        }
-        s.api.listen = "myhost:8080".into();
-        s.api.token = "t".into();
-        s.check().unwrap();
-        s.api.token.clear();
-        s.api.enabled = false;
-        s.check().unwrap();
-    }
-
-    #[test]
-    fn example_file_loads_and_matches_defaults_where_it_says_so() {
-        // The shipped example lives at the workspace root.
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../keyfire.example.toml");
-        let s = Settings::load(Some(&path)).unwrap();
-        assert_eq!(s.redis.prefix, "keyfire");
-        assert!(!s.jobs.is_empty());
-        let http = HttpHandlerSettings::default();
-        assert_eq!(s.handlers.http.blocked_networks, http.blocked_networks);
-        assert_eq!(s.handlers.http.block_own_api, http.block_own_api);
-    }
-
-    #[test]
-    fn bad_telemetry_settings_are_refused_by_name() {
-        let refused = |f: &dyn Fn(&mut TelemetrySettings)| {
-            let mut s = Settings::default();
-            f(&mut s.telemetry);
-            s.check().unwrap_err().to_string()
-        };
-        assert!(refused(&|t| t.sampling_ratio = 1.5).contains("telemetry.sampling_ratio"));
-        assert!(refused(&|t| t.sampling_ratio = f64::NAN).contains("telemetry.sampling_ratio"));
-        assert!(refused(&|t| t.protocol = "grpc".into()).contains("telemetry.protocol"));
-        for bad in [
-            "",
-            "127.0.0.1:4318",
-            "http://",
-            "http://host:port",
-            "ftp://host",
-            "http://[::1",
-        ] {
-            let err = refused(&|t| t.endpoint = bad.into());
-            assert!(err.contains("telemetry.endpoint"), "{bad}: {err}");
-        }
-        let mut s = Settings::default();
-        for good in [
-            "http://127.0.0.1:4318",
-            "https://otel.example.com/",
-            "http://[::1]:4318",
-            "http://collector",
-        ] {
-            s.telemetry.endpoint = good.into();
-            s.check().unwrap_or_else(|e| panic!("{good}: {e}"));
-        }
-    }
-
-    #[test]
-    fn metrics_settings_out_of_bounds_are_refused_by_name() {
-        let mut s = Settings::default();
-        s.metrics.min_interval = Duration::from_millis(10);
-        assert!(
-            s.check()
-                .unwrap_err()
-                .to_string()
-                .contains("metrics.min_interval")
-        );
-        let mut s = Settings::default();
-        s.metrics.max_topics = MAX_METRICS_TOPICS + 1;
-        assert!(
-            s.check()
-                .unwrap_err()
-                .to_string()
-                .contains("metrics.max_topics")
-        );
-        s.metrics.max_topics = 0;
-        s.check().unwrap();
-    }
-
-    #[test]
-    fn bad_log_level_is_refused() {
-        let mut s = Settings::default();
-        s.log.level = "verbose".into();
-        assert!(s.check().unwrap_err().to_string().contains("log.level"));
-        s.log.level = "keyfire=debug,info".into();
-        s.check().unwrap();
-        s.log.level = "WARN".into();
-        s.check().unwrap();
-    }
-
-    #[test]
-    fn unknown_setting_is_refused_by_name() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("k.toml");
-        std::fs::write(&path, "[node]\nsweep_intervall = \"1s\"\n").unwrap();
-        let err = Settings::load(Some(&path)).unwrap_err().to_string();
-        assert!(err.contains("sweep_intervall"), "{err}");
-    }
-
-    #[test]
-    fn declared_flow_limits_load_and_a_zero_bound_is_refused_by_name() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("k.toml");
-        let ok = "[[flow_limits]]\nkey = \"host:api.example.com\"\nrate = 100\nin_flight = 10\n\n[[flow_limits]]\nkey = \"mail\"\nin_flight = 2\n";
-        std::fs::write(&path, ok).unwrap();
-        let s = Settings::load(Some(&path)).unwrap();
-        assert_eq!(s.flow_limits.len(), 2);
-        assert_eq!(
-            (s.flow_limits[0].rate, s.flow_limits[1].in_flight),
-            (Some(100), Some(2))
-        );
-        std::fs::write(&path, ok.replace("in_flight = 2", "in_flight = 0")).unwrap();
-        let err = Settings::load(Some(&path)).unwrap_err().to_string();
-        assert!(err.contains("flow_limits[1].in_flight"), "{err}");
-    }
-
-    fn env(vars: &[(&str, &str)]) -> Vec<(String, String)> {
-        vars.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
-    #[test]
-    fn redis_deployment_settings_come_from_the_environment() {
-        let s = Settings::load_from(
-            None,
-            env(&[
-                ("KEYFIRE__REDIS__MODE", "cluster"),
-                (
-                    "KEYFIRE__REDIS__NODES",
-                    "redis://10.0.0.1:7000, redis://10.0.0.2:7000,10.0.0.3:7000",
-                ),
-                ("KEYFIRE__REDIS__USERNAME", "keyfire"),
-                ("KEYFIRE__REDIS__PASSWORD", "0042"),
-                ("KEYFIRE__REDIS__TLS", "true"),
-                ("KEYFIRE__REDIS__TLS_INSECURE", "true"),
-                ("KEYFIRE__REDIS__SHARDS", "16"),
-                ("KEYFIRE__API__TOKEN", "12345"),
-                ("OTHER__REDIS__MODE", "sentinel"),
-            ]),
-        )
-        .unwrap();
-        let r = &s.redis;
-        assert_eq!(r.mode, RedisMode::Cluster);
-        assert_eq!(
-            r.nodes,
-            [
-                "redis://10.0.0.1:7000",
-                "redis://10.0.0.2:7000",
-                "10.0.0.3:7000"
-            ]
-        );
-        assert_eq!(r.username.as_deref(), Some("keyfire"));
-        // Numeric-looking strings stay strings.
-        assert_eq!(r.password.as_deref(), Some("0042"));
-        assert_eq!(s.api.token, "12345");
-        assert!(r.tls && r.tls_insecure);
-        assert_eq!(r.shards, 16);
-
-        let s = Settings::load_from(
-            None,
-            env(&[
-                ("KEYFIRE__REDIS__MODE", "sentinel"),
-                ("KEYFIRE__REDIS__NODES", "127.0.0.1:26379"),
-                ("KEYFIRE__REDIS__SENTINEL_MASTER", "orders"),
-            ]),
-        )
-        .unwrap();
-        assert_eq!(s.redis.mode, RedisMode::Sentinel);
-        assert_eq!(s.redis.nodes, ["127.0.0.1:26379"]);
-        assert_eq!(s.redis.sentinel_master, "orders");
-
-        let err = Settings::load_from(None, env(&[("KEYFIRE__REDIS__MODE", "galaxy")]))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("galaxy"), "{err}");
-    }
-
-    #[test]
-    fn redis_deployment_settings_load_from_a_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("k.toml");
-        std::fs::write(
-            &path,
-            "[redis]\nmode = \"sentinel\"\nnodes = [\"redis://s1:26379\", \"redis://s2:26379\"]\n",
-        )
-        .unwrap();
-        let s = Settings::load_from(Some(&path), Vec::new()).unwrap();
-        assert_eq!(s.redis.mode, RedisMode::Sentinel);
-        assert_eq!(s.redis.nodes.len(), 2);
-        assert_eq!(s.redis.sentinel_master, "mymaster");
-        assert_eq!(s.redis.shards, 1);
-    }
 
     #[test]
     fn bad_redis_deployment_settings_are_refused_by_name() {
@@ -1294,50 +766,30 @@ mod tests {
         });
         assert!(err.contains("name a host pattern"), "{err}");
 
-        // The files are not read by the check (a remote CLI loads the same settings).
-        let s = Settings::load_from(
-            None,
-            env(&[
-                ("KEYFIRE__HANDLERS__HTTP__CA_FILE", "/nowhere/ca.pem"),
-                ("KEYFIRE__HANDLERS__HTTP__CLIENT_CERT", "/nowhere/c.pem"),
-                ("KEYFIRE__HANDLERS__HTTP__CLIENT_KEY", "/nowhere/k.pem"),
-            ]),
-        )
-        .unwrap();
-        assert_eq!(s.handlers.http.ca_file, Some("/nowhere/ca.pem".into()));
-        assert_eq!(
-            s.handlers.http.default_tls().client_key,
-            Some("/nowhere/k.pem".into())
-        );
-        let toml = r#"
-[handlers.http.tls."*.internal.example"]
-ca_file = "/etc/keyfire/internal-ca.pem"
-client_cert = "/etc/keyfire/client.pem"
-client_key = "/etc/keyfire/client.key"
-"#;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("keyfire.toml");
-        std::fs::write(&path, toml).unwrap();
-        let s = Settings::load_from(Some(&path), env(&[])).unwrap();
-        let tls = &s.handlers.http.tls["*.internal.example"];
-        assert_eq!(tls.client_key, Some("/etc/keyfire/client.key".into()));
-        assert!(format!("{s:?}").contains("internal-ca.pem"));
+        let mut s = Settings::default();
+        s.handlers.http.ca_file = Some("/nowhere/ca.pem".into());
+        s.handlers.http.client_cert = Some("/nowhere/c.pem".into());
+        s.handlers.http.client_key = Some("/nowhere/k.pem".into());
+        // The files are not read by the check (a remote CLI checks the same settings).
+        s.check().unwrap();
     }
 
     #[test]
-    fn blocked_networks_come_from_the_environment() {
-        let s = Settings::load_from(
-            None,
-            env(&[(
-                "KEYFIRE__HANDLERS__HTTP__BLOCKED_NETWORKS",
-                "169.254.0.0/16, 10.0.0.0/8",
-            )]),
-        )
-        .unwrap();
-        assert_eq!(
-            s.handlers.http.blocked_networks,
-            ["169.254.0.0/16", "10.0.0.0/8"]
-        );
-        assert_eq!(s.handlers.http.blocked_nets().unwrap().len(), 2);
+    fn library_settings_hold_no_server_section() {
+        let text = serde_json::to_value(Settings::default()).unwrap();
+        let mut sections: Vec<&str> = text
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        sections.sort_unstable();
+        assert_eq!(sections, ["handlers", "limits", "node", "redis"]);
+        Settings::default().check().unwrap();
+        let err =
+            serde_json::from_value::<Settings>(serde_json::json!({"api": {"enabled": false}}))
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains("api"), "{err}");
     }
 }

@@ -15,7 +15,7 @@ use tokio::net::{TcpListener, TcpStream};
 use super::harness::Harness;
 use super::metrics::{Delta, round2};
 use super::{BenchRun, Report};
-use keyfire::LimitSpec;
+use keyfire::FlowLimitSpec;
 use keyfire::job::JobSpec;
 
 /// Default limit of the scenario: deliveries a second, and at once.
@@ -122,7 +122,7 @@ pub(super) async fn run(
     let server = tokio::spawn(serve(listener, seen.clone(), t0));
     let key = "host:127.0.0.1";
     h.client
-        .put_limit(LimitSpec::new(key, Some(rate), Some(in_flight)))
+        .put_limit(FlowLimitSpec::new(key, Some(rate), Some(in_flight)))
         .await?;
     // Let every node hear of the limit (change message) before anything is due.
     tokio::time::sleep(Duration::from_millis(300)).await;

@@ -151,7 +151,6 @@ async fn start_servers(h: &Harness, rest: &RestServers) -> anyhow::Result<Server
     }
     // Plain http to its own nodes; the handler's roots keep a machine without a CA store
     // from failing to build the client.
-    keyfire::handler::http::install_tls_provider();
     let http = reqwest::Client::builder()
         .tls_backend_preconfigured(keyfire::handler::http::default_client_tls()?)
         .build()?;
@@ -326,7 +325,6 @@ pub(super) async fn run(
     let n = report.n;
     let servers = match &rest {
         Some(r) => {
-            keyfire::handler::http::install_tls_provider();
             let s = start_servers(h, r).await?;
             h.progress.note(format!(
                 "queue-rest: {} keyfire serve process(es) at {}",
@@ -407,8 +405,7 @@ pub(super) async fn run(
     let finished = Arc::new(AtomicUsize::new(0));
     let log = Arc::new(Mutex::new(Vec::with_capacity(n)));
     let mut consumers = Vec::with_capacity(shape.consumers);
-    // One client, its connections kept alive (only for the REST consumers: building one needs
-    // the TLS provider installed above).
+    // One client, its connections kept alive (only for the REST consumers).
     let http = match &servers {
         Some(_) => Some(
             reqwest::Client::builder()

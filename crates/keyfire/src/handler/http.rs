@@ -31,9 +31,10 @@
 //!
 //! Names are resolved by the handler's own resolver, which drops the addresses in
 //! `handlers.http.blocked_networks` (link-local and cloud metadata by default) and, for the
-//! port of the node's own API, the node's own addresses; IP literals are checked the same way
-//! before connecting. So the check is made on the address actually connected to, and a DNS
-//! answer that changes between a check and the connection (rebinding) cannot get around it.
+//! port of the API the process serves (`handlers.http.own_api`), its own addresses; IP
+//! literals are checked the same way before connecting. So the check is made on the address
+//! actually connected to, and a DNS answer that changes between a check and the connection
+//! (rebinding) cannot get around it.
 //! System proxy variables are ignored for the same reason.
 //!
 //! TLS (`tls`): `https://` is verified against the system's CA store, or, when the system has
@@ -47,7 +48,7 @@
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
@@ -67,23 +68,17 @@ use crate::trace::{Start, TraceParent, Tracer, Value as TraceValue};
 
 mod tls;
 
-/// Install the process-wide TLS crypto provider (ring) that `reqwest` uses for `https://`.
-/// Safe to call many times; every place that builds a `reqwest::Client` calls it first.
-pub fn install_tls_provider() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        // Err means another provider was installed first, which serves as well.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
-
 /// The TLS configuration the `http` handler uses with default settings: the system's CA
-/// store, or the bundled Mozilla roots when it has none (one warning). For keyfire's other
-/// `reqwest` clients (`.tls_backend_preconfigured(..)`), whose default TLS setup fails to build
-/// without a system CA store.
+/// store, or the bundled Mozilla roots when it has none (one warning). For other `reqwest`
+/// clients of the process (`.tls_backend_preconfigured(..)`), whose default TLS setup fails to
+/// build without a system CA store. Its crypto provider is the process default when one is
+/// installed, else rustls's ring provider (not installed process-wide).
 pub fn default_client_tls() -> Result<rustls::ClientConfig> {
-    let profiles =
-        tls::Profiles::load(&HttpHandlerSettings::default(), tls::DefaultRoots::system())?;
+    let profiles = tls::Profiles::load(
+        &HttpHandlerSettings::default(),
+        tls::DefaultRoots::system(),
+        &tls::default_provider(),
+    )?;
     Ok(profiles.default.config)
 }
 
@@ -472,27 +467,45 @@ fn build_client(guard: Arc<Guard>, own_port: bool, tls: &tls::Profile) -> Result
 }
 
 impl HttpHandler {
-    /// A handler with these settings. It does not know the node's API address: see
-    /// [`HttpHandler::for_node`]. Fails, naming the setting, when a TLS file
+    /// A handler with these settings. It refuses the API at `settings.own_api` when one is
+    /// given (`handlers.http.block_own_api`). Fails, naming the setting, when a TLS file
     /// (`handlers.http.ca_file`, `client_cert`, `client_key`, `handlers.http.tls`) cannot be
     /// read or used.
+    ///
+    /// Its TLS uses the process's default rustls crypto provider when the process installed
+    /// one, else rustls's ring provider, which it uses for its own connections without
+    /// installing it process-wide. [`HttpHandler::with_provider`] chooses another.
     pub fn new(settings: &HttpHandlerSettings) -> Result<Self> {
-        Self::build(settings, None, tls::DefaultRoots::system())
+        Self::with_provider(settings, tls::default_provider())
     }
 
-    /// The handler a node of `settings` runs: it also refuses the node's own API address
-    /// (`handlers.http.block_own_api`). Fails as [`HttpHandler::new`] does.
+    /// [`HttpHandler::new`] with the rustls crypto provider of every TLS connection it makes
+    /// (aws-lc-rs, a FIPS build, ...), which is not installed process-wide.
+    pub fn with_provider(
+        settings: &HttpHandlerSettings,
+        provider: Arc<rustls::crypto::CryptoProvider>,
+    ) -> Result<Self> {
+        Self::build(
+            settings,
+            settings.own_api.as_deref(),
+            tls::DefaultRoots::system(),
+            &provider,
+        )
+    }
+
+    /// The handler a node of `settings` runs: [`HttpHandler::new`] with
+    /// `settings.handlers.http`.
     pub fn for_node(settings: &Settings) -> Result<Self> {
-        let own = settings.api.enabled.then_some(settings.api.listen.as_str());
-        Self::build(&settings.handlers.http, own, tls::DefaultRoots::system())
+        Self::new(&settings.handlers.http)
     }
 
     fn build(
         settings: &HttpHandlerSettings,
         own_api: Option<&str>,
         roots: &tls::DefaultRoots,
+        provider: &Arc<rustls::crypto::CryptoProvider>,
     ) -> Result<Self> {
-        let profiles = tls::Profiles::load(settings, roots)?;
+        let profiles = tls::Profiles::load(settings, roots, provider)?;
         let guard = Arc::new(Guard::new(settings, own_api));
         let clients = Clients::new(&guard, profiles.default)?;
         let tls_clients = profiles
@@ -1215,9 +1228,11 @@ mod tests {
                 assert!(warning.contains(e.as_str()), "{warning}");
             }
             // The handler builds on them; no panic, no error.
-            let h = HttpHandler::build(&HttpHandlerSettings::default(), None, &roots);
+            let provider = tls::default_provider();
+            let h = HttpHandler::build(&HttpHandlerSettings::default(), None, &roots, &provider);
             assert!(h.is_ok(), "{:?}", h.err());
-            let profiles = tls::Profiles::load(&HttpHandlerSettings::default(), &roots).unwrap();
+            let profiles =
+                tls::Profiles::load(&HttpHandlerSettings::default(), &roots, &provider).unwrap();
             assert!(profiles.by_host.is_empty());
             assert!(
                 reqwest::Client::builder()

@@ -2,15 +2,15 @@
 //! and the validated form the engine schedules from ([`Job`]).
 
 mod dedup;
-mod limit;
+mod flow_limit;
 mod policy;
 mod schedule;
 mod spec;
 mod validation;
 
 pub use dedup::{Dedup, DedupSpec, MAX_DEDUP_KEY_LEN, MAX_DEDUP_WINDOW_MS};
-pub use limit::{
-    LIMIT_KEY_PATTERN, LimitSpec, MAX_LIMIT_KEY_LEN, host_limit_key, validate_limit_key,
+pub use flow_limit::{
+    FlowLimitSpec, LIMIT_KEY_PATTERN, MAX_LIMIT_KEY_LEN, host_limit_key, validate_limit_key,
 };
 pub use policy::{
     BACKOFFS, Backoff, MAX_ATTEMPTS_LIMIT, MISFIRE_POLICIES, MisfirePolicy, OVERLAP_POLICIES,

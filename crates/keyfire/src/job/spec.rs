@@ -75,7 +75,7 @@ pub struct JobSpec {
     /// Retries of a failed run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<RetrySpec>,
-    /// The flow-control key this job's firings count against (see `LimitSpec`); default:
+    /// The flow-control key this job's firings count against (see `FlowLimitSpec`); default:
     /// `host:<host>` of an `http` job's URL. A key without a registered limit limits nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit_key: Option<String>,
@@ -243,7 +243,7 @@ impl JobSpec {
         }
     }
 
-    /// Count this job's firings against a flow-control key (see `LimitSpec`).
+    /// Count this job's firings against a flow-control key (see `FlowLimitSpec`).
     pub fn limit_key(mut self, key: impl Into<String>) -> Self {
         self.limit_key = Some(key.into());
         self
@@ -298,7 +298,7 @@ impl JobSpec {
             ));
         }
         if let Some(key) = &self.limit_key {
-            super::limit::validate_limit_key("limit_key", key)?;
+            super::flow_limit::validate_limit_key("limit_key", key)?;
         }
 
         let given: Vec<&str> = [

@@ -70,7 +70,7 @@ use redis::Value;
 use serde::Deserialize;
 
 use crate::client::Client;
-use crate::config::{Limits, Settings};
+use crate::config::{InputLimits, Settings};
 use crate::error::{Error, Result};
 use crate::handler::{Firing, HandlerError, HandlerResult};
 use crate::job::ValidationError;
@@ -185,7 +185,7 @@ impl Queue {
     /// [`Queue::with_blocking_pops`] to block instead. The payload limit is the default
     /// `limits.max_params_bytes`.
     pub fn new(store: Store) -> Self {
-        let limits = Limits::default();
+        let limits = InputLimits::default();
         Self {
             max_payload_bytes: limits.max_params_bytes,
             jobs: Arc::new(Client::new(store.clone(), limits)),

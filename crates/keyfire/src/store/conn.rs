@@ -177,7 +177,8 @@ impl Conn {
                     .route_command(cmd, routing)
                     .await
                     .map_err(|e| Error::redis_op("WAIT", e))?;
-                redis::from_redis_value(v).map_err(|e| Error::redis_op("WAIT", e.into()))?
+                redis::from_redis_value(v)
+                    .map_err(|e| Error::redis_op("WAIT", redis::RedisError::from(e)))?
             }
             _ => cmd
                 .query_async(&mut self.clone())

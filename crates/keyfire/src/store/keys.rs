@@ -388,7 +388,7 @@ impl Keys {
         format!("{}:q:wake:", self.tag)
     }
 
-    // Flow control (`store::limits`).
+    // Flow control (`store::flow_limits`).
 
     /// SET of every limit key that has a limit (meta key: nodes read it to know which keys
     /// are limited, so unlimited firings cost nothing extra).

@@ -6,9 +6,9 @@ mod scripts;
 mod callbacks;
 mod conn;
 mod firings;
+mod flow_limits;
 mod jobs;
 mod keys;
-mod limits;
 mod nodes;
 pub mod notify;
 mod ops;
@@ -26,13 +26,13 @@ pub use callbacks::{CallbackFate, TakenCallback};
 pub use conn::{
     Conn, Mode, client_addr, data_client, parse_cluster_slots, redact_url, sentinel_client,
 };
+pub use flow_limits::{Acquired, FlowLimitStatus, Hold};
 pub use jobs::Deduped;
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use keys::{
     CLUSTER_SLOTS, Keys, LimitKeys, Shards, TASK_BUCKETS, firing_id, parse_firing_id, slot_of,
     stable_hash, task_bucket,
 };
-pub use limits::{Acquired, Hold, LimitStatus};
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use ops::{LiveNode, Totals, parse_info, redis_time_ms, time_reply_ms};
 pub use records::*;

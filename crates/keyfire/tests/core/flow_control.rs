@@ -13,7 +13,7 @@ use axum::Router;
 use axum::http::HeaderMap;
 use axum::routing::any;
 use keyfire::store::Store;
-use keyfire::{JobSpec, LimitSpec};
+use keyfire::{FlowLimitSpec, JobSpec};
 use keyfire_testkit::world::{World, poll_until};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -125,7 +125,7 @@ async fn limits_hold_across_three_nodes_and_a_node_killed_mid_run() {
     // No `limit_key`: an http job counts against its target host.
     let key = "host:127.0.0.1";
     client
-        .put_limit(LimitSpec::new(key, Some(RATE), Some(IN_FLIGHT)))
+        .put_limit(FlowLimitSpec::new(key, Some(RATE), Some(IN_FLIGHT)))
         .await
         .unwrap();
 

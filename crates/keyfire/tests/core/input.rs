@@ -442,7 +442,9 @@ mod fuzz {
                 }
                 std::fs::write(&path, &text).unwrap();
                 // Settings load or are refused with words; a repeated section is a TOML error.
-                if let Err(e) = keyfire::Settings::load_from(Some(&path), Vec::new()) {
+                if let Err(e) =
+                    keyfire_server::settings::ServerSettings::load_from(Some(&path), Vec::new())
+                {
                     prop_assert!(!e.to_string().is_empty(), "{text}");
                 }
                 Ok(())

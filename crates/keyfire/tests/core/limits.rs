@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use keyfire::LimitSpec;
+use keyfire::FlowLimitSpec;
 use keyfire::store::{Acquired, Store};
 use keyfire_testkit::world::World;
 use redis::AsyncCommands;
@@ -30,7 +30,7 @@ fn granted(a: &Acquired) -> bool {
 async fn rate_bound_grants_n_per_second_and_spreads_the_line() {
     let w = World::new().await;
     let s = store(&w).await;
-    s.put_limit(&LimitSpec::new("k", Some(5), None).with_burst(5))
+    s.put_limit(&FlowLimitSpec::new("k", Some(5), None).with_burst(5))
         .await
         .unwrap();
     let mut waits = Vec::new();
@@ -69,7 +69,7 @@ async fn rate_bound_grants_n_per_second_and_spreads_the_line() {
 async fn in_flight_bound_keeps_the_line_in_scheduled_order() {
     let w = World::new().await;
     let s = store(&w).await;
-    s.put_limit(&LimitSpec::new("k", None, Some(2)))
+    s.put_limit(&FlowLimitSpec::new("k", None, Some(2)))
         .await
         .unwrap();
     // Runs take a minute on average: the turns given below are a minute away.
@@ -129,7 +129,7 @@ async fn in_flight_bound_keeps_the_line_in_scheduled_order() {
 async fn a_dead_holders_slot_comes_back_after_its_lease() {
     let w = World::new().await;
     let s = store(&w).await;
-    s.put_limit(&LimitSpec::new("k", None, Some(1)))
+    s.put_limit(&FlowLimitSpec::new("k", None, Some(1)))
         .await
         .unwrap();
     let lease = 300;
@@ -157,7 +157,7 @@ async fn a_dead_holders_slot_comes_back_after_its_lease() {
 async fn absent_waiters_leave_the_line_and_unlimited_keys_track_nothing() {
     let w = World::new().await;
     let s = store(&w).await;
-    s.put_limit(&LimitSpec::new("k", None, Some(1)))
+    s.put_limit(&FlowLimitSpec::new("k", None, Some(1)))
         .await
         .unwrap();
     assert!(granted(
@@ -254,7 +254,7 @@ async fn hold_requeues_the_same_attempt_and_is_fenced() {
 async fn same_instant_waiters_keep_the_order_they_asked_in() {
     let w = World::new().await;
     let s = store(&w).await;
-    s.put_limit(&LimitSpec::new("k", None, Some(1)))
+    s.put_limit(&FlowLimitSpec::new("k", None, Some(1)))
         .await
         .unwrap();
     let at = w.redis_ms().await;
@@ -282,7 +282,7 @@ async fn same_instant_waiters_keep_the_order_they_asked_in() {
 async fn rate_is_paced_after_the_burst() {
     let w = World::new().await;
     let s = store(&w).await;
-    s.put_limit(&LimitSpec::new("k", Some(10), None).with_burst(2))
+    s.put_limit(&FlowLimitSpec::new("k", Some(10), None).with_burst(2))
         .await
         .unwrap();
     assert!(granted(&ask(&s, "k", "a:1", 1).await));
@@ -317,7 +317,7 @@ async fn a_named_key_limits_any_handler() {
     let w = World::new().await;
     let client = w.client().await.allow_handlers(["slow"]);
     client
-        .put_limit(LimitSpec::new("work", None, Some(2)))
+        .put_limit(FlowLimitSpec::new("work", None, Some(2)))
         .await
         .unwrap();
     let nodes = [w.node("a").await, w.node("b").await];
@@ -374,7 +374,7 @@ async fn a_named_key_limits_any_handler() {
 async fn one_call_decides_a_batch_in_order() {
     let w = World::new().await;
     let s = store(&w).await;
-    s.put_limit(&LimitSpec::new("k", Some(5), Some(10)).with_burst(5))
+    s.put_limit(&FlowLimitSpec::new("k", Some(5), Some(10)).with_burst(5))
         .await
         .unwrap();
     let fids: Vec<String> = (0..7).map(|i| format!("b{i}:{i}")).collect();

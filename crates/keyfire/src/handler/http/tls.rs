@@ -89,10 +89,10 @@ impl DefaultRoots {
     }
 }
 
-/// The crypto provider the handler's TLS uses: the process default (installed by
-/// [`super::install_tls_provider`] unless the embedder installed another).
-fn provider() -> Arc<CryptoProvider> {
-    super::install_tls_provider();
+/// The crypto provider keyfire's TLS uses when the caller gives none: the process default
+/// if the process installed one (`CryptoProvider::install_default`), else rustls's ring
+/// provider, used by keyfire's own configurations only and never installed process-wide.
+pub(super) fn default_provider() -> Arc<CryptoProvider> {
     CryptoProvider::get_default()
         .cloned()
         .unwrap_or_else(|| Arc::new(rustls::crypto::ring::default_provider()))
@@ -261,15 +261,18 @@ pub(super) struct Profiles {
 impl Profiles {
     /// Read the TLS files `settings` names and make the configurations, trusting `roots` and
     /// the `ca_file`s.
-    pub(super) fn load(settings: &HttpHandlerSettings, roots: &DefaultRoots) -> Result<Self> {
-        let provider = provider();
-        let top = Material::load("handlers.http", &settings.default_tls(), &provider)?;
-        let default = Profile::new("handlers.http".into(), roots, &top, None, &provider)?;
+    pub(super) fn load(
+        settings: &HttpHandlerSettings,
+        roots: &DefaultRoots,
+        provider: &Arc<CryptoProvider>,
+    ) -> Result<Self> {
+        let top = Material::load("handlers.http", &settings.default_tls(), provider)?;
+        let default = Profile::new("handlers.http".into(), roots, &top, None, provider)?;
         let mut by_host = Vec::with_capacity(settings.tls.len());
         for (pattern, tls) in &settings.tls {
             let setting = format!("handlers.http.tls.\"{pattern}\"");
-            let own = Material::load(&setting, tls, &provider)?;
-            let profile = Profile::new(setting, roots, &top, Some(&own), &provider)?;
+            let own = Material::load(&setting, tls, provider)?;
+            let profile = Profile::new(setting, roots, &top, Some(&own), provider)?;
             by_host.push((pattern.trim().to_ascii_lowercase(), profile));
         }
         super::most_specific_first(&mut by_host);

@@ -20,8 +20,10 @@ pub const LIMIT_KEY_PATTERN: &str = "^[A-Za-z0-9_.:-]+$";
 /// the order of its scheduled instant.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+// The REST API's schema keeps its name.
+#[cfg_attr(feature = "openapi", schema(as = LimitSpec))]
 #[serde(deny_unknown_fields)]
-pub struct LimitSpec {
+pub struct FlowLimitSpec {
     /// The limit key: `host:<host>` for the `http` handler's target hosts, or any name jobs
     /// give in `limit_key`. Letters, digits, `_ . : -`, at most 200 bytes. In
     /// `PUT /v1/limits/{key}` it may be left out (the path gives it).
@@ -44,7 +46,7 @@ pub struct LimitSpec {
     pub in_flight: Option<u32>,
 }
 
-impl LimitSpec {
+impl FlowLimitSpec {
     /// A limit on `key`.
     pub fn new(key: impl Into<String>, rate: Option<u32>, in_flight: Option<u32>) -> Self {
         Self {
@@ -176,30 +178,43 @@ mod tests {
 
     #[test]
     fn zero_bounds_are_refused_by_name() {
-        let e = LimitSpec::new("k", Some(0), None).validate().unwrap_err();
+        let e = FlowLimitSpec::new("k", Some(0), None)
+            .validate()
+            .unwrap_err();
         assert_eq!(e.field, "rate");
-        let e = LimitSpec::new("k", Some(5), Some(0))
+        let e = FlowLimitSpec::new("k", Some(5), Some(0))
             .validate()
             .unwrap_err();
         assert_eq!(e.field, "in_flight");
-        let e = LimitSpec::new("k", None, None).validate().unwrap_err();
+        let e = FlowLimitSpec::new("k", None, None).validate().unwrap_err();
         assert_eq!(e.field, "rate");
-        let e = LimitSpec::new("a b", Some(1), None).validate().unwrap_err();
+        let e = FlowLimitSpec::new("a b", Some(1), None)
+            .validate()
+            .unwrap_err();
         assert_eq!(e.field, "key");
         assert!(
-            LimitSpec::new("host:a.b", Some(1), Some(2))
+            FlowLimitSpec::new("host:a.b", Some(1), Some(2))
                 .validate()
                 .is_ok()
         );
         for (spec, field) in [
-            (LimitSpec::new("k", Some(5), None).with_burst(0), "burst"),
-            (LimitSpec::new("k", None, Some(5)).with_burst(2), "burst"),
-            (LimitSpec::new("k", Some(5), None).with_burst(6), "burst"),
+            (
+                FlowLimitSpec::new("k", Some(5), None).with_burst(0),
+                "burst",
+            ),
+            (
+                FlowLimitSpec::new("k", None, Some(5)).with_burst(2),
+                "burst",
+            ),
+            (
+                FlowLimitSpec::new("k", Some(5), None).with_burst(6),
+                "burst",
+            ),
         ] {
             assert_eq!(spec.validate().unwrap_err().field, field, "{spec:?}");
         }
         assert!(
-            LimitSpec::new("k", Some(5), None)
+            FlowLimitSpec::new("k", Some(5), None)
                 .with_burst(5)
                 .validate()
                 .is_ok()

@@ -3,11 +3,13 @@
 //! keyfire turn it on):
 //!
 //! ```sh
-//! KEYFIRE__REDIS__URL=redis://127.0.0.1:6379 cargo run --example embed
+//! REDIS_URL=redis://127.0.0.1:6379 cargo run -p keyfire-embed-example
 //! ```
 //!
-//! The library needs only `keyfire`, `tokio` and `serde_json`; it installs no global
-//! `tracing` subscriber or `metrics` recorder, so the service keeps its own.
+//! It is a package of its own, built as a service builds it: `keyfire` with its default
+//! features and without `internals`, `tokio` with only the features named here, and
+//! `serde_json`. The library installs no global `tracing` subscriber, `metrics` recorder or
+//! rustls crypto provider, so the service keeps its own.
 
 use keyfire::{Client, Firing, HandlerError, JobSpec, Node, Registry, Settings};
 
@@ -24,8 +26,13 @@ async fn send_report(firing: Firing) -> Result<(), HandlerError> {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // Defaults, then the file (None: no file), then KEYFIRE__SECTION__KEY environment variables.
-    let settings = Settings::load(None)?;
+    // The library's settings are plain data with defaults (and serde support, to read them
+    // from the service's own configuration): here, the defaults and the service's Redis.
+    let mut settings = Settings::default();
+    if let Ok(url) = std::env::var("REDIS_URL") {
+        settings.redis.url = url;
+    }
+    settings.check()?;
 
     let mut registry = Registry::with_builtins();
     registry.register("send-report", send_report);

@@ -4,20 +4,20 @@
 
 use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::job::{LimitSpec, validate_limit_key};
-use crate::store::LimitStatus;
+use crate::job::{FlowLimitSpec, validate_limit_key};
+use crate::store::FlowLimitStatus;
 
 impl Client {
     /// Set (create or replace) a limit. A bound of 0, a key that is not a valid limit key,
     /// or neither bound given is refused with the field named, and nothing is written.
-    pub async fn put_limit(&self, spec: LimitSpec) -> Result<LimitStatus> {
+    pub async fn put_limit(&self, spec: FlowLimitSpec) -> Result<FlowLimitStatus> {
         spec.validate()?;
         self.store().put_limit(&spec).await?;
         self.limit(&spec.key).await
     }
 
     /// The limit of `key`, with what runs and waits under it now.
-    pub async fn limit(&self, key: &str) -> Result<LimitStatus> {
+    pub async fn limit(&self, key: &str) -> Result<FlowLimitStatus> {
         validate_limit_key("key", key)?;
         self.store()
             .limit_status(key)
@@ -26,7 +26,7 @@ impl Client {
     }
 
     /// Every limit, by key.
-    pub async fn limits(&self) -> Result<Vec<LimitStatus>> {
+    pub async fn limits(&self) -> Result<Vec<FlowLimitStatus>> {
         self.store().limits().await
     }
 

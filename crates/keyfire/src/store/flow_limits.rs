@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::*;
 use crate::error::{Error, Result};
-use crate::job::LimitSpec;
+use crate::job::FlowLimitSpec;
 
 script!(ACQUIRE, "limit_acquire.lua");
 script!(RELEASE, "limit_release.lua");
@@ -85,7 +85,9 @@ pub struct Hold<'a> {
 /// A limit key's limit and what is happening under it now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct LimitStatus {
+// The REST API's schema keeps its name.
+#[cfg_attr(feature = "openapi", schema(as = LimitStatus))]
+pub struct FlowLimitStatus {
     /// The limit key.
     pub key: String,
     /// Most firings started per second, if bounded.
@@ -106,12 +108,12 @@ pub struct LimitStatus {
     pub held: u64,
 }
 
-impl LimitStatus {
+impl FlowLimitStatus {
     /// The limit as declared.
-    pub fn spec(&self) -> LimitSpec {
-        LimitSpec {
+    pub fn spec(&self) -> FlowLimitSpec {
+        FlowLimitSpec {
             burst: self.burst,
-            ..LimitSpec::new(self.key.clone(), self.rate, self.in_flight)
+            ..FlowLimitSpec::new(self.key.clone(), self.rate, self.in_flight)
         }
     }
 }
@@ -119,7 +121,7 @@ impl LimitStatus {
 impl Store {
     /// Set (create or replace) the limit of `spec.key` (validated by the caller) and tell
     /// every node.
-    pub async fn put_limit(&self, spec: &LimitSpec) -> Result<()> {
+    pub async fn put_limit(&self, spec: &FlowLimitSpec) -> Result<()> {
         let k = self.keys().limit(&spec.key);
         let mut conn = self.conn.clone();
         let mut set = Vec::new();
@@ -173,7 +175,7 @@ impl Store {
     }
 
     /// The limit of `key` and what runs and waits under it; None when it has no limit.
-    pub async fn limit_status(&self, key: &str) -> Result<Option<LimitStatus>> {
+    pub async fn limit_status(&self, key: &str) -> Result<Option<FlowLimitStatus>> {
         let k = self.keys().limit(key);
         let now = self.time_ms().await?;
         let mut pipe = redis::pipe();
@@ -189,7 +191,7 @@ impl Store {
         if rate.is_none() && in_flight.is_none() {
             return Ok(None);
         }
-        Ok(Some(LimitStatus {
+        Ok(Some(FlowLimitStatus {
             key: key.to_string(),
             rate,
             burst,
@@ -201,7 +203,7 @@ impl Store {
     }
 
     /// Every limit, by key.
-    pub async fn limits(&self) -> Result<Vec<LimitStatus>> {
+    pub async fn limits(&self) -> Result<Vec<FlowLimitStatus>> {
         let mut keys: Vec<String> = self.limit_keys().await?.into_iter().collect();
         keys.sort();
         let mut out = Vec::with_capacity(keys.len());
