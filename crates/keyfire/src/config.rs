@@ -393,10 +393,48 @@ impl Default for RedisSettings {
     }
 }
 
+/// The error for a setting that needs a feature of the `keyfire` crate this build leaves out.
+pub(crate) fn missing_feature(setting: &str, feature: &str) -> Error {
+    Error::Config(format!(
+        "{setting}: needs the `{feature}` feature of the keyfire crate, which this build \
+         leaves out (the keyfire server has it; a service turns it on in its Cargo.toml: \
+         keyfire = {{ features = [\"{feature}\"] }})"
+    ))
+}
+
+/// Whether `url` names TLS (`rediss://`).
+fn is_tls_url(url: &str) -> bool {
+    url.trim().to_ascii_lowercase().starts_with("rediss://")
+}
+
 impl RedisSettings {
+    /// Refuse a deployment this build cannot reach: a mode or TLS whose feature
+    /// (`cluster`, `sentinel`, `tls`) is left out.
+    fn check_features(&self) -> Result<()> {
+        if self.mode == RedisMode::Cluster && !cfg!(feature = "cluster") {
+            return Err(missing_feature("redis.mode = \"cluster\"", "cluster"));
+        }
+        if self.mode == RedisMode::Sentinel && !cfg!(feature = "sentinel") {
+            return Err(missing_feature("redis.mode = \"sentinel\"", "sentinel"));
+        }
+        if !cfg!(feature = "tls") {
+            if self.tls {
+                return Err(missing_feature("redis.tls", "tls"));
+            }
+            if self.mode == RedisMode::Standalone && is_tls_url(&self.url) {
+                return Err(missing_feature("redis.url (rediss://)", "tls"));
+            }
+            if self.mode != RedisMode::Standalone && self.nodes.iter().any(|n| is_tls_url(n)) {
+                return Err(missing_feature("redis.nodes (rediss://)", "tls"));
+            }
+        }
+        Ok(())
+    }
+
     /// Refuse connection settings that cannot work, naming the setting.
     pub fn check(&self) -> Result<()> {
         let bad = |name: &str, why: String| Err(Error::Config(format!("{name}: {why}")));
+        self.check_features()?;
         match self.mode {
             RedisMode::Standalone => {
                 if redis::parse_redis_url(&self.url).is_none() {
@@ -659,6 +697,48 @@ mod tests {
         s.redis.nodes = vec!["redis://127.0.0.1:7000".into(), "127.0.0.1:7001".into()];
         s.redis.shards = 1024;
         s.check().unwrap();
+    }
+
+    #[test]
+    fn a_deployment_this_build_leaves_out_is_refused_naming_the_feature() {
+        let check = |f: &dyn Fn(&mut RedisSettings)| {
+            let mut s = Settings::default();
+            f(&mut s.redis);
+            s.check()
+        };
+        let cluster = check(&|r| {
+            r.mode = RedisMode::Cluster;
+            r.nodes = vec!["redis://127.0.0.1:7000".into()];
+        });
+        let sentinel = check(&|r| {
+            r.mode = RedisMode::Sentinel;
+            r.nodes = vec!["127.0.0.1:26379".into()];
+        });
+        let tls = check(&|r| r.tls = true);
+        let rediss = check(&|r| r.url = "rediss://127.0.0.1:6380/0".into());
+        for (result, on, setting, feature) in [
+            (cluster, cfg!(feature = "cluster"), "redis.mode", "cluster"),
+            (
+                sentinel,
+                cfg!(feature = "sentinel"),
+                "redis.mode",
+                "sentinel",
+            ),
+            (tls, cfg!(feature = "tls"), "redis.tls", "tls"),
+            (rediss, cfg!(feature = "tls"), "redis.url", "tls"),
+        ] {
+            match result {
+                Ok(()) => assert!(on, "{setting} passed without the {feature} feature"),
+                Err(e) => {
+                    let e = e.to_string();
+                    assert!(!on, "{setting}: {e}");
+                    assert!(
+                        e.contains(setting) && e.contains(&format!("`{feature}` feature")),
+                        "{e}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -6,21 +6,37 @@
 //! `Script::invoke_async` run on it as on a `ConnectionManager`. In cluster mode a pipeline
 //! or a script must keep its keys in one slot (one hash tag), as keyfire's keys do.
 
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+#[cfg(feature = "sentinel")]
+use std::sync::RwLock;
+use std::time::Duration;
+#[cfg(feature = "sentinel")]
+use std::time::Instant;
 
+#[cfg(feature = "sentinel")]
+use redis::ServerErrorKind;
+#[cfg(feature = "tls")]
+use redis::TlsCertificates;
+#[cfg(all(feature = "tls", any(feature = "cluster", feature = "sentinel")))]
+use redis::TlsMode;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+#[cfg(feature = "cluster")]
 use redis::cluster::ClusterClientBuilder;
+#[cfg(feature = "cluster")]
 use redis::cluster_async::ClusterConnection;
+#[cfg(feature = "cluster")]
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+#[cfg(feature = "sentinel")]
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use redis::{
     Client, Cmd, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisError, RedisFuture,
-    RedisResult, ServerErrorKind, TlsCertificates, TlsMode, Value,
+    RedisResult, Value,
 };
 
 pub use crate::config::RedisMode as Mode;
-use crate::config::{RedisSettings, node_addr};
+use crate::config::RedisSettings;
+#[cfg(feature = "sentinel")]
+use crate::config::node_addr;
 use crate::error::{Error, Result};
 
 /// Longest wait for one reply from Redis. redis-rs's default (500 ms) turned slow replies to
@@ -32,6 +48,7 @@ pub(super) const CONNECTION_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Sentinel mode: after asking the sentinels, wait at least this long before asking again
 /// (every failing command would otherwise ask them).
+#[cfg(feature = "sentinel")]
 const MIN_RESOLVE_INTERVAL: Duration = Duration::from_millis(200);
 
 /// One connection handle for every mode: cheap to clone, multiplexed, reconnecting.
@@ -41,6 +58,7 @@ const MIN_RESOLVE_INTERVAL: Duration = Duration::from_millis(200);
 #[derive(Clone)]
 pub struct Conn {
     kind: Kind,
+    #[cfg_attr(not(feature = "cluster"), allow(dead_code))]
     access: Arc<Access>,
 }
 
@@ -51,7 +69,9 @@ enum Kind {
         // Boxed: a client with TLS settings is large (clippy::large_enum_variant).
         client: Box<Client>,
     },
+    #[cfg(feature = "sentinel")]
     Sentinel(SentinelConn),
+    #[cfg(feature = "cluster")]
     Cluster(ClusterConnection),
 }
 
@@ -61,7 +81,9 @@ impl std::fmt::Debug for Conn {
         d.field("mode", &self.mode());
         match &self.kind {
             Kind::Standalone { client, .. } => d.field("server", &client_addr(client)),
+            #[cfg(feature = "sentinel")]
             Kind::Sentinel(s) => d.field("master", &s.current().addr),
+            #[cfg(feature = "cluster")]
             Kind::Cluster(_) => d.field("seeds", &self.access.seeds),
         };
         d.finish()
@@ -93,7 +115,14 @@ impl Conn {
                     client: Box::new(client),
                 }
             }
+            #[cfg(feature = "sentinel")]
             Mode::Sentinel => Kind::Sentinel(SentinelConn::connect(s, access.clone()).await?),
+            // `RedisSettings::check` refused these above, naming the feature.
+            #[cfg(not(feature = "sentinel"))]
+            Mode::Sentinel => return Err(crate::config::missing_feature("redis.mode", "sentinel")),
+            #[cfg(not(feature = "cluster"))]
+            Mode::Cluster => return Err(crate::config::missing_feature("redis.mode", "cluster")),
+            #[cfg(feature = "cluster")]
             Mode::Cluster => {
                 let builder = access.cluster_builder(s)?;
                 let client = builder
@@ -115,7 +144,9 @@ impl Conn {
     pub fn mode(&self) -> Mode {
         match self.kind {
             Kind::Standalone { .. } => Mode::Standalone,
+            #[cfg(feature = "sentinel")]
             Kind::Sentinel(_) => Mode::Sentinel,
+            #[cfg(feature = "cluster")]
             Kind::Cluster(_) => Mode::Cluster,
         }
     }
@@ -125,7 +156,9 @@ impl Conn {
     pub fn server(&self) -> Option<String> {
         match &self.kind {
             Kind::Standalone { client, .. } => Some(client_addr(client)),
+            #[cfg(feature = "sentinel")]
             Kind::Sentinel(s) => Some(s.current().addr),
+            #[cfg(feature = "cluster")]
             Kind::Cluster(_) => None,
         }
     }
@@ -137,10 +170,12 @@ impl Conn {
     pub async fn masters(&self) -> Result<Vec<Client>> {
         match &self.kind {
             Kind::Standalone { client, .. } => Ok(vec![(**client).clone()]),
+            #[cfg(feature = "sentinel")]
             Kind::Sentinel(s) => {
                 let current = s.resolve(None, true).await?;
                 Ok(vec![current.client])
             }
+            #[cfg(feature = "cluster")]
             Kind::Cluster(conn) => {
                 let slots = cluster_slots(conn).await?;
                 let mut seen = Vec::new();
@@ -165,7 +200,11 @@ impl Conn {
     pub async fn wait_replicas(&self, key: &str, replicas: u32, timeout_ms: u64) -> Result<u32> {
         let mut cmd = redis::cmd("WAIT");
         cmd.arg(replicas).arg(timeout_ms);
+        // One connection, one master: the key picks the master in a cluster only.
+        #[cfg(not(feature = "cluster"))]
+        let _ = key;
         let acked: i64 = match &self.kind {
+            #[cfg(feature = "cluster")]
             Kind::Cluster(conn) => {
                 let route = redis::cluster_routing::Route::with_key(
                     key,
@@ -195,7 +234,9 @@ impl Conn {
         let one = |addr: String| vec![addr; keys.len()];
         match &self.kind {
             Kind::Standalone { client, .. } => Ok(one(client_addr(client))),
+            #[cfg(feature = "sentinel")]
             Kind::Sentinel(s) => Ok(one(s.current().addr)),
+            #[cfg(feature = "cluster")]
             Kind::Cluster(conn) => {
                 let slots = cluster_slots(conn).await?;
                 keys.iter()
@@ -222,7 +263,9 @@ impl ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match &mut self.kind {
             Kind::Standalone { manager, .. } => manager.req_packed_command(cmd),
+            #[cfg(feature = "sentinel")]
             Kind::Sentinel(s) => s.req_packed_command(cmd),
+            #[cfg(feature = "cluster")]
             Kind::Cluster(c) => c.req_packed_command(cmd),
         }
     }
@@ -237,7 +280,9 @@ impl ConnectionLike for Conn {
             Kind::Standalone { manager, .. } => {
                 manager.req_packed_commands(pipeline, offset, count)
             }
+            #[cfg(feature = "sentinel")]
             Kind::Sentinel(s) => s.req_packed_commands(pipeline, offset, count),
+            #[cfg(feature = "cluster")]
             Kind::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
@@ -245,7 +290,9 @@ impl ConnectionLike for Conn {
     fn get_db(&self) -> i64 {
         match &self.kind {
             Kind::Standalone { manager, .. } => manager.get_db(),
+            #[cfg(feature = "sentinel")]
             Kind::Sentinel(s) => s.current().manager.get_db(),
+            #[cfg(feature = "cluster")]
             Kind::Cluster(c) => c.get_db(),
         }
     }
@@ -319,6 +366,7 @@ pub fn redact_url(url: &str) -> String {
 
 /// `CLUSTER SLOTS` as (first slot, last slot, master host, master port), asked of any node
 /// (tried a few times: a node may be down while the cluster fails over).
+#[cfg(feature = "cluster")]
 async fn cluster_slots(conn: &ClusterConnection) -> Result<Vec<(u16, u16, String, u16)>> {
     let mut last = None;
     for attempt in 0..5 {
@@ -412,20 +460,27 @@ struct Access {
     password: Option<String>,
     tls: Option<Tls>,
     /// Sentinel or cluster addresses, for messages.
+    #[cfg_attr(not(feature = "cluster"), allow(dead_code))]
     seeds: Vec<String>,
 }
 
 struct Tls {
     insecure: bool,
+    #[cfg_attr(not(feature = "tls"), allow(dead_code))]
     ca_pem: Option<Vec<u8>>,
 }
 
 impl Access {
     fn from_settings(s: &RedisSettings) -> Result<Self> {
         let tls = if s.tls {
-            // rustls needs a process-wide crypto provider; keyfire builds rustls with ring
-            // only. Installing fails harmlessly when one is installed already.
-            let _ = rustls::crypto::ring::default_provider().install_default();
+            // redis-rs builds its rustls configuration on the process-wide crypto provider.
+            // The caller chooses it by installing one before connecting; without one, ring
+            // (the provider keyfire builds rustls with) is installed here, as rustls itself
+            // would on first use.
+            #[cfg(feature = "tls")]
+            if rustls::crypto::CryptoProvider::get_default().is_none() {
+                let _ = rustls::crypto::ring::default_provider().install_default();
+            }
             let ca_pem = match &s.tls_ca {
                 Some(path) => Some(std::fs::read(path).map_err(|e| {
                     Error::Config(format!("redis.tls_ca: cannot read {}: {e}", path.display()))
@@ -447,6 +502,7 @@ impl Access {
         })
     }
 
+    #[cfg(feature = "tls")]
     fn certs(&self) -> Option<TlsCertificates> {
         let tls = self.tls.as_ref()?;
         // Verification off: no roots needed (and a CA would turn verification back on).
@@ -459,6 +515,7 @@ impl Access {
         })
     }
 
+    #[cfg(all(feature = "tls", any(feature = "cluster", feature = "sentinel")))]
     fn tls_mode(&self) -> Option<TlsMode> {
         self.tls.as_ref().map(|t| {
             if t.insecure {
@@ -472,14 +529,17 @@ impl Access {
     /// A client for `target` (a URL or a `ConnectionInfo`) with the credentials and TLS applied.
     fn client(&self, target: impl IntoConnectionInfo) -> RedisResult<Client> {
         let info = self.apply(target.into_connection_info()?);
-        let tls_addr = matches!(info.addr(), ConnectionAddr::TcpTls { .. });
-        match self.certs() {
-            Some(certs) if tls_addr => Client::build_with_tls(info, certs),
-            _ => Client::open(info),
+        #[cfg(feature = "tls")]
+        if matches!(info.addr(), ConnectionAddr::TcpTls { .. })
+            && let Some(certs) = self.certs()
+        {
+            return Client::build_with_tls(info, certs);
         }
+        Client::open(info)
     }
 
     /// A client for one data node.
+    #[cfg(feature = "cluster")]
     fn node_client(&self, host: &str, port: u16) -> RedisResult<Client> {
         self.client(ConnectionAddr::Tcp(host.to_string(), port))
     }
@@ -519,6 +579,7 @@ impl Access {
         info.set_addr(addr).set_redis_settings(redis_info)
     }
 
+    #[cfg(feature = "cluster")]
     fn cluster_builder(&self, s: &RedisSettings) -> Result<ClusterClientBuilder> {
         let seeds = s
             .nodes
@@ -551,9 +612,11 @@ impl Access {
         if let Some(password) = &self.password {
             b = b.password(password);
         }
+        #[cfg(feature = "tls")]
         if let Some(mode) = self.tls_mode() {
             b = b.tls(mode);
         }
+        #[cfg(feature = "tls")]
         if let Some(certs) = self.certs() {
             b = b.certs(certs);
         }
@@ -579,12 +642,14 @@ impl Access {
     }
 }
 
+#[cfg(feature = "sentinel")]
 /// Sentinel mode: a connection to the master the sentinels name, re-resolved on failover.
 ///
 /// Clones share the connection: when one clone finds the master moved, all use the new one.
 #[derive(Clone)]
 pub(super) struct SentinelConn(Arc<SentinelShared>);
 
+#[cfg(feature = "sentinel")]
 struct SentinelShared {
     /// The sentinels; one lookup at a time.
     resolver: tokio::sync::Mutex<Resolver>,
@@ -593,11 +658,13 @@ struct SentinelShared {
     access: Arc<Access>,
 }
 
+#[cfg(feature = "sentinel")]
 struct Resolver {
     client: SentinelClient,
     last: Option<Instant>,
 }
 
+#[cfg(feature = "sentinel")]
 /// The master in use.
 #[derive(Clone)]
 struct Master {
@@ -608,6 +675,7 @@ struct Master {
     generation: u64,
 }
 
+#[cfg(feature = "sentinel")]
 impl SentinelConn {
     async fn connect(s: &RedisSettings, access: Arc<Access>) -> Result<Self> {
         let mut sentinels = Vec::new();
@@ -660,11 +728,13 @@ impl SentinelConn {
         if let Some(password) = sentinel_password {
             b = b.set_client_to_sentinel_password(password);
         }
+        #[cfg(feature = "tls")]
         if let Some(mode) = access.tls_mode() {
             b = b
                 .set_client_to_redis_tls_mode(mode)
                 .set_client_to_sentinel_tls_mode(mode);
         }
+        #[cfg(feature = "tls")]
         if let Some(certs) = access.certs() {
             b = b
                 .set_client_to_redis_certificates(certs.clone())
@@ -823,6 +893,7 @@ impl SentinelConn {
     }
 }
 
+#[cfg(feature = "sentinel")]
 impl ConnectionLike for SentinelConn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         Box::pin(self.command(cmd))
@@ -842,6 +913,7 @@ impl ConnectionLike for SentinelConn {
     }
 }
 
+#[cfg(feature = "sentinel")]
 /// Sentinel mode: a dead master should surface fast (so the sentinels are asked), not after
 /// the default six reconnect attempts with growing pauses.
 fn sentinel_manager_config() -> ConnectionManagerConfig {
@@ -851,6 +923,7 @@ fn sentinel_manager_config() -> ConnectionManagerConfig {
         .set_max_delay(Duration::from_millis(200))
 }
 
+#[cfg(feature = "sentinel")]
 async fn open_master(client: &mut SentinelClient) -> RedisResult<(Client, ConnectionManager)> {
     let master = tokio::time::timeout(RESPONSE_TIMEOUT, client.async_get_client())
         .await
@@ -866,6 +939,7 @@ async fn open_master(client: &mut SentinelClient) -> RedisResult<(Client, Connec
     Ok((master, manager))
 }
 
+#[cfg(feature = "sentinel")]
 fn with_scheme(node: &str) -> String {
     if node.contains("://") {
         node.to_string()
@@ -874,6 +948,7 @@ fn with_scheme(node: &str) -> String {
     }
 }
 
+#[cfg(feature = "sentinel")]
 /// Errors after which the master may have moved: the connection failed, or the server says
 /// it is no longer a writable master.
 fn may_have_moved(e: &RedisError) -> bool {
@@ -884,6 +959,7 @@ fn may_have_moved(e: &RedisError) -> bool {
         || not_executed(e)
 }
 
+#[cfg(feature = "sentinel")]
 /// Errors that mean the command was not executed, so it may be sent again to a new master:
 /// no connection could be made, or the server refused it as a replica (`READONLY`) or as a
 /// master without its replicas (`MASTERDOWN`).
@@ -898,10 +974,10 @@ fn not_executed(e: &RedisError) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use redis::cluster_routing::Slot;
-
+    #[cfg(feature = "cluster")]
     #[test]
     fn key_slots_match_redis_rs() {
+        use redis::cluster_routing::Slot;
         // keys::slot_of (the crc16 crate) against redis-rs's own slot computation.
         for key in [
             "a",
@@ -997,6 +1073,7 @@ mod tests {
         assert_eq!(client_addr(&client), "h:7000");
     }
 
+    #[cfg(feature = "sentinel")]
     #[test]
     fn failover_errors_are_told_apart() {
         let refused = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
