@@ -1,5 +1,5 @@
-//! Reductions of violations the chaos rounds found, each as the smallest deterministic test;
-//! all three were fixed in 97b0b84 and stay as regression tests.
+//! Reductions of violations the chaos rounds found, each as the smallest deterministic test
+//! of what keyfire guarantees instead.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -83,7 +83,7 @@ async fn wait_for(what: &str, limit: Duration, cond: impl Fn() -> bool) {
 /// runs the new job's firing with the deleted job's params, and schedules the next firing
 /// by the deleted job's schedule (a firing no current schedule produces).
 ///
-/// Fixed in 97b0b84: a job takes a new generation when created, the claim compares
+/// What prevents it: a job takes a new generation when created, the claim compares
 /// generation and version, and the spec cache is dropped after every resubscribe.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_that_missed_a_delete_runs_the_recreated_job_with_the_deleted_spec() {
@@ -190,7 +190,7 @@ async fn a_node_that_missed_a_delete_runs_the_recreated_job_with_the_deleted_spe
 /// firing is finished without ever succeeding; no retry, no takeover, no dead letter. Unless
 /// the sweeper happens to take the lease over first, the firing is lost silently.
 ///
-/// Fixed in 97b0b84: a run cancelled for a lost lease records nothing; its lease hands the
+/// What prevents it: a run cancelled for a lost lease records nothing; its lease hands the
 /// firing over as the next attempt.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_whose_lease_expired_during_a_client_pause_is_never_retried() {
@@ -250,7 +250,7 @@ async fn a_run_whose_lease_expired_during_a_client_pause_is_never_retried() {
 /// leaves the firing's entries in the retry ZSET and the attempts hash, and `claim_retry`
 /// only checks that some job of that id exists.
 ///
-/// Fixed in 97b0b84: a delete drops its job's queued attempts and leases.
+/// What prevents it: a delete drops its job's queued attempts and leases.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_of_a_deleted_job_runs_under_the_job_created_again() {
     let redis = RedisServer::start().expect("start redis-server");

@@ -25,13 +25,21 @@
 //! - [`inspect`]: read-only diagnostics of the Redis keyfire uses (one server's `INFO`,
 //!   settings and clock, a deployment's masters, the data's layout), for tools like a doctor.
 //! - [`clock`]: wall clocks (real or skewed for tests) and the offset to Redis time.
-//! - [`config`]: node settings, loaded from defaults, a TOML file and `KEYFIRE__…` env vars;
+//! - [`config`]: the library's settings (`redis`, `node`, `limits`, `handlers`): plain serde
+//!   data with defaults, which the service fills or deserializes from its own configuration;
 //!   it checks webhook secrets with the signing primitives below it (re-exported as
 //!   [`handler::webhook`]), so the handlers can read their settings from it.
 //! - [`metrics`]: the names of the metrics the engine records through the `metrics` facade
 //!   (keyfire never installs a recorder).
 //! - [`trace`]: W3C trace context, and the [`trace::Tracer`] a process installs to export the
 //!   engine's and the queue's `tracing` spans as traces (keyfire installs none).
+//!
+//! Features: `http` (default: the built-in `http` handler), `cluster`, `sentinel` and `tls`
+//! (Redis Cluster, Redis Sentinel, TLS to Redis; settings asking for one this build leaves out
+//! are refused, naming the feature), `openapi` (OpenAPI schemas on the REST API's types).
+//! keyfire installs no `tracing` subscriber, `metrics` recorder or rustls crypto provider:
+//! the `http` handler takes the process's default provider when one is installed, else uses
+//! ring for its own connections ([`handler::http::HttpHandler::with_provider`] picks another).
 //!
 //! Every due decision is taken by Redis's clock inside a script (G3); a firing is claimed
 //! at most once because the claim compare-and-sets the job's entry in the due ZSET (G1);
@@ -75,4 +83,9 @@ pub use error::{Error, RedisError, Result};
 pub use handler::{Firing, Handler, HandlerError, HandlerResult, Registry};
 pub use job::{FlowLimitSpec, JobSpec, ValidationError};
 pub use queue::Queue;
+
+/// The README's Rust snippet, compiled as a doctest so it cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
 pub use store::{DeadLetter, Fate, FlowLimitStatus, JobRecord, JobStatus, RunRecord};
