@@ -46,7 +46,10 @@ fn building_the_builtins_installs_no_tls_provider() {
 
 /// A firing of the `http` handler of `settings` calling `url`.
 #[cfg(feature = "http")]
-async fn call(settings: &keyfire::config::HttpHandlerSettings, url: &str) -> keyfire::HandlerResult {
+async fn call(
+    settings: &keyfire::config::HttpHandlerSettings,
+    url: &str,
+) -> keyfire::HandlerResult {
     use keyfire::{Firing, Handler};
     let handler = keyfire::handler::http::HttpHandler::new(settings).expect("the http handler");
     handler
@@ -100,6 +103,11 @@ async fn a_library_only_service_calls_127_0_0_1_8080() {
 
     let mut server = library.handlers.http.clone();
     server.own_api = Some("127.0.0.1:8080".into());
-    let refused = call(&server, url).await.expect_err("the own API is refused");
-    assert!(format!("{refused:?}").contains("block_own_api"), "{refused:?}");
+    let refused = call(&server, url)
+        .await
+        .expect_err("the own API is refused");
+    assert!(
+        format!("{refused:?}").contains("block_own_api"),
+        "{refused:?}"
+    );
 }
