@@ -731,3 +731,21 @@ client_key = "/etc/keyfire/client.key"
         assert_eq!(s.handlers.http.blocked_nets().unwrap().len(), 2);
     }
 }
+
+/// The server's tests keep the server's settings in their world (its API and log sections
+/// beside the library's).
+#[cfg(feature = "lab")]
+impl keyfire_testkit::world::WorldSettings for ServerSettings {
+    fn library(&self) -> Settings {
+        ServerSettings::library(self)
+    }
+    fn redis(&self) -> &keyfire::config::RedisSettings {
+        &self.redis
+    }
+    fn redis_mut(&mut self) -> &mut keyfire::config::RedisSettings {
+        &mut self.redis
+    }
+    fn node_mut(&mut self) -> &mut keyfire::config::NodeSettings {
+        &mut self.node
+    }
+}

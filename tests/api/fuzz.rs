@@ -66,3 +66,94 @@ fn random_input_gets_4xx_and_writes_nothing() {
         })
         .unwrap();
 }
+
+/// The server's settings file, fuzzed: any mix of sections and keys loads or is refused with
+/// words, never a panic.
+mod settings_files_fuzz {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestRunner};
+
+    fn runner(cases: u32) -> TestRunner {
+        TestRunner::new(Config {
+            cases,
+            failure_persistence: None,
+            ..Config::default()
+        })
+    }
+
+    fn toml_value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<i64>().prop_map(|n| n.to_string()),
+            any::<bool>().prop_map(|b| b.to_string()),
+            "[ -~&&[^\"\\\\]]{0,16}".prop_map(|s| format!("\"{s}\"")),
+            prop::sample::select(vec![
+                "\"1s\"",
+                "\"0s\"",
+                "\"myhost:8080\"",
+                "\"0.0.0.0:1\"",
+                "\"cluster\"",
+                "[]",
+                "[\"*\"]",
+                "{}",
+                "\"redis://127.0.0.1:1\"",
+                "\"[::1]:8080\"",
+            ])
+            .prop_map(str::to_string),
+        ]
+    }
+
+    #[test]
+    fn settings_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.toml");
+        let section = prop::sample::select(vec![
+            "redis",
+            "node",
+            "api",
+            "log",
+            "limits",
+            "handlers.http",
+            "handlers.command",
+            "bogus",
+        ]);
+        let key = prop::sample::select(vec![
+            "url",
+            "prefix",
+            "mode",
+            "listen",
+            "token",
+            "max_body_bytes",
+            "enabled",
+            "heartbeat_interval",
+            "node_ttl",
+            "sweep_interval",
+            "lease",
+            "level",
+            "format",
+            "allowed_hosts",
+            "allowed_programs",
+            "timeout",
+            "max_concurrent_runs",
+            "shards",
+            "nodes",
+            "x",
+        ]);
+        let line = (section, key, toml_value());
+        runner(256)
+            .run(&prop::collection::vec(line, 0..6), |lines| {
+                let mut text = String::new();
+                for (section, key, value) in lines {
+                    text.push_str(&format!("[{section}]\n{key} = {value}\n"));
+                }
+                std::fs::write(&path, &text).unwrap();
+                // Settings load or are refused with words; a repeated section is a TOML error.
+                if let Err(e) =
+                    keyfire_server::settings::ServerSettings::load_from(Some(&path), Vec::new())
+                {
+                    prop_assert!(!e.to_string().is_empty(), "{text}");
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+}

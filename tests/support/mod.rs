@@ -10,6 +10,10 @@ use keyfire_testkit::{RedisOptions, RedisServer};
 
 pub(crate) use keyfire_testkit::world::*;
 
+/// A test's world on the server's settings (its `api`, `log` and `jobs` sections beside the
+/// library's).
+pub(crate) type World = keyfire_testkit::world::WorldOf<keyfire_server::settings::ServerSettings>;
+
 /// Run `keyfire dev <args>` (the quick start), wait until its three quick demo jobs have
 /// fired (its log says so), stop it with SIGINT and check it exits cleanly. Returns its log.
 pub(crate) fn run_keyfire_dev(args: &[&str]) -> Vec<String> {
@@ -141,15 +145,4 @@ pub(crate) fn tls_redis(
 pub(crate) fn install_tls_provider() {
     // Err: one is installed already, which serves as well.
     let _ = rustls::crypto::ring::default_provider().install_default();
-}
-
-/// The server's settings around a world's library settings (the server's own sections at
-/// their defaults), for tests that run the server's parts.
-pub(crate) fn server_settings(w: &World) -> keyfire_server::settings::ServerSettings {
-    let mut s = keyfire_server::settings::ServerSettings::default();
-    s.redis = w.settings.redis.clone();
-    s.node = w.settings.node.clone();
-    s.limits = w.settings.limits.clone();
-    s.handlers = w.settings.handlers.clone();
-    s
 }

@@ -26,7 +26,7 @@ pub use sentinel::RedisSentinelSet;
 pub use server::{
     MANAGED_RENAMES, REDIS_CONF, RedisOptions, RedisServer, StartError, managed_from_env,
 };
-pub use world::{Recorder, Seen, World};
+pub use world::{Recorder, Seen, World, WorldOf, WorldSettings};
 
 /// Run one command on the server at `addr` (`host:port`) over a short-lived connection.
 fn query<T: redis::FromRedisValue>(addr: &str, cmd: &redis::Cmd) -> io::Result<T> {

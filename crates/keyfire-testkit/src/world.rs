@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use keyfire::clock::Clock;
+use keyfire::config::{NodeSettings, RedisSettings};
 use keyfire::engine::NodeHandle;
 use keyfire::{Client, Firing, HandlerResult, Node, Registry, Settings};
 use redis::aio::ConnectionManager;
@@ -23,12 +24,43 @@ const KEYFIRE_ACL: &str = include_str!("../../../redis/keyfire.acl");
 
 static PREFIX: AtomicUsize = AtomicUsize::new(0);
 
+/// The settings a [`WorldOf`] keeps: the library's [`Settings`], or a server's settings that
+/// hold them (the server's tests use its own, with its API and log sections).
+pub trait WorldSettings: Default + Clone + Send + Sync + 'static {
+    /// The library's part.
+    fn library(&self) -> Settings;
+    /// Where Redis is, and the key prefix.
+    fn redis(&self) -> &RedisSettings;
+    /// The same, to change.
+    fn redis_mut(&mut self) -> &mut RedisSettings;
+    /// The node's timings.
+    fn node_mut(&mut self) -> &mut NodeSettings;
+}
+
+impl WorldSettings for Settings {
+    fn library(&self) -> Settings {
+        self.clone()
+    }
+    fn redis(&self) -> &RedisSettings {
+        &self.redis
+    }
+    fn redis_mut(&mut self) -> &mut RedisSettings {
+        &mut self.redis
+    }
+    fn node_mut(&mut self) -> &mut NodeSettings {
+        &mut self.node
+    }
+}
+
+/// A test's world on the library's settings.
+pub type World = WorldOf<Settings>;
+
 /// A test's world: its own Redis and key prefix.
-pub struct World {
+pub struct WorldOf<S = Settings> {
     /// Its redis-server.
     pub redis: RedisServer,
     /// Settings for its nodes and clients: its Redis, its prefix, [`fast_node`] timings.
-    pub settings: Settings,
+    pub settings: S,
     /// What the handlers of [`World::registry`] saw.
     pub recorder: Recorder,
 }
@@ -62,7 +94,7 @@ pub async fn confined_user(redis: &RedisServer, prefix: &str) -> String {
     format!("redis://confined:confined-pw@127.0.0.1:{}/0", redis.port())
 }
 
-impl World {
+impl<S: WorldSettings> WorldOf<S> {
     /// A world on a fresh redis-server (as a managed service offers it under
     /// `KEYFIRE_TEST_REDIS_MANAGED=1`).
     pub async fn new() -> Self {
@@ -80,14 +112,15 @@ impl World {
             options
         };
         let redis = RedisServer::start_with(options).expect("start redis-server");
-        let mut settings = Settings::default();
-        settings.redis.url = redis.url();
-        settings.redis.prefix = format!("kt{}", PREFIX.fetch_add(1, Ordering::Relaxed));
-        fast_node(&mut settings.node);
+        let mut settings = S::default();
+        settings.redis_mut().url = redis.url();
+        settings.redis_mut().prefix = format!("kt{}", PREFIX.fetch_add(1, Ordering::Relaxed));
+        fast_node(settings.node_mut());
         // KEYFIRE_TEST_REDIS_ACL=1: keyfire connects as a user with only the shipped
         // redis/keyfire.acl (the fixtures' own reads stay on the default user).
         if std::env::var("KEYFIRE_TEST_REDIS_ACL").is_ok_and(|v| !v.is_empty()) {
-            settings.redis.url = confined_user(&redis, &settings.redis.prefix).await;
+            let url = confined_user(&redis, &settings.redis().prefix).await;
+            settings.redis_mut().url = url;
         }
         let recorder = Recorder::new(&redis.url()).await;
         Self {
@@ -180,16 +213,17 @@ impl World {
 
     /// A started node `id` on this world's settings and [`World::registry`].
     pub async fn node(&self, id: &str) -> NodeHandle {
-        self.node_with(id, self.settings.clone(), None).await
+        self.node_with(id, self.settings.library(), None).await
     }
 
     /// A started node `id` on `settings` (and `clock`, if given) with [`World::registry`].
     pub async fn node_with(
         &self,
         id: &str,
-        mut settings: Settings,
+        settings: impl Into<Settings>,
         clock: Option<Arc<dyn Clock>>,
     ) -> NodeHandle {
+        let mut settings: Settings = settings.into();
         settings.node.id = id.into();
         let mut node = Node::new(settings, self.registry());
         if let Some(c) = clock {
@@ -200,7 +234,7 @@ impl World {
 
     /// A client that may schedule every handler of [`World::registry`].
     pub async fn client(&self) -> Client {
-        Client::connect(&self.settings)
+        Client::connect(&self.settings.library())
             .await
             .expect("client")
             .allow_handlers(self.registry().names())
@@ -237,7 +271,7 @@ impl World {
     /// world's prefix.
     pub async fn wait_idle(&self, limit: Duration) {
         let mut c = self.conn().await;
-        let r = &self.settings.redis;
+        let r = self.settings.redis();
         let shards = keyfire::store::Shards::new(&r.prefix, r.shards as usize);
         let deadline = tokio::time::Instant::now() + limit;
         loop {
@@ -512,21 +546,22 @@ where
 }
 
 /// Delay-queue fixtures: nodes that serve the `topic` handler, and queues.
-impl World {
+impl<S: WorldSettings> WorldOf<S> {
     /// [`World::registry`] plus the `topic` handler on this world's Redis.
     pub fn queue_registry(&self) -> Registry {
         let mut r = self.registry();
-        keyfire::queue::serve_topics(&mut r, &self.settings.redis);
+        keyfire::queue::serve_topics(&mut r, self.settings.redis());
         r
     }
 
     /// A node that serves the `topic` handler (so delayed tasks become ready).
     pub async fn queue_node(&self, id: &str) -> NodeHandle {
-        self.queue_node_with(id, self.settings.clone()).await
+        self.queue_node_with(id, self.settings.library()).await
     }
 
     /// A node `id` on `settings` that serves the `topic` handler.
-    pub async fn queue_node_with(&self, id: &str, mut settings: Settings) -> NodeHandle {
+    pub async fn queue_node_with(&self, id: &str, settings: impl Into<Settings>) -> NodeHandle {
+        let mut settings: Settings = settings.into();
         settings.node.id = id.into();
         Node::new(settings, self.queue_registry())
             .start()
@@ -536,7 +571,7 @@ impl World {
 
     /// A queue whose pops block (`BLPOP`).
     pub async fn queue(&self) -> keyfire::queue::Queue {
-        keyfire::queue::Queue::connect(&self.settings)
+        keyfire::queue::Queue::connect(&self.settings.library())
             .await
             .expect("queue")
     }

@@ -70,7 +70,7 @@ async fn behind_proxy(w: &World, id: &str, log: &Log) -> (Proxy, NodeHandle) {
     let mut s = w.settings.clone();
     s.redis.url = proxy.url();
     s.node.id = id.into();
-    let node = Node::new(s.library(), registry(log.clone()))
+    let node = Node::new(s.clone(), registry(log.clone()))
         .start()
         .await
         .unwrap();
@@ -101,7 +101,7 @@ async fn cut_off_node_stops_before_the_takeover(mode: Mode) {
     run_on_a(&w, &log).await;
     let mut direct = w.settings.clone();
     direct.node.id = "b".into();
-    let b = Node::new(direct.library(), registry(log.clone()))
+    let b = Node::new(direct.clone(), registry(log.clone()))
         .start()
         .await
         .unwrap();

@@ -252,7 +252,7 @@ async fn sharded_jobs_fire_exactly_once_on_every_shard() {
     let mut other = w.settings.clone();
     other.redis.shards = 4;
     other.node.id = "d".into();
-    let refused = keyfire::Node::new(other.library(), w.registry())
+    let refused = keyfire::Node::new(other.clone(), w.registry())
         .start()
         .await;
     let err = refused

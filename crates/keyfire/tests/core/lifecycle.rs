@@ -157,7 +157,7 @@ async fn node_start_checks_expired_events() {
     .await;
     let mut settings = w.settings.clone();
     settings.redis.enable_notifications = false;
-    let err = Node::new(settings.library(), Registry::with_builtins())
+    let err = Node::new(settings.clone(), Registry::with_builtins())
         .start()
         .await
         .err()
@@ -174,7 +174,7 @@ async fn node_start_checks_expired_events() {
             "{err}"
         );
         // Nor can it turn them on.
-        let err = Node::new(w.settings.library(), Registry::with_builtins())
+        let err = Node::new(w.settings.clone(), Registry::with_builtins())
             .start()
             .await
             .err()
@@ -187,7 +187,7 @@ async fn node_start_checks_expired_events() {
         "{err}"
     );
 
-    let node = Node::new(w.settings.library(), Registry::with_builtins())
+    let node = Node::new(w.settings.clone(), Registry::with_builtins())
         .start()
         .await
         .unwrap();

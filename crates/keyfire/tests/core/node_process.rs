@@ -1,6 +1,6 @@
 //! A keyfire node as a process of its own, for the tests that kill, freeze or stop one: this
 //! test binary started again with `KEYFIRE_TEST_NODE_PROCESS` set runs the ignored test
-//! [`node_process`], which is the node (settings from `KEYFIRE__…` environment variables; a
+//! [`node_process`], which is the node (its settings as JSON in `KEYFIRE_TEST_NODE_SETTINGS`; a
 //! SIGTERM or SIGINT drains it). Its `slow` handler appends `start|end <firing> <attempt>
 //! <node>` lines to the file named by `KEYFIRE_TEST_LOG` (outside keyfire), sleeping the
 //! `sleep_ms` param between them; the built-ins (`http`) serve as well.
@@ -15,6 +15,8 @@ use keyfire_testkit::World;
 
 /// Set in the node process's environment: this binary is a node, not a test run.
 const NODE_ENV: &str = "KEYFIRE_TEST_NODE_PROCESS";
+/// The node process's settings, as JSON (the library's `Settings` are plain serde data).
+const SETTINGS_ENV: &str = "KEYFIRE_TEST_NODE_SETTINGS";
 
 /// The test that is the node process; a plain test run skips it (ignored), and it does nothing
 /// unless [`NODE_ENV`] is set.
@@ -25,7 +27,8 @@ fn node_process() {
         return;
     }
     let log = std::env::var("KEYFIRE_TEST_LOG").expect("KEYFIRE_TEST_LOG");
-    let settings = Settings::load(None).expect("settings from KEYFIRE__ variables");
+    let json = std::env::var(SETTINGS_ENV).expect(SETTINGS_ENV);
+    let settings: Settings = serde_json::from_str(&json).expect("the node's settings as JSON");
     let mut registry = Registry::with_builtins();
     registry.register("slow", move |f: Firing| {
         let log = log.clone();
@@ -90,24 +93,28 @@ impl Drop for NodeProcess {
 
 impl NodeProcess {
     /// Start node `id` on `w`'s Redis and prefix, its runs logged to `log`, with test timings
-    /// (heartbeat 200 ms, node_ttl 1 s) and `node` settings (`("LEASE", "2s")`: sets
-    /// `KEYFIRE__NODE__LEASE`) on top.
+    /// (heartbeat 200 ms, node_ttl 1 s) and `node` settings (`("LEASE", "2s")`: `node.lease`)
+    /// on top.
     pub(crate) fn spawn(w: &World, id: &str, log: &Path, node: &[(&str, &str)]) -> Self {
-        let s = &w.settings;
+        let mut settings = serde_json::to_value(&w.settings).expect("settings as JSON");
+        let n = &mut settings["node"];
+        n["id"] = id.into();
+        n["heartbeat_interval"] = "200ms".into();
+        n["node_ttl"] = "1s".into();
+        for (k, v) in node {
+            // `("LEASE", "2s")`: a duration as text, a number as a number.
+            n[k.to_ascii_lowercase()] = v
+                .parse::<u64>()
+                .map(serde_json::Value::from)
+                .unwrap_or_else(|_| (*v).into());
+        }
         let exe = std::env::current_exe().unwrap();
         let mut cmd = Command::new(&exe);
         cmd.args(["--exact", "node_process::node_process", "--ignored"])
             .args(["--nocapture", "--test-threads", "1", "--quiet"])
             .env(NODE_ENV, "1")
-            .env("KEYFIRE__REDIS__URL", &s.redis.url)
-            .env("KEYFIRE__REDIS__PREFIX", &s.redis.prefix)
-            .env("KEYFIRE__NODE__ID", id)
-            .env("KEYFIRE__NODE__HEARTBEAT_INTERVAL", "200ms")
-            .env("KEYFIRE__NODE__NODE_TTL", "1s")
+            .env(SETTINGS_ENV, settings.to_string())
             .env("KEYFIRE_TEST_LOG", log);
-        for (k, v) in node {
-            cmd.env(format!("KEYFIRE__NODE__{k}"), v);
-        }
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

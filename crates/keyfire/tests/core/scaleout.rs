@@ -202,7 +202,7 @@ async fn key_layout_versions_guard_mixed_versions() {
         .query_async(&mut c)
         .await
         .unwrap();
-    let refused = keyfire::Node::new(w.settings.library(), w.registry())
+    let refused = keyfire::Node::new(w.settings.clone(), w.registry())
         .start()
         .await
         .err()
@@ -214,7 +214,7 @@ async fn key_layout_versions_guard_mixed_versions() {
     sharded.redis.prefix = format!("{}-sharded", w.settings.redis.prefix);
     sharded.redis.shards = 6;
     sharded.node.id = "b".into();
-    let node = keyfire::Node::new(sharded.library(), w.registry())
+    let node = keyfire::Node::new(sharded.clone(), w.registry())
         .start()
         .await
         .unwrap();
