@@ -14,7 +14,7 @@ use super::flow_limiter::Gate;
 use super::*;
 use crate::client::Client;
 use crate::handler::{Callback, CallbackCall, CallbackSender, Firing, HandlerResult};
-use crate::job::{JobSpec, LimitSpec};
+use crate::job::{FlowLimitSpec, JobSpec};
 
 struct Fixture {
     _redis: RedisServer,
@@ -332,7 +332,7 @@ async fn flow_limiter_holds_a_firing_over_its_limit() {
     let mut fx = fixture(None).await;
     let store = fx.engine.core.store.clone();
     store
-        .put_limit(&LimitSpec::new("k", None, Some(1)))
+        .put_limit(&FlowLimitSpec::new("k", None, Some(1)))
         .await
         .unwrap();
     let first = one_shot(&fx, "first", -100, Some("k")).await;
