@@ -401,6 +401,24 @@ fn is_localhost_name(listen: &str) -> bool {
     host == "localhost" || host.ends_with(".localhost")
 }
 
+/// The server's tests keep the server's settings in their world (its API and log sections
+/// beside the library's).
+#[cfg(feature = "lab")]
+impl keyfire_testkit::world::WorldSettings for ServerSettings {
+    fn library(&self) -> Settings {
+        ServerSettings::library(self)
+    }
+    fn redis(&self) -> &keyfire::config::RedisSettings {
+        &self.redis
+    }
+    fn redis_mut(&mut self) -> &mut keyfire::config::RedisSettings {
+        &mut self.redis
+    }
+    fn node_mut(&mut self) -> &mut keyfire::config::NodeSettings {
+        &mut self.node
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -729,23 +747,5 @@ client_key = "/etc/keyfire/client.key"
             ["169.254.0.0/16", "10.0.0.0/8"]
         );
         assert_eq!(s.handlers.http.blocked_nets().unwrap().len(), 2);
-    }
-}
-
-/// The server's tests keep the server's settings in their world (its API and log sections
-/// beside the library's).
-#[cfg(feature = "lab")]
-impl keyfire_testkit::world::WorldSettings for ServerSettings {
-    fn library(&self) -> Settings {
-        ServerSettings::library(self)
-    }
-    fn redis(&self) -> &keyfire::config::RedisSettings {
-        &self.redis
-    }
-    fn redis_mut(&mut self) -> &mut keyfire::config::RedisSettings {
-        &mut self.redis
-    }
-    fn node_mut(&mut self) -> &mut keyfire::config::NodeSettings {
-        &mut self.node
     }
 }
