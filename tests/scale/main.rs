@@ -5,6 +5,7 @@
 mod conn;
 mod limits;
 mod nodes;
+mod pubsub;
 
 #[path = "../support/mod.rs"]
 mod support;

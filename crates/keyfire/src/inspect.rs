@@ -326,8 +326,8 @@ impl Data {
                 redis::cmd("SCRIPT").arg("LOAD").arg("return 0").clone(),
             ),
             (
-                format!("PUBLISH {meta}"),
-                redis::cmd("PUBLISH").arg(&meta).arg("").clone(),
+                format!("SPUBLISH {shard}"),
+                redis::cmd("SPUBLISH").arg(&shard).arg("").clone(),
             ),
             ("TIME".to_string(), redis::cmd("TIME").clone()),
         ];

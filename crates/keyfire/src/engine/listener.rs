@@ -1,9 +1,7 @@
-//! The subscriber: expired events and the change channel, with reconnects.
+//! The subscriber: expired events and change messages, as the store's subscription yields them.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures::StreamExt;
 use serde::Deserialize;
 
 use super::claim::Claimer;
@@ -15,7 +13,7 @@ use super::hooks::Hooks;
 use super::membership::{Live, Membership};
 use super::specs::Specs;
 use super::timers::TimerQueue;
-use crate::store::parse_firing_id;
+use crate::store::{Event, parse_firing_id};
 
 /// A message on the change channel, tagged by `op` (written by the scripts named).
 #[derive(Debug, Deserialize)]
@@ -82,10 +80,6 @@ impl<'a> NextFirings<'a> {
     }
 }
 
-/// How often the subscriber re-reads which servers hold data (Sentinel failover, cluster
-/// failover or resharding), besides whenever a subscription drops.
-const TOPOLOGY_EVERY: Duration = Duration::from_secs(2);
-
 /// The listener: hands expired events and change messages to the components they are for.
 pub(super) struct Listener {
     core: Arc<NodeCore>,
@@ -128,103 +122,31 @@ impl Listener {
         }
     }
 
-    /// Subscribe to expired events on every server that holds data (events are local to
-    /// the server that expires the key) and to the change channel on one of them; follow
-    /// the set of servers as it changes.
+    /// Follow the store's subscription (expired events of every server that holds data, and
+    /// the change channels) until the node stops claiming.
     pub(super) async fn run(self: Arc<Self>) {
-        let mut backoff = Duration::from_millis(50);
-        while !self.core.claiming.is_cancelled() {
-            let masters = match self.core.store.masters().await {
-                Ok(m) if !m.is_empty() => m,
-                Ok(_) => {
-                    tracing::warn!("no server holds data; retrying");
-                    Vec::new()
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot read which servers hold data; retrying");
-                    Vec::new()
-                }
+        let mut subscription = self.core.store.subscribe();
+        loop {
+            let event = tokio::select! {
+                _ = self.core.claiming.cancelled() => break,
+                event = subscription.next() => event,
             };
-            if masters.is_empty() {
-                tokio::select! {
-                    _ = self.core.claiming.cancelled() => break,
-                    _ = tokio::time::sleep(backoff) => {}
-                }
-                backoff = (backoff * 2).min(Duration::from_secs(2));
-                continue;
-            }
-            backoff = Duration::from_millis(50);
-            let addrs = addresses(&masters);
-            tracing::info!(servers = ?addrs, "subscribing to expired events");
-            let stop = self.core.claiming.child_token();
-            let mut subscribers = tokio::task::JoinSet::new();
-            for (i, client) in masters.into_iter().enumerate() {
-                subscribers.spawn(self.clone().subscriber_loop(client, i == 0, stop.clone()));
-            }
-            // Until stopped, or the servers holding data change.
-            let mut tick = tokio::time::interval(TOPOLOGY_EVERY);
-            tick.tick().await;
-            loop {
-                tokio::select! {
-                    _ = self.core.claiming.cancelled() => break,
-                    _ = tick.tick() => {}
-                }
-                match self.core.store.masters().await {
-                    Ok(now) if !now.is_empty() && addresses(&now) != addrs => {
-                        tracing::warn!(from = ?addrs, to = ?addresses(&now), "servers holding data changed; resubscribing");
-                        break;
+            match event {
+                None => break,
+                Some(Event::Subscribed { changes, .. }) => self.on_subscribed(changes),
+                Some(Event::Expired(key)) => {
+                    if let Ok(key) = std::str::from_utf8(key.bytes()) {
+                        self.on_expired(key);
                     }
-                    Ok(_) => {}
-                    Err(e) => tracing::debug!(error = %e, "topology check failed"),
                 }
+                Some(Event::Change(message)) => self.on_change_message(message.bytes()),
             }
-            stop.cancel();
-            while subscribers.join_next().await.is_some() {}
         }
     }
 
-    /// One server's subscription, reconnecting with backoff until `stop`.
-    async fn subscriber_loop(
-        self: Arc<Self>,
-        client: redis::Client,
-        changes: bool,
-        stop: tokio_util::sync::CancellationToken,
-    ) {
-        let db = client.get_connection_info().redis_settings().db();
-        let pattern = format!("__keyevent@{db}__:expired");
-        let mut backoff = Duration::from_millis(50);
-        while !stop.is_cancelled() {
-            match self.listen_once(&client, &pattern, changes, &stop).await {
-                Ok(true) => backoff = Duration::from_millis(50),
-                Ok(false) => {}
-                Err(e) => tracing::warn!(error = %e, "subscriber connection failed"),
-            }
-            if stop.is_cancelled() {
-                break;
-            }
-            tracing::info!(?backoff, "subscriber disconnected; reconnecting");
-            tokio::select! {
-                _ = stop.cancelled() => break,
-                _ = tokio::time::sleep(backoff) => {}
-            }
-            backoff = (backoff * 2).min(Duration::from_secs(2));
-        }
-    }
-
-    /// Subscribe and handle messages until the connection drops (true if it had subscribed).
-    async fn listen_once(
-        self: &Arc<Self>,
-        client: &redis::Client,
-        pattern: &str,
-        with_changes: bool,
-        stop: &tokio_util::sync::CancellationToken,
-    ) -> crate::Result<bool> {
-        let changes = self.core.store.keys().changes();
-        let mut pubsub = client.get_async_pubsub().await?;
-        pubsub.psubscribe(pattern).await?;
-        if with_changes {
-            pubsub.subscribe(&changes).await?;
-        }
+    /// A server's subscriptions are in place (again): what was announced or expired there
+    /// meanwhile is lost.
+    fn on_subscribed(self: &Arc<Self>, changes: bool) {
         if self
             .core
             .stats
@@ -235,36 +157,26 @@ impl Listener {
             metrics::counter!(crate::metrics::name::RECONNECTS, "node" => self.core.id.clone())
                 .increment(1);
         }
-        // Messages published while we were away are gone: forget every cached spec (a change
-        // or a delete may have been missed) and sweep now (G2).
-        if with_changes {
+        // Forget every cached spec (a change or a delete may have been missed) and sweep
+        // now (G2).
+        if changes {
             self.specs.clear();
         }
         // Change messages may have been lost too: read the whole horizon again.
         self.sweep.forget_armed();
         self.sweep.sweep_now();
-        let mut stream = pubsub.on_message();
-        loop {
-            tokio::select! {
-                _ = stop.cancelled() => return Ok(true),
-                msg = stream.next() => match msg {
-                    None => return Ok(true),
-                    Some(msg) => {
-                        if msg.get_channel_name() == changes {
-                            if let Some(next) = NextFirings::parse(msg.get_payload_bytes()) {
-                                self.arm_firings(next.firings, false);
-                                continue;
-                            }
-                            match serde_json::from_slice::<Change>(msg.get_payload_bytes()) {
-                                Ok(change) => self.on_change(change),
-                                Err(e) => tracing::warn!(error = %e, "bad change message"),
-                            }
-                        } else if let Ok(key) = std::str::from_utf8(msg.get_payload_bytes()) {
-                            self.on_expired(key);
-                        }
-                    }
-                }
-            }
+    }
+
+    fn on_change_message(self: &Arc<Self>, payload: &[u8]) {
+        if let Some(next) = NextFirings::parse(payload) {
+            return self.arm_firings(next.firings, false);
+        }
+        if payload.is_empty() {
+            return;
+        }
+        match serde_json::from_slice::<Change>(payload) {
+            Ok(change) => self.on_change(change),
+            Err(e) => tracing::warn!(error = %e, "bad change message"),
         }
     }
 
@@ -355,13 +267,6 @@ impl Listener {
             self.timers.arm(id, at);
         }
     }
-}
-
-/// The servers' addresses, sorted: what the subscriptions follow.
-fn addresses(clients: &[redis::Client]) -> Vec<String> {
-    let mut a: Vec<String> = clients.iter().map(crate::store::client_addr).collect();
-    a.sort();
-    a
 }
 
 #[cfg(test)]

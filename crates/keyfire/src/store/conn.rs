@@ -194,6 +194,66 @@ impl Conn {
         }
     }
 
+    /// Where to subscribe: every server that holds data now (as [`Conn::masters`] lists
+    /// them), each with those of `channels` whose slot it serves (standalone and sentinel:
+    /// the one server serves them all), as clients speaking RESP3 (shard channels are read
+    /// as RESP3 pushes) with TLS and ACL applied.
+    pub async fn subscription_targets(
+        &self,
+        channels: &[String],
+    ) -> Result<Vec<(Client, Vec<String>)>> {
+        let one = |client: Client| -> Result<Vec<(Client, Vec<String>)>> {
+            Ok(vec![(self.resp3(&client)?, channels.to_vec())])
+        };
+        match &self.kind {
+            Kind::Standalone { client, .. } => one((**client).clone()),
+            Kind::Sentinel(s) => one(s.resolve(None, true).await?.client),
+            Kind::Cluster(conn) => {
+                let slots = cluster_slots(conn).await?;
+                let mut out: Vec<(String, Client, Vec<String>)> = Vec::new();
+                for (_, _, host, port) in &slots {
+                    let addr = format!("{host}:{port}");
+                    if !out.iter().any(|(a, _, _)| *a == addr) {
+                        let client = self
+                            .access
+                            .node_client(host, *port)
+                            .map_err(|e| Error::redis_op(format!("client for master {addr}"), e))?;
+                        out.push((addr, self.resp3(&client)?, Vec::new()));
+                    }
+                }
+                for channel in channels {
+                    let slot = super::keys::slot_of(channel);
+                    let (_, _, host, port) = slots
+                        .iter()
+                        .find(|(start, end, _, _)| (*start..=*end).contains(&slot))
+                        .ok_or_else(|| {
+                            Error::Setup(format!(
+                                "no master serves slot {slot} (of channel '{channel}'): the \
+                                 cluster does not cover every slot"
+                            ))
+                        })?;
+                    let addr = format!("{host}:{port}");
+                    if let Some((_, _, held)) = out.iter_mut().find(|(a, _, _)| *a == addr) {
+                        held.push(channel.clone());
+                    }
+                }
+                Ok(out.into_iter().map(|(_, c, held)| (c, held)).collect())
+            }
+        }
+    }
+
+    /// `client`'s server and settings, speaking RESP3.
+    fn resp3(&self, client: &Client) -> Result<Client> {
+        let info = client.get_connection_info().clone();
+        let settings = info
+            .redis_settings()
+            .clone()
+            .set_protocol(redis::ProtocolVersion::RESP3);
+        self.access
+            .client(info.set_redis_settings(settings))
+            .map_err(|e| Error::redis_op(format!("client for {}", client_addr(client)), e))
+    }
+
     /// `WAIT replicas timeout_ms` on the connection to the master serving `key`'s slot: the
     /// writes sent on it so far (a claim just made) reach `replicas` replicas, or the timeout
     /// passes. Returns how many replicas acknowledged.

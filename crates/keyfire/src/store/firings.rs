@@ -49,7 +49,7 @@ impl Store {
             .key(k.task_count());
         inv.arg(first.node)
             .arg(first.lease_ms)
-            .arg(self.keys().changes())
+            .arg(k.changes())
             .arg(self.horizon_ms)
             .arg(if first.arms_next {
                 format!("q{}", first.announce_ms)
@@ -138,7 +138,7 @@ impl Store {
             .arg(node)
             .arg(lease_ms)
             .arg(overlap)
-            .arg(self.keys().changes())
+            .arg(k.changes())
             .arg(job_id)
             .arg(version.map_or(String::new(), |(g, v)| format!("{g}.{v}")))
             .invoke_async(&mut self.conn.clone())
@@ -271,7 +271,7 @@ impl Store {
             .key(k.job(job_id))
             .arg(if replay { "replay" } else { "purge" })
             .arg(firing.unwrap_or(""))
-            .arg(self.keys().changes())
+            .arg(k.changes())
             .arg(job_id)
             .invoke_async(&mut self.conn.clone())
             .await?;

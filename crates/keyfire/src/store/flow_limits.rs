@@ -164,7 +164,7 @@ impl Store {
         let _: i64 = self
             .conn
             .clone()
-            .publish(self.keys().changes(), msg)
+            .spublish(self.keys().changes(), msg)
             .await?;
         Ok(())
     }

@@ -146,7 +146,7 @@ impl Store {
             .arg(serde_json::to_string(spec)?)
             .arg(expected.version)
             .arg(next_ms.map(|n| n.to_string()).unwrap_or_default())
-            .arg(self.keys().changes())
+            .arg(k.changes())
             .arg(created_ms)
             .arg(if once { "1" } else { "0" })
             .arg(self.horizon_ms);
@@ -180,7 +180,7 @@ impl Store {
                     .key(k.jobs())
                     .key(k.generation())
                     .key(k.task_count())
-                    .arg(self.keys().changes())
+                    .arg(k.changes())
                     .arg(created_ms)
                     .arg(self.horizon_ms);
                 for (spec, next) in chunk.iter().copied() {
@@ -237,7 +237,7 @@ impl Store {
             .key(k.task_bucket(id))
             .key(k.task_count())
             .arg(id)
-            .arg(self.keys().changes())
+            .arg(k.changes())
             .arg(if only_if_finished { "1" } else { "0" })
             .invoke_async(&mut self.conn.clone())
             .await?;
@@ -265,7 +265,7 @@ impl Store {
                     .map(|n| n.to_string())
                     .unwrap_or_default(),
             )
-            .arg(self.keys().changes())
+            .arg(k.changes())
             .arg(self.horizon_ms)
             .invoke_async(&mut self.conn.clone())
             .await?;
@@ -287,7 +287,7 @@ impl Store {
             .key(k.attempts())
             .key(k.due())
             .arg(job_id)
-            .arg(self.keys().changes())
+            .arg(k.changes())
             .invoke_async(&mut self.conn.clone())
             .await?)
     }

@@ -12,6 +12,7 @@ mod keys;
 mod nodes;
 pub mod notify;
 mod ops;
+pub mod pubsub;
 mod records;
 mod scans;
 mod shards;
@@ -35,6 +36,8 @@ pub use keys::{
 };
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use ops::{LiveNode, Totals, parse_info, redis_time_ms, time_reply_ms};
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))]
+pub use pubsub::{Event, Payload, Subscription};
 pub use records::*;
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use stats::ServerMemory;

@@ -437,10 +437,10 @@ async fn one_call_mixes_every_form_of_arguments() {
     }
 }
 
-/// Messages published so far (a script's `PUBLISH` counts).
+/// Messages published so far (a script's `SPUBLISH` counts).
 async fn publishes(conn: &mut redis::aio::ConnectionManager) -> u64 {
     let calls = keyfire_testkit::world::command_calls(conn).await;
-    calls.get("publish").copied().unwrap_or(0)
+    calls.get("spublish").copied().unwrap_or(0)
 }
 
 /// A claim whose caller owns every next firing and arms their timers itself (`arms_next`)

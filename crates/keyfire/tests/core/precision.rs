@@ -164,27 +164,29 @@ async fn bulk_created_tasks_fire_via_their_owners_timers() {
 /// timer the second firing would wait for a sweep, 60 s away here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn each_next_firing_reaches_its_owners_timer() {
-    use futures::StreamExt;
-
     let (w, a, b) = two_nodes_with_only_timers().await;
     let client = w.client().await;
     let messages = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let mut pubsub = redis::Client::open(w.redis.url())
-        .unwrap()
-        .get_async_pubsub()
+    // The change messages, as a node's own subscription reads them.
+    let store = keyfire::store::Store::open(&w.settings.redis)
         .await
         .unwrap();
-    pubsub
-        .subscribe(keyfire::store::Keys::new(&w.settings.redis.prefix).changes())
-        .await
-        .unwrap();
+    let mut subscription = store.subscribe();
+    loop {
+        match subscription.next().await {
+            Some(keyfire::store::Event::Subscribed { changes: true, .. }) => break,
+            Some(_) => {}
+            None => panic!("the subscription stopped"),
+        }
+    }
     let listener = tokio::spawn({
         let messages = messages.clone();
         async move {
-            let mut stream = pubsub.on_message();
-            while let Some(m) = stream.next().await {
-                let text: String = m.get_payload().unwrap_or_default();
-                messages.lock().unwrap().push(text);
+            while let Some(event) = subscription.next().await {
+                if let keyfire::store::Event::Change(m) = event {
+                    let text = String::from_utf8_lossy(m.bytes()).into_owned();
+                    messages.lock().unwrap().push(text);
+                }
             }
         }
     });

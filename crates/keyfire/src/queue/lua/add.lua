@@ -78,7 +78,7 @@ if earliest then
   local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   if not head[2] or earliest < tonumber(head[2]) then
     redis.call('SET', KEYS[6], earliest, 'PXAT', earliest)
-    redis.call('PUBLISH', KEYS[7], cjson.encode({op = 'wake', id = topic, at = earliest}))
+    redis.call('SPUBLISH', KEYS[7], cjson.encode({op = 'wake', id = topic, at = earliest}))
   end
   for j = 1, #delayed, 1000 do
     redis.call('ZADD', KEYS[1], unpack(delayed, j, math.min(j + 999, #delayed)))

@@ -245,7 +245,7 @@ local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tole
   run_add[#run_add + 1] = expiry_s
   run_add[#run_add + 1] = member
   if replaced then
-    redis.call('PUBLISH', channel, cjson.encode({op = 'cancel', id = id, firing = replaced}))
+    redis.call('SPUBLISH', channel, cjson.encode({op = 'cancel', id = id, firing = replaced}))
   end
   return 1, now
 end
@@ -291,6 +291,6 @@ assert(k == #KEYS, 'claim: wrong number of keys')
 flush()
 if expanded > 0 then redis.call('DECRBY', KEYS[4], expanded) end
 if #soon > 0 then
-  redis.call('PUBLISH', channel, '{"op":"next","id":"","firings":[' .. table.concat(soon, ',') .. ']}')
+  redis.call('SPUBLISH', channel, '{"op":"next","id":"","firings":[' .. table.concat(soon, ',') .. ']}')
 end
 return reply

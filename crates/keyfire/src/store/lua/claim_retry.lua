@@ -53,6 +53,6 @@ redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZADD', KEYS[3], now + tonumber(ARGV[3]), member)
 redis.call('HSET', KEYS[1], 'active', member, 'runs', (tonumber(fields[3]) or 0) + 1)
 if replaced then
-  redis.call('PUBLISH', ARGV[5], cjson.encode({op = 'cancel', id = ARGV[6], firing = replaced}))
+  redis.call('SPUBLISH', ARGV[5], cjson.encode({op = 'cancel', id = ARGV[6], firing = replaced}))
 end
 return {1, now, attempt}

@@ -17,7 +17,7 @@ for _, raw in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
     if ARGV[1] == 'replay' and fid and redis.call('HEXISTS', KEYS[3], fid) == 0 then
       redis.call('HSET', KEYS[3], fid, 1)
       redis.call('ZADD', KEYS[2], now, fid)
-      redis.call('PUBLISH', ARGV[3], cjson.encode({op = 'retry', id = ARGV[4], firing = fid, at = now}))
+      redis.call('SPUBLISH', ARGV[3], cjson.encode({op = 'retry', id = ARGV[4], firing = fid, at = now}))
     end
   end
 end

@@ -32,7 +32,7 @@ redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 if compact and ARGV[3] == '1' then
   -- A finished compact task has no lease or queued attempt left.
-  redis.call('PUBLISH', ARGV[2], cjson.encode({op = 'delete', id = ARGV[1]}))
+  redis.call('SPUBLISH', ARGV[2], cjson.encode({op = 'delete', id = ARGV[1]}))
   return 1
 end
 -- Firing ids are "<job id>:<instant>", and job ids hold no ':'; a lease in the running ZSET
@@ -50,5 +50,5 @@ for _, set in ipairs({KEYS[8], KEYS[9]}) do
     end
   end
 end
-redis.call('PUBLISH', ARGV[2], cjson.encode({op = 'delete', id = ARGV[1]}))
+redis.call('SPUBLISH', ARGV[2], cjson.encode({op = 'delete', id = ARGV[1]}))
 return 1

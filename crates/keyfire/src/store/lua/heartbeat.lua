@@ -15,7 +15,7 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[2])
 local function announce(what)
-  redis.call('PUBLISH', ARGV[5], cjson.encode({op = 'nodes', id = ARGV[1], what = what}))
+  redis.call('SPUBLISH', ARGV[5], cjson.encode({op = 'nodes', id = ARGV[1], what = what}))
 end
 if ARGV[4] ~= '0' then
   if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then announce('leave') end

@@ -76,6 +76,6 @@ if #created > 0 then
   if compact > 0 then redis.call('INCRBY', KEYS[4], compact) end
 end
 if #soon > 0 then
-  redis.call('PUBLISH', channel, cjson.encode({op = 'created', id = '', firings = soon}))
+  redis.call('SPUBLISH', channel, cjson.encode({op = 'created', id = '', firings = soon}))
 end
 return created

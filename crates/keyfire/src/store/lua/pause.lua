@@ -17,14 +17,14 @@ if ARGV[2] == 'pause' then
   redis.call('HSET', KEYS[1], 'status', 'paused', 'next', '', 'updated', now, 'paused_at', now)
   redis.call('ZREM', KEYS[2], ARGV[1])
   redis.call('DEL', KEYS[3])
-  redis.call('PUBLISH', ARGV[4], cjson.encode({op = 'pause', id = ARGV[1]}))
+  redis.call('SPUBLISH', ARGV[4], cjson.encode({op = 'pause', id = ARGV[1]}))
   return {1, 'paused', ''}
 end
 if status ~= 'paused' then return {0, status, redis.call('HGET', KEYS[1], 'next') or ''} end
 local nxt = ARGV[3]
 if nxt == '' then
   redis.call('HSET', KEYS[1], 'status', 'finished', 'next', '', 'updated', now)
-  redis.call('PUBLISH', ARGV[4], cjson.encode({op = 'resume', id = ARGV[1]}))
+  redis.call('SPUBLISH', ARGV[4], cjson.encode({op = 'resume', id = ARGV[1]}))
   return {1, 'finished', ''}
 end
 redis.call('HSET', KEYS[1], 'status', 'active', 'next', nxt, 'updated', now)
@@ -33,5 +33,5 @@ if tonumber(nxt) > now and tonumber(nxt) <= now + tonumber(ARGV[5]) then
   redis.call('SET', KEYS[3], '1', 'PXAT', nxt)
 end
 local version = redis.call('HGET', KEYS[1], 'version')
-redis.call('PUBLISH', ARGV[4], cjson.encode({op = 'resume', id = ARGV[1], version = tonumber(version), next = nxt}))
+redis.call('SPUBLISH', ARGV[4], cjson.encode({op = 'resume', id = ARGV[1], version = tonumber(version), next = nxt}))
 return {1, 'active', nxt}

@@ -21,5 +21,5 @@ local fid = ARGV[1] .. ':' .. at
 redis.call('HSET', KEYS[3], fid, 1)
 redis.call('ZADD', KEYS[2], at, fid)
 redis.call('HINCRBY', KEYS[1], 'triggered', 1)
-redis.call('PUBLISH', ARGV[2], cjson.encode({op = 'retry', id = ARGV[1], firing = fid, at = at}))
+redis.call('SPUBLISH', ARGV[2], cjson.encode({op = 'retry', id = ARGV[1], firing = fid, at = at}))
 return fid

@@ -79,5 +79,5 @@ else
     redis.call('SET', KEYS[5], '1', 'PXAT', nxt)
   end
 end
-redis.call('PUBLISH', ARGV[5], cjson.encode({op = 'upsert', id = ARGV[1], version = version, next = nxt}))
+redis.call('SPUBLISH', ARGV[5], cjson.encode({op = 'upsert', id = ARGV[1], version = version, next = nxt}))
 return {version, status, nxt, now}

@@ -1,0 +1,226 @@
+//! Change messages on a Redis Cluster: each shard's announcements reach a node over that
+//! shard's channel, a node follows a master's failover with its subscriptions, and the
+//! messages stay on their shard instead of crossing the cluster bus.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+use keyfire::config::RedisMode;
+use keyfire::engine::NodeHandle;
+use keyfire::store::{Store, slot_of};
+use keyfire::{Client, Firing, JobSpec, Node, Registry, Settings};
+use keyfire_testkit::{RedisCluster, RedisServer};
+
+use crate::support::{Recorder, fast_node, wait_for};
+
+/// Settings for one node on `cluster` with one shard per master, and a sweep interval far
+/// longer than any wait below: a firing that arrives in time came by a message, not a sweep.
+fn settings(cluster: &RedisCluster, prefix: &str) -> Settings {
+    let mut s = Settings::default();
+    s.redis.prefix = prefix.to_string();
+    s.redis.mode = RedisMode::Cluster;
+    s.redis.nodes = cluster.nodes();
+    s.redis.shards = 3;
+    fast_node(&mut s.node);
+    s.node.sweep_interval = Duration::from_secs(300);
+    s.node.node_ttl = Duration::from_secs(5);
+    s
+}
+
+async fn start_node(s: &Settings, recorder: &Recorder) -> NodeHandle {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let mut r = Registry::with_builtins();
+    let rec = recorder.clone();
+    r.register("rec", move |f: Firing| {
+        let rec = rec.clone();
+        async move { rec.record(f).await }
+    });
+    let mut s = s.clone();
+    s.node.id = "a".into();
+    let node = Node::new(s, r).start().await.expect("node");
+    wait_for(|| node.live_nodes().len() == 1).await;
+    node
+}
+
+/// A job id that lives on shard `i`.
+fn id_on_shard(store: &Store, i: usize) -> String {
+    (0..)
+        .map(|n| format!("s{i}-{n}"))
+        .find(|id| store.shards().of(id) == i)
+        .expect("an id on every shard")
+}
+
+/// Trigger `id` and wait for its run: the trigger is announced on the job's shard channel,
+/// and only that message brings the attempt to the node before the next sweep, minutes away.
+async fn trigger_reaches_the_node(client: &Client, recorder: &Recorder, id: &str, what: &str) {
+    let before = recorder.seen_of(id).len();
+    let started = Instant::now();
+    // Right after a failover the client's first write may meet the old master: ask again.
+    let mut tries = 0;
+    while let Err(e) = client.trigger(id).await {
+        tries += 1;
+        assert!(tries < 20, "trigger of {id} ({what}) failed: {e}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    recorder
+        .wait_until(Duration::from_secs(10), what, |_| {
+            recorder.seen_of(id).len() > before
+        })
+        .await;
+    eprintln!("{what}: ran {:?} after the trigger", started.elapsed());
+}
+
+/// A node on a 3-master cluster (a replica each) hears a change published on each shard's
+/// channel (SSUBSCRIBE on the master serving it); after the master of one shard is killed and
+/// its replica promoted, the node subscribes there again and a change on that shard still
+/// reaches it in seconds, with no sweep for minutes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ssubscribe_resubscribed_after_a_failover() {
+    let _turn = crate::TOPOLOGY.lock().await;
+    let mut cluster = RedisCluster::start(3, 1).expect("cluster");
+    let clock = RedisServer::start().unwrap();
+    let s = settings(&cluster, "ps1");
+    let store = Store::open(&s.redis).await.unwrap();
+    let shards = store.shards().len();
+    let masters: Vec<String> = store
+        .connection()
+        .master_of_keys(&store.change_channels())
+        .await
+        .unwrap();
+    eprintln!(
+        "change channels {:?} on {masters:?}",
+        store.change_channels()
+    );
+    let distinct: std::collections::BTreeSet<&String> = masters.iter().skip(1).collect();
+    assert_eq!(distinct.len(), 3, "one shard channel on each master");
+
+    let recorder = Recorder::new(&clock.url()).await;
+    let node = start_node(&s, &recorder).await;
+    let client = Client::connect(&s).await.unwrap().allow_handlers(["rec"]);
+    let ids: Vec<String> = (0..shards).map(|i| id_on_shard(&store, i)).collect();
+    for id in &ids {
+        client
+            .upsert(JobSpec::every(id, "1h", "rec"))
+            .await
+            .unwrap();
+    }
+    wait_for(|| node.stats().subscribed.load(Relaxed) >= 3).await;
+    for (i, id) in ids.iter().enumerate() {
+        trigger_reaches_the_node(&client, &recorder, id, &format!("shard {i}")).await;
+    }
+
+    let subscribed = node.stats().subscribed.load(Relaxed);
+    let old = cluster
+        .kill_master_of_slot(slot_of(store.shards().keys(0).tag()))
+        .unwrap();
+    let now = cluster
+        .wait_for_failover(&old, RedisCluster::SETTLE_LIMIT)
+        .unwrap();
+    eprintln!("killed {old}; masters now {now:?}");
+    // The node subscribes again on the new layout: on every master, the new one included.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while node.stats().subscribed.load(Relaxed) < subscribed + 3 {
+        assert!(
+            Instant::now() < deadline,
+            "not resubscribed after the failover: {} subscriptions, {subscribed} before",
+            node.stats().subscribed.load(Relaxed)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Past the sweep that follows a resubscribe: from here only a message brings a trigger.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    trigger_reaches_the_node(&client, &recorder, &ids[0], "shard 0 after its failover").await;
+    for (i, id) in ids.iter().enumerate().skip(1) {
+        trigger_reaches_the_node(&client, &recorder, id, &format!("shard {i} after")).await;
+    }
+    node.shutdown().await;
+}
+
+/// Counters summed over every server of the cluster: `CLUSTER INFO`'s messages received
+/// over the cluster bus (plain and shard pub/sub) and `INFO commandstats`' publish calls.
+fn bus_counters(cluster: &RedisCluster) -> [u64; 4] {
+    let mut out = [0u64; 4];
+    for server in cluster.servers() {
+        let Ok(client) = redis::Client::open(server.url()) else {
+            continue;
+        };
+        let Ok(mut conn) = client.get_connection() else {
+            continue; // a killed server
+        };
+        let info: String = redis::cmd("CLUSTER")
+            .arg("INFO")
+            .query(&mut conn)
+            .unwrap_or_default();
+        let stats: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query(&mut conn)
+            .unwrap_or_default();
+        let field = |text: &str, name: &str| -> u64 {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        let calls = |name: &str| -> u64 {
+            stats
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("cmdstat_{name}:calls=")))
+                .and_then(|v| v.split(',').next()?.parse().ok())
+                .unwrap_or(0)
+        };
+        out[0] += field(&info, "cluster_stats_messages_publish_received");
+        out[1] += field(&info, "cluster_stats_messages_publishshard_received");
+        out[2] += calls("publish");
+        out[3] += calls("spublish");
+    }
+    out
+}
+
+/// Measures what change messages cost on a 3-master cluster with a replica each (6 servers)
+/// under every-second jobs: messages received over the cluster bus per server and per
+/// firing, and messages published per firing (each node receives each once). A shard
+/// channel's message goes to its master's replica only; a plain `PUBLISH` went to all five
+/// other servers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn change_messages_stay_on_their_shard() {
+    let _turn = crate::TOPOLOGY.lock().await;
+    let cluster = RedisCluster::start(3, 1).expect("cluster");
+    let clock = RedisServer::start().unwrap();
+    let mut s = settings(&cluster, "ps2");
+    s.node.sweep_interval = Duration::from_millis(500);
+    let recorder = Recorder::new(&clock.url()).await;
+    let node = start_node(&s, &recorder).await;
+    let client = Client::connect(&s).await.unwrap().allow_handlers(["rec"]);
+    let jobs: Vec<JobSpec> = (0..30)
+        .map(|i| JobSpec::every(format!("e{i}"), "1s", "rec"))
+        .collect();
+    for j in jobs {
+        client.upsert(j).await.unwrap();
+    }
+    // Settle, then measure over 8 s of firings.
+    recorder.wait_count(60, Duration::from_secs(20)).await;
+    let (before, fired) = (bus_counters(&cluster), recorder.seen().len());
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let (after, fired_after) = (bus_counters(&cluster), recorder.seen().len());
+    node.shutdown().await;
+    let firings = (fired_after - fired) as f64;
+    let servers = cluster.servers().len() as f64;
+    let d = |i: usize| (after[i] - before[i]) as f64;
+    eprintln!(
+        "change messages over {firings} firings, {servers} servers: bus messages received per \
+         server per firing: plain {:.3}, shard {:.3}; published per firing (each received once \
+         by each node): PUBLISH {:.3}, SPUBLISH {:.3}",
+        d(0) / servers / firings,
+        d(1) / servers / firings,
+        d(2) / firings,
+        d(3) / firings,
+    );
+    assert!(firings >= 100.0, "{firings} firings in 8 s");
+    assert_eq!(d(0), 0.0, "no message is broadcast over the cluster bus");
+    assert!(d(3) > 0.0, "the claims announced next firings");
+    // Each shard message reaches its master's one replica, nothing else.
+    assert!(d(1) <= d(3), "shard messages went past their replicas");
+}
