@@ -262,7 +262,7 @@ async fn the_data_under_a_prefix_is_read_as_stored() {
     for probe in [
         "EXISTS {sharded}:doctor:probe",
         "DEL {sharded:1}:doctor:probe",
-        "PUBLISH {sharded}:doctor:probe",
+        "SPUBLISH {sharded:1}:doctor:probe",
     ] {
         assert!(denied.iter().any(|d| d == probe), "{probe} in {denied:?}");
     }
