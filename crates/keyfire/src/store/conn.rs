@@ -207,7 +207,9 @@ impl Conn {
         };
         match &self.kind {
             Kind::Standalone { client, .. } => one((**client).clone()),
+            #[cfg(feature = "sentinel")]
             Kind::Sentinel(s) => one(s.resolve(None, true).await?.client),
+            #[cfg(feature = "cluster")]
             Kind::Cluster(conn) => {
                 let slots = cluster_slots(conn).await?;
                 let mut out: Vec<(String, Client, Vec<String>)> = Vec::new();
