@@ -75,7 +75,7 @@ pub struct JobSpec {
     /// Retries of a failed run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<RetrySpec>,
-    /// The flow-control key this job's firings count against (see `FlowLimitSpec`); default:
+    /// The flow-control key this job's firings count against (see `LimitSpec`); default:
     /// `host:<host>` of an `http` job's URL. A key without a registered limit limits nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit_key: Option<String>,
