@@ -5,6 +5,7 @@
 mod conn;
 mod limits;
 mod nodes;
+mod queue_shards;
 
 #[path = "../support/mod.rs"]
 mod support;
