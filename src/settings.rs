@@ -1,7 +1,7 @@
 //! The server's settings: the library's sections (`[redis]`, `[node]`, `[limits]`,
 //! `[handlers]`, see [`keyfire::config`]) and the server's own (`[api]`, `[log]`,
-//! `[telemetry]`, `[metrics]`, `prune`, `[[jobs]]`, `[[flow_limits]]`), loaded from shipped
-//! defaults, then a TOML file, then `KEYFIRE__SECTION__KEY` environment variables.
+//! `[telemetry]`, `[metrics]`, `prune`, `[[jobs]]`, `[[flow_limits]]`, `[[topics]]`), loaded
+//! from shipped defaults, then a TOML file, then `KEYFIRE__SECTION__KEY` environment variables.
 
 use std::path::Path;
 use std::time::Duration;
@@ -41,6 +41,24 @@ pub struct ServerSettings {
     /// Flow-control limits declared in the file (`[[flow_limits]]`: `key`, `rate`,
     /// `in_flight`), set when the node starts. (`[limits]` is the input bounds above.)
     pub flow_limits: Vec<FlowLimitSpec>,
+    /// Delay-queue topics declared in the file (`[[topics]]`: `name`, `partitions`), set when
+    /// the node starts.
+    pub topics: Vec<TopicDecl>,
+}
+
+/// A delay-queue topic declared in the file (`[[topics]]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopicDecl {
+    /// The topic's name.
+    pub name: String,
+    /// How many partitions its tasks spread over (1 to 64; see `keyfire::queue`).
+    #[serde(default = "one_partition")]
+    pub partitions: usize,
+}
+
+fn one_partition() -> usize {
+    1
 }
 
 impl From<&ServerSettings> for Settings {
@@ -364,6 +382,20 @@ impl ServerSettings {
         for (i, l) in self.flow_limits.iter().enumerate() {
             if let Err(e) = l.validate() {
                 return bad(&format!("flow_limits[{i}].{}", e.field), &e.message);
+            }
+        }
+        for (i, t) in self.topics.iter().enumerate() {
+            let checked = keyfire::queue::check_topic(&t.name)
+                .map_err(|e| ("name", e))
+                .and_then(|_| {
+                    keyfire::queue::check_partitions(t.partitions).map_err(|e| ("partitions", e))
+                });
+            if let Err((field, e)) = checked {
+                let message = match e {
+                    Error::Invalid(v) => v.message,
+                    other => other.to_string(),
+                };
+                return bad(&format!("topics[{i}].{field}"), &message);
             }
         }
         if self.api.enabled && self.api.token.is_empty() {

@@ -600,6 +600,7 @@ fn examples(doc: &mut Value) {
                 json!({"token": "0123456789abcdef0123456789abcdef.emails", "ttr": "2m"})
             }
             ("put", "/v1/limits/{key}") => json!({"rate": 100, "burst": 10, "in_flight": 20}),
+            ("put", "/v1/topics/{topic}") => json!({"partitions": 3}),
             _ => return None,
         })
     };

@@ -195,6 +195,7 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(topic_tasks::finish_topic_task))
         .routes(routes!(topic_tasks::touch_topic_task))
         .routes(routes!(topics::list_topics))
+        .routes(routes!(topics::put_topic, topics::get_topic))
         .routes(routes!(
             limits::put_limit,
             limits::get_limit,

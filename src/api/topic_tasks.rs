@@ -15,15 +15,14 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::ApiJson;
 use super::topics::{self, FinishBody, TaskView, TouchBody, Touched};
 
-/// 404 unless task `id` is in `topic`.
+/// 404 unless task `id` is in `topic` (looked for in the topic's partitions only).
 async fn in_topic(state: &ApiState, topic: &str, id: &str) -> Result<(), ApiError> {
-    let task = state.queue().get(id).await?;
-    if task.topic == topic {
-        Ok(())
-    } else {
-        Err(ApiError::not_found(format!(
+    match state.queue().get_in(topic, id).await {
+        Ok(_) => Ok(()),
+        Err(keyfire::Error::TaskNotFound(_)) => Err(ApiError::not_found(format!(
             "no task '{id}' in topic '{topic}'"
-        )))
+        ))),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -48,8 +47,13 @@ pub(super) async fn get_topic_task(
     State(state): State<ApiState>,
     Path((topic, id)): Path<(String, String)>,
 ) -> Result<Json<TaskView>, ApiError> {
-    in_topic(&state, &topic, &id).await?;
-    topics::get_task(State(state), Path(id)).await
+    match state.queue().get_in(&topic, &id).await {
+        Ok(task) => Ok(Json(task.into())),
+        Err(keyfire::Error::TaskNotFound(_)) => Err(ApiError::not_found(format!(
+            "no task '{id}' in topic '{topic}'"
+        ))),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Delete a task in any state, for good: it is never delivered (again).
@@ -73,7 +77,8 @@ pub(super) async fn delete_topic_task(
     Path((topic, id)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
     in_topic(&state, &topic, &id).await?;
-    topics::delete_task(State(state), Path(id)).await
+    state.queue().delete_in(&topic, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// Finish (acknowledge) a reserved task with its reservation token: it is done.

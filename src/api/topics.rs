@@ -565,3 +565,75 @@ pub async fn list_topics(State(state): State<ApiState>) -> Result<Json<TopicList
     let topics = state.queue().topics().await?;
     Ok(Json(TopicList { topics }))
 }
+
+/// A topic's settings, as `PUT /v1/topics/{topic}` takes them.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TopicSettings {
+    /// How many partitions the topic's tasks spread over (1 to 64): each on a shard of its
+    /// own while there are shards enough, so a hot topic's tasks, memory and pops spread over
+    /// the masters of a cluster. Fixed once the topic has had tasks in its partitions.
+    #[schema(minimum = 1, maximum = 64)]
+    pub partitions: usize,
+}
+
+/// A topic's settings as stored.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TopicView {
+    /// The topic.
+    pub topic: String,
+    /// Its number of partitions.
+    pub partitions: usize,
+}
+
+/// Declare a topic's settings: its number of partitions.
+///
+/// A topic needs no declaration (it has one partition); declare it before its first tasks to
+/// spread them over more. A count out of 1–64, or a different count for a topic that has had
+/// tasks in its partitions, is refused naming `partitions`, and nothing is written.
+#[utoipa::path(
+    put,
+    path = "/v1/topics/{topic}",
+    tag = "topics",
+    params(("topic" = String, Path, description = "Letters, digits, `_`, `.`, `-`; at most 128 bytes")),
+    request_body = TopicSettings,
+    responses(
+        (status = 200, description = "The topic's settings now", body = TopicView),
+        (status = 422, description = "Not a valid topic name, or `partitions` breaks its rule", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn put_topic(
+    State(state): State<ApiState>,
+    Path(topic): Path<String>,
+    ApiJson(body): ApiJson<TopicSettings>,
+) -> Result<Json<TopicView>, ApiError> {
+    state
+        .queue()
+        .set_partitions(&topic, body.partitions)
+        .await?;
+    Ok(Json(TopicView {
+        topic,
+        partitions: body.partitions,
+    }))
+}
+
+/// A topic's settings: its number of partitions (1 for a topic never declared).
+#[utoipa::path(
+    get,
+    path = "/v1/topics/{topic}",
+    tag = "topics",
+    params(("topic" = String, Path, description = "The topic")),
+    responses(
+        (status = 200, description = "The topic's settings", body = TopicView),
+        (status = 422, description = "Not a valid topic name", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn get_topic(
+    State(state): State<ApiState>,
+    Path(topic): Path<String>,
+) -> Result<Json<TopicView>, ApiError> {
+    let partitions = state.queue().partitions(&topic).await?;
+    Ok(Json(TopicView { topic, partitions }))
+}

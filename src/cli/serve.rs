@@ -231,6 +231,15 @@ pub async fn start(settings: ServerSettings, registry: Registry) -> anyhow::Resu
         client.put_limit(limit.clone()).await?;
         tracing::info!(key = %limit.key, rate = ?limit.rate, in_flight = ?limit.in_flight, "flow limit declared");
     }
+    // Declared topics before the node serves any of their tasks.
+    for (i, t) in settings.topics.iter().enumerate() {
+        client
+            .queue()
+            .set_partitions(&t.name, t.partitions)
+            .await
+            .map_err(|e| Error::Config(format!("[[topics]] {i} ('{}'): {e}", t.name)))?;
+        tracing::info!(topic = %t.name, partitions = t.partitions, "topic declared");
+    }
     let node = Node::new(settings.library(), registry).start().await?;
     if let Err(e) = apply_declared_jobs(&client, &settings).await {
         node.shutdown().await;

@@ -52,6 +52,8 @@
 
 mod check;
 mod handler;
+mod lane;
+mod migrate;
 mod promoter;
 mod reply;
 mod stats;
@@ -61,8 +63,8 @@ mod traced;
 mod wait;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -78,6 +80,8 @@ use crate::store::Store;
 use check::{Checked, check, check_max_deliveries, check_payload, check_ttr};
 pub use check::{check_max, check_task_id, check_topic, check_wait, token_topic};
 pub use handler::{TopicHandler, serve_topics};
+use lane::{Lane, Topology, partition_of};
+pub use lane::MAX_PARTITIONS;
 pub use promoter::TopicPromoter;
 use reply::{code, fenced, text};
 pub use stats::{OTHER, QueueSample, TopicSampler, TopicStats};
@@ -149,6 +153,10 @@ pub struct Queue {
     dead_retention: Duration,
     /// Set once a node serving topics was seen registered (it stays registered).
     served: Arc<AtomicBool>,
+    /// What this queue knows of the layout and the partition counts (see `lane.rs`).
+    topo: Arc<Mutex<Topology>>,
+    /// Where the next pop starts its round of a topic's partitions.
+    next_lane: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for Queue {
@@ -194,6 +202,8 @@ impl Queue {
             retention: DEFAULT_RETENTION,
             dead_retention: DEFAULT_DEAD_RETENTION,
             served: Arc::default(),
+            topo: Arc::default(),
+            next_lane: Arc::default(),
         }
     }
 
@@ -332,15 +342,22 @@ impl Queue {
         }) {
             self.ensure_served().await?;
         }
-        let mut by_topic: BTreeMap<&str, Vec<&Checked>> = BTreeMap::new();
+        let mut by_lane: Vec<(Lane, Vec<&Checked>)> = Vec::new();
         for t in &checked {
-            by_topic.entry(t.topic.as_str()).or_default().push(t);
+            let lane = self.write_lane(&t.topic, &t.id).await?;
+            match by_lane.iter_mut().find(|(l, _)| *l == lane) {
+                Some((_, ts)) => ts.push(t),
+                None => by_lane.push((lane, vec![t])),
+            }
         }
-        let cmds = by_topic
+        for (lane, _) in &by_lane {
+            self.register(&lane.topic).await?;
+        }
+        let cmds = by_lane
             .iter()
-            .flat_map(|(topic, ts)| {
+            .flat_map(|(lane, ts)| {
                 ts.chunks(BATCH)
-                    .map(|c| self.add_invocation(topic, c, traceparent))
+                    .map(|c| (lane.clone(), self.add_invocation(lane, c, traceparent)))
             })
             .collect();
         let replies = self.run_adds(cmds).await?;
@@ -381,8 +398,35 @@ impl Queue {
     pub async fn promote(&self, topic: &str) -> Result<Promotion> {
         check_topic(topic)?;
         let mut done = Promotion::default();
+        for lane in self.lanes(topic, true).await? {
+            let r = self.promote_lane(&lane).await?;
+            done.moved += r.moved;
+            done.now_ms = done.now_ms.max(r.now_ms);
+            done.next_due_ms = match (done.next_due_ms, r.next_due_ms) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        Ok(done)
+    }
+
+    /// Promote the lane a promotion's work names ([`Lane::id`]).
+    pub(super) async fn promote_id(&self, id: &str) -> Result<Promotion> {
+        let lane = self.lane_by_id(id).await?;
+        self.promote_lane(&lane).await
+    }
+
+    /// [`Queue::recover`] of the lane a sweep's work names ([`Lane::id`]).
+    pub(super) async fn recover_id(&self, id: &str, budget: usize) -> Result<Requeued> {
+        let lane = self.lane_by_id(id).await?;
+        self.recover_lane(&lane, budget).await
+    }
+
+    /// Promote one lane of a topic.
+    async fn promote_lane(&self, lane: &Lane) -> Result<Promotion> {
+        let mut done = Promotion::default();
         for _ in 0..PROMOTE_ROUNDS {
-            let r = self.promote_once(topic).await?;
+            let r = self.promote_once(lane).await?;
             done.moved += r.moved;
             done.now_ms = r.now_ms;
             done.next_due_ms = r.next_due;
@@ -391,6 +435,25 @@ impl Queue {
             }
         }
         Ok(done)
+    }
+
+    /// The lane a promotion's work names ([`Lane::id`]): a topic (its lane under the meta tag)
+    /// or `<topic>:<partition>`.
+    async fn lane_by_id(&self, id: &str) -> Result<Lane> {
+        let (topic, part) = lane::parse_lane_id(id).ok_or_else(|| {
+            Error::Invalid(ValidationError::new("topic", format!("not a lane: {id}")))
+        })?;
+        check_topic(topic)?;
+        Ok(match part {
+            None => Lane::legacy(topic),
+            Some(p) => {
+                let (_, mut n) = self.topology(topic, false).await?;
+                if p >= n {
+                    n = self.topology(topic, true).await?.1;
+                }
+                Lane::part(self.store.shards(), topic, p, n.max(p + 1))
+            }
+        })
     }
 
     /// Pop the oldest ready task of `topic` and reserve it for its ttr, waiting up to `wait`
@@ -416,63 +479,78 @@ impl Queue {
         check_max(max)?;
         check_wait(wait)?;
         let end = tokio::time::Instant::now() + wait;
-        let notify = self.store.keys().qnotify(topic);
         let mut backoff = Backoff::new();
         loop {
-            let candidates = self
-                .read_candidates(topic, max + max.clamp(16, 256))
-                .await?;
-            let reply = self.pop_script(topic, max, &candidates).await?;
-            if !reply.taken.is_empty() {
-                traced::link_adds(&reply.taken);
-                return reply
-                    .taken
-                    .into_iter()
-                    .map(|t| {
-                        Ok(Reserved {
-                            payload: serde_json::from_str(&t.payload)?,
-                            id: t.id,
-                            topic: topic.to_string(),
-                            deliveries: t.deliveries,
-                            token: t.token,
-                            ttr: ms_duration(t.ttr_ms),
-                            due_at: instant(t.due_ms),
-                            ready_at: instant(t.ready_ms),
-                            reserved_at: instant(reply.now_ms),
-                            deadline: instant(t.deadline_ms),
-                        })
-                    })
-                    .collect();
+            // The partitions in turn, from a start that moves on with each pop, so that no
+            // partition is served before the others for long.
+            let lanes = self.lanes(topic, false).await?;
+            let start = self.next_lane.fetch_add(1, Ordering::Relaxed) % lanes.len();
+            let mut out = Vec::new();
+            let mut left = 0;
+            let mut earliest: Option<i64> = None;
+            for i in 0..lanes.len() {
+                let lane = &lanes[(start + i) % lanes.len()];
+                let want = max - out.len();
+                let candidates = self
+                    .read_candidates(lane, want + want.clamp(16, 256))
+                    .await?;
+                let reply = self.pop_script(lane, want, &candidates).await?;
+                left += reply.left;
+                if let Some(d) = reply.earliest_deadline {
+                    let wait = (d - reply.now_ms).max(0);
+                    earliest = Some(earliest.map_or(wait, |e: i64| e.min(wait)));
+                }
+                if !reply.taken.is_empty() {
+                    traced::link_adds(&reply.taken);
+                }
+                for t in reply.taken {
+                    out.push(Reserved {
+                        payload: serde_json::from_str(&t.payload)?,
+                        id: t.id,
+                        topic: topic.to_string(),
+                        deliveries: t.deliveries,
+                        token: t.token,
+                        ttr: ms_duration(t.ttr_ms),
+                        due_at: instant(t.due_ms),
+                        ready_at: instant(t.ready_ms),
+                        reserved_at: instant(reply.now_ms),
+                        deadline: instant(t.deadline_ms),
+                    });
+                }
+                if out.len() >= max {
+                    break;
+                }
             }
-            if reply.left > 0 {
-                // Others took the candidates read: read the head again.
+            if !out.is_empty() {
+                return Ok(out);
+            }
+            if left > 0 {
+                // Others took the candidates read: read the heads again.
                 continue;
             }
-            let left = end.saturating_duration_since(tokio::time::Instant::now());
-            if left.is_zero() {
+            let remaining = end.saturating_duration_since(tokio::time::Instant::now());
+            if remaining.is_zero() {
                 return Ok(Vec::new());
             }
-            let until_expiry = reply
-                .earliest_deadline
-                .map(|d| ms_duration((d - reply.now_ms).max(0) + 1));
-            let limit = until_expiry.map_or(left, |e| e.min(left));
-            self.waiter.wait(&notify, limit, &mut backoff).await?;
+            let until_expiry = earliest.map(|ms| ms_duration(ms + 1));
+            let limit = until_expiry.map_or(remaining, |e| e.min(remaining));
+            self.waiter.wait(self, &lanes, limit, &mut backoff).await?;
         }
     }
 
-    /// The head of the ready set (`n` ids), after taking back the expired reservations at the
-    /// head of the reserved set (those made ready are candidates too).
-    async fn read_candidates(&self, topic: &str, n: usize) -> Result<Vec<String>> {
-        let (mut candidates, reserved, now) = self.read_heads(topic, n, CANDIDATES).await?;
+    /// The head of a lane's ready set (`n` ids), after taking back the expired reservations at
+    /// the head of its reserved set (those made ready are candidates too).
+    async fn read_candidates(&self, lane: &Lane, n: usize) -> Result<Vec<String>> {
+        let (mut candidates, reserved, now) = self.read_heads(lane, n, CANDIDATES).await?;
         let expired: Vec<String> = reserved
             .into_iter()
             .filter(|(_, deadline)| *deadline as i64 <= now)
             .map(|(id, _)| id)
             .collect();
         if !expired.is_empty() {
-            self.requeue(topic, &expired).await?;
+            self.requeue(lane, &expired).await?;
             // They went to the tail of the ready set: read the head again.
-            candidates = self.read_ready_head(topic, n).await?;
+            candidates = self.read_ready_head(lane, n).await?;
         }
         Ok(candidates)
     }
@@ -485,13 +563,25 @@ impl Queue {
         self.recover(topic, usize::MAX).await
     }
 
-    /// [`Queue::requeue_expired`], taking back at most `budget` reservations.
+    /// [`Queue::requeue_expired`], taking back at most `budget` reservations per lane.
     pub(crate) async fn recover(&self, topic: &str, budget: usize) -> Result<Requeued> {
         check_topic(topic)?;
         let mut done = Requeued::default();
+        for lane in self.lanes(topic, true).await? {
+            let r = self.recover_lane(&lane, budget).await?;
+            done.requeued += r.requeued;
+            done.dead += r.dead;
+            done.promoted += r.promoted;
+        }
+        Ok(done)
+    }
+
+    /// [`Queue::recover`] of one lane.
+    async fn recover_lane(&self, lane: &Lane, budget: usize) -> Result<Requeued> {
+        let mut done = Requeued::default();
         let mut seen = 0;
         while seen < budget {
-            let (reserved, now) = self.read_reserved_head(topic, CANDIDATES).await?;
+            let (reserved, now) = self.read_reserved_head(lane, CANDIDATES).await?;
             let expired: Vec<String> = reserved
                 .iter()
                 .filter(|(_, deadline)| *deadline as i64 <= now)
@@ -501,14 +591,14 @@ impl Queue {
                 break;
             }
             seen += expired.len();
-            let r = self.requeue(topic, &expired).await?;
+            let r = self.requeue(lane, &expired).await?;
             done.requeued += r.requeued;
             done.dead += r.dead;
             if expired.len() < CANDIDATES {
                 break;
             }
         }
-        done.promoted = self.promote(topic).await?.moved;
+        done.promoted = self.promote_lane(lane).await?.moved;
         Ok(done)
     }
 
@@ -534,8 +624,8 @@ impl Queue {
     }
 
     async fn finish_one(&self, id: &str, token: &str) -> Result<()> {
-        let topic = self.topic_for(id, token).await?;
-        let reply = self.finish_script(&topic, &[(id, token)]).await?;
+        let lane = self.lane_for(id, token).await?;
+        let reply = self.finish_script(&lane, &[(id, token)]).await?;
         match reply.0.first().copied() {
             Some(1) => Ok(()),
             Some(0) => Err(Error::ReservationLost(id.to_string())),
@@ -560,7 +650,7 @@ impl Queue {
                 format!("give 1 to {MAX_POP} tasks, not {}", tasks.len()),
             )));
         }
-        let mut by_topic: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        let mut by_topic: BTreeMap<(&str, Option<usize>), Vec<usize>> = BTreeMap::new();
         for (i, (id, token)) in tasks.iter().enumerate() {
             check_task_id(id).map_err(|_| {
                 Error::Invalid(ValidationError::new(
@@ -569,15 +659,19 @@ impl Queue {
                 ))
             })?;
             let topic = token_topic(&format!("tasks[{i}].token"), token)?;
-            by_topic.entry(topic).or_default().push(i);
+            by_topic
+                .entry((topic, lane::token_part(token)))
+                .or_default()
+                .push(i);
         }
         let mut out = vec![Finished::Lost; tasks.len()];
-        for (topic, idx) in by_topic {
+        for ((topic, _), idx) in by_topic {
             let items: Vec<(&str, &str)> = idx
                 .iter()
                 .map(|&i| (tasks[i].0.as_str(), tasks[i].1.as_str()))
                 .collect();
-            let reply = self.finish_script(topic, &items).await?;
+            let lane = self.token_lane(topic, items[0].1).await?;
+            let reply = self.finish_script(&lane, &items).await?;
             if reply.0.len() != idx.len() {
                 return Err(Error::Corrupt(format!(
                     "finish answered {reply:?}",
@@ -606,19 +700,28 @@ impl Queue {
         if let Some(t) = ttr {
             check_ttr(t)?;
         }
-        let topic = self.topic_for(id, token).await?;
+        let lane = self.lane_for(id, token).await?;
         let reply = self
-            .touch_script(&topic, id, token, ttr.map(duration_ms))
+            .touch_script(&lane, id, token, ttr.map(duration_ms))
             .await?;
         fenced(id, &reply).map(instant)
     }
 
     /// Delete a task, whatever its state, for good: it is never delivered (again). Its record
     /// stays as `deleted`, without its payload, for the retention. [`Error::TaskNotFound`] when
-    /// there is no such task or it was deleted.
+    /// there is no such task or it was deleted. Finds the task by its id alone, asking every
+    /// shard: [`Queue::delete_in`] asks only its topic's.
     pub async fn delete(&self, id: &str) -> Result<()> {
         let topic = self.topic_of(id).await?;
-        let reply = self.delete_script(&topic, id).await?;
+        self.delete_in(&topic, id).await
+    }
+
+    /// [`Queue::delete`] of a task of `topic` ([`Error::TaskNotFound`] when it is not there).
+    pub async fn delete_in(&self, topic: &str, id: &str) -> Result<()> {
+        check_topic(topic)?;
+        check_task_id(id)?;
+        let (lane, _, _) = self.locate(topic, id).await?;
+        let reply = self.delete_script(&lane, id).await?;
         if code(&reply)? != 1 {
             return Err(Error::TaskNotFound(id.to_string()));
         }
@@ -635,23 +738,60 @@ impl Queue {
     }
 
     /// A task's state, deliveries, topic and instants. [`Error::TaskNotFound`] when there is no
-    /// such task (a done or deleted one is shown for the retention, then forgotten).
+    /// such task (a done or deleted one is shown for the retention, then forgotten). Finds the
+    /// task by its id alone, asking every shard: [`Queue::get_in`] asks only its topic's.
     pub async fn get(&self, id: &str) -> Result<TaskInfo> {
+        let topic = self.topic_of(id).await?;
+        self.get_in(&topic, id).await
+    }
+
+    /// [`Queue::get`] of a task of `topic` ([`Error::TaskNotFound`] when it is not there).
+    pub async fn get_in(&self, topic: &str, id: &str) -> Result<TaskInfo> {
+        check_topic(topic)?;
         check_task_id(id)?;
-        let map = self.read_record(id).await?;
-        if map.is_empty() {
+        let (_, map, ready) = self.locate(topic, id).await?;
+        let mut info = decode_task(id, &map)?;
+        if info.topic != topic {
             return Err(Error::TaskNotFound(id.to_string()));
         }
-        let mut info = decode_task(id, &map)?;
-        if info.state == TaskState::Delayed {
+        if info.state == TaskState::Delayed
+            && let Some(at) = ready
+        {
             // Promotion leaves the record alone: in the ready set, it is ready.
-            let ready = self.read_ready_score(&info.topic, id).await?;
-            if let Some(at) = ready {
-                info.state = TaskState::Ready;
-                info.ready_at = Some(instant(at as i64));
-            }
+            info.state = TaskState::Ready;
+            info.ready_at = Some(instant(at as i64));
         }
         Ok(info)
+    }
+
+    /// The lane holding task `id` of `topic`, its record and its score in the lane's ready
+    /// set: its own partition first (by its id), then partition 0 (where an add that had not
+    /// heard of the partition count yet put it), then the others, then the meta tag's lane.
+    async fn locate(
+        &self,
+        topic: &str,
+        id: &str,
+    ) -> Result<(Lane, std::collections::HashMap<String, String>, Option<f64>)> {
+        let mut lanes = self.lanes(topic, true).await?;
+        let own = lanes
+            .iter()
+            .position(|l| l.part == Some(partition_of(id, lanes.iter().filter(|l| l.part.is_some()).count())));
+        if let Some(i) = own {
+            let lane = lanes.remove(i);
+            lanes.insert(0, lane);
+        }
+        let mut tried = std::collections::HashSet::new();
+        for lane in lanes {
+            // Partitions sharing a shard share its records: one read per shard.
+            if !tried.insert(lane.slot_group()) {
+                continue;
+            }
+            let (map, ready) = self.read_record(&lane, id).await?;
+            if !map.is_empty() {
+                return Ok((lane, map, ready));
+            }
+        }
+        Err(Error::TaskNotFound(id.to_string()))
     }
 
     /// The dead letters of `topic`, the most recent first.
@@ -660,12 +800,42 @@ impl Queue {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let (ids, maps) = self.read_dead(topic, limit).await?;
-        ids.iter()
-            .zip(&maps)
-            .filter(|(_, m)| m.get("state").map(String::as_str) == Some("dead"))
-            .map(|(id, m)| decode_task(id, m))
+        let mut all = Vec::new();
+        for lane in self.lanes(topic, true).await? {
+            all.extend(self.read_dead(&lane, limit).await?);
+        }
+        all.sort_by(|a, b| b.1.total_cmp(&a.1));
+        all.into_iter()
+            .filter(|(_, _, m)| m.get("state").map(String::as_str) == Some("dead"))
+            .take(limit)
+            .map(|(id, _, m)| decode_task(&id, &m))
             .collect()
+    }
+
+    /// Declare `topic`'s number of partitions (1 to [`MAX_PARTITIONS`]): its tasks spread over
+    /// that many lanes on as many shards (see the module docs). The count is fixed once the
+    /// topic had tasks in its partitions (their placement depends on it): a different count is
+    /// then refused naming `partitions`, and nothing is written.
+    pub async fn set_partitions(&self, topic: &str, partitions: usize) -> Result<()> {
+        check_topic(topic)?;
+        check_partitions(partitions)?;
+        if let Some(cur) = self.declare_script(topic, partitions).await? {
+            return Err(Error::Invalid(ValidationError::new(
+                "partitions",
+                format!(
+                    "topic '{topic}' has {cur} partition(s) and has had tasks in them: the \
+                     count is fixed (use a new topic for another count)"
+                ),
+            )));
+        }
+        self.topology(topic, true).await?;
+        Ok(())
+    }
+
+    /// `topic`'s number of partitions (1 unless declared with more), read now.
+    pub async fn partitions(&self, topic: &str) -> Result<usize> {
+        check_topic(topic)?;
+        Ok(self.topology(topic, true).await?.1)
     }
 
     /// Every topic that ever had a task, by name, with its tasks by state and its counters.
@@ -674,11 +844,35 @@ impl Queue {
         if names.is_empty() {
             return Ok(Vec::new());
         }
-        let rows = self.read_topic_rows(&names).await?;
+        let mut lanes = Vec::new();
+        let mut of = Vec::new();
+        let mut parts = Vec::with_capacity(names.len());
+        for (i, topic) in names.iter().enumerate() {
+            parts.push(self.topology(topic, false).await?.1);
+            for lane in self.lanes(topic, true).await? {
+                lanes.push(lane);
+                of.push(i);
+            }
+        }
+        let lane_rows = self.read_lane_rows(&lanes).await?;
+        let mut rows: Vec<store::TopicRow> = vec![Default::default(); names.len()];
+        for (i, (d, r, s, x, stats)) in of.into_iter().zip(lane_rows) {
+            let row = &mut rows[i];
+            row.0 += d;
+            row.1 += r;
+            row.2 += s;
+            row.3 += x;
+            for (f, v) in stats {
+                *row.4.entry(f).or_default() += v;
+            }
+        }
         let mut out = Vec::with_capacity(names.len());
-        for (topic, (delayed, ready, reserved, dead, stats)) in names.into_iter().zip(rows) {
+        for ((topic, (delayed, ready, reserved, dead, stats)), partitions) in
+            names.into_iter().zip(rows).zip(parts)
+        {
             let n = |f: &str| stats.get(f).copied().unwrap_or(0).max(0) as u64;
             out.push(TopicCounts {
+                partitions,
                 delayed,
                 ready,
                 reserved,
@@ -701,22 +895,36 @@ impl Queue {
         Ok(names)
     }
 
-    /// The topic named by a reservation token, or else the task's own. A token naming another
-    /// topic than the task's cannot match the task's token, so the scripts refuse it whatever
-    /// keys it led to.
-    async fn topic_for(&self, id: &str, token: &str) -> Result<String> {
+    /// The lane named by a reservation token (its topic, and its partition if it has one), or
+    /// else the task's own topic's lane under the meta tag. A token naming another topic than
+    /// the task's cannot match the task's token, so the scripts refuse it whatever keys it led
+    /// to.
+    async fn lane_for(&self, id: &str, token: &str) -> Result<Lane> {
         check_task_id(id)?;
         match token_topic("token", token) {
-            Ok(topic) => Ok(topic.to_string()),
-            Err(_) => self.topic_of(id).await,
+            Ok(topic) => self.token_lane(topic, token).await,
+            Err(_) => {
+                let topic = self.topic_of(id).await?;
+                Ok(self.locate(&topic, id).await?.0)
+            }
         }
     }
 
-    /// The topic a task belongs to (its record's), checking the id first.
+    /// The topic a task belongs to (its record's), checking the id first: the record is looked
+    /// for under the meta tag and on every shard, in one round trip per shard.
     async fn topic_of(&self, id: &str) -> Result<String> {
         check_task_id(id)?;
-        let topic = self.read_task_topic(id).await?;
-        topic.ok_or_else(|| Error::TaskNotFound(id.to_string()))
+        let shards = self.store.shards();
+        let mut probes = vec![Lane::on_shard(None)];
+        if shards.len() > 1 {
+            probes.extend((0..shards.len()).map(|s| Lane::on_shard(Some(s))));
+        }
+        for lane in &probes {
+            if let Some(topic) = self.read_task_topic(lane, id).await? {
+                return Ok(topic);
+            }
+        }
+        Err(Error::TaskNotFound(id.to_string()))
     }
 
     /// What the [`TOPIC_HANDLER`] does with a firing (see [`TopicHandler`]):
@@ -735,8 +943,8 @@ impl Queue {
         let reply: Vec<Value> = match &p.task {
             Some(task) => {
                 check_task_id(task).map_err(|e| HandlerError::abort(e.to_string()))?;
-                self.ready_invocation(task, &p.topic, "promote")
-                    .invoke_async(&mut self.store.connection())
+                // Tasks queued as jobs were queued under the meta tag.
+                self.ready_script(&Lane::legacy(&p.topic), task, "promote", None)
                     .await?
             }
             None => {
@@ -749,13 +957,15 @@ impl Queue {
                     .map_err(|e| HandlerError::abort(e.to_string()))?;
                 let at_ms = firing.scheduled_at.timestamp_millis();
                 let id = format!("{}.{at_ms}", firing.job_id);
-                self.ready_invocation(&id, &p.topic, "create")
-                    .arg(payload)
-                    .arg(duration_ms(ttr))
-                    .arg(max)
-                    .arg(at_ms)
-                    .invoke_async(&mut self.store.connection())
-                    .await?
+                let lane = self.write_lane(&p.topic, &id).await?;
+                self.register(&p.topic).await?;
+                self.ready_script(
+                    &lane,
+                    &id,
+                    "create",
+                    Some((payload, duration_ms(ttr), max, at_ms)),
+                )
+                .await?
             }
         };
         let made = code(&reply).map_err(|e| HandlerError::retry(e.to_string()))? == 1;
@@ -796,6 +1006,18 @@ struct TopicParams {
 /// The keyfire job id of a task queued by an earlier version.
 pub fn job_id(task_id: &str) -> String {
     format!("{JOB_PREFIX}{task_id}")
+}
+
+/// Check a partition count (1 to [`MAX_PARTITIONS`]), naming `partitions`.
+pub fn check_partitions(partitions: usize) -> Result<()> {
+    if (1..=MAX_PARTITIONS).contains(&partitions) {
+        Ok(())
+    } else {
+        Err(Error::Invalid(ValidationError::new(
+            "partitions",
+            format!("give 1 to {MAX_PARTITIONS} partitions, not {partitions}"),
+        )))
+    }
 }
 
 pub(super) fn duration_ms(d: Duration) -> i64 {

@@ -1,6 +1,8 @@
 //! The topic promotion: what makes a topic's due tasks ready, on every node that serves topics.
 //!
-//! keyfire's firing shape, at topic granularity:
+//! The unit is a topic's *lane* (a partition, or the topic's keys under the meta tag; see
+//! `lane.rs`), named by its id (`<topic>:<partition>`, or the topic) in the work below, its
+//! ownership and the `wake` messages. keyfire's firing shape, at lane granularity:
 //! - the topic's sentinel key (`Keys::qwake`) expires at its earliest due instant; its `expired`
 //!   event reaches every node, and the topic's owner (rendezvous hash over the live nodes)
 //!   promotes the topic at once;
@@ -17,6 +19,11 @@
 //!
 //! The promotion script's move is the claim, so all of these may race: a task becomes ready
 //! once, never early.
+//!
+//! The sweep also runs the queue's upgrade: until the switch to the sharded layout, each node
+//! says it serves it and switches it once every live node does (`switch.lua`); after it, the
+//! owner of a topic's meta-tag lane moves what is left there to the partitions
+//! ([`Queue::migrate`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -29,7 +36,11 @@ use tokio_util::sync::CancellationToken;
 use super::Queue;
 use crate::config::RedisSettings;
 use crate::handler::{NodeHook, NodeView};
-use crate::store::{Keys, Store};
+use super::lane::Layout;
+use crate::store::{Shards, Store};
+
+/// Nodes whose heartbeat is this recent count as live for the switch to the sharded layout.
+const SWITCH_WINDOW: Duration = Duration::from_secs(30);
 
 /// Expired reservations one sweep takes back per topic.
 const RECOVER_BUDGET: usize = 1_000;
@@ -40,7 +51,7 @@ const HEADS_PER_READ: usize = 500;
 /// [`super::serve_topics`].
 pub struct TopicPromoter {
     redis: RedisSettings,
-    keys: Keys,
+    shards: Shards,
     /// The runs of this hook (one per node started with it): where events go.
     runs: Mutex<Vec<Run>>,
 }
@@ -64,7 +75,7 @@ impl TopicPromoter {
     /// A promotion that connects to the Redis of `redis` when its node starts.
     pub fn connect_lazily(redis: &RedisSettings) -> Self {
         Self {
-            keys: Keys::new(&redis.prefix),
+            shards: Shards::new(&redis.prefix, redis.shards as usize),
             redis: redis.clone(),
             runs: Mutex::new(Vec::new()),
         }
@@ -98,6 +109,7 @@ impl NodeHook for TopicPromoter {
                 timers: HashMap::new(),
                 promoting: HashSet::new(),
                 again: HashSet::new(),
+                upgraded: false,
             }
             .run(rx, stop)
             .await;
@@ -109,9 +121,10 @@ impl NodeHook for TopicPromoter {
     }
 
     fn on_expired(&self, key: &str) -> bool {
-        let Some(topic) = self.keys.parse_qwake(key) else {
+        let Some(topic) = Queue::wake_lane(&self.shards, key) else {
             return false;
         };
+        let topic = topic.as_str();
         for run in self.runs() {
             // Only the owner promotes at once; the others leave it to their sweep.
             if run.view.owns(topic) {
@@ -159,6 +172,8 @@ struct Loop {
     /// Topics whose promotion runs now, and those to promote again when it ends.
     promoting: HashSet<String>,
     again: HashSet<String>,
+    /// This node said it serves the sharded layout.
+    upgraded: bool,
 }
 
 impl Loop {
@@ -228,7 +243,7 @@ impl Loop {
         self.promoting.insert(topic.clone());
         let (queue, view, tx) = (self.queue.clone(), self.view.clone(), self.tx.clone());
         tokio::spawn(async move {
-            match queue.promote(&topic).await {
+            match queue.promote_id(&topic).await {
                 Ok(p) => {
                     if p.moved > 0 {
                         tracing::debug!(topic, moved = p.moved, "topic promoted");
@@ -255,41 +270,76 @@ impl Loop {
     }
 
     async fn sweep_once(&mut self) -> crate::Result<()> {
+        self.upgrade().await?;
         let names = self.queue.topic_names().await?;
         let grace = self.view.grace().as_millis() as i64;
         let horizon = self.view.timer_horizon().as_millis() as i64;
-        for chunk in names.chunks(HEADS_PER_READ) {
+        let mut lanes = Vec::new();
+        for topic in &names {
+            lanes.extend(self.queue.lanes(topic, true).await?);
+        }
+        for chunk in lanes.chunks(HEADS_PER_READ) {
             let heads = self.queue.read_first_due(chunk).await?;
             let now = self.view.redis_now_ms();
-            for (topic, (first_due, first_deadline)) in chunk.iter().zip(heads) {
-                let owner = self.view.owns(topic);
+            for (lane, (first_due, first_deadline)) in chunk.iter().zip(heads) {
+                let id = lane.id();
+                let owner = self.view.owns(&id);
                 if let Some(due) = first_due {
                     let due = due as i64;
                     if due <= now && (owner || due <= now - grace) {
-                        self.promote(topic.clone());
+                        self.promote(id.clone());
                     } else if owner && due <= now + horizon {
-                        self.arm(topic.clone(), due);
+                        self.arm(id.clone(), due);
                     }
                 }
                 if let Some(deadline) = first_deadline {
                     let deadline = deadline as i64;
                     if deadline <= now && (owner || deadline <= now - grace) {
-                        let (queue, topic) = (self.queue.clone(), topic.clone());
+                        let (queue, id) = (self.queue.clone(), id.clone());
                         tokio::spawn(async move {
-                            match queue.recover(&topic, RECOVER_BUDGET).await {
+                            match queue.recover_id(&id, RECOVER_BUDGET).await {
                                 Ok(r) if r.requeued + r.dead > 0 => tracing::debug!(
-                                    topic,
+                                    lane = id,
                                     requeued = r.requeued,
                                     dead = r.dead,
                                     "expired reservations taken back"
                                 ),
                                 Ok(_) => {}
-                                Err(e) => tracing::warn!(topic, error = %e, "recovery failed"),
+                                Err(e) => tracing::warn!(lane = id, error = %e, "recovery failed"),
                             }
                         });
                     }
                 }
+                if lane.part.is_none() && owner {
+                    // Move what is left under the meta tag to the partitions (nothing before
+                    // the switch).
+                    let (queue, topic) = (self.queue.clone(), lane.topic.clone());
+                    tokio::spawn(async move {
+                        match queue.migrate(&topic).await {
+                            Ok(0) => {}
+                            Ok(moved) => tracing::info!(topic, moved, "tasks moved to the topic's partitions"),
+                            Err(e) => tracing::warn!(topic, error = %e, "moving tasks to partitions failed"),
+                        }
+                    });
+                }
             }
+        }
+        Ok(())
+    }
+
+    /// Until the queue has switched to the sharded layout: say this node serves it, and switch
+    /// when every live node does.
+    async fn upgrade(&mut self) -> crate::Result<()> {
+        if self.queue.layout().await? == Layout::Sharded {
+            return Ok(());
+        }
+        if !self.upgraded {
+            self.queue.mark_upgraded(self.view.node_id()).await?;
+            self.upgraded = true;
+        }
+        if self.queue.switch_script(SWITCH_WINDOW).await? {
+            tracing::info!("the delay queue's topics are spread over the shards from now on");
+            self.queue.layout_fresh().await?;
         }
         Ok(())
     }

@@ -19,7 +19,7 @@ pub const OTHER: &str = "_other";
 /// Fewest topics past the cap read per call (so `max_topics = 0` still goes round).
 const MIN_CHUNK: usize = 1_000;
 
-/// Topics per pipeline: 6 commands each.
+/// Lanes per pipeline: 6 commands each.
 const PIPELINE: usize = 500;
 
 /// One topic's figures (or [`OTHER`]'s: sums, and the oldest of the oldest).
@@ -155,38 +155,49 @@ impl TopicSampler {
 }
 
 impl Queue {
-    /// The figures of these topics, in the order given: per topic `ZCARD` of its four sets,
-    /// the head of its ready set and its counters, with Redis's time, in pipelines of
-    /// 500 topics.
+    /// The figures of these topics, in the order given: per lane of each topic (its partitions,
+    /// and its keys under the meta tag) `ZCARD` of its four sets, the head of its ready set and
+    /// its counters, summed per topic, in one pipeline per slot and 500 lanes.
     pub async fn topic_stats(&self, topics: &[String]) -> Result<Vec<TopicStats>> {
-        let k = self.store.keys();
-        let mut out = Vec::with_capacity(topics.len());
-        for chunk in topics.chunks(PIPELINE) {
-            let mut pipe = redis::pipe();
-            for t in chunk {
-                pipe.zcard(k.qdelayed(t))
-                    .zcard(k.qready(t))
-                    .zcard(k.qreserved(t))
-                    .zcard(k.qdead(t))
-                    .zrange_withscores(k.qready(t), 0, 0)
-                    .cmd("HMGET")
-                    .arg(k.qstats(t))
-                    .arg(&["added", "delivered", "redelivered", "done", "dead"]);
+        let mut lanes = Vec::new();
+        let mut of = Vec::new();
+        for (i, t) in topics.iter().enumerate() {
+            for lane in self.lanes(t, true).await? {
+                lanes.push(lane);
+                of.push(i);
             }
-            pipe.cmd("TIME");
+        }
+        let mut out: Vec<TopicStats> = topics
+            .iter()
+            .map(|t| TopicStats {
+                topic: t.clone(),
+                ..TopicStats::default()
+            })
+            .collect();
+        let shards = self.store.shards();
+        let now = self.store.time_ms().await?;
+        for (lanes, of) in lanes.chunks(PIPELINE).zip(of.chunks(PIPELINE)) {
+            let rows = self
+                .per_slot(lanes, 6, |pipe, lane| {
+                    let (k, t) = (lane.keys(shards), lane.name());
+                    pipe.zcard(k.qdelayed(&t))
+                        .zcard(k.qready(&t))
+                        .zcard(k.qreserved(&t))
+                        .zcard(k.qdead(&t))
+                        .zrange_withscores(k.qready(&t), 0, 0)
+                        .cmd("HMGET")
+                        .arg(k.qstats(&t))
+                        .arg(&["added", "delivered", "redelivered", "done", "dead"]);
+                })
+                .await?;
             type Row = (u64, u64, u64, u64, Vec<(String, f64)>, Vec<Option<i64>>);
-            let mut values: Vec<redis::Value> =
-                pipe.query_async(&mut self.store.connection()).await?;
-            let time: (i64, i64) = redis::from_redis_value(values.pop().unwrap_or_default())
-                .map_err(redis::RedisError::from)?;
-            let now = crate::store::time_reply_ms(time);
-            for (t, row) in chunk.iter().zip(values.chunks(6)) {
+            for (&i, row) in of.iter().zip(rows) {
                 let (delayed, ready, reserved, dead, head, counters): Row =
-                    redis::from_redis_value(redis::Value::Array(row.to_vec()))
+                    redis::from_redis_value(redis::Value::Array(row))
                         .map_err(redis::RedisError::from)?;
                 let n = |i: usize| counters.get(i).copied().flatten().unwrap_or(0).max(0) as u64;
-                out.push(TopicStats {
-                    topic: t.clone(),
+                out[i].absorb(&TopicStats {
+                    topic: String::new(),
                     delayed,
                     ready,
                     reserved,

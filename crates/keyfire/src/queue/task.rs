@@ -207,6 +207,13 @@ pub struct TopicCounts {
     pub done: u64,
     /// Tasks deleted, in all.
     pub deleted: u64,
+    /// Its number of partitions (1 unless declared with more).
+    #[serde(default = "one")]
+    pub partitions: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// What [`Queue::requeue_expired`](crate::Queue::requeue_expired) did.

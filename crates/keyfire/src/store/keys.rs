@@ -141,6 +141,25 @@ impl Shards {
         &self.shards[self.of(job_id)]
     }
 
+    /// The shard partition `p` of a topic with `n` partitions lives on: the topic's own shard
+    /// ([`Shards::of`] of its name, as for a job) for partition 0, and the others spread evenly
+    /// round the shard ring from there (`base + p·shards/n`), so that up to `shards` partitions
+    /// of one topic take distinct shards, and on a cluster whose masters hold equal slot ranges
+    /// they spread over the masters too.
+    pub fn of_partition(&self, topic: &str, p: usize, n: usize) -> usize {
+        let len = self.shards.len();
+        let n = n.max(1);
+        (self.of(topic) + p * len / n) % len
+    }
+
+    /// The keys and the shard index of a hash tag (`{prefix}` is the meta tag: None).
+    pub fn shard_of_tag(&self, tag: &str) -> Option<Option<usize>> {
+        if tag == self.meta.tag && self.shards.len() > 1 {
+            return Some(None);
+        }
+        self.by_tag.get(tag).map(|&s| Some(s))
+    }
+
     /// Split a sentinel key's name into shard, job id and instant; None for keys of other
     /// prefixes or kinds.
     pub fn parse_fire(&self, key: &str) -> Option<(usize, String, i64)> {
@@ -386,6 +405,41 @@ impl Keys {
 
     fn qwake_prefix(&self) -> String {
         format!("{}:q:wake:", self.tag)
+    }
+
+    /// HASH topic → its number of partitions (growable, never shrunk), for topics declared
+    /// with more than one; a topic not in it has one (meta key: it grows with topics).
+    pub fn qpartitions(&self) -> String {
+        format!("{}:q:partitions", self.tag)
+    }
+
+    /// The delay queue's layout (meta key): absent while topics live under the meta tag (the
+    /// layout of earlier releases), `2:<ms>` once they are spread over the shards (and when).
+    pub fn qlayout(&self) -> String {
+        format!("{}:q:layout", self.tag)
+    }
+
+    /// SET of the ids of nodes that serve the sharded queue layout (meta key): the layout is
+    /// switched once every live node is in it.
+    pub fn qupgraded(&self) -> String {
+        format!("{}:q:upgraded", self.tag)
+    }
+
+    /// ZSET task id → when it was taken out of a topic's meta-tag sets to move to its
+    /// partition (meta key, a legacy topic's): what a mover that stopped half way left.
+    pub fn qmoving(&self, topic: &str) -> String {
+        format!("{}:q:moving:{topic}", self.tag)
+    }
+
+    /// The name a partition's keys carry in place of the topic name: the topic for partition
+    /// 0, `<topic>:<p>` for the others (topic names hold no `:`). Pass it to the queue's key
+    /// functions ([`Keys::qready`] …) of the partition's shard ([`Shards::of_partition`]).
+    pub fn qpart(topic: &str, p: usize) -> String {
+        if p == 0 {
+            topic.to_string()
+        } else {
+            format!("{topic}:{p}")
+        }
     }
 
     // Flow control (`store::flow_limits`).

@@ -2,6 +2,7 @@
 
 #[macro_use]
 mod scripts;
+pub(crate) use scripts::script;
 
 mod callbacks;
 mod conn;

@@ -4,11 +4,15 @@
 -- due instant forward, the topic's sentinel key is set to expire at it and a `wake` message on
 -- the change channel tells the topic's owner to arm its precision timer.
 -- Idempotent by id: an id that exists, in any state, is left as it is.
--- KEYS[1] delayed zset   KEYS[2] ready zset   KEYS[3] notify list   KEYS[4] topics set
--- KEYS[5] topic stats hash   KEYS[6] topic sentinel key   KEYS[7] change channel
--- KEYS[8..] task hashes, one per task
--- ARGV[1] topic   ARGV[2] most wake-up tokens kept
--- ARGV[3..] seven per task: id, payload JSON, ttr ms, max deliveries (each '' for the default:
+-- All of one lane of the topic (a partition, or the topic's keys under the meta tag); the
+-- caller put the topic into the topic set first (a meta key: another slot).
+-- KEYS[1] delayed zset   KEYS[2] ready zset   KEYS[3] notify list
+-- KEYS[4] lane stats hash   KEYS[5] lane sentinel key
+-- KEYS[6..] task hashes, one per task
+-- ARGV[1] topic   ARGV[2] most wake-up tokens kept   ARGV[3] the lane's shard change channel
+--   (its tag is the lane's, so SPUBLISH stays in the script's slot)
+-- ARGV[4] the lane's name in `wake` messages (the topic, or `<topic>:<partition>`)
+-- ARGV[5..] seven per task: id, payload JSON, ttr ms, max deliveries (each '' for the default:
 --           not stored), 'delay' | 'at', the delay ms or the instant ms, the add's W3C
 --           traceparent ('' for none: not stored; a pop's span links to it)
 -- A record holds state, topic, payload, due, `ttr` and `max` only when not the default, and
@@ -17,7 +21,7 @@
 -- readers take both.)
 -- Reply: {now, then per task: added (1|0), state, due}; an existing id answers 0 and its
 --        stored state and due, having written nothing
-assert(#KEYS >= 8 and #ARGV == 2 + 7 * (#KEYS - 7), 'add: wrong arity')
+assert(#KEYS >= 6 and #ARGV == 4 + 7 * (#KEYS - 5), 'add: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local topic = ARGV[1]
@@ -25,8 +29,8 @@ local reply = {now}
 local delayed, ready = {}, {}
 local earliest
 local added = 0
-for i = 8, #KEYS do
-  local a = 3 + 7 * (i - 8)
+for i = 6, #KEYS do
+  local a = 5 + 7 * (i - 6)
   local id = ARGV[a]
   local f = redis.call('HMGET', KEYS[i], 'state', 'due')
   if f[1] then
@@ -77,8 +81,8 @@ end
 if earliest then
   local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   if not head[2] or earliest < tonumber(head[2]) then
-    redis.call('SET', KEYS[6], earliest, 'PXAT', earliest)
-    redis.call('SPUBLISH', KEYS[7], cjson.encode({op = 'wake', id = topic, at = earliest}))
+    redis.call('SET', KEYS[5], earliest, 'PXAT', earliest)
+    redis.call('SPUBLISH', ARGV[3], cjson.encode({op = 'wake', id = ARGV[4], at = earliest}))
   end
   for j = 1, #delayed, 1000 do
     redis.call('ZADD', KEYS[1], unpack(delayed, j, math.min(j + 999, #delayed)))
@@ -97,7 +101,6 @@ if #ready > 0 then
   end
 end
 if added > 0 then
-  redis.call('SADD', KEYS[4], topic)
-  redis.call('HINCRBY', KEYS[5], 'added', added)
+  redis.call('HINCRBY', KEYS[4], 'added', added)
 end
 return reply

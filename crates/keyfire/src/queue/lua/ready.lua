@@ -5,14 +5,14 @@
 -- Idempotent, so an at-least-once re-run of the same firing never makes a task ready twice:
 -- 'promote' acts only when it takes the id out of the delayed set, 'create' only on a new id.
 -- KEYS[1] task hash   KEYS[2] delayed zset   KEYS[3] ready zset   KEYS[4] notify list
--- KEYS[5] topics set   KEYS[6] topic stats hash
+-- KEYS[5] lane stats hash (the caller put the topic into the topic set first)
 -- ARGV[1] task id   ARGV[2] 'promote' | 'create'   ARGV[3] topic
 -- ARGV[4] most wake-up tokens kept in the notify list
 -- 'create' also: ARGV[5] payload JSON   ARGV[6] ttr ms   ARGV[7] max deliveries   ARGV[8] due ms
 -- Reply: {1, now} made ready
 --        {0, state} left as it is: state 'missing' when there is no record, 'topic' when the
 --        record belongs to another topic, 'promoted' when it left the delayed set already
-assert(#KEYS == 6 and #ARGV >= 4, 'ready: wrong arity')
+assert(#KEYS == 5 and #ARGV >= 4, 'ready: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local state = redis.call('HGET', KEYS[1], 'state')
@@ -21,8 +21,7 @@ if ARGV[2] == 'create' then
   if state then return {0, state} end
   redis.call('HSET', KEYS[1], 'state', 'ready', 'topic', ARGV[3], 'payload', ARGV[5], 'ttr', ARGV[6],
     'max', ARGV[7], 'deliveries', 0, 'created', now, 'due', tonumber(ARGV[8]), 'ready_at', now)
-  redis.call('SADD', KEYS[5], ARGV[3])
-  redis.call('HINCRBY', KEYS[6], 'added', 1)
+  redis.call('HINCRBY', KEYS[5], 'added', 1)
 else
   if state ~= 'delayed' then return {0, state or 'missing'} end
   if redis.call('HGET', KEYS[1], 'topic') ~= ARGV[3] then return {0, 'topic'} end

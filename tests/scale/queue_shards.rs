@@ -1,0 +1,403 @@
+//! The delay queue sharded by topic on a 3-master Redis Cluster: topics spread over the masters,
+//! the partitions of one topic on different masters, the meta tag's commands flat however
+//! many tasks pass, the upgrade from the meta-tag layout of earlier releases, and a rolling
+//! upgrade beside a node of the previous release.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Duration;
+
+use keyfire::config::RedisMode;
+use keyfire::engine::NodeHandle;
+use keyfire::queue::{NewTask, Queue};
+use keyfire::store::{Keys, Store};
+use keyfire::{Node, Registry, Settings};
+use keyfire_testkit::RedisCluster;
+use redis::aio::MultiplexedConnection;
+
+use crate::support::fast_node;
+
+fn settings(prefix: &str, cluster: &RedisCluster) -> Settings {
+    let mut s = Settings::default();
+    s.redis.prefix = prefix.to_string();
+    s.redis.mode = RedisMode::Cluster;
+    s.redis.nodes = cluster.nodes();
+    s.redis.shards = 12;
+    fast_node(&mut s.node);
+    s
+}
+
+async fn queue_node(s: &Settings, id: &str) -> NodeHandle {
+    let mut registry = Registry::with_builtins();
+    keyfire::queue::serve_topics(&mut registry, &s.redis);
+    let mut s = s.clone();
+    s.node.id = id.into();
+    Node::new(s, registry).start().await.expect("start node")
+}
+
+/// Wait (up to `limit`) until the queue has switched to the sharded layout.
+async fn wait_sharded(queue: &Queue, limit: Duration) {
+    let end = tokio::time::Instant::now() + limit;
+    while !queue.is_sharded().await.unwrap() {
+        assert!(
+            tokio::time::Instant::now() < end,
+            "the queue did not switch to the sharded layout in {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn master_conns(cluster: &RedisCluster) -> Vec<(String, MultiplexedConnection)> {
+    let mut out = Vec::new();
+    for m in cluster.masters().unwrap() {
+        let c = redis::Client::open(format!("redis://{m}"))
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        out.push((m, c));
+    }
+    out
+}
+
+/// Every command a server ran so far (`INFO commandstats`, the commands of scripts included).
+async fn calls(c: &mut MultiplexedConnection) -> u64 {
+    let text: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(c)
+        .await
+        .unwrap();
+    keyfire::store::parse_info(&text)
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("cmdstat_") && k != "cmdstat_info")
+        .filter_map(|(_, v)| {
+            v.split(',')
+                .find_map(|p| p.strip_prefix("calls="))?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
+async fn all_calls(conns: &mut [(String, MultiplexedConnection)]) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (m, c) in conns.iter_mut() {
+        out.insert(m.clone(), calls(c).await);
+    }
+    out
+}
+
+/// The master holding each of `keys`.
+async fn masters_of(store: &Store, keys: &[String]) -> Vec<String> {
+    store.connection().master_of_keys(keys).await.unwrap()
+}
+
+/// The ready-set key of partition `p` of `topic` with `n` partitions (where its keys live).
+fn partition_key(store: &Store, topic: &str, p: usize, n: usize) -> String {
+    let shards = store.shards();
+    shards
+        .keys(shards.of_partition(topic, p, n))
+        .qready(&Keys::qpart(topic, p))
+}
+
+/// Pop (up to 100 at a time) and finish until `n` deliveries came in all or `limit` passed:
+/// each task's deliveries, by id.
+async fn drain(queue: &Queue, topic: &str, n: usize, limit: Duration) -> HashMap<String, usize> {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let end = tokio::time::Instant::now() + limit;
+    while seen.values().sum::<usize>() < n && tokio::time::Instant::now() < end {
+        let got = queue
+            .pop_many(topic, 100, Duration::from_millis(200))
+            .await
+            .unwrap();
+        if got.is_empty() {
+            continue;
+        }
+        let pairs: Vec<(String, String)> =
+            got.iter().map(|r| (r.id.clone(), r.token.clone())).collect();
+        for r in &got {
+            *seen.entry(r.id.clone()).or_default() += 1;
+        }
+        let done = queue.finish_many(&pairs).await.unwrap();
+        assert!(
+            done.iter()
+                .all(|f| matches!(f, keyfire::queue::Finished::Done)),
+            "{done:?}"
+        );
+    }
+    seen
+}
+
+fn assert_once(seen: &HashMap<String, usize>, ids: &HashSet<String>) {
+    let doubled: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(doubled.is_empty(), "delivered more than once: {doubled:?}");
+    let missing: Vec<_> = ids.iter().filter(|id| !seen.contains_key(*id)).collect();
+    assert!(
+        missing.is_empty(),
+        "{} of {} never delivered: {:?}",
+        missing.len(),
+        ids.len(),
+        missing.iter().take(10).collect::<Vec<_>>()
+    );
+    assert_eq!(seen.len(), ids.len(), "tasks delivered that were never added");
+}
+
+/// Twelve topics land on all three masters; a topic of three partitions has one on each
+/// master; delayed and ready tasks of all of them are delivered once each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn topics_and_the_partitions_of_one_topic_spread_over_three_masters() {
+    let _turn = crate::TOPOLOGY.lock().await;
+    let cluster = RedisCluster::start(3, 0).expect("cluster");
+    let s = settings("kqs", &cluster);
+    let node = queue_node(&s, "n1").await;
+    let queue = Queue::connect(&s).await.unwrap();
+    wait_sharded(&queue, Duration::from_secs(20)).await;
+    queue.set_partitions("hot", 3).await.unwrap();
+    assert_eq!(queue.partitions("hot").await.unwrap(), 3);
+    let store = queue.store().clone();
+
+    let hot: Vec<String> = (0..3).map(|p| partition_key(&store, "hot", p, 3)).collect();
+    let hot_masters: HashSet<String> = masters_of(&store, &hot).await.into_iter().collect();
+    assert_eq!(hot_masters.len(), 3, "partitions of `hot` on {hot_masters:?}");
+    let topics: Vec<String> = (0..12).map(|i| format!("t{i}")).collect();
+    let keys: Vec<String> = topics
+        .iter()
+        .map(|t| partition_key(&store, t, 0, 1))
+        .collect();
+    let topic_masters: HashSet<String> = masters_of(&store, &keys).await.into_iter().collect();
+    assert_eq!(topic_masters.len(), 3, "topics on {topic_masters:?}");
+
+    let mut conns = master_conns(&cluster).await;
+    let before = all_calls(&mut conns).await;
+    let mut ids = HashSet::new();
+    let mut tasks = Vec::new();
+    for (i, t) in topics.iter().enumerate() {
+        for j in 0..50 {
+            let id = format!("{t}-{j}");
+            ids.insert(id.clone());
+            tasks.push(
+                NewTask::new(t, serde_json::json!({"j": j}))
+                    .delay(Duration::from_millis(200 + ((i * 50 + j) as u64 * 7) % 800))
+                    .id(id),
+            );
+        }
+    }
+    queue.add_many(tasks).await.unwrap();
+    let mut hot_ids = HashSet::new();
+    for chunk in (0..3_000).collect::<Vec<_>>().chunks(500) {
+        let tasks = chunk
+            .iter()
+            .map(|j| {
+                hot_ids.insert(format!("h{j}"));
+                NewTask::new("hot", serde_json::json!({"j": j})).id(format!("h{j}"))
+            })
+            .collect();
+        queue.add_many(tasks).await.unwrap();
+    }
+    let seen = drain(&queue, "hot", 3_000, Duration::from_secs(60)).await;
+    assert_once(&seen, &hot_ids);
+    let mut all = HashMap::new();
+    for t in &topics {
+        all.extend(drain(&queue, t, 50, Duration::from_secs(30)).await);
+    }
+    assert_once(&all, &ids);
+    let after = all_calls(&mut conns).await;
+    let per_master: BTreeMap<&String, u64> =
+        after.iter().map(|(m, n)| (m, n - before[m])).collect();
+    eprintln!("queue_shards: commands per master for 3,600 tasks: {per_master:?}");
+    for (m, n) in &per_master {
+        assert!(*n > 3_000, "master {m} ran only {n} commands: the load did not spread");
+    }
+    let counts = queue.topics().await.unwrap();
+    let hot_counts = counts.iter().find(|c| c.topic == "hot").unwrap();
+    assert_eq!(
+        (hot_counts.partitions, hot_counts.added, hot_counts.done),
+        (3, 3_000, 3_000)
+    );
+    node.shutdown().await;
+}
+
+/// The commands the meta tag's master runs do not grow with the tasks and pops of topics
+/// elsewhere: 1,000 tasks and 5,000 tasks (added, popped and finished in batches) cost it the
+/// same handful of commands, while the partitions' masters run several per task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_meta_tag_runs_no_command_per_task_or_pop() {
+    let _turn = crate::TOPOLOGY.lock().await;
+    let cluster = RedisCluster::start(3, 0).expect("cluster");
+    let s = settings("kqm", &cluster);
+    let node = queue_node(&s, "n1").await;
+    let queue = Queue::connect(&s).await.unwrap();
+    wait_sharded(&queue, Duration::from_secs(20)).await;
+    // No node runs while counting: its heartbeats and sweeps cost the meta tag commands by
+    // the second, not by the task (ready tasks need no node).
+    node.shutdown().await;
+    let store = queue.store().clone();
+    let meta = masters_of(&store, &[store.keys().qtopics()]).await.remove(0);
+    // A topic of two partitions on the other two masters.
+    let mut topic = None;
+    for i in 0.. {
+        let t = format!("m{i}");
+        let keys: Vec<String> = (0..2).map(|p| partition_key(&store, &t, p, 2)).collect();
+        let ms = masters_of(&store, &keys).await;
+        if !ms.contains(&meta) && ms[0] != ms[1] {
+            topic = Some(t);
+            break;
+        }
+    }
+    let topic = topic.unwrap();
+    queue.set_partitions(&topic, 2).await.unwrap();
+    // Warm: the topic is registered, the scripts loaded, the layout read.
+    queue
+        .add_task(NewTask::new(&topic, serde_json::json!(0)).id("warm"))
+        .await
+        .unwrap();
+    drain(&queue, &topic, 1, Duration::from_secs(10)).await;
+
+    let mut conns = master_conns(&cluster).await;
+    let mut meta_costs = Vec::new();
+    for (round, n) in [1_000usize, 5_000].into_iter().enumerate() {
+        let before = all_calls(&mut conns).await;
+        let mut ids = HashSet::new();
+        let tasks: Vec<NewTask> = (0..n)
+            .map(|i| {
+                let id = format!("r{round}-{i}");
+                ids.insert(id.clone());
+                NewTask::new(&topic, serde_json::json!({"i": i})).id(id)
+            })
+            .collect();
+        for chunk in tasks.chunks(500) {
+            queue.add_many(chunk.to_vec()).await.unwrap();
+        }
+        let seen = drain(&queue, &topic, n, Duration::from_secs(60)).await;
+        assert_once(&seen, &ids);
+        let after = all_calls(&mut conns).await;
+        let delta: BTreeMap<&String, u64> =
+            after.iter().map(|(m, c)| (m, c - before[m])).collect();
+        eprintln!(
+            "queue_shards: {n} tasks: commands per master {delta:?} (meta tag on {meta}): \
+             meta {} commands, {:.4} per task",
+            delta[&meta],
+            delta[&meta] as f64 / n as f64
+        );
+        for (m, c) in &delta {
+            if **m != meta {
+                assert!(*c as usize >= n, "partition master {m}: {c} commands for {n} tasks");
+            }
+        }
+        meta_costs.push(delta[&meta]);
+    }
+    // Five times the tasks, not more meta commands: a few reads of the layout (every 5 s)
+    // and the INFO calls of this test at most.
+    for c in &meta_costs {
+        assert!(*c <= 40, "the meta tag ran {meta_costs:?} commands");
+    }
+}
+
+/// Tasks stored in the meta-tag layout of earlier releases (records and sets under `{prefix}`,
+/// written here with the old scripts' key shapes), ready, delayed and reserved, are delivered
+/// once each after nodes of this release switch the queue to the sharded layout and move them
+/// to the topic's partitions; the reservation made before the upgrade still finishes with
+/// its token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tasks_of_the_meta_layout_are_delivered_once_after_the_upgrade() {
+    let _turn = crate::TOPOLOGY.lock().await;
+    let cluster = RedisCluster::start(3, 0).expect("cluster");
+    let s = settings("kqu", &cluster);
+    let store = Store::open(&s.redis).await.unwrap();
+    store.check_layout().await.unwrap();
+    let k = store.keys().clone();
+    let mut c = store.connection();
+    let now = keyfire::store::redis_time_ms(&mut c).await.unwrap();
+    let topic = "legacy";
+    let mut ids = HashSet::new();
+    let mut pipe = redis::pipe();
+    for i in 0..60 {
+        let id = format!("old-r{i}");
+        pipe.hset_multiple(
+            k.qtask(&id),
+            &[
+                ("state", "ready".to_string()),
+                ("topic", topic.to_string()),
+                ("payload", format!("{{\"i\":{i}}}")),
+                ("due", now.to_string()),
+                ("created", now.to_string()),
+                ("deliveries", "0".to_string()),
+                ("ttr", "60000".to_string()),
+                ("max", "5".to_string()),
+                ("ready_at", now.to_string()),
+            ],
+        )
+        .zadd(k.qready(topic), &id, now);
+        ids.insert(id);
+    }
+    for i in 0..60 {
+        let id = format!("old-d{i}");
+        let due = now + 1_500 + i * 20;
+        pipe.hset_multiple(
+            k.qtask(&id),
+            &[
+                ("state", "delayed".to_string()),
+                ("topic", topic.to_string()),
+                ("payload", format!("{{\"i\":{i}}}")),
+                ("due", due.to_string()),
+            ],
+        )
+        .zadd(k.qdelayed(topic), &id, due);
+        ids.insert(id);
+    }
+    // One reserved by a consumer of the earlier release, its token a plain UUID.
+    let token = format!("{}.{topic}", uuid::Uuid::new_v4().simple());
+    pipe.hset_multiple(
+        k.qtask("old-held"),
+        &[
+            ("state", "reserved".to_string()),
+            ("topic", topic.to_string()),
+            ("payload", "{}".to_string()),
+            ("due", now.to_string()),
+            ("deliveries", "1".to_string()),
+            ("ttr", "60000".to_string()),
+            ("max", "5".to_string()),
+            ("token", token.clone()),
+            ("deadline", (now + 60_000).to_string()),
+        ],
+    )
+    .zadd(k.qreserved(topic), "old-held", now + 60_000)
+    .sadd(k.qtopics(), topic)
+    .hincr(k.qstats(topic), "added", 121);
+    let () = pipe.query_async(&mut c).await.unwrap();
+
+    // Declared before the switch: the moved tasks spread over three partitions.
+    let queue = Queue::connect(&s).await.unwrap();
+    assert!(!queue.is_sharded().await.unwrap());
+    queue.set_partitions(topic, 3).await.unwrap();
+    let node = queue_node(&s, "n1").await;
+    wait_sharded(&queue, Duration::from_secs(20)).await;
+
+    let seen = drain(&queue, topic, ids.len(), Duration::from_secs(60)).await;
+    assert_once(&seen, &ids);
+    queue.finish("old-held", &token).await.unwrap();
+    assert_eq!(
+        queue.get("old-held").await.unwrap().state,
+        keyfire::queue::TaskState::Done
+    );
+    // Nothing is left under the meta tag but the done record of the held task.
+    let left: (u64, u64, u64) = redis::pipe()
+        .zcard(k.qready(topic))
+        .zcard(k.qdelayed(topic))
+        .zcard(k.qreserved(topic))
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(left, (0, 0, 0));
+    let counts = queue.topics().await.unwrap();
+    let t = counts.iter().find(|t| t.topic == topic).unwrap();
+    assert_eq!((t.added, t.done, t.partitions), (121, 121, 3), "{t:?}");
+    // Nothing more comes.
+    assert!(
+        queue
+            .pop(topic, Duration::from_millis(300))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    node.shutdown().await;
+}
