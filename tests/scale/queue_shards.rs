@@ -401,3 +401,227 @@ async fn tasks_of_the_meta_layout_are_delivered_once_after_the_upgrade() {
     );
     node.shutdown().await;
 }
+
+/// A node of the previous release, run from its binary (`KEYFIRE_OLD_BIN`).
+struct OldNode {
+    child: std::process::Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl OldNode {
+    async fn start(bin: &str, s: &Settings) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.toml");
+        let nodes: Vec<String> = s.redis.nodes.iter().map(|n| format!("\"{n}\"")).collect();
+        std::fs::write(
+            &path,
+            format!(
+                "[redis]\nmode = \"cluster\"\nnodes = [{}]\nshards = {}\nprefix = \"{}\"\n\n\
+                 [node]\nid = \"old\"\n\n[api]\nlisten = \"127.0.0.1:{port}\"\n",
+                nodes.join(", "),
+                s.redis.shards,
+                s.redis.prefix
+            ),
+        )
+        .unwrap();
+        let child = std::process::Command::new(bin)
+            .arg("serve")
+            .arg("--config")
+            .arg(&path)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("run the previous release's keyfire");
+        let url = format!("http://127.0.0.1:{port}");
+        let http = reqwest::Client::new();
+        let end = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(r) = http.get(format!("{url}/readyz")).send().await
+                && r.status().is_success()
+            {
+                break;
+            }
+            assert!(tokio::time::Instant::now() < end, "the old node did not start");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        Self {
+            child,
+            url,
+            _dir: dir,
+        }
+    }
+
+    /// SIGINT, and wait until it has left.
+    fn stop(mut self) {
+        use nix::sys::signal::{Signal, kill};
+        use nix::unistd::Pid;
+        let _ = kill(Pid::from_raw(self.child.id() as i32), Signal::SIGINT);
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for OldNode {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+/// A rolling upgrade: a node of the previous release (its binary, `KEYFIRE_OLD_BIN`) and a
+/// node and consumers of this one side by side. Tasks are added through both, popped through
+/// one and finished through the other; the queue stays in the meta-tag layout while the old
+/// node lives. Then the old node leaves, the new one switches the layout, tasks the old node
+/// added (some still delayed) move to the partitions, and new tasks go there: every task is
+/// delivered exactly once. Skipped (saying so) when `KEYFIRE_OLD_BIN` is not set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_rolling_upgrade_beside_the_previous_release_loses_and_doubles_nothing() {
+    let Ok(bin) = std::env::var("KEYFIRE_OLD_BIN") else {
+        eprintln!(
+            "skipped: set KEYFIRE_OLD_BIN to a keyfire binary of the previous release \
+             (`cargo build --bin keyfire` at its commit)"
+        );
+        return;
+    };
+    let _turn = crate::TOPOLOGY.lock().await;
+    let cluster = RedisCluster::start(3, 0).expect("cluster");
+    let s = settings("kqr", &cluster);
+    let topic = "orders";
+    let old = OldNode::start(&bin, &s).await;
+    let node = queue_node(&s, "new").await;
+    let queue = Queue::connect(&s).await.unwrap();
+    let http = reqwest::Client::new();
+    let mut ids = HashSet::new();
+
+    // Side by side: adds through both releases (delayed), in the meta-tag layout.
+    for i in 0..100 {
+        let id = format!("new-{i}");
+        queue
+            .add_task(
+                NewTask::new(topic, serde_json::json!({"i": i}))
+                    .delay(Duration::from_millis(200 + i * 10))
+                    .id(id.clone()),
+            )
+            .await
+            .unwrap();
+        ids.insert(id);
+        let id = format!("old-{i}");
+        let r = http
+            .post(format!("{}/v1/topics/{topic}/tasks", old.url))
+            .json(&serde_json::json!({"payload": {"i": i}, "delay": format!("{}ms", 200 + i * 10), "id": id}))
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "old add: {}", r.status());
+        ids.insert(id);
+    }
+    assert!(!queue.is_sharded().await.unwrap(), "switched beside an old node");
+    // Pops through one release, finishes through the other.
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let end = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut turn = 0;
+    while seen.len() < 200 {
+        assert!(tokio::time::Instant::now() < end, "{} of 200 delivered", seen.len());
+        turn += 1;
+        if turn % 2 == 0 {
+            let r: serde_json::Value = http
+                .post(format!("{}/v1/topics/{topic}/pop?max=20&wait=200ms", old.url))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let pairs: Vec<(String, String)> = r["tasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| {
+                    (
+                        t["id"].as_str().unwrap().to_string(),
+                        t["token"].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect();
+            for (id, _) in &pairs {
+                *seen.entry(id.clone()).or_default() += 1;
+            }
+            if !pairs.is_empty() {
+                let done = queue.finish_many(&pairs).await.unwrap();
+                assert!(
+                    done.iter()
+                        .all(|f| matches!(f, keyfire::queue::Finished::Done)),
+                    "{done:?}"
+                );
+            }
+        } else {
+            let got = queue
+                .pop_many(topic, 20, Duration::from_millis(200))
+                .await
+                .unwrap();
+            for r in &got {
+                *seen.entry(r.id.clone()).or_default() += 1;
+            }
+            if !got.is_empty() {
+                let body = serde_json::json!({"tasks": got.iter().map(|r| serde_json::json!({"id": r.id, "token": r.token})).collect::<Vec<_>>()});
+                let r: serde_json::Value = http
+                    .post(format!("{}/v1/topics/{topic}/finish", old.url))
+                    .json(&body)
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                let outcomes = r["results"].as_array().unwrap();
+                assert!(
+                    outcomes.iter().all(|o| o["outcome"] == "done"),
+                    "{r}"
+                );
+            }
+        }
+    }
+    // Tasks the old node adds due later, still delayed when it leaves.
+    for i in 0..100 {
+        let id = format!("late-{i}");
+        let r = http
+            .post(format!("{}/v1/topics/{topic}/tasks", old.url))
+            .json(&serde_json::json!({"payload": {"i": i}, "delay": format!("{}ms", 3_000 + i * 20), "id": id}))
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success());
+        ids.insert(id);
+    }
+    old.stop();
+    wait_sharded(&queue, Duration::from_secs(45)).await;
+    for i in 0..100 {
+        let id = format!("after-{i}");
+        queue
+            .add_task(
+                NewTask::new(topic, serde_json::json!({"i": i}))
+                    .delay(Duration::from_millis(100 + i * 5))
+                    .id(id.clone()),
+            )
+            .await
+            .unwrap();
+        ids.insert(id);
+    }
+    let rest = drain(&queue, topic, 200, Duration::from_secs(60)).await;
+    for (id, n) in rest {
+        *seen.entry(id).or_default() += n;
+    }
+    assert_once(&seen, &ids);
+    assert!(
+        queue
+            .pop(topic, Duration::from_millis(300))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    node.shutdown().await;
+}
