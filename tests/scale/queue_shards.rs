@@ -16,6 +16,12 @@ use redis::aio::MultiplexedConnection;
 
 use crate::support::fast_node;
 
+/// An HTTP client (reqwest is built without a default TLS provider).
+fn http() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}
+
 fn settings(prefix: &str, cluster: &RedisCluster) -> Settings {
     let mut s = Settings::default();
     s.redis.prefix = prefix.to_string();
@@ -439,7 +445,7 @@ impl OldNode {
             .spawn()
             .expect("run the previous release's keyfire");
         let url = format!("http://127.0.0.1:{port}");
-        let http = reqwest::Client::new();
+        let http = http();
         let end = tokio::time::Instant::now() + Duration::from_secs(30);
         loop {
             if let Ok(r) = http.get(format!("{url}/readyz")).send().await
@@ -494,7 +500,7 @@ async fn a_rolling_upgrade_beside_the_previous_release_loses_and_doubles_nothing
     let old = OldNode::start(&bin, &s).await;
     let node = queue_node(&s, "new").await;
     let queue = Queue::connect(&s).await.unwrap();
-    let http = reqwest::Client::new();
+    let http = http();
     let mut ids = HashSet::new();
 
     // Side by side: adds through both releases (delayed), in the meta-tag layout.
@@ -524,6 +530,7 @@ async fn a_rolling_upgrade_beside_the_previous_release_loses_and_doubles_nothing
     let mut seen: HashMap<String, usize> = HashMap::new();
     let end = tokio::time::Instant::now() + Duration::from_secs(60);
     let mut turn = 0;
+    let (mut via_old, mut via_new) = (0, 0);
     while seen.len() < 200 {
         assert!(tokio::time::Instant::now() < end, "{} of 200 delivered", seen.len());
         turn += 1;
@@ -550,6 +557,7 @@ async fn a_rolling_upgrade_beside_the_previous_release_loses_and_doubles_nothing
             for (id, _) in &pairs {
                 *seen.entry(id.clone()).or_default() += 1;
             }
+            via_old += pairs.len();
             if !pairs.is_empty() {
                 let done = queue.finish_many(&pairs).await.unwrap();
                 assert!(
@@ -566,6 +574,7 @@ async fn a_rolling_upgrade_beside_the_previous_release_loses_and_doubles_nothing
             for r in &got {
                 *seen.entry(r.id.clone()).or_default() += 1;
             }
+            via_new += got.len();
             if !got.is_empty() {
                 let body = serde_json::json!({"tasks": got.iter().map(|r| serde_json::json!({"id": r.id, "token": r.token})).collect::<Vec<_>>()});
                 let r: serde_json::Value = http
@@ -585,6 +594,8 @@ async fn a_rolling_upgrade_beside_the_previous_release_loses_and_doubles_nothing
             }
         }
     }
+    eprintln!("queue_shards: side by side, {via_old} popped through the old node, {via_new} through the new");
+    assert!(via_old > 0 && via_new > 0, "old {via_old}, new {via_new}");
     // Tasks the old node adds due later, still delayed when it leaves.
     for i in 0..100 {
         let id = format!("late-{i}");
