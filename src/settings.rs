@@ -654,6 +654,36 @@ mod tests {
         assert!(err.contains("flow_limits[1].in_flight"), "{err}");
     }
 
+    #[test]
+    fn declared_topics_load_and_a_bad_partition_count_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.toml");
+        let ok = "[[topics]]\nname = \"orders\"\npartitions = 4\n\n[[topics]]\nname = \"mail\"\n";
+        std::fs::write(&path, ok).unwrap();
+        let s = ServerSettings::load(Some(&path)).unwrap();
+        assert_eq!(
+            s.topics,
+            vec![
+                TopicDecl {
+                    name: "orders".into(),
+                    partitions: 4
+                },
+                TopicDecl {
+                    name: "mail".into(),
+                    partitions: 1
+                }
+            ]
+        );
+        for bad in ["partitions = 0", "partitions = 65"] {
+            std::fs::write(&path, ok.replace("partitions = 4", bad)).unwrap();
+            let err = ServerSettings::load(Some(&path)).unwrap_err().to_string();
+            assert!(err.contains("topics[0].partitions"), "{err}");
+        }
+        std::fs::write(&path, ok.replace("\"orders\"", "\"bad:name\"")).unwrap();
+        let err = ServerSettings::load(Some(&path)).unwrap_err().to_string();
+        assert!(err.contains("topics[0].name"), "{err}");
+    }
+
     fn env(vars: &[(&str, &str)]) -> Vec<(String, String)> {
         vars.iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))

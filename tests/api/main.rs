@@ -21,4 +21,5 @@ mod promises;
 mod routes;
 mod socket;
 mod tls;
+mod topic_partitions;
 mod topics;

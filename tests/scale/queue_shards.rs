@@ -118,8 +118,10 @@ async fn drain(queue: &Queue, topic: &str, n: usize, limit: Duration) -> HashMap
         if got.is_empty() {
             continue;
         }
-        let pairs: Vec<(String, String)> =
-            got.iter().map(|r| (r.id.clone(), r.token.clone())).collect();
+        let pairs: Vec<(String, String)> = got
+            .iter()
+            .map(|r| (r.id.clone(), r.token.clone()))
+            .collect();
         for r in &got {
             *seen.entry(r.id.clone()).or_default() += 1;
         }
@@ -144,7 +146,11 @@ fn assert_once(seen: &HashMap<String, usize>, ids: &HashSet<String>) {
         ids.len(),
         missing.iter().take(10).collect::<Vec<_>>()
     );
-    assert_eq!(seen.len(), ids.len(), "tasks delivered that were never added");
+    assert_eq!(
+        seen.len(),
+        ids.len(),
+        "tasks delivered that were never added"
+    );
 }
 
 /// Twelve topics land on all three masters; a topic of three partitions has one on each
@@ -163,7 +169,11 @@ async fn topics_and_the_partitions_of_one_topic_spread_over_three_masters() {
 
     let hot: Vec<String> = (0..3).map(|p| partition_key(&store, "hot", p, 3)).collect();
     let hot_masters: HashSet<String> = masters_of(&store, &hot).await.into_iter().collect();
-    assert_eq!(hot_masters.len(), 3, "partitions of `hot` on {hot_masters:?}");
+    assert_eq!(
+        hot_masters.len(),
+        3,
+        "partitions of `hot` on {hot_masters:?}"
+    );
     let topics: Vec<String> = (0..12).map(|i| format!("t{i}")).collect();
     let keys: Vec<String> = topics
         .iter()
@@ -211,7 +221,10 @@ async fn topics_and_the_partitions_of_one_topic_spread_over_three_masters() {
         after.iter().map(|(m, n)| (m, n - before[m])).collect();
     eprintln!("queue_shards: commands per master for 3,600 tasks: {per_master:?}");
     for (m, n) in &per_master {
-        assert!(*n > 3_000, "master {m} ran only {n} commands: the load did not spread");
+        assert!(
+            *n > 3_000,
+            "master {m} ran only {n} commands: the load did not spread"
+        );
     }
     let counts = queue.topics().await.unwrap();
     let hot_counts = counts.iter().find(|c| c.topic == "hot").unwrap();
@@ -237,7 +250,9 @@ async fn the_meta_tag_runs_no_command_per_task_or_pop() {
     // the second, not by the task (ready tasks need no node).
     node.shutdown().await;
     let store = queue.store().clone();
-    let meta = masters_of(&store, &[store.keys().qtopics()]).await.remove(0);
+    let meta = masters_of(&store, &[store.keys().qtopics()])
+        .await
+        .remove(0);
     // A topic of two partitions on the other two masters.
     let mut topic = None;
     for i in 0.. {
@@ -276,8 +291,7 @@ async fn the_meta_tag_runs_no_command_per_task_or_pop() {
         let seen = drain(&queue, &topic, n, Duration::from_secs(60)).await;
         assert_once(&seen, &ids);
         let after = all_calls(&mut conns).await;
-        let delta: BTreeMap<&String, u64> =
-            after.iter().map(|(m, c)| (m, c - before[m])).collect();
+        let delta: BTreeMap<&String, u64> = after.iter().map(|(m, c)| (m, c - before[m])).collect();
         eprintln!(
             "queue_shards: {n} tasks: commands per master {delta:?} (meta tag on {meta}): \
              meta {} commands, {:.4} per task",
@@ -286,7 +300,10 @@ async fn the_meta_tag_runs_no_command_per_task_or_pop() {
         );
         for (m, c) in &delta {
             if **m != meta {
-                assert!(*c as usize >= n, "partition master {m}: {c} commands for {n} tasks");
+                assert!(
+                    *c as usize >= n,
+                    "partition master {m}: {c} commands for {n} tasks"
+                );
             }
         }
         meta_costs.push(delta[&meta]);
@@ -453,7 +470,10 @@ impl OldNode {
             {
                 break;
             }
-            assert!(tokio::time::Instant::now() < end, "the old node did not start");
+            assert!(
+                tokio::time::Instant::now() < end,
+                "the old node did not start"
+            );
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         Self {
@@ -525,18 +545,28 @@ async fn a_rolling_upgrade_beside_the_previous_release_loses_and_doubles_nothing
         assert!(r.status().is_success(), "old add: {}", r.status());
         ids.insert(id);
     }
-    assert!(!queue.is_sharded().await.unwrap(), "switched beside an old node");
+    assert!(
+        !queue.is_sharded().await.unwrap(),
+        "switched beside an old node"
+    );
     // Pops through one release, finishes through the other.
     let mut seen: HashMap<String, usize> = HashMap::new();
     let end = tokio::time::Instant::now() + Duration::from_secs(60);
     let mut turn = 0;
     let (mut via_old, mut via_new) = (0, 0);
     while seen.len() < 200 {
-        assert!(tokio::time::Instant::now() < end, "{} of 200 delivered", seen.len());
+        assert!(
+            tokio::time::Instant::now() < end,
+            "{} of 200 delivered",
+            seen.len()
+        );
         turn += 1;
         if turn % 2 == 0 {
             let r: serde_json::Value = http
-                .post(format!("{}/v1/topics/{topic}/pop?max=20&wait=200ms", old.url))
+                .post(format!(
+                    "{}/v1/topics/{topic}/pop?max=20&wait=200ms",
+                    old.url
+                ))
                 .send()
                 .await
                 .unwrap()
@@ -587,14 +617,13 @@ async fn a_rolling_upgrade_beside_the_previous_release_loses_and_doubles_nothing
                     .await
                     .unwrap();
                 let outcomes = r["results"].as_array().unwrap();
-                assert!(
-                    outcomes.iter().all(|o| o["outcome"] == "done"),
-                    "{r}"
-                );
+                assert!(outcomes.iter().all(|o| o["outcome"] == "done"), "{r}");
             }
         }
     }
-    eprintln!("queue_shards: side by side, {via_old} popped through the old node, {via_new} through the new");
+    eprintln!(
+        "queue_shards: side by side, {via_old} popped through the old node, {via_new} through the new"
+    );
     assert!(via_old > 0 && via_new > 0, "old {via_old}, new {via_new}");
     // Tasks the old node adds due later, still delayed when it leaves.
     for i in 0..100 {

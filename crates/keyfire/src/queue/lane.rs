@@ -207,9 +207,7 @@ impl Queue {
     pub(super) async fn write_lane(&self, topic: &str, id: &str) -> Result<Lane> {
         Ok(match self.topology(topic, false).await? {
             (Layout::Meta, _) => Lane::legacy(topic),
-            (Layout::Sharded, n) => {
-                Lane::part(self.store.shards(), topic, partition_of(id, n), n)
-            }
+            (Layout::Sharded, n) => Lane::part(self.store.shards(), topic, partition_of(id, n), n),
         })
     }
 
@@ -222,7 +220,13 @@ impl Queue {
         Ok(self.lanes_of(topic, layout, n, legacy))
     }
 
-    pub(super) fn lanes_of(&self, topic: &str, layout: Layout, n: usize, legacy: bool) -> Vec<Lane> {
+    pub(super) fn lanes_of(
+        &self,
+        topic: &str,
+        layout: Layout,
+        n: usize,
+        legacy: bool,
+    ) -> Vec<Lane> {
         let shards = self.store.shards();
         match layout {
             Layout::Meta => vec![Lane::legacy(topic)],

@@ -80,8 +80,8 @@ use crate::store::Store;
 use check::{Checked, check, check_max_deliveries, check_payload, check_ttr};
 pub use check::{check_max, check_task_id, check_topic, check_wait, token_topic};
 pub use handler::{TopicHandler, serve_topics};
-use lane::{Lane, Topology, partition_of};
 pub use lane::MAX_PARTITIONS;
+use lane::{Lane, Topology, partition_of};
 pub use promoter::TopicPromoter;
 use reply::{code, fenced, text};
 pub use stats::{OTHER, QueueSample, TopicSampler, TopicStats};
@@ -773,9 +773,13 @@ impl Queue {
         id: &str,
     ) -> Result<(Lane, std::collections::HashMap<String, String>, Option<f64>)> {
         let mut lanes = self.lanes(topic, true).await?;
-        let own = lanes
-            .iter()
-            .position(|l| l.part == Some(partition_of(id, lanes.iter().filter(|l| l.part.is_some()).count())));
+        let own = lanes.iter().position(|l| {
+            l.part
+                == Some(partition_of(
+                    id,
+                    lanes.iter().filter(|l| l.part.is_some()).count(),
+                ))
+        });
         if let Some(i) = own {
             let lane = lanes.remove(i);
             lanes.insert(0, lane);

@@ -34,9 +34,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::Queue;
+use super::lane::Layout;
 use crate::config::RedisSettings;
 use crate::handler::{NodeHook, NodeView};
-use super::lane::Layout;
 use crate::store::{Shards, Store};
 
 /// Nodes whose heartbeat is this recent count as live for the switch to the sharded layout.
@@ -317,8 +317,14 @@ impl Loop {
                     tokio::spawn(async move {
                         match queue.migrate(&topic).await {
                             Ok(0) => {}
-                            Ok(moved) => tracing::info!(topic, moved, "tasks moved to the topic's partitions"),
-                            Err(e) => tracing::warn!(topic, error = %e, "moving tasks to partitions failed"),
+                            Ok(moved) => tracing::info!(
+                                topic,
+                                moved,
+                                "tasks moved to the topic's partitions"
+                            ),
+                            Err(e) => {
+                                tracing::warn!(topic, error = %e, "moving tasks to partitions failed")
+                            }
                         }
                     });
                 }

@@ -97,12 +97,21 @@ impl Queue {
                 out[i] = Some(r);
             }
         }
-        Ok(out.into_iter().map(|r| r.expect("every add answered")).collect())
+        Ok(out
+            .into_iter()
+            .map(|r| r.expect("every add answered"))
+            .collect())
     }
 
     /// Put `topic` into the set of topics (once per queue: the set grows with topics).
     pub(super) async fn register(&self, topic: &str) -> Result<()> {
-        if self.topo.lock().expect("topology lock").registered.contains(topic) {
+        if self
+            .topo
+            .lock()
+            .expect("topology lock")
+            .registered
+            .contains(topic)
+        {
             return Ok(());
         }
         let _: i64 = self
@@ -170,7 +179,8 @@ impl Queue {
     ) -> Result<FinishReply> {
         let k = lane.keys(self.store.shards());
         let mut inv = FINISH.prepare_invoke();
-        inv.key(k.qreserved(&lane.name())).key(k.qstats(&lane.name()));
+        inv.key(k.qreserved(&lane.name()))
+            .key(k.qstats(&lane.name()));
         for (id, _) in items {
             inv.key(k.qtask(id));
         }

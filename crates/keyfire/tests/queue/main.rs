@@ -6,6 +6,7 @@ mod deletes;
 mod delivery;
 mod feed;
 mod input;
+mod partitions;
 mod recovery;
 mod redelivery;
 mod upgrade;
