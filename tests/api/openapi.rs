@@ -42,6 +42,8 @@ const EXPECTED: &[(&str, &str)] = &[
     ("POST", "/v1/topics/{topic}/tasks/{id}/finish"),
     ("POST", "/v1/topics/{topic}/tasks/{id}/touch"),
     ("GET", "/v1/topics"),
+    ("GET", "/v1/topics/{topic}"),
+    ("PUT", "/v1/topics/{topic}"),
     ("POST", "/v1/topics/{topic}/tasks"),
     ("POST", "/v1/topics/{topic}/pop"),
     ("POST", "/v1/topics/{topic}/finish"),
@@ -123,7 +125,6 @@ async fn document_and_router_agree() {
         "/v1/jobs/a/b",
         "/v1/jobs/a/dead/x",
         "/v1/tasks/x/y",
-        "/v1/topics/x",
         "/v1/topics/x/y",
         "/v1/node",
     ] {
@@ -824,6 +825,7 @@ async fn redis_unavailable_is_documented() {
             "/v1/tasks" => json!({"handler": "log"}),
             "/v1/tasks/batch" => json!({"tasks": [{"handler": "log"}]}),
             "/v1/topics/{topic}/tasks" => json!({"payload": 1}),
+            "/v1/topics/{topic}" => json!({"partitions": 2}),
             "/v1/topics/{topic}/finish" => {
                 json!({"tasks": [{"id": "x", "token": "0123456789abcdef0123456789abcdef.probe-topic"}]})
             }

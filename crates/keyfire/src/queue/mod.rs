@@ -15,7 +15,7 @@
 //!   delete: any state ──► deleted
 //! ```
 //!
-//! **The unit of firing is the topic.** Each topic has a delayed ZSET (by due instant) and a
+//! **The unit of firing is the topic's lane** (a partition, see below). Each has a delayed ZSET (by due instant) and a
 //! ready ZSET (by the instant each task became ready). One script (`lua/promote.lua`) moves every
 //! due task of a topic, by Redis's clock, from delayed to ready in a batch; the move itself is
 //! the claim, so a task becomes ready exactly once however many nodes promote the topic at
@@ -41,14 +41,36 @@
 //! so whichever comes first wins and the other does nothing. Deleting such a task deletes its
 //! job too.
 //!
+//! **Where a topic lives** (`lane.rs`, `docs/queue.md`). A topic's keys and its tasks' records
+//! live under the hash tag of one shard (`redis.shards`): the shard of its name, as for a job.
+//! A topic declared with `partitions = N` ([`Queue::set_partitions`], 1 to [`MAX_PARTITIONS`])
+//! has N full sets of keys, partition `p` on shard `base + p·shards/N`, so its tasks, memory
+//! and pops spread over N shards (and the masters holding them). A task goes to the partition
+//! a stable hash of its id names; its reservation token names its partition, so finish and
+//! touch read nothing first; routes under a topic look in the topic's partitions, and lookups
+//! by id alone ask every shard. The count is fixed once the partitions had tasks (the
+//! placement depends on it). Pops visit the partitions in turn from a start that moves on with
+//! each pop, and a blocking pop waits on every partition's notify list: within a partition
+//! tasks come out in the order they became ready, across partitions only about so.
+//!
+//! **What stays on the meta tag** grows with topics, never with tasks or pops: the topic
+//! set, the partition counts, the layout marker. Each [`Queue`] reads the layout and the counts
+//! at most every 5 s, and registers a topic in the set once.
+//!
+//! **The upgrade from the meta-tag layout** of earlier releases (every topic under `{prefix}`):
+//! until every live node serves the sharded layout, all nodes keep that layout, so old and new
+//! nodes and consumers share it; then a sweep switches it (once), adds go to the shards, and
+//! the sweep moves what is left under the meta tag to the partitions (`migrate.rs`).
+//!
 //! **Redis layout** (names in the store's `Keys`, one Lua script per change in `lua/`, the
-//! calls in `store.rs`): a hash per task; per topic a `delayed` ZSET, a `ready` ZSET, a
-//! `reserved` ZSET (by deadline, Redis time), a `dead` ZSET, a notify list that wakes blocked
-//! pops, a counters hash and a sentinel key; a SET of topic names. A task's record is not
-//! written when it is promoted (a record that says `delayed` is ready while its id is in the
-//! ready set), which keeps a task to about ten Redis commands end to end. Done and deleted tasks
-//! keep a small record without their payload for a retention (10 minutes by default), dead ones
-//! for the dead-letter retention (7 days): memory is bounded by rate times retention.
+//! calls and the blocking waits in `store.rs`): a hash per task; per lane a `delayed` ZSET, a
+//! `ready` ZSET, a `reserved` ZSET (by deadline, Redis time), a `dead` ZSET, a notify list that
+//! wakes blocked pops, a counters hash and a sentinel key; a SET of topic names. A task's
+//! record is not written when it is promoted (a record that says `delayed` is ready while its
+//! id is in the ready set), which keeps a task to about ten Redis commands end to end. Done and
+//! deleted tasks keep a small record without their payload for a retention (10 minutes by
+//! default), dead ones for the dead-letter retention (7 days): memory is bounded by rate times
+//! retention.
 
 mod check;
 mod handler;
