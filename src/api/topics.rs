@@ -572,7 +572,7 @@ pub async fn list_topics(State(state): State<ApiState>) -> Result<Json<TopicList
 pub struct TopicSettings {
     /// How many partitions the topic's tasks spread over (1 to 64): each on a shard of its
     /// own while there are shards enough, so a hot topic's tasks, memory and pops spread over
-    /// the masters of a cluster. Fixed once the topic has had tasks in its partitions.
+    /// the masters of a cluster. Set once, before the topic's first task, never changed.
     #[schema(minimum = 1, maximum = 64)]
     pub partitions: usize,
 }
@@ -588,9 +588,10 @@ pub struct TopicView {
 
 /// Declare a topic's settings: its number of partitions.
 ///
-/// A topic needs no declaration (it has one partition); declare it before its first tasks to
-/// spread them over more. A count out of 1–64, or a different count for a topic that has had
-/// tasks in its partitions, is refused naming `partitions`, and nothing is written.
+/// A topic needs no declaration (it has one partition); declare it before its first task to
+/// spread its tasks over more. The count is set once and never changed: a count out of 1–64,
+/// or another count than the one set (or, for a topic that has had tasks, than 1), is
+/// refused naming `partitions`, and nothing is written.
 #[utoipa::path(
     put,
     path = "/v1/topics/{topic}",

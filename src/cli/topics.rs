@@ -25,7 +25,7 @@ enum TopicsCommand {
         /// The topic.
         topic: String,
         /// How many partitions its tasks spread over (1 to 64), each on a shard of its own
-        /// while there are shards enough. Fixed once the topic has had tasks in them.
+        /// while there are shards enough. Set once, before the topic's first task.
         #[arg(long)]
         partitions: usize,
     },

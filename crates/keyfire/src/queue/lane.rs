@@ -108,7 +108,10 @@ impl Lane {
 pub(super) fn parse_lane_id(id: &str) -> Option<(&str, Option<usize>)> {
     match id.split_once(':') {
         None => Some((id, None)),
-        Some((topic, p)) => Some((topic, Some(p.parse().ok()?))),
+        Some((topic, p)) => {
+            let p: usize = p.parse().ok()?;
+            (p < MAX_PARTITIONS).then_some((topic, Some(p)))
+        }
     }
 }
 
@@ -138,7 +141,63 @@ pub(super) fn token_part(token: &str) -> Option<usize> {
     if b.len() < 33 || b[12] != PART_MARK {
         return None;
     }
-    usize::from_str_radix(token.get(28..32)?, 16).ok()
+    usize::from_str_radix(token.get(28..32)?, 16)
+        .ok()
+        .filter(|&p| p < MAX_PARTITIONS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_name_their_partition_and_legacy_tokens_none() {
+        for p in [0, 1, 7, MAX_PARTITIONS - 1] {
+            let hex = token_hex(Some(p));
+            assert_eq!(hex.len(), 32);
+            assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()));
+            assert_eq!(token_part(&format!("{hex}.orders")), Some(p));
+        }
+        for _ in 0..100 {
+            let hex = token_hex(None);
+            assert_eq!(token_part(&format!("{hex}.orders")), None);
+        }
+        assert_eq!(token_part("short.t"), None);
+        assert_eq!(
+            token_part(&format!("{}0{}ffff.t", "a".repeat(12), "b".repeat(15))),
+            None
+        );
+    }
+
+    #[test]
+    fn lane_ids_parse_back_and_bad_partitions_are_refused() {
+        assert_eq!(parse_lane_id("orders"), Some(("orders", None)));
+        assert_eq!(parse_lane_id("orders:3"), Some(("orders", Some(3))));
+        assert_eq!(parse_lane_id("orders:x"), None);
+        assert_eq!(parse_lane_id("orders:99999999999999999999"), None);
+        assert_eq!(parse_lane_id(&format!("orders:{MAX_PARTITIONS}")), None);
+    }
+
+    #[test]
+    fn partitions_of_a_topic_take_distinct_shards_and_spread_evenly() {
+        let shards = Shards::new("kf", 12);
+        for n in [2usize, 3, 4, 6, 12] {
+            let taken: std::collections::HashSet<usize> =
+                (0..n).map(|p| shards.of_partition("hot", p, n)).collect();
+            assert_eq!(taken.len(), n, "n={n}");
+        }
+        // Three partitions over 12 shards: a third of the ring apart (one per master of a
+        // cluster of three with equal slot ranges).
+        let s: Vec<usize> = (0..3).map(|p| shards.of_partition("hot", p, 3)).collect();
+        assert_eq!(s[0], shards.of("hot"));
+        assert_eq!((s[1] + 12 - s[0]) % 12, 4);
+        assert_eq!((s[2] + 12 - s[0]) % 12, 8);
+        let mut ids = [0usize; 4];
+        for i in 0..40_000 {
+            ids[partition_of(&format!("t{i}"), 4)] += 1;
+        }
+        assert!(ids.iter().all(|&c| (9_000..11_000).contains(&c)), "{ids:?}");
+    }
 }
 
 /// What a queue knows of the layout and the partition counts (see the module docs).
@@ -261,7 +320,7 @@ impl Queue {
         let name = key[close + 1..].strip_prefix(":q:wake:")?;
         let (topic, p) = match name.split_once(':') {
             None => (name, 0),
-            Some((t, p)) => (t, p.parse::<usize>().ok()?),
+            Some((t, p)) => (t, p.parse::<usize>().ok().filter(|&p| p < MAX_PARTITIONS)?),
         };
         Some(match group {
             None => topic.to_string(),

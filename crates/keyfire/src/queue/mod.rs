@@ -48,8 +48,9 @@
 //! and pops spread over N shards (and the masters holding them). A task goes to the partition
 //! a stable hash of its id names; its reservation token names its partition, so finish and
 //! touch read nothing first; routes under a topic look in the topic's partitions, and lookups
-//! by id alone ask every shard. The count is fixed once the partitions had tasks (the
-//! placement depends on it). Pops visit the partitions in turn from a start that moves on with
+//! by id alone ask every shard. The count is set once, before the topic's first task, and
+//! never changed (the placement depends on it; a queue that has not read it yet uses
+//! partition 0, which is where it is whatever the count). Pops visit the partitions in turn from a start that moves on with
 //! each pop, and a blocking pop waits on every partition's notify list: within a partition
 //! tasks come out in the order they became ready, across partitions only about so.
 //!
@@ -839,9 +840,11 @@ impl Queue {
     }
 
     /// Declare `topic`'s number of partitions (1 to [`MAX_PARTITIONS`]): its tasks spread over
-    /// that many lanes on as many shards (see the module docs). The count is fixed once the
-    /// topic had tasks in its partitions (their placement depends on it): a different count is
-    /// then refused naming `partitions`, and nothing is written.
+    /// that many lanes on as many shards (see the module docs). The count is set once, from the
+    /// default 1, before the topic's first task (or before the queue's switch to the sharded
+    /// layout), and never changed (the placement of the partitions depends on it): another
+    /// count is refused naming `partitions`, and nothing is written. The same count again is
+    /// accepted.
     pub async fn set_partitions(&self, topic: &str, partitions: usize) -> Result<()> {
         check_topic(topic)?;
         check_partitions(partitions)?;
@@ -849,8 +852,8 @@ impl Queue {
             return Err(Error::Invalid(ValidationError::new(
                 "partitions",
                 format!(
-                    "topic '{topic}' has {cur} partition(s) and has had tasks in them: the \
-                     count is fixed (use a new topic for another count)"
+                    "topic '{topic}' has {cur} partition(s): a count is set once, before the \
+                     topic's first task, and never changed (use a new topic for another count)"
                 ),
             )));
         }
