@@ -174,27 +174,10 @@ impl Queue {
                 ..TopicStats::default()
             })
             .collect();
-        let shards = self.store.shards();
         let now = self.store.time_ms().await?;
         for (lanes, of) in lanes.chunks(PIPELINE).zip(of.chunks(PIPELINE)) {
-            let rows = self
-                .per_slot(lanes, 6, |pipe, lane| {
-                    let (k, t) = (lane.keys(shards), lane.name());
-                    pipe.zcard(k.qdelayed(&t))
-                        .zcard(k.qready(&t))
-                        .zcard(k.qreserved(&t))
-                        .zcard(k.qdead(&t))
-                        .zrange_withscores(k.qready(&t), 0, 0)
-                        .cmd("HMGET")
-                        .arg(k.qstats(&t))
-                        .arg(&["added", "delivered", "redelivered", "done", "dead"]);
-                })
-                .await?;
-            type Row = (u64, u64, u64, u64, Vec<(String, f64)>, Vec<Option<i64>>);
-            for (&i, row) in of.iter().zip(rows) {
-                let (delayed, ready, reserved, dead, head, counters): Row =
-                    redis::from_redis_value(redis::Value::Array(row))
-                        .map_err(redis::RedisError::from)?;
+            let rows = self.read_lane_stats(lanes).await?;
+            for (&i, (delayed, ready, reserved, dead, head, counters)) in of.iter().zip(rows) {
                 let n = |i: usize| counters.get(i).copied().flatten().unwrap_or(0).max(0) as u64;
                 out[i].absorb(&TopicStats {
                     topic: String::new(),

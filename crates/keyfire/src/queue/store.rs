@@ -432,6 +432,10 @@ impl Queue {
 /// A topic's counts as read: delayed, ready, reserved, dead, and its counters.
 pub(super) type TopicRow = (u64, u64, u64, u64, HashMap<String, i64>);
 
+/// A lane's figures for metrics: delayed, ready, reserved, dead, the head of its ready set,
+/// its counters.
+pub(super) type LaneStats = (u64, u64, u64, u64, Vec<(String, f64)>, Vec<Option<i64>>);
+
 /// The queue's reads (no script: what they read may change right after, and every change
 /// goes through a script that checks again).
 impl Queue {
@@ -591,6 +595,32 @@ impl Queue {
         rows.into_iter()
             .map(|chunk| {
                 TopicRow::from_redis_value(Value::Array(chunk))
+                    .map_err(|e| redis::RedisError::from(e).into())
+            })
+            .collect()
+    }
+
+    /// Each lane's figures for metrics, in the order given: `ZCARD` of its four sets, the head
+    /// of its ready set (id, when it became ready) and its counters (added, delivered,
+    /// redelivered, done, dead).
+    pub(super) async fn read_lane_stats(&self, lanes: &[Lane]) -> Result<Vec<LaneStats>> {
+        let shards = self.store.shards();
+        let rows = self
+            .per_slot(lanes, 6, |pipe, lane| {
+                let (k, t) = (lane.keys(shards), lane.name());
+                pipe.zcard(k.qdelayed(&t))
+                    .zcard(k.qready(&t))
+                    .zcard(k.qreserved(&t))
+                    .zcard(k.qdead(&t))
+                    .zrange_withscores(k.qready(&t), 0, 0)
+                    .cmd("HMGET")
+                    .arg(k.qstats(&t))
+                    .arg(&["added", "delivered", "redelivered", "done", "dead"]);
+            })
+            .await?;
+        rows.into_iter()
+            .map(|row| {
+                LaneStats::from_redis_value(Value::Array(row))
                     .map_err(|e| redis::RedisError::from(e).into())
             })
             .collect()
