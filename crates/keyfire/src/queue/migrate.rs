@@ -28,7 +28,7 @@ pub(super) const MOVE_BATCH: usize = 500;
 pub(super) const MOVING_GRACE: Duration = Duration::from_secs(30);
 
 impl Queue {
-    /// Move up to [`MOVE_BATCH`] delayed and ready tasks of `topic`'s meta-tag lane to its
+    /// Move up to 500 (`MOVE_BATCH`) delayed and ready tasks of `topic`'s meta-tag lane to its
     /// partitions (see the module docs). Does nothing before the switch to the sharded layout,
     /// or with one shard (the meta-tag lane is partition 0). Returns how many moved.
     pub async fn migrate(&self, topic: &str) -> Result<u64> {

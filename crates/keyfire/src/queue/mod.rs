@@ -162,8 +162,8 @@ const PROMOTE_ROUNDS: usize = 100;
 
 /// Delay-queue operations over one keyfire prefix. Cheap to clone.
 ///
-/// Get one with [`Client::queue`] (waits by short polls), [`Queue::connect`] (waits by blocking
-/// `BLPOP`, preferred for consumers) or [`Queue::new`] over a store. Delayed tasks become ready
+/// Get one with [`Client::queue`] (waits by short polls) or [`Queue::connect`] (waits by blocking
+/// `BLPOP` on a standalone Redis, preferred for consumers). Delayed tasks become ready
 /// only while a keyfire node runs the topic promotion (see [`crate::Registry::for_node`]);
 /// tasks due at once need no node.
 #[derive(Clone)]
@@ -212,10 +212,22 @@ impl Client {
 }
 
 impl Queue {
-    /// A queue over `store`. Its pops wait by short polls; give it a Redis client with
-    /// [`Queue::with_blocking_pops`] to block instead. The payload limit is the default
-    /// `limits.max_params_bytes`.
+    /// A queue over `store` (keyfire's own crates: the lab and the tests; an embedder gets one
+    /// from [`Queue::connect`] or [`Client::queue`]). Its pops wait by short polls. The
+    /// payload limit is the default `limits.max_params_bytes`.
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
     pub fn new(store: Store) -> Self {
+        Self::over(store)
+    }
+
+    /// A queue over `store`; its pops wait by short polls.
+    #[cfg(not(feature = "internals"))]
+    pub(crate) fn new(store: Store) -> Self {
+        Self::over(store)
+    }
+
+    fn over(store: Store) -> Self {
         let limits = InputLimits::default();
         Self {
             max_payload_bytes: limits.max_params_bytes,
@@ -248,8 +260,8 @@ impl Queue {
 
     /// Wait in pops by blocking on connections opened with `client` (the same Redis as the
     /// store): a pop then returns within about a millisecond of a task becoming ready, where
-    /// polling may take up to 50 ms.
-    pub fn with_blocking_pops(mut self, client: redis::Client) -> Self {
+    /// polling may take up to 50 ms. [`Queue::connect`] does this on a standalone Redis.
+    fn with_blocking_pops(mut self, client: redis::Client) -> Self {
         self.waiter = Arc::new(Waiter::blocking(client));
         self
     }
@@ -272,7 +284,9 @@ impl Queue {
         self
     }
 
-    /// The store this queue works through.
+    /// The store this queue works through (keyfire's own crates: the lab and the tests).
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
     pub fn store(&self) -> &Store {
         &self.store
     }
