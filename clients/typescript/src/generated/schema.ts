@@ -449,6 +449,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/topics/{topic}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A topic's settings: its number of partitions (1 for a topic never declared). */
+        get: operations["get_topic"];
+        /**
+         * Declare a topic's settings: its number of partitions.
+         * @description A topic needs no declaration (it has one partition); declare it before its first task to
+         *     spread its tasks over more. The count is set once and never changed: a count out of 1–64,
+         *     or another count than the one set (or, for a topic that has had tasks, than 1), is
+         *     refused naming `partitions`, and nothing is written.
+         */
+        put: operations["put_topic"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/topics/{topic}/finish": {
         parameters: {
             query?: never;
@@ -1657,6 +1681,8 @@ export interface components {
              * @description Tasks finished, in all.
              */
             done: number;
+            /** @description Its number of partitions (1 unless declared with more). */
+            partitions?: number;
             /**
              * Format: int64
              * @description Tasks waiting for a consumer.
@@ -1679,6 +1705,22 @@ export interface components {
         TopicList: {
             /** @description By name. */
             topics: components["schemas"]["TopicCounts"][];
+        };
+        /** @description A topic's settings, as `PUT /v1/topics/{topic}` takes them. */
+        TopicSettings: {
+            /**
+             * @description How many partitions the topic's tasks spread over (1 to 64): each on a shard of its
+             *     own while there are shards enough, so a hot topic's tasks, memory and pops spread over
+             *     the masters of a cluster. Set once, before the topic's first task, never changed.
+             */
+            partitions: number;
+        };
+        /** @description A topic's settings as stored. */
+        TopicView: {
+            /** @description Its number of partitions. */
+            partitions: number;
+            /** @description The topic. */
+            topic: string;
         };
         /** @description Cumulative counters of the jobs read (jobs deleted since take theirs with them). */
         Totals: {
@@ -4348,6 +4390,208 @@ export interface operations {
             /** @description Redis is unavailable; try again (`unavailable`) */
             503: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_topic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The topic
+                 * @example emails
+                 */
+                topic: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The topic's settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopicView"];
+                };
+            };
+            /** @description A path parameter is not UTF-8 once percent-decoded (`bad_path`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not a valid topic name */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    put_topic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Letters, digits, `_`, `.`, `-`; at most 128 bytes
+                 * @example emails
+                 */
+                topic: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "partitions": 3
+                 *     }
+                 */
+                "application/json": components["schemas"]["TopicSettings"];
+            };
+        };
+        responses: {
+            /** @description The topic's settings now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopicView"];
+                };
+            };
+            /** @description A path parameter is not UTF-8 once percent-decoded (`bad_path`). The body is not JSON (`malformed_json`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than `api.max_body_bytes` (`payload_too_large`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not sent as `application/json` (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not a valid topic name, or `partitions` breaks its rule. The body does not fit the schema, or a field breaks a rule the schema cannot state; `field` names it (`invalid`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {

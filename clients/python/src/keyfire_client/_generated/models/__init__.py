@@ -63,6 +63,8 @@ from .task_spec_params_type_0 import TaskSpecParamsType0
 from .task_view import TaskView
 from .topic_counts import TopicCounts
 from .topic_list import TopicList
+from .topic_settings import TopicSettings
+from .topic_view import TopicView
 from .totals import Totals
 from .touch_body import TouchBody
 from .touched import Touched
@@ -132,6 +134,8 @@ __all__ = (
     "TaskView",
     "TopicCounts",
     "TopicList",
+    "TopicSettings",
+    "TopicView",
     "Totals",
     "TouchBody",
     "Touched",

@@ -6,6 +6,8 @@ from typing import Any, TypeVar
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..types import UNSET, Unset
+
 T = TypeVar("T", bound="TopicCounts")
 
 
@@ -24,6 +26,7 @@ class TopicCounts:
         redelivered (int): Reservations that expired and went back to ready, in all.
         reserved (int): Tasks held by consumers.
         topic (str): The topic.
+        partitions (int | Unset): Its number of partitions (1 unless declared with more).
     """
 
     added: int
@@ -36,6 +39,7 @@ class TopicCounts:
     redelivered: int
     reserved: int
     topic: str
+    partitions: int | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -59,6 +63,8 @@ class TopicCounts:
 
         topic = self.topic
 
+        partitions = self.partitions
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -75,6 +81,8 @@ class TopicCounts:
                 "topic": topic,
             }
         )
+        if partitions is not UNSET:
+            field_dict["partitions"] = partitions
 
         return field_dict
 
@@ -101,6 +109,8 @@ class TopicCounts:
 
         topic = d.pop("topic")
 
+        partitions = d.pop("partitions", UNSET)
+
         topic_counts = cls(
             added=added,
             dead=dead,
@@ -112,6 +122,7 @@ class TopicCounts:
             redelivered=redelivered,
             reserved=reserved,
             topic=topic,
+            partitions=partitions,
         )
 
         topic_counts.additional_properties = d
