@@ -10,6 +10,7 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use super::batch::{gather, run_batches_held};
 use super::callbacks::Callbacks;
 use super::context::{NodeCore, bump, bump_by};
+use super::executor::Executor;
 use super::firing::Kind;
 use super::membership::Live;
 use super::timers::TimerQueue;
@@ -43,6 +44,8 @@ pub(super) const HOLD_MAX: Duration = Duration::from_millis(250);
 /// The completer: records the outcomes of this node's runs, one loop per shard.
 pub(super) struct Completer {
     core: Arc<NodeCore>,
+    /// Its record permits: outcomes are not held while they run short.
+    executor: Arc<Executor>,
     /// Arms the next attempt's timer when this node owns the job.
     timers: TimerQueue,
     live: Arc<Live>,
@@ -53,12 +56,14 @@ pub(super) struct Completer {
 impl Completer {
     pub(super) fn new(
         core: Arc<NodeCore>,
+        executor: Arc<Executor>,
         timers: TimerQueue,
         live: Arc<Live>,
         callbacks: Arc<Callbacks>,
     ) -> Self {
         Self {
             core,
+            executor,
             timers,
             live,
             callbacks,
@@ -73,16 +78,15 @@ impl Completer {
     /// [`HOLD_MAX`] after its run ended) before it is sent. Redis runs one command at a
     /// time, so under a burst (10,000 cron firings in the same second) every outcome
     /// recorded among the claims makes the firings still to be claimed later; held back,
-    /// the outcomes go after the claims, in larger batches.
+    /// the outcomes go after the claims, in larger batches. But not once the record permits
+    /// run short: each held outcome keeps one, and with none left runs cannot end, so claims
+    /// would stop behind the very outcomes held for them.
     pub(super) async fn run(self: Arc<Self>, mut rx: mpsc::UnboundedReceiver<Done>) {
         run_batches_held(
             &mut rx,
             &self.core.runs_cancel,
             &self.core.runs,
-            |first: &Done| {
-                self.core.stats.claims_pending.load(Ordering::Relaxed) > 0
-                    && first.ended.elapsed() < HOLD_MAX
-            },
+            |first: &Done| self.holds(first),
             |batch, held| {
                 let me = self.clone();
                 async move {
@@ -98,6 +102,13 @@ impl Completer {
             let batch = gather(first, &mut rx);
             self.record_batch(batch).await;
         }
+    }
+
+    /// Whether an outcome (the oldest queued) waits behind claims now (see [`Completer::run`]).
+    pub(super) fn holds(&self, first: &Done) -> bool {
+        self.core.stats.claims_pending.load(Ordering::Relaxed) > 0
+            && first.ended.elapsed() < HOLD_MAX
+            && !self.executor.records_short()
     }
 
     /// The completer's step: record attempts' ends (of one shard: each shard has its loop);

@@ -64,6 +64,12 @@ impl Executor {
         }
     }
 
+    /// Fewer than a quarter of the record permits are free: outcomes must not be held back
+    /// (see [`Completer::run`](super::completer::Completer::run)).
+    pub(super) fn records_short(&self) -> bool {
+        self.record_permits.available_permits() < self.max_runs * RECORD_PERMITS_PER_RUN / 4
+    }
+
     /// Run permits taken now (runs in progress, and outcomes recorded on their run's permit).
     pub(super) fn running(&self) -> usize {
         self.max_runs - self.permits.available_permits()

@@ -242,6 +242,7 @@ impl Engine {
         let callbacks = Arc::new(Callbacks::new(core.clone(), sender));
         let completer = Arc::new(Completer::new(
             core.clone(),
+            executor.clone(),
             timer_queue.clone(),
             live.clone(),
             callbacks.clone(),

@@ -297,6 +297,44 @@ async fn completer_records_an_outcome() {
     assert_eq!(fx.engine.core.stats.completed.load(Ordering::Relaxed), 1);
 }
 
+#[tokio::test]
+async fn completer_holds_outcomes_behind_claims_until_record_permits_run_short() {
+    let mut fx = fixture(None).await;
+    let at = one_shot(&fx, "job", -100, None).await;
+    let c = claim(&fx, "job", at).await;
+    let done = run(&mut fx, c).await;
+    let completer = &fx.engine.completer;
+    let stats = &fx.engine.core.stats;
+
+    assert!(
+        !completer.holds(&done),
+        "no claim pending: recorded at once"
+    );
+    stats.claims_pending.store(1, Ordering::Relaxed);
+    assert!(completer.holds(&done), "held behind a pending claim");
+
+    // Take record permits until fewer than a quarter are free (the outcome holds one).
+    let records = &fx.engine.executor.record_permits;
+    let total = records.available_permits() + 1;
+    let mut taken = Vec::new();
+    while records.available_permits() >= total / 4 {
+        assert!(
+            completer.holds(&done),
+            "held with {} free",
+            records.available_permits()
+        );
+        taken.push(records.clone().try_acquire_owned().unwrap());
+    }
+    assert!(
+        !completer.holds(&done),
+        "not held with {} of {total} record permits free: held outcomes would stop the runs",
+        records.available_permits()
+    );
+    drop(taken);
+    assert!(completer.holds(&done));
+    stats.claims_pending.store(0, Ordering::Relaxed);
+}
+
 /// A callback sender that hands each call to the test.
 struct Receiver(mpsc::UnboundedSender<CallbackCall>);
 
