@@ -17,14 +17,54 @@ const HOLD_POLL: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// The first item and whatever else is queued, up to a batch.
 pub(super) fn gather<T>(first: T, rx: &mut mpsc::UnboundedReceiver<T>) -> Vec<T> {
+    gather_up_to(first, rx, CLAIM_BATCH)
+}
+
+/// The first item and whatever else is queued, up to `most`.
+fn gather_up_to<T>(first: T, rx: &mut mpsc::UnboundedReceiver<T>, most: usize) -> Vec<T> {
     let mut batch = vec![first];
-    while batch.len() < CLAIM_BATCH {
+    while batch.len() < most {
         match rx.try_recv() {
             Ok(r) => batch.push(r),
             Err(_) => break,
         }
     }
     batch
+}
+
+/// Wait for the next item, then take it and whatever else is queued, up to `most`; `None`
+/// once `stop` is cancelled or the queue closes. For batchers with one call in flight.
+pub(super) async fn next_batch<T>(
+    rx: &mut mpsc::UnboundedReceiver<T>,
+    stop: &CancellationToken,
+    most: usize,
+) -> Option<Vec<T>> {
+    let first = tokio::select! {
+        r = rx.recv() => r?,
+        _ = stop.cancelled() => return None,
+    };
+    Some(gather_up_to(first, rx, most))
+}
+
+/// Answer each asker of a batch with its item of `answers`, or every one with `None` when
+/// the call failed (an asker then does the work on its own).
+pub(super) fn answer_each<A, X, E>(
+    batch: Vec<A>,
+    answers: Result<Vec<X>, E>,
+    reply: impl Fn(A) -> tokio::sync::oneshot::Sender<Option<X>>,
+) {
+    match answers {
+        Ok(answers) => {
+            for (a, x) in batch.into_iter().zip(answers) {
+                let _ = reply(a).send(Some(x));
+            }
+        }
+        Err(_) => {
+            for a in batch {
+                let _ = reply(a).send(None);
+            }
+        }
+    }
 }
 
 /// Gather what is queued into batches and hand each to `work`, a few batches in flight

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::{mpsc, oneshot};
 
+use super::batch::{answer_each, next_batch};
 use super::context::{NodeCore, bump, ms};
 use super::firing::{Claimed, Kind};
 use super::specs::CachedJob;
@@ -215,40 +216,15 @@ impl FlowLimiter {
         lease: i64,
         grace: i64,
     ) {
-        loop {
-            let first = tokio::select! {
-                a = rx.recv() => match a {
-                    Some(a) => a,
-                    None => break,
-                },
-                _ = self.core.runs_cancel.cancelled() => break,
-            };
-            let mut batch = vec![first];
-            while batch.len() < ASK_BATCH {
-                match rx.try_recv() {
-                    Ok(a) => batch.push(a),
-                    Err(_) => break,
-                }
-            }
+        while let Some(batch) = next_batch(&mut rx, &self.core.runs_cancel, ASK_BATCH).await {
             let firings: Vec<(&str, i64)> =
                 batch.iter().map(|a| (a.fid.as_str(), a.at_ms)).collect();
-            match self
+            let answers = self
                 .core
                 .store
                 .acquire_limits(&key, &firings, lease, grace)
-                .await
-            {
-                Ok(answers) => {
-                    for (a, answer) in batch.into_iter().zip(answers) {
-                        let _ = a.reply.send(Some(answer));
-                    }
-                }
-                Err(_) => {
-                    for a in batch {
-                        let _ = a.reply.send(None);
-                    }
-                }
-            }
+                .await;
+            answer_each(batch, answers, |a| a.reply);
         }
         self.asks.lock().expect("asks lock").remove(&key);
     }
@@ -318,21 +294,7 @@ impl FlowLimiter {
 
     /// One shard's holds: the first waiting and whatever else is queued go in one call.
     async fn hold_batcher(self: Arc<Self>, shard: usize, mut rx: mpsc::UnboundedReceiver<HoldAsk>) {
-        loop {
-            let first = tokio::select! {
-                a = rx.recv() => match a {
-                    Some(a) => a,
-                    None => break,
-                },
-                _ = self.core.runs_cancel.cancelled() => break,
-            };
-            let mut batch = vec![first];
-            while batch.len() < ASK_BATCH {
-                match rx.try_recv() {
-                    Ok(a) => batch.push(a),
-                    Err(_) => break,
-                }
-            }
+        while let Some(batch) = next_batch(&mut rx, &self.core.runs_cancel, ASK_BATCH).await {
             let holds: Vec<Hold> = batch
                 .iter()
                 .map(|a| Hold {
@@ -343,18 +305,8 @@ impl FlowLimiter {
                     wait_ms: a.wait_ms,
                 })
                 .collect();
-            match self.core.store.hold_many(&self.core.id, &holds).await {
-                Ok(dues) => {
-                    for (a, due) in batch.into_iter().zip(dues) {
-                        let _ = a.reply.send(Some(due));
-                    }
-                }
-                Err(_) => {
-                    for a in batch {
-                        let _ = a.reply.send(None);
-                    }
-                }
-            }
+            let dues = self.core.store.hold_many(&self.core.id, &holds).await;
+            answer_each(batch, dues, |a| a.reply);
         }
         self.holds.lock().expect("holds lock").remove(&shard);
     }
