@@ -1,4 +1,5 @@
-"""Job create, read, update (with If-Match versions) and delete; enqueue with dedup."""
+"""Job create, read, update (with If-Match versions) and delete; enqueue with dedup; a topic's
+partitions."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import uuid
 
 import pytest
 
-from keyfire_client import Conflict, NotFound
+from keyfire_client import Conflict, Invalid, NotFound
 
 
 def test_job_crud_round_trip(kf):
@@ -52,3 +53,17 @@ def test_enqueue_with_dedup_creates_one_task(kf):
     assert (again.created, again.duplicate) == (False, True)
     assert again.id == first.id
     kf.delete_job(first.id)
+
+
+def test_topic_partitions_are_declared_once_then_read_back(kf, topic):
+    assert kf.get_topic(topic).partitions == 1
+    assert kf.set_topic(topic, partitions=4).partitions == 4
+    assert kf.set_topic(topic, partitions=4).partitions == 4  # the same count: nothing changes
+    with pytest.raises(Invalid) as e:
+        kf.set_topic(topic, partitions=2)
+    assert e.value.field == "partitions"
+    with pytest.raises(Invalid):
+        kf.set_topic(topic + "-other", partitions=65)
+    assert kf.get_topic(topic).partitions == 4
+    task_id = kf.add(topic, {"n": 1})
+    assert [t.id for t in kf.pop(topic, max=1)] == [task_id]

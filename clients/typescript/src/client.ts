@@ -30,6 +30,8 @@ export type TaskSpec = Schemas["TaskSpec"];
 export type TaskView = Schemas["TaskView"];
 /** Every topic with its tasks by state. */
 export type TopicList = Schemas["TopicList"];
+/** A topic's settings. */
+export type TopicView = Schemas["TopicView"];
 /** How a finish answered one task: `done`, `lost` or `not_found`. */
 export type FinishOutcome = "done" | "lost" | "not_found" | (string & {});
 
@@ -255,6 +257,24 @@ export class Keyfire {
   /** Every topic with its tasks by state. */
   async topics(): Promise<TopicList> {
     const { data } = await this.call(this.api.GET("/v1/topics"));
+    return data;
+  }
+
+  /**
+   * Declare how many partitions (1 to 64) `topic`'s tasks spread over, each on a shard of its
+   * own, so a hot topic spreads over a cluster's masters. Set once, before the topic's first
+   * task: the same count again changes nothing, another is refused (`InvalidError`).
+   */
+  async setTopic(topic: string, settings: { partitions: number }): Promise<TopicView> {
+    const { data } = await this.call(
+      this.api.PUT("/v1/topics/{topic}", { params: { path: { topic } }, body: { partitions: settings.partitions } }),
+    );
+    return data;
+  }
+
+  /** `topic`'s settings: its partitions (1 unless declared with more). */
+  async getTopic(topic: string): Promise<TopicView> {
+    const { data } = await this.call(this.api.GET("/v1/topics/{topic}", { params: { path: { topic } } }));
     return data;
   }
 

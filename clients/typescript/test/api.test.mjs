@@ -131,6 +131,20 @@ test("enqueue with dedup creates one task", async () => {
   await keyfire.deleteJob(first.job.id);
 });
 
+test("a topic's partitions are declared once, then read back; another count is refused", async () => {
+  const topic = newTopic();
+  assert.equal((await keyfire.getTopic(topic)).partitions, 1);
+  assert.deepEqual(await keyfire.setTopic(topic, { partitions: 4 }), { topic, partitions: 4 });
+  assert.deepEqual(await keyfire.setTopic(topic, { partitions: 4 }), { topic, partitions: 4 });
+  const err = await rejection(keyfire.setTopic(topic, { partitions: 2 }), InvalidError);
+  assert.equal(err.field, "partitions");
+  await rejection(keyfire.setTopic(newTopic(), { partitions: 65 }), InvalidError);
+  assert.equal((await keyfire.getTopic(topic)).partitions, 4);
+  const id = await keyfire.add(topic, { n: 1 });
+  const [task] = await keyfire.pop(topic, { max: 1 });
+  assert.equal(task.id, id);
+});
+
 test("the package's version follows the server's", () => {
   const cargo = readFileSync(join(ROOT, "Cargo.toml"), "utf8");
   const server = /\[workspace\.package\][^[]*?\nversion = "([^"]+)"/.exec(cargo)?.[1];

@@ -31,12 +31,14 @@ from ._generated.api.topics import (
     add_task,
     delete_topic_task,
     finish_many,
+    get_topic,
     get_topic_task,
     list_topics,
     pop,
+    put_topic,
     touch_topic_task,
 )
-from ._generated.models import JobView, TaskView, TopicList
+from ._generated.models import JobView, TaskView, TopicList, TopicSettings, TopicView
 from ._generated.types import UNSET
 
 if TYPE_CHECKING:
@@ -294,6 +296,16 @@ class Keyfire:
     def topics(self) -> TopicList:
         """Every topic with its tasks by state."""
         return self._call(list_topics).parsed
+
+    def set_topic(self, topic: str, *, partitions: int) -> TopicView:
+        """Declare how many partitions (1 to 64) `topic`'s tasks spread over, each on a shard of
+        its own, so a hot topic spreads over a cluster's masters. Set once, before the topic's
+        first task: the same count again changes nothing, another is refused (`Invalid`)."""
+        return self._call(put_topic, topic, body=TopicSettings(partitions=partitions)).parsed
+
+    def get_topic(self, topic: str) -> TopicView:
+        """`topic`'s settings: its partitions (1 unless declared with more)."""
+        return self._call(get_topic, topic).parsed
 
     def consumer(self, topic: str, handler: Callable[[Task], Any], **options: Any) -> Consumer:
         """A `Consumer` of `topic` calling `handler` for each task (see `Consumer`)."""
