@@ -95,6 +95,24 @@ async fn steady_in_cluster_mode_fires_every_task_once() {
     assert!(r.cpu_pct_redis_firing.is_some(), "{r:?}");
 }
 
+/// The delay queue in cluster mode: one topic with a partition per shard, so its tasks and
+/// their commands land on every master (under the meta tag they would all be on one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_in_cluster_mode_spreads_a_partitioned_topic_over_the_masters() {
+    let mut o = opts(Scenario::Queue, 1_200, 0);
+    o.redis_mode = RedisMode::Cluster;
+    let r = smoke(o).await;
+    assert_eq!((r.topics, r.partitions), (Some(1), Some(12)), "{r:?}");
+    assert_eq!((r.firings, r.missed, r.doubled), (1_200, 0, 0), "{r:?}");
+    // Commands, not memory: 1,200 tasks are too few bytes for the memory shares to settle
+    // (20,000 give 0.33 ± 0.01 each, in `keyfire bench queue --redis-mode cluster`).
+    let commands = r.master_command_shares.as_ref().expect("command shares");
+    assert!(
+        commands.iter().all(|s| *s > 0.2),
+        "each master runs a share of the tasks' commands: {commands:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cron_fires_each_job_each_second() {
     let r = smoke(opts(Scenario::Cron, 20, 2_000)).await;

@@ -183,9 +183,11 @@ pub struct BenchOptions {
     pub servers: Option<usize>,
     /// Print the measured phase's timeline on stderr (see [`timeline`]).
     pub timeline: bool,
-    /// `queue`, `queue-rest`: topics the tasks are spread over (default: 1 standalone; the
-    /// shards, 4 per master, in cluster mode).
+    /// `queue`, `queue-rest`: topics the tasks are spread over (default: 1).
     pub topics: Option<usize>,
+    /// `queue`, `queue-rest`: partitions of each topic (default: 1 standalone; in cluster mode
+    /// one per shard, at most 64).
+    pub partitions: Option<usize>,
     /// `queue`, `queue-rest`: consumers (default [`queue::CONSUMERS`], at least one per
     /// topic).
     pub consumers: Option<usize>,
@@ -217,6 +219,7 @@ impl BenchOptions {
             servers: None,
             timeline: false,
             topics: None,
+            partitions: None,
             consumers: None,
             pop_max: None,
             max_runs: None,
@@ -317,6 +320,9 @@ pub struct Report {
     /// `queue`: topics the tasks were spread over.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topics: Option<usize>,
+    /// `queue`: partitions of each topic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partitions: Option<usize>,
     /// `queue`: consumers popping.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consumers: Option<usize>,

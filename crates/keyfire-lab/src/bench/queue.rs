@@ -2,7 +2,8 @@
 //! [`CONSUMERS`] consumers popping concurrently (`--consumers`).
 //!
 //! The tasks are added in bulk ([`Queue::add_many`]) to one topic (or round robin to
-//! `--topics N`, so that a deployment that places topics apart spreads them), due evenly over
+//! `--topics N`), each declared with `--partitions P` first (in cluster mode one per shard by
+//! default, so the tasks spread evenly over the masters), due evenly over
 //! `duration` (`0s`: all at one instant) starting after a lead long enough for the add to end
 //! first. The harness's nodes serve topics, so the delayed tasks become ready through the
 //! topic's promotion; consumers (consumer `i` on topic `i % N`) pop batches of up to
@@ -61,6 +62,8 @@ pub const POP_MAX: usize = 100;
 pub struct Shape {
     /// Topics the tasks are spread over, round robin (1: the topic `bench`).
     pub topics: usize,
+    /// Partitions of each topic, declared before its first task.
+    pub partitions: usize,
     /// Consumers; consumer `i` pops from topic `i % topics`.
     pub consumers: usize,
     /// Most tasks one pop takes.
@@ -364,6 +367,14 @@ pub(super) async fn run(
     };
     let last_due = first_due + duration_ms;
 
+    if shape.partitions > 1 {
+        for t in 0..shape.topics {
+            queue
+                .set_partitions(&shape.topic(t), shape.partitions)
+                .await
+                .context("declaring the topics' partitions")?;
+        }
+    }
     let snap0 = h.snapshot().await;
     let mem_before = h.data_memory().await;
     let pb = h.progress.bar(n as u64, "adding");

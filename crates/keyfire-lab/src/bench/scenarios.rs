@@ -83,15 +83,17 @@ pub(super) async fn run(
                 }),
                 _ => None,
             };
-            let topics = opts
-                .topics
+            let topics = opts.topics.unwrap_or(1).max(1);
+            let partitions = opts
+                .partitions
                 .unwrap_or(match opts.redis_mode {
                     super::RedisMode::Standalone => 1,
                     super::RedisMode::Cluster => p.shards as usize,
                 })
-                .max(1);
+                .clamp(1, 64);
             let shape = super::queue::Shape {
                 topics,
+                partitions,
                 consumers: opts
                     .consumers
                     .unwrap_or(super::queue::CONSUMERS)
@@ -100,6 +102,7 @@ pub(super) async fn run(
             };
             let mut report = blank(&p);
             report.topics = Some(shape.topics);
+            report.partitions = Some(shape.partitions);
             report.consumers = Some(shape.consumers);
             report.pop_max = Some(shape.pop_max);
             super::queue::run(h, report, p.duration_ms, rest, shape, p.timeline, |r, d| {
@@ -209,6 +212,7 @@ fn blank(p: &Params) -> Report {
         tasks_per_s: None,
         redis_commands_per_task: None,
         topics: None,
+        partitions: None,
         consumers: None,
         pop_max: None,
         limit_rate: None,

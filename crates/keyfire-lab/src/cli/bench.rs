@@ -64,10 +64,13 @@ pub struct BenchArgs {
     /// nodes' claims under way.
     #[arg(long)]
     pub timeline: bool,
-    /// queue, queue-rest: topics the tasks are spread over, round robin (default: 1; in
-    /// cluster mode one per shard).
+    /// queue, queue-rest: topics the tasks are spread over, round robin (default: 1).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub topics: Option<u32>,
+    /// queue, queue-rest: partitions of each topic, declared before its first task (default:
+    /// 1; in cluster mode one per shard, so the tasks spread evenly over the masters).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub partitions: Option<u32>,
     /// queue, queue-rest: consumers popping (default 8; at least one per topic).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub consumers: Option<u32>,
@@ -100,6 +103,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         servers: Some(args.servers),
         timeline: args.timeline,
         topics: args.topics.map(|n| n as usize),
+        partitions: args.partitions.map(|n| n as usize),
         consumers: args.consumers.map(|n| n as usize),
         pop_max: args.pop_max.map(|n| n as usize),
         max_runs: args.max_runs.map(|n| n as usize),
