@@ -71,7 +71,7 @@ pub struct RedisServer {
     child: Option<Child>,
     port: u16,
     dir: tempfile::TempDir,
-    options: RedisOptions,
+    pub(crate) options: RedisOptions,
     /// A second port of its own, passed as `--<name> <port>` (`cluster-port`, `tls-port`).
     extra_port: Option<(String, u16)>,
     /// Run as a sentinel monitoring this master.
