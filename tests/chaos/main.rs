@@ -147,7 +147,12 @@ async fn a_cluster_round_of_failovers_migrations_and_partitions_loses_and_double
         out.dir.display()
     );
     for f in &out.faults {
-        eprintln!("  {} {}: {}", f.kind, f.node.as_deref().unwrap_or("-"), f.detail);
+        eprintln!(
+            "  {} {}: {}",
+            f.kind,
+            f.node.as_deref().unwrap_or("-"),
+            f.detail
+        );
     }
     for kind in FaultKind::CLUSTER_SCHEDULED {
         assert!(

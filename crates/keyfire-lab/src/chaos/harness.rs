@@ -594,7 +594,9 @@ impl Round {
                 let victim = rig
                     .with(move |c| {
                         let masters = c.shape()?;
-                        Ok(masters.get(pick % masters.len().max(1)).map(|(m, _)| m.index))
+                        Ok(masters
+                            .get(pick % masters.len().max(1))
+                            .map(|(m, _)| m.index))
                     })
                     .await?;
                 let Some(victim) = victim else {
@@ -1119,11 +1121,10 @@ async fn start_cluster() -> anyhow::Result<ClusterRig> {
         proxies.push(Proxy::start(server.addr()).await?);
     }
     let ports: Vec<u16> = proxies.iter().map(Proxy::port).collect();
-    let cluster = tokio::task::spawn_blocking(move || {
-        cluster.announce_ports(&ports).map(|()| cluster)
-    })
-    .await?
-    .context("announce the proxies' ports")?;
+    let cluster =
+        tokio::task::spawn_blocking(move || cluster.announce_ports(&ports).map(|()| cluster))
+            .await?
+            .context("announce the proxies' ports")?;
     Ok(ClusterRig {
         cluster: Arc::new(std::sync::Mutex::new(cluster)),
         proxies,

@@ -370,7 +370,10 @@ mod tests {
     fn a_cluster_round_of_90_seconds_holds_every_cluster_kind() {
         for seed in 0..200 {
             let p = Plan::cluster(seed, Duration::from_secs(90), 4);
-            assert!(p.covers(&FaultKind::CLUSTER_SCHEDULED), "seed {seed}: {p:#?}");
+            assert!(
+                p.covers(&FaultKind::CLUSTER_SCHEDULED),
+                "seed {seed}: {p:#?}"
+            );
             assert_eq!(p, Plan::cluster(seed, Duration::from_secs(90), 4));
             assert!(
                 p.node_lane

@@ -32,8 +32,8 @@ use tokio::time::Instant;
 
 use super::consumer::{holding, read_queue_events};
 use super::harness::{
-    Config, GRACE_MS, NODE_TTL_MS, NodeProc, Outcome, Round, SWEEP_MS, finish_round,
-    redis_ms, retrying, setup, start_nodes,
+    Config, GRACE_MS, NODE_TTL_MS, NodeProc, Outcome, Round, SWEEP_MS, finish_round, redis_ms,
+    retrying, setup, start_nodes,
 };
 use super::model::{Bounds, FaultEvent, FaultKind, History, Op, OpKind, Workload};
 use super::plan::{Plan, PlannedFault};

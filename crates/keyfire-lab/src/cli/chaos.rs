@@ -131,7 +131,11 @@ pub async fn run(args: ChaosArgs) -> anyhow::Result<()> {
             .unwrap_or(1)
     });
     let duration = Duration::from_secs_f64(minutes * 60.0);
-    let mode = if cluster { "Redis Cluster" } else { "one Redis" };
+    let mode = if cluster {
+        "Redis Cluster"
+    } else {
+        "one Redis"
+    };
     eprintln!(
         "keyfire chaos: seed {seed}, {minutes:.1} min, {} nodes, {mode} ({})",
         args.nodes,
