@@ -8,7 +8,7 @@
 //! fixture off.
 
 use std::io;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::cluster::{RedisCluster, cluster_slots};
 use crate::{info_field, off_runtime, query, wait_until};
@@ -164,21 +164,218 @@ impl RedisCluster {
 
     /// Start node `i` again (after [`RedisCluster::kill`]) on its port, directory and
     /// `nodes.conf`; wait until it is a replica in sync with its master (a master that was
-    /// failed over comes back as a replica of the node that took over) and every node agrees
-    /// on the slot map.
+    /// failed over comes back as a replica of the node that took over) and the whole cluster
+    /// is [healthy](RedisCluster::wait_healthy). An error names the node and the end of its
+    /// log; a node that did not start is left killed, so it can be started again.
     pub fn restart_node(&mut self, i: usize, limit: Duration) -> io::Result<()> {
         off_runtime(|| {
-            self.nodes[i].restart()?;
-            self.killed[i] = false;
             let addr = self.nodes[i].addr();
-            wait_until("the restarted node in sync as a replica", limit, || {
-                let info: String = query(&addr, redis::cmd("INFO").arg("replication"))?;
-                Ok((info_field(&info, "role").as_deref() == Some("slave")
-                    && info_field(&info, "master_link_status").as_deref() == Some("up"))
-                .then_some(()))
+            self.nodes[i].restart().map_err(|e| {
+                io::Error::other(format!("redis node {i} ({addr}) did not start again: {e}"))
             })?;
-            self.wait_settled(None, limit)
+            self.killed[i] = false;
+            let started = Instant::now();
+            loop {
+                let last = match self.nodes[i].exit_status() {
+                    Some(status) => format!("it exited ({status})"),
+                    None => match query::<String>(&addr, redis::cmd("INFO").arg("replication")) {
+                        Ok(info)
+                            if info_field(&info, "role").as_deref() == Some("slave")
+                                && info_field(&info, "master_link_status").as_deref()
+                                    == Some("up") =>
+                        {
+                            break;
+                        }
+                        Ok(_) => "not in sync yet".into(),
+                        Err(e) => e.to_string(),
+                    },
+                };
+                if last.starts_with("it exited") || started.elapsed() > limit {
+                    return Err(io::Error::other(format!(
+                        "redis node {i} ({addr}) not back as a replica in sync after {:?}: \
+                         {last}; its log ends:\n{}",
+                        started.elapsed(),
+                        self.nodes[i].log_tail(15)
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            self.wait_healthy(limit)
         })
+    }
+
+    /// Nodes not [killed](RedisCluster::kill) whose process has exited anyway: index and
+    /// how it ended, with the end of its log.
+    pub fn exited_nodes(&mut self) -> Vec<(usize, String)> {
+        let mut out = Vec::new();
+        for (i, node) in self.nodes.iter_mut().enumerate() {
+            if self.killed[i] {
+                continue;
+            }
+            if let Some(status) = node.exit_status() {
+                out.push((
+                    i,
+                    format!(
+                        "redis node {i} ({}) exited ({status}); its log ends:\n{}",
+                        node.addr(),
+                        node.log_tail(15)
+                    ),
+                ));
+            }
+        }
+        out
+    }
+
+    /// One look at the whole cluster: `Ok(Err(..))` says what is not right yet; an error when
+    /// a node that should run has exited (waiting cannot help).
+    fn health(&mut self) -> io::Result<Result<(), String>> {
+        if let Some((_, why)) = self.exited_nodes().into_iter().next() {
+            return Err(io::Error::other(why));
+        }
+        if let Some(i) = self.killed.iter().position(|k| *k) {
+            return Ok(Err(format!("redis node {i} is down")));
+        }
+        let mut agreed: Option<Vec<(u16, u16, String)>> = None;
+        for (i, node) in self.nodes.iter().enumerate() {
+            let addr = node.addr();
+            let info: String = match query(&addr, redis::cmd("CLUSTER").arg("INFO")) {
+                Ok(info) => info,
+                Err(e) => return Ok(Err(format!("redis node {i}: {e}"))),
+            };
+            if info_field(&info, "cluster_state").as_deref() != Some("ok") {
+                return Ok(Err(format!("redis node {i}: cluster_state not ok")));
+            }
+            let slots = match cluster_slots(&addr) {
+                Ok(s) => s,
+                Err(e) => return Ok(Err(format!("redis node {i}: {e}"))),
+            };
+            match &agreed {
+                None => agreed = Some(slots),
+                Some(a) if *a != slots => {
+                    return Ok(Err(format!("redis node {i}: another slot map")));
+                }
+                Some(_) => {}
+            }
+            let repl: String = match query(&addr, redis::cmd("INFO").arg("replication")) {
+                Ok(r) => r,
+                Err(e) => return Ok(Err(format!("redis node {i}: {e}"))),
+            };
+            if info_field(&repl, "role").as_deref() == Some("slave")
+                && (info_field(&repl, "master_link_status").as_deref() != Some("up")
+                    || info_field(&repl, "master_sync_in_progress").as_deref() != Some("0"))
+            {
+                return Ok(Err(format!("redis node {i}: replica not in sync")));
+            }
+        }
+        let roles = match self.roles() {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(e.to_string())),
+        };
+        for m in roles.iter().filter(|r| r.master && !r.slots.is_empty()) {
+            if !roles
+                .iter()
+                .any(|r| !r.master && r.master_id.as_deref() == Some(&m.id))
+            {
+                return Ok(Err(format!(
+                    "redis node {}: a master without replica",
+                    m.index
+                )));
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// Wait until the cluster is whole again: every node runs (none killed, none exited),
+    /// says `cluster_state:ok` and agrees on the slot map, every replica's link to its
+    /// master is up with no sync in progress, and every master serving slots has a replica.
+    /// A node found exited ends the wait at once, with the end of its log.
+    pub fn wait_healthy(&mut self, limit: Duration) -> io::Result<()> {
+        off_runtime(|| {
+            let started = Instant::now();
+            loop {
+                let why = match self.health()? {
+                    Ok(()) => return Ok(()),
+                    Err(why) => why,
+                };
+                if started.elapsed() > limit {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("the cluster not whole after {limit:?}: {why}"),
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+    }
+
+    /// Start again every node killed or found exited (each as [`RedisCluster::restart_node`]
+    /// would), then wait until the cluster [is whole](RedisCluster::wait_healthy). Returns
+    /// the nodes started.
+    pub fn revive(&mut self, limit: Duration) -> io::Result<Vec<usize>> {
+        off_runtime(|| {
+            for (i, _) in self.exited_nodes() {
+                self.kill(i)?;
+            }
+            let down: Vec<usize> = (0..self.nodes.len()).filter(|i| self.killed[*i]).collect();
+            for &i in &down {
+                let addr = self.nodes[i].addr();
+                self.nodes[i].restart().map_err(|e| {
+                    io::Error::other(format!("redis node {i} ({addr}) did not start again: {e}"))
+                })?;
+                self.killed[i] = false;
+            }
+            self.wait_healthy(limit)?;
+            Ok(down)
+        })
+    }
+
+    /// Keep every node's directory (AOF, `nodes.conf`, `redis.log`) when the cluster is
+    /// dropped; returns them, in node order.
+    pub fn keep_dirs(&mut self) -> Vec<std::path::PathBuf> {
+        self.nodes
+            .iter_mut()
+            .map(|n| {
+                n.keep_dir();
+                n.dir().to_path_buf()
+            })
+            .collect()
+    }
+
+    /// A line per node: index, ports, whether it runs, what it says it is, its directory.
+    pub fn describe(&mut self) -> String {
+        let roles = self.roles().unwrap_or_default();
+        let mut out = String::new();
+        for (i, node) in self.nodes.iter_mut().enumerate() {
+            let state = if self.killed[i] {
+                "killed".to_string()
+            } else if let Some(status) = node.exit_status() {
+                format!("exited ({status})")
+            } else {
+                "running".to_string()
+            };
+            let role = roles
+                .iter()
+                .find(|r| r.index == i)
+                .map(|r| {
+                    if r.master {
+                        format!("master {} slots {:?}", r.id, r.slots)
+                    } else {
+                        format!(
+                            "replica {} of {}",
+                            r.id,
+                            r.master_id.as_deref().unwrap_or("?")
+                        )
+                    }
+                })
+                .unwrap_or_else(|| "-".into());
+            out.push_str(&format!(
+                "redis node {i}: port {} bus {} {state}; {role}; {}\n",
+                node.port(),
+                node.extra_port().unwrap_or(0),
+                node.dir().display()
+            ));
+        }
+        out
     }
 
     /// Move `slot` with its keys from the master serving it to the master `to`: `CLUSTER

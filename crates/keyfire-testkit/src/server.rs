@@ -296,10 +296,16 @@ impl RedisServer {
                 };
             }
         }
+        // What Redis says before its log file is open (a bad argument, a port it cannot
+        // bind on some versions) goes to stdout and stderr: keep it beside the log.
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("redis.out"))?;
         let child = cmd
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out)
             .spawn()
             .map_err(|source| StartError::Program {
                 program: "redis-server",
@@ -308,6 +314,9 @@ impl RedisServer {
         self.child = Some(child);
         self.wait_ready(Duration::from_secs(10))
     }
+
+    /// Longest a start may take while Redis answers that it is loading its data.
+    const LOADING_LIMIT: Duration = Duration::from_secs(120);
 
     fn wait_ready(&mut self, limit: Duration) -> io::Result<()> {
         let started = Instant::now();
@@ -321,12 +330,15 @@ impl RedisServer {
                     self.log_tail(20)
                 )));
             }
-            if let Ok(mut c) = client.get_connection_with_timeout(Duration::from_millis(200))
-                && redis::cmd("PING").query::<String>(&mut c).is_ok()
-            {
-                return Ok(());
+            let mut loading = false;
+            if let Ok(mut c) = client.get_connection_with_timeout(Duration::from_millis(200)) {
+                match redis::cmd("PING").query::<String>(&mut c) {
+                    Ok(_) => return Ok(()),
+                    // Reading its AOF: alive, and as slow as the AOF is long.
+                    Err(e) => loading = e.code() == Some("LOADING"),
+                }
             }
-            if started.elapsed() > limit {
+            if started.elapsed() > limit && !(loading && started.elapsed() < Self::LOADING_LIMIT) {
                 return Err(io::Error::other("redis-server did not answer PING in time"));
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -384,6 +396,17 @@ impl RedisServer {
         self.dir.path()
     }
 
+    /// Keep its directory (AOF, `nodes.conf`, log) when it is dropped, to read after a failure.
+    pub fn keep_dir(&mut self) {
+        self.dir.disable_cleanup(true);
+    }
+
+    /// How the process ended, if it was started and has exited since (without being stopped
+    /// through [`RedisServer::stop`]).
+    pub fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.as_mut()?.try_wait().ok().flatten()
+    }
+
     /// The process id, while it runs.
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
@@ -409,7 +432,12 @@ impl RedisServer {
     pub fn restart(&mut self) -> io::Result<()> {
         off_runtime(|| {
             self.stop(false)?;
-            self.spawn()
+            let started = self.spawn();
+            // Not answering in time: no process of ours may stay behind on its port.
+            if started.is_err() {
+                let _ = self.stop(true);
+            }
+            started
         })
     }
 
@@ -420,7 +448,8 @@ impl RedisServer {
         lines[lines.len().saturating_sub(n)..].join("\n")
     }
 
-    fn log_path(&self) -> PathBuf {
+    /// Its log file.
+    pub fn log_path(&self) -> PathBuf {
         self.dir.path().join("redis.log")
     }
 }
