@@ -154,6 +154,9 @@ async fn a_cluster_round_of_failovers_migrations_and_partitions_loses_and_double
             f.detail
         );
     }
+    for i in &out.incidents {
+        eprintln!("  harness incident: {i}");
+    }
     for kind in FaultKind::CLUSTER_SCHEDULED {
         assert!(
             r.faults.get(&kind).copied().unwrap_or(0) >= 1,

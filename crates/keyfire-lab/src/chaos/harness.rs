@@ -85,6 +85,10 @@ pub struct Outcome {
     pub faults: Vec<FaultEvent>,
     /// Where its files are.
     pub dir: PathBuf,
+    /// What the harness could not do as planned, in order: a cluster fault that failed (the
+    /// part that happened is among the faults) or found the cluster not whole, after which
+    /// the cluster was made whole again. The verdict covers the faults as recorded.
+    pub incidents: Vec<String>,
 }
 
 /// Where `cargo build --examples` puts the `chaos_node` example for the binary (or test
@@ -308,6 +312,8 @@ pub(super) struct Round {
     pub(super) nodes: Mutex<Vec<NodeProc>>,
     pub(super) proxies: Vec<Proxy>,
     faults: std::sync::Mutex<Vec<FaultEvent>>,
+    /// See [`Outcome::incidents`].
+    incidents: std::sync::Mutex<Vec<String>>,
     /// Held by every workload call, and by the Redis lane around outages: no call returns in
     /// the AOF-loss window before a Redis SIGKILL, none fails on a Redis that is down.
     pub(super) op_lock: Mutex<()>,
@@ -480,7 +486,13 @@ impl Round {
                 let n: Option<i64> = match &self.redis {
                     Backend::Single(_) => kill.query_async(&mut self.admin.clone()).await.ok(),
                     // Every node: a node subscribes to expired events on every master.
-                    Backend::Cluster(rig) => Some(rig.on_each(false, kill).await?.iter().sum()),
+                    Backend::Cluster(rig) => match rig.on_each(false, kill).await {
+                        Ok(n) => Some(n.iter().sum()),
+                        Err(e) => {
+                            self.incident(format!("pubsub_kill: {e:#}"));
+                            None
+                        }
+                    },
                 };
                 // Subscribers reconnect within ~50 ms; changes made meanwhile go unheard.
                 self.churn.notify_one();
@@ -498,7 +510,9 @@ impl Round {
                             pause.query_async(&mut self.admin.clone()).await;
                     }
                     Backend::Cluster(rig) => {
-                        rig.on_each(true, pause).await?;
+                        if let Err(e) = rig.on_each(true, pause).await {
+                            self.incident(format!("client_pause: {e:#}"));
+                        }
                     }
                 }
                 tokio::time::sleep(f.hold).await;
@@ -520,101 +534,10 @@ impl Round {
                 self.record(f.kind, None, t0, format!("down {:?} + restart", f.hold));
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
-            FaultKind::MasterKill => self.kill_master(f).await?,
-            FaultKind::ReplicaKill => {
-                let rig = self.rig()?;
-                let pick = f.pick;
-                let t0 = host_ms();
-                let victim = rig
-                    .with(move |c| {
-                        let replicas: Vec<usize> =
-                            c.shape()?.into_iter().flat_map(|(_, r)| r).collect();
-                        let Some(&victim) = replicas.get(pick % replicas.len().max(1)) else {
-                            return Ok(None);
-                        };
-                        c.kill(victim)?;
-                        Ok(Some(victim))
-                    })
-                    .await?;
-                let Some(victim) = victim else {
-                    self.note("replica_kill: no live replica, skipped");
-                    return Ok(());
-                };
-                tokio::time::sleep(f.hold).await;
-                rig.with(move |c| c.restart_node(victim, CLUSTER_LIMIT))
-                    .await?;
-                self.record(
-                    f.kind,
-                    None,
-                    t0,
-                    format!("redis node {victim} down {:?}, back in sync", f.hold),
-                );
-            }
-            FaultKind::SlotMigration => {
-                let rig = self.rig()?;
-                let shard = f.pick % self.shards.len();
-                let slot = slot_of(self.shards.keys(shard).tag());
-                let pick = f.pick / self.shards.len();
-                let t0 = host_ms();
-                let moved = rig
-                    .with(move |c| {
-                        let masters = c.shape()?;
-                        let others: Vec<usize> = masters
-                            .iter()
-                            .filter(|(m, _)| {
-                                !m.slots.iter().any(|(a, b)| (*a..=*b).contains(&slot))
-                            })
-                            .map(|(m, _)| m.index)
-                            .collect();
-                        let Some(&to) = others.get(pick % others.len().max(1)) else {
-                            return Ok(None);
-                        };
-                        let (from, keys) = c.migrate_slot(slot, to)?;
-                        Ok(Some((from, to, keys)))
-                    })
-                    .await?;
-                let Some((from, to, keys)) = moved else {
-                    self.note("slot_migration: no other master, skipped");
-                    return Ok(());
-                };
-                self.record(
-                    f.kind,
-                    None,
-                    t0,
-                    format!(
-                        "shard {shard} (slot {slot}) from redis node {from} to {to}, {keys} keys"
-                    ),
-                );
-            }
-            FaultKind::MasterPartition => {
-                // Calls cut off midway have unknown effects: the workload waits it out.
-                let _quiet = self.op_lock.lock().await;
-                let rig = self.rig()?;
-                let pick = f.pick;
-                let victim = rig
-                    .with(move |c| {
-                        let masters = c.shape()?;
-                        Ok(masters
-                            .get(pick % masters.len().max(1))
-                            .map(|(m, _)| m.index))
-                    })
-                    .await?;
-                let Some(victim) = victim else {
-                    self.note("master_partition: no master, skipped");
-                    return Ok(());
-                };
-                let t0 = host_ms();
-                rig.proxies[victim].set(Mode::Drop);
-                tokio::time::sleep(f.hold).await;
-                rig.proxies[victim].set(Mode::Pass);
-                self.record(
-                    f.kind,
-                    None,
-                    t0,
-                    format!("redis node {victim} cut off {:?}", f.hold),
-                );
-                tokio::time::sleep(Duration::from_millis(300)).await;
-            }
+            FaultKind::MasterKill
+            | FaultKind::ReplicaKill
+            | FaultKind::SlotMigration
+            | FaultKind::MasterPartition => self.cluster_fault(f).await?,
             // Queue-round faults: `queue_round` injects them.
             FaultKind::HandlerFail
             | FaultKind::HandlerHang
@@ -625,19 +548,199 @@ impl Round {
         Ok(())
     }
 
+    /// A fault of the Redis Cluster, applied to a whole cluster only: first the harness waits
+    /// until every node runs and says `cluster_state:ok`, all agree on the slot map and every
+    /// replica is in sync (a master killed while its replica still syncs would fail over to a
+    /// replica without the data), starting again whatever is down. A fault that fails midway
+    /// is recorded as far as it went (from the moment it began to disturb the cluster, so the
+    /// checker treats that time as the fault's), noted as an incident, and the cluster is made
+    /// whole again. Only a cluster that cannot be made whole ends the round: an error, never
+    /// a verdict.
+    async fn cluster_fault(&self, f: &PlannedFault) -> anyhow::Result<()> {
+        let rig = self.rig()?;
+        if let Err(e) = rig.with(|c| c.wait_healthy(CLUSTER_LIMIT)).await {
+            self.incident(format!("before {}: {e:#}", f.kind));
+            self.heal(rig).await?;
+        }
+        let begun = std::sync::Mutex::new(None);
+        let applied = match f.kind {
+            FaultKind::MasterKill => self.kill_master(rig, f, &begun).await,
+            FaultKind::ReplicaKill => self.kill_replica(rig, f, &begun).await,
+            FaultKind::SlotMigration => self.migrate_slot(rig, f, &begun).await,
+            FaultKind::MasterPartition => self.partition_master(rig, f, &begun).await,
+            _ => anyhow::bail!("{} is no cluster fault", f.kind),
+        };
+        let Err(e) = applied else {
+            return Ok(());
+        };
+        let begun = *begun.lock().expect("begun lock");
+        if let Some(t0) = begun {
+            self.record(f.kind, None, t0, format!("incomplete: {e:#}"));
+        }
+        self.incident(format!(
+            "{} failed{}: {e:#}",
+            f.kind,
+            if begun.is_some() {
+                " midway (recorded as a fault up to now)"
+            } else {
+                ""
+            }
+        ));
+        self.heal(rig).await
+    }
+
+    /// Make the cluster whole again after a fault that failed: every proxy passing, every
+    /// node killed or found exited started again, replicas in sync. An error when it cannot
+    /// be, with the state of every node.
+    async fn heal(&self, rig: &ClusterRig) -> anyhow::Result<()> {
+        for p in &rig.proxies {
+            p.set(Mode::Pass);
+        }
+        match rig.with(|c| c.revive(CLUSTER_LIMIT)).await {
+            Ok(started) => {
+                self.note(format!(
+                    "cluster whole again (redis nodes started: {started:?})"
+                ));
+                Ok(())
+            }
+            Err(e) => {
+                let state = rig.with(|c| Ok(c.describe())).await.unwrap_or_default();
+                anyhow::bail!("the Redis Cluster could not be made whole again: {e:#}\n{state}")
+            }
+        }
+    }
+
+    /// Something the harness could not do as planned, kept with the round's results.
+    fn incident(&self, what: String) {
+        self.note(format!("harness incident: {what}"));
+        self.incidents.lock().expect("incidents lock").push(what);
+    }
+
+    /// SIGKILL a replica, start it again after the hold and wait until it is in sync.
+    async fn kill_replica(
+        &self,
+        rig: &ClusterRig,
+        f: &PlannedFault,
+        begun: &std::sync::Mutex<Option<i64>>,
+    ) -> anyhow::Result<()> {
+        let pick = f.pick;
+        let t0 = host_ms();
+        let victim = rig
+            .with(move |c| {
+                let replicas: Vec<usize> = c.shape()?.into_iter().flat_map(|(_, r)| r).collect();
+                let Some(&victim) = replicas.get(pick % replicas.len().max(1)) else {
+                    return Ok(None);
+                };
+                c.kill(victim)?;
+                Ok(Some(victim))
+            })
+            .await?;
+        let Some(victim) = victim else {
+            anyhow::bail!("no live replica");
+        };
+        *begun.lock().expect("begun lock") = Some(t0);
+        tokio::time::sleep(f.hold).await;
+        rig.with(move |c| c.restart_node(victim, CLUSTER_LIMIT))
+            .await?;
+        self.record(
+            f.kind,
+            None,
+            t0,
+            format!("redis node {victim} down {:?}, back in sync", f.hold),
+        );
+        Ok(())
+    }
+
+    /// Move a shard's slot with its keys to another master.
+    async fn migrate_slot(
+        &self,
+        rig: &ClusterRig,
+        f: &PlannedFault,
+        begun: &std::sync::Mutex<Option<i64>>,
+    ) -> anyhow::Result<()> {
+        let shard = f.pick % self.shards.len();
+        let slot = slot_of(self.shards.keys(shard).tag());
+        let pick = f.pick / self.shards.len();
+        let t0 = host_ms();
+        // The slot may be half moved when a step fails.
+        *begun.lock().expect("begun lock") = Some(t0);
+        let (from, to, keys) = rig
+            .with(move |c| {
+                let masters = c.shape()?;
+                let others: Vec<usize> = masters
+                    .iter()
+                    .filter(|(m, _)| !m.slots.iter().any(|(a, b)| (*a..=*b).contains(&slot)))
+                    .map(|(m, _)| m.index)
+                    .collect();
+                let Some(&to) = others.get(pick % others.len().max(1)) else {
+                    return Err(std::io::Error::other("no other master"));
+                };
+                let (from, keys) = c.migrate_slot(slot, to)?;
+                Ok((from, to, keys))
+            })
+            .await?;
+        self.record(
+            f.kind,
+            None,
+            t0,
+            format!("shard {shard} (slot {slot}) from redis node {from} to {to}, {keys} keys"),
+        );
+        Ok(())
+    }
+
+    /// Cut a master off from every client and its replica (its proxy drops everything) for
+    /// the hold, with the workload's calls held.
+    async fn partition_master(
+        &self,
+        rig: &ClusterRig,
+        f: &PlannedFault,
+        begun: &std::sync::Mutex<Option<i64>>,
+    ) -> anyhow::Result<()> {
+        // Calls cut off midway have unknown effects: the workload waits it out.
+        let _quiet = self.op_lock.lock().await;
+        let pick = f.pick;
+        let victim = rig
+            .with(move |c| {
+                let masters = c.shape()?;
+                Ok(masters
+                    .get(pick % masters.len().max(1))
+                    .map(|(m, _)| m.index))
+            })
+            .await?;
+        let Some(victim) = victim else {
+            anyhow::bail!("no master");
+        };
+        let t0 = host_ms();
+        *begun.lock().expect("begun lock") = Some(t0);
+        rig.proxies[victim].set(Mode::Drop);
+        tokio::time::sleep(f.hold).await;
+        rig.proxies[victim].set(Mode::Pass);
+        self.record(
+            f.kind,
+            None,
+            t0,
+            format!("redis node {victim} cut off {:?}", f.hold),
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        Ok(())
+    }
+
     /// SIGKILL a master that has a live replica, wait for the failover, then start the old
     /// master again: it comes back as a replica of the node that took over. The fault (an
     /// outage of the master's shards) ends when every node agrees on the new slot map.
-    async fn kill_master(&self, f: &PlannedFault) -> anyhow::Result<()> {
-        let rig = self.rig()?;
+    async fn kill_master(
+        &self,
+        rig: &ClusterRig,
+        f: &PlannedFault,
+        begun: &std::sync::Mutex<Option<i64>>,
+    ) -> anyhow::Result<()> {
         let pick = f.pick;
         let (victim, heir, t0) = {
             // No workload call may return in the window a failover can lose (writes the
             // replica had not received yet): wait it out with the calls held.
             let _quiet = self.op_lock.lock().await;
             tokio::time::sleep(Duration::from_secs(1)).await;
-            let t0 = host_ms();
-            let done = rig
+            let victim = rig
                 .with(move |c| {
                     let masters: Vec<usize> = c
                         .shape()?
@@ -645,23 +748,25 @@ impl Round {
                         .filter(|(_, r)| !r.is_empty())
                         .map(|(m, _)| m.index)
                         .collect();
-                    let Some(&victim) = masters.get(pick % masters.len().max(1)) else {
-                        return Ok(None);
-                    };
-                    let heir = c.kill_master_and_fail_over(victim, CLUSTER_LIMIT)?;
-                    Ok(Some((victim, heir)))
+                    Ok(masters.get(pick % masters.len().max(1)).copied())
                 })
                 .await?;
-            let Some((victim, heir)) = done else {
-                self.note("master_kill: no master with a live replica, skipped");
-                return Ok(());
+            let Some(victim) = victim else {
+                anyhow::bail!("no master with a live replica");
             };
+            let t0 = host_ms();
+            *begun.lock().expect("begun lock") = Some(t0);
+            let heir = rig
+                .with(move |c| c.kill_master_and_fail_over(victim, CLUSTER_LIMIT))
+                .await?;
             self.record(
                 f.kind,
                 None,
                 t0,
                 format!("redis node {victim} SIGKILLed, node {heir} took over"),
             );
+            // Recorded: what follows (the old master back as a replica) is no outage.
+            *begun.lock().expect("begun lock") = None;
             (victim, heir, t0)
         };
         tokio::time::sleep(f.hold).await;
@@ -1206,6 +1311,7 @@ pub(super) async fn setup(cfg: &Config, dir: &Path, plan: &Plan) -> anyhow::Resu
         nodes: Mutex::new(nodes),
         proxies,
         faults: std::sync::Mutex::new(Vec::new()),
+        incidents: std::sync::Mutex::new(Vec::new()),
         op_lock: Mutex::new(()),
         churn: tokio::sync::Notify::new(),
         start: Instant::now(),
@@ -1305,6 +1411,7 @@ pub(super) fn finish_round(
         workload,
         faults,
         dir: dir.to_path_buf(),
+        incidents: Vec::new(),
     })
 }
 
@@ -1332,11 +1439,76 @@ pub async fn run(cfg: Config) -> anyhow::Result<Outcome> {
     for n in round.nodes.lock().await.iter_mut() {
         n.stop().await;
     }
-    let (workload, faults, mut history) = result?;
+    copy_redis_logs(&round, &dir).await;
+    let incidents = round.incidents.lock().expect("incidents lock").clone();
+    if !incidents.is_empty() {
+        std::fs::write(dir.join("incidents.txt"), incidents.join("\n") + "\n")?;
+    }
+    let (workload, faults, mut history) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            // No verdict: keep everything there is to read.
+            keep_redis_dirs(&round, &dir).await;
+            let dir = temp.map(tempfile::TempDir::keep).unwrap_or(dir);
+            return Err(e.context(format!(
+                "the round did not run to its end, so there is no verdict; its files are in {}",
+                dir.display()
+            )));
+        }
+    };
     let (runs, torn) = read_events(&dir)?;
     history.runs = runs;
     history.torn = torn;
-    finish_round(&dir, temp, workload, faults, history)
+    let mut out = finish_round(&dir, None, workload, faults, history)?;
+    out.incidents = incidents;
+    if !out.report.ok() || !out.incidents.is_empty() {
+        keep_redis_dirs(&round, &dir).await;
+        if let Some(t) = temp {
+            let _ = t.keep();
+        }
+    }
+    Ok(out)
+}
+
+/// On a cluster: a copy of every Redis node's log and `nodes.conf` in the round's directory
+/// (`redis-<i>/`), kept with the round's other files.
+async fn copy_redis_logs(round: &Round, dir: &Path) {
+    let Backend::Cluster(rig) = &round.redis else {
+        return;
+    };
+    let dirs: Vec<PathBuf> = match rig
+        .with(|c| Ok(c.servers().iter().map(|n| n.dir().to_path_buf()).collect()))
+        .await
+    {
+        Ok(d) => d,
+        Err(_) => return,
+    };
+    for (i, from) in dirs.iter().enumerate() {
+        let to = dir.join(format!("redis-{i}"));
+        if std::fs::create_dir_all(&to).is_err() {
+            continue;
+        }
+        for name in ["redis.log", "redis.out", "nodes.conf"] {
+            let _ = std::fs::copy(from.join(name), to.join(name));
+        }
+    }
+}
+
+/// On a cluster: keep every Redis node's directory (AOF, `nodes.conf`, log) after the round,
+/// and say where each is, with its state, in `redis-nodes.txt` of the round's directory.
+async fn keep_redis_dirs(round: &Round, dir: &Path) {
+    let Backend::Cluster(rig) = &round.redis else {
+        return;
+    };
+    if let Ok(state) = rig
+        .with(|c| {
+            c.keep_dirs();
+            Ok(c.describe())
+        })
+        .await
+    {
+        let _ = std::fs::write(dir.join("redis-nodes.txt"), state);
+    }
 }
 
 /// Start every node and wait for each one's first heartbeat.
@@ -1431,6 +1603,12 @@ async fn drive(round: &Round, plan: &Plan) -> anyhow::Result<(Workload, Vec<Faul
         for p in &rig.proxies {
             p.set(Mode::Pass);
         }
+    }
+    if let Backend::Cluster(rig) = &round.redis
+        && let Err(e) = rig.with(|c| c.wait_healthy(CLUSTER_LIMIT)).await
+    {
+        round.incident(format!("at the cutoff: {e:#}"));
+        round.heal(rig).await?;
     }
     for n in round.nodes.lock().await.iter_mut() {
         n.signal(Signal::SIGCONT);

@@ -161,6 +161,25 @@ pub async fn run(args: ChaosArgs) -> anyhow::Result<()> {
         out.dir.display()
     );
     println!("{}", out.report);
+    if !out.incidents.is_empty() {
+        println!(
+            "harness incidents: {} (each healed; the faults as they happened are in faults.json)",
+            out.incidents.len()
+        );
+        for i in &out.incidents {
+            println!("  - {i}");
+        }
+    }
+    if cluster {
+        let missing: Vec<&str> = crate::chaos::FaultKind::CLUSTER_SCHEDULED
+            .iter()
+            .filter(|k| out.report.faults.get(k).copied().unwrap_or(0) == 0)
+            .map(|k| k.name())
+            .collect();
+        if !missing.is_empty() {
+            println!("warning: no {} fault happened", missing.join(", "));
+        }
+    }
     if out.report.ok() {
         println!("violations: 0");
         Ok(())
