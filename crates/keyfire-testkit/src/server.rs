@@ -421,7 +421,11 @@ impl RedisServer {
                 } else {
                     Signal::SIGTERM
                 };
-                let _ = kill(Pid::from_raw(child.id() as i32), sig);
+                // A child already reaped (it exited, and `try_wait` saw it) no longer owns its
+                // pid: another process may have it now.
+                if child.try_wait()?.is_none() {
+                    let _ = kill(Pid::from_raw(child.id() as i32), sig);
+                }
                 child.wait()?;
             }
             Ok(())
