@@ -10,7 +10,7 @@ use crate::{RedisOptions, RedisServer, StartError, info_field, off_runtime, quer
 type SlotRange = (u16, u16, String);
 
 /// The slot map as `addr` sees it, in slot order (parsed as the library parses it).
-fn cluster_slots(addr: &str) -> io::Result<Vec<SlotRange>> {
+pub(crate) fn cluster_slots(addr: &str) -> io::Result<Vec<SlotRange>> {
     let v: redis::Value = query(addr, redis::cmd("CLUSTER").arg("SLOTS"))?;
     let mut out: Vec<SlotRange> = keyfire::store::parse_cluster_slots(&v)
         .map_err(|e| io::Error::other(format!("{addr}: {e}")))?
@@ -25,8 +25,8 @@ fn cluster_slots(addr: &str) -> io::Result<Vec<SlotRange>> {
 /// every node a [`RedisServer`] with `cluster-enabled yes`, a 2 s node timeout, the AOF on and
 /// expired events on. All processes are killed (SIGKILL) when it is dropped.
 pub struct RedisCluster {
-    nodes: Vec<RedisServer>,
-    killed: Vec<bool>,
+    pub(crate) nodes: Vec<RedisServer>,
+    pub(crate) killed: Vec<bool>,
 }
 
 impl std::fmt::Debug for RedisCluster {
@@ -205,7 +205,7 @@ impl RedisCluster {
         })
     }
 
-    fn live(&self) -> impl Iterator<Item = &RedisServer> {
+    pub(crate) fn live(&self) -> impl Iterator<Item = &RedisServer> {
         self.nodes
             .iter()
             .zip(&self.killed)

@@ -16,6 +16,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
+pub mod chaos_cluster;
 mod cluster;
 mod sentinel;
 mod server;

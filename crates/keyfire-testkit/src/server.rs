@@ -71,11 +71,13 @@ pub struct RedisServer {
     child: Option<Child>,
     port: u16,
     dir: tempfile::TempDir,
-    options: RedisOptions,
+    pub(crate) options: RedisOptions,
     /// A second port of its own, passed as `--<name> <port>` (`cluster-port`, `tls-port`).
     extra_port: Option<(String, u16)>,
     /// Run as a sentinel monitoring this master.
     sentinel: Option<SentinelOf>,
+    /// While it is stopped, sockets bound to its ports (see [`RedisServer::stop`]).
+    held: Vec<tokio::net::TcpSocket>,
 }
 
 /// What a sentinel process monitors.
@@ -199,6 +201,7 @@ impl RedisServer {
             options,
             extra_port: extra_port.map(|name| (name.to_string(), 0)),
             sentinel,
+            held: Vec::new(),
         };
         let mut last_err = None;
         // Another process may take the free port between our probe and Redis's bind: retry.
@@ -296,37 +299,90 @@ impl RedisServer {
                 };
             }
         }
+        // What Redis says before its log file is open (a bad argument, a port it cannot
+        // bind on some versions) goes to stdout and stderr: keep it beside the log.
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("redis.out"))?;
         let child = cmd
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out)
             .spawn()
             .map_err(|source| StartError::Program {
                 program: "redis-server",
                 source,
             })?;
         self.child = Some(child);
-        self.wait_ready(Duration::from_secs(10))
+        let ready = self.wait_ready(Duration::from_secs(10));
+        // It has bound its ports (or never will).
+        self.held.clear();
+        ready
     }
+
+    /// Keep its ports from other processes while it is stopped: a socket bound to each with
+    /// `SO_REUSEADDR` but not listening. Connecting to the port is refused, as it is with no
+    /// socket there; a free-port probe anywhere on the host (`bind` to port 0) passes it over;
+    /// Redis, binding it by number with `SO_REUSEADDR` itself, still can. Without this, a port
+    /// is free from the stop until the restart, and another test's server (or anything binding
+    /// a free port) could take it: the restart would then fail, or find the other server
+    /// answering in its place.
+    fn hold_ports(&mut self) {
+        let ports = std::iter::once(self.port).chain(self.extra_port());
+        self.held = ports
+            .filter_map(|port| {
+                let socket = tokio::net::TcpSocket::new_v4().ok()?;
+                socket.set_reuseaddr(true).ok()?;
+                socket
+                    .bind(std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+                    .ok()?;
+                Some(socket)
+            })
+            .collect();
+    }
+
+    /// Longest a start may take while Redis answers that it is loading its data.
+    const LOADING_LIMIT: Duration = Duration::from_secs(120);
 
     fn wait_ready(&mut self, limit: Duration) -> io::Result<()> {
         let started = Instant::now();
         let client = redis::Client::open(self.url()).map_err(io::Error::other)?;
+        let ours = self.pid().map(|p| p.to_string());
+        // Another process answering on its port (it could not bind it, and will exit).
+        let mut foreign = None;
         loop {
             if let Some(child) = self.child.as_mut()
                 && let Some(status) = child.try_wait()?
             {
+                let taken = foreign
+                    .map(|pid| format!(" (its port answered as process {pid}, not ours)"))
+                    .unwrap_or_default();
                 return Err(io::Error::other(format!(
-                    "redis-server exited with {status}: {}",
+                    "redis-server exited with {status}{taken}: {}",
                     self.log_tail(20)
                 )));
             }
-            if let Ok(mut c) = client.get_connection_with_timeout(Duration::from_millis(200))
-                && redis::cmd("PING").query::<String>(&mut c).is_ok()
-            {
-                return Ok(());
+            let mut loading = false;
+            if let Ok(mut c) = client.get_connection_with_timeout(Duration::from_millis(200)) {
+                // Whatever answers may not speak Redis.
+                let _ = c.set_read_timeout(Some(Duration::from_secs(1)));
+                match redis::cmd("PING").query::<String>(&mut c) {
+                    Ok(_) => {
+                        let info: String = redis::cmd("INFO")
+                            .arg("server")
+                            .query(&mut c)
+                            .unwrap_or_default();
+                        match crate::info_field(&info, "process_id") {
+                            Some(pid) if Some(&pid) != ours.as_ref() => foreign = Some(pid),
+                            _ => return Ok(()),
+                        }
+                    }
+                    // Reading its AOF: alive, and as slow as the AOF is long.
+                    Err(e) => loading = e.code() == Some("LOADING"),
+                }
             }
-            if started.elapsed() > limit {
+            if started.elapsed() > limit && !(loading && started.elapsed() < Self::LOADING_LIMIT) {
                 return Err(io::Error::other("redis-server did not answer PING in time"));
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -384,12 +440,24 @@ impl RedisServer {
         self.dir.path()
     }
 
+    /// Keep its directory (AOF, `nodes.conf`, log) when it is dropped, to read after a failure.
+    pub fn keep_dir(&mut self) {
+        self.dir.disable_cleanup(true);
+    }
+
+    /// How the process ended, if it was started and has exited since (without being stopped
+    /// through [`RedisServer::stop`]).
+    pub fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.as_mut()?.try_wait().ok().flatten()
+    }
+
     /// The process id, while it runs.
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
     }
 
-    /// Stop it: SIGTERM (Redis flushes its AOF) or SIGKILL (a crash).
+    /// Stop it: SIGTERM (Redis flushes its AOF) or SIGKILL (a crash). Its ports stay held
+    /// until it starts again, so no other process takes them meanwhile.
     pub fn stop(&mut self, crash: bool) -> io::Result<()> {
         off_runtime(|| {
             if let Some(mut child) = self.child.take() {
@@ -398,8 +466,13 @@ impl RedisServer {
                 } else {
                     Signal::SIGTERM
                 };
-                let _ = kill(Pid::from_raw(child.id() as i32), sig);
+                // A child already reaped (it exited, and `try_wait` saw it) no longer owns its
+                // pid: another process may have it now.
+                if child.try_wait()?.is_none() {
+                    let _ = kill(Pid::from_raw(child.id() as i32), sig);
+                }
                 child.wait()?;
+                self.hold_ports();
             }
             Ok(())
         })
@@ -409,7 +482,12 @@ impl RedisServer {
     pub fn restart(&mut self) -> io::Result<()> {
         off_runtime(|| {
             self.stop(false)?;
-            self.spawn()
+            let started = self.spawn();
+            // Not answering in time: no process of ours may stay behind on its port.
+            if started.is_err() {
+                let _ = self.stop(true);
+            }
+            started
         })
     }
 
@@ -420,7 +498,8 @@ impl RedisServer {
         lines[lines.len().saturating_sub(n)..].join("\n")
     }
 
-    fn log_path(&self) -> PathBuf {
+    /// Its log file.
+    pub fn log_path(&self) -> PathBuf {
         self.dir.path().join("redis.log")
     }
 }
@@ -438,5 +517,85 @@ impl Drop for RedisServer {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A free-port probe as any test does it (`bind` to port 0, `SO_REUSEADDR` set by std).
+    fn probe() -> u16 {
+        TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port")
+    }
+
+    #[test]
+    fn a_stopped_server_keeps_its_ports_and_starts_again_on_them() {
+        // A cluster node: the second port is its bus's.
+        let options = RedisOptions {
+            persistent: false,
+            extra: vec![("cluster-enabled".into(), "yes".into())],
+        };
+        let mut redis =
+            RedisServer::start_with_extra_port(options, "cluster-port").expect("redis-server");
+        let ports = [redis.port(), redis.extra_port().expect("extra port")];
+        redis.stop(true).unwrap();
+        // Refused, as with nothing there...
+        let refused = std::net::TcpStream::connect(("127.0.0.1", ports[0]));
+        assert!(
+            refused.is_err(),
+            "a stopped server's port accepts connections"
+        );
+        // ...but passed over by every free-port probe (about 7,000 odd ports to draw from).
+        for _ in 0..3_000 {
+            let p = probe();
+            assert!(
+                !ports.contains(&p),
+                "a probe got port {p} of the stopped server"
+            );
+        }
+        redis.restart().unwrap();
+        assert_eq!(redis.port(), ports[0]);
+    }
+
+    #[test]
+    fn a_restart_on_a_port_another_server_took_fails_and_says_so() {
+        let mut redis = RedisServer::start().expect("redis-server");
+        let port = redis.port();
+        redis.stop(true).unwrap();
+        // Another server binds the port by number (a probe would pass it over).
+        let dir = tempfile::tempdir().unwrap();
+        let mut other = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server");
+        let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).unwrap();
+        let started = Instant::now();
+        while client
+            .get_connection()
+            .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
+            .is_err()
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "the other server"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let err = redis
+            .restart()
+            .expect_err("restarted in the other server's place");
+        let _ = other.kill();
+        let _ = other.wait();
+        let msg = err.to_string();
+        assert!(msg.contains("not ours"), "{msg}");
+        assert!(msg.contains("Address already in use"), "{msg}");
     }
 }

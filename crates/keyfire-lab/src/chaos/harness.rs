@@ -1,5 +1,11 @@
 //! Running a round: Redis (shipped `redis.conf`, AOF on), node processes behind proxies, the
 //! workload, the two fault lanes, the drain, and the collection of the history.
+//!
+//! On a Redis Cluster ([`Config::cluster`]): 3 masters with a replica each, every Redis node
+//! behind a proxy of its own that it announces as its address (`cluster-announce-port`), so
+//! every client, the nodes' and the harness's, reaches it through the proxy; the nodes spread
+//! their jobs over [`CLUSTER_SHARDS`] shards and wait for a replica to acknowledge each claim
+//! and outcome (`redis.wait_replicas = 1`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,7 +16,6 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use redis::aio::ConnectionManager;
 use serde_json::json;
 use tokio::process::{Child, Command};
 use tokio::sync::Mutex;
@@ -24,12 +29,12 @@ use super::plan::{Plan, PlannedFault};
 use super::proxy::{Mode, Proxy};
 use super::record::{host_ms, read_events};
 use keyfire::client::Client;
-use keyfire::config::Settings;
+use keyfire::config::{RedisMode, Settings};
 use keyfire::error::Error;
 use keyfire::job::{JobSpec, RetrySpec};
 use keyfire::queue::{NewTask, Queue, When};
-use keyfire::store::{JobStatus, Keys, parse_firing_id};
-use keyfire_testkit::{RedisOptions, RedisServer};
+use keyfire::store::{Conn, JobStatus, Keys, Shards, parse_firing_id, slot_of};
+use keyfire_testkit::{RedisCluster, RedisOptions, RedisServer};
 
 /// Key prefix of the round's data.
 pub(super) const PREFIX: &str = "chaos";
@@ -44,6 +49,10 @@ const TOPIC: &str = "chaos";
 const QUEUE_TTR: Duration = Duration::from_secs(2);
 /// How long the drain may take before what is left counts as stuck.
 const DRAIN_LIMIT: Duration = Duration::from_secs(60);
+/// Shards of a round on a Redis Cluster: two on each of the 3 masters.
+pub const CLUSTER_SHARDS: u32 = 6;
+/// Longest a cluster fault may wait for the cluster to settle (a failover, a restart).
+const CLUSTER_LIMIT: Duration = Duration::from_secs(60);
 
 /// How to run a round.
 #[derive(Debug, Clone)]
@@ -61,6 +70,8 @@ pub struct Config {
     pub dir: Option<PathBuf>,
     /// Print each fault as it is injected.
     pub verbose: bool,
+    /// Run on a Redis Cluster (3 masters, a replica each) with the cluster's faults.
+    pub cluster: bool,
 }
 
 /// What a round produced.
@@ -74,6 +85,10 @@ pub struct Outcome {
     pub faults: Vec<FaultEvent>,
     /// Where its files are.
     pub dir: PathBuf,
+    /// What the harness could not do as planned, in order: a cluster fault that failed (the
+    /// part that happened is among the faults) or found the cluster not whole, after which
+    /// the cluster was made whole again. The verdict covers the faults as recorded.
+    pub incidents: Vec<String>,
 }
 
 /// Where `cargo build --examples` puts the `chaos_node` example for the binary (or test
@@ -92,7 +107,8 @@ pub(super) struct NodeProc {
     pub(super) id: String,
     pub(super) child: Option<Child>,
     pub(super) skew_ms: i64,
-    pub(super) url: String,
+    /// `KEYFIRE__REDIS__…` settings: how it reaches Redis.
+    pub(super) redis_env: Vec<(String, String)>,
     pub(super) dir: PathBuf,
     pub(super) bin: PathBuf,
     /// A consumer of these topics (comma-separated) instead of a node.
@@ -112,8 +128,10 @@ impl NodeProc {
                 .env("KEYFIRE_CHAOS_TOPICS", topics)
                 .env("KEYFIRE_CHAOS_SEED", stable_seed(&self.id).to_string());
         }
+        for (k, v) in &self.redis_env {
+            cmd.env(k, v);
+        }
         let child = cmd
-            .env("KEYFIRE__REDIS__URL", &self.url)
             .env("KEYFIRE__REDIS__PREFIX", PREFIX)
             .env("KEYFIRE__NODE__ID", &self.id)
             .env("KEYFIRE__NODE__LEASE", ms(LEASE_MS))
@@ -180,7 +198,7 @@ impl NodeProc {
 
 /// Redis time in ms over `conn`, or the host's clock when Redis does not answer (the same
 /// clock: Redis runs on this host).
-pub(super) async fn redis_ms(conn: &mut ConnectionManager) -> i64 {
+pub(super) async fn redis_ms(conn: &mut Conn) -> i64 {
     keyfire::store::redis_time_ms(conn)
         .await
         .unwrap_or_else(|_| host_ms())
@@ -196,7 +214,7 @@ fn stable_seed(name: &str) -> u64 {
 /// Retry a call until it succeeds (Redis may be restarting): the change happened between the
 /// first try and the success. A delete that finds nothing succeeded on an earlier try.
 pub(super) async fn retrying<T, F, Fut>(
-    conn: &mut ConnectionManager,
+    conn: &mut Conn,
     round: &Round,
     what: &str,
     mut f: F,
@@ -221,16 +239,81 @@ where
     (call, redis_ms(conn).await, None)
 }
 
+/// The Redis of a round.
+pub(super) enum Backend {
+    /// One server; each node reaches it through a proxy of its own (in `Round::proxies`).
+    Single(Arc<std::sync::Mutex<RedisServer>>),
+    /// A Redis Cluster, each of its nodes behind one proxy that every client goes through.
+    Cluster(ClusterRig),
+}
+
+/// A Redis Cluster and the proxies in front of its nodes (`proxies[i]` before node `i` of
+/// [`RedisCluster::servers`]).
+pub(super) struct ClusterRig {
+    pub(super) cluster: Arc<std::sync::Mutex<RedisCluster>>,
+    pub(super) proxies: Vec<Proxy>,
+}
+
+impl ClusterRig {
+    /// Seed URLs: the proxies.
+    fn nodes(&self) -> Vec<String> {
+        self.proxies
+            .iter()
+            .map(|p| format!("redis://127.0.0.1:{}", p.port()))
+            .collect()
+    }
+
+    /// Run blocking work on the cluster fixture off the async workers.
+    async fn with<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut RedisCluster) -> std::io::Result<T> + Send + 'static,
+    ) -> anyhow::Result<T> {
+        let cluster = self.cluster.clone();
+        Ok(tokio::task::spawn_blocking(move || {
+            let mut c = cluster.lock().expect("cluster lock");
+            f(&mut c)
+        })
+        .await??)
+    }
+
+    /// Send `cmd` to every live node (masters only with `masters_only`), each on its own
+    /// port (not through its proxy); the replies that came.
+    async fn on_each(&self, masters_only: bool, cmd: redis::Cmd) -> anyhow::Result<Vec<i64>> {
+        self.with(move |c| {
+            let roles = c.roles()?;
+            let mut out = Vec::new();
+            for r in roles.iter().filter(|r| r.master || !masters_only) {
+                let addr = c.servers()[r.index].addr();
+                let reply = redis::Client::open(format!("redis://{addr}"))
+                    .and_then(|cl| cl.get_connection_with_timeout(Duration::from_secs(1)))
+                    .and_then(|mut conn| cmd.query::<redis::Value>(&mut conn));
+                match reply {
+                    Ok(redis::Value::Int(n)) => out.push(n),
+                    Ok(_) => out.push(0),
+                    Err(_) => {}
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+}
+
 /// Shared state of a running round.
 pub(super) struct Round {
     pub(super) cfg: Config,
     pub(super) dir: PathBuf,
-    pub(super) redis: Arc<std::sync::Mutex<RedisServer>>,
-    pub(super) admin: ConnectionManager,
+    pub(super) redis: Backend,
+    pub(super) admin: Conn,
+    /// The meta keys (membership, queue).
     pub(super) keys: Keys,
+    /// Every shard's keys.
+    pub(super) shards: Shards,
     pub(super) nodes: Mutex<Vec<NodeProc>>,
     pub(super) proxies: Vec<Proxy>,
     faults: std::sync::Mutex<Vec<FaultEvent>>,
+    /// See [`Outcome::incidents`].
+    incidents: std::sync::Mutex<Vec<String>>,
     /// Held by every workload call, and by the Redis lane around outages: no call returns in
     /// the AOF-loss window before a Redis SIGKILL, none fails on a Redis that is down.
     pub(super) op_lock: Mutex<()>,
@@ -278,6 +361,25 @@ impl Round {
         });
     }
 
+    /// Settings that reach the round's Redis (the harness's client and queue).
+    pub(super) fn settings(&self) -> Settings {
+        backend_settings(&self.redis)
+    }
+
+    fn rig(&self) -> anyhow::Result<&ClusterRig> {
+        match &self.redis {
+            Backend::Cluster(rig) => Ok(rig),
+            Backend::Single(_) => anyhow::bail!("a cluster fault on a single Redis"),
+        }
+    }
+
+    fn single(&self) -> anyhow::Result<Arc<std::sync::Mutex<RedisServer>>> {
+        match &self.redis {
+            Backend::Single(r) => Ok(r.clone()),
+            Backend::Cluster(_) => anyhow::bail!("a single-Redis fault on a cluster"),
+        }
+    }
+
     /// Wait until node `id` heartbeats after `since` (Redis time), at most `limit`.
     pub(super) async fn wait_heartbeat(&self, id: &str, since: i64, limit: Duration) -> bool {
         let deadline = Instant::now() + limit;
@@ -299,7 +401,7 @@ impl Round {
     }
 
     async fn restart_redis(&self, crash: bool) -> anyhow::Result<()> {
-        let redis = self.redis.clone();
+        let redis = self.single()?;
         tokio::task::spawn_blocking(move || {
             let mut r = redis.lock().expect("redis lock");
             r.stop(crash)
@@ -309,7 +411,7 @@ impl Round {
     }
 
     async fn start_redis(&self) -> anyhow::Result<()> {
-        let redis = self.redis.clone();
+        let redis = self.single()?;
         tokio::task::spawn_blocking(move || redis.lock().expect("redis lock").restart()).await??;
         Ok(())
     }
@@ -379,24 +481,40 @@ impl Round {
                 self.record(f.kind, Some(&id), t0, format!("cut off {:?}", f.hold));
             }
             FaultKind::PubsubKill => {
-                let n: redis::RedisResult<i64> = redis::cmd("CLIENT")
-                    .arg(&["KILL", "TYPE", "pubsub"])
-                    .query_async(&mut self.admin.clone())
-                    .await;
+                let mut kill = redis::cmd("CLIENT");
+                kill.arg(&["KILL", "TYPE", "pubsub"]);
+                let n: Option<i64> = match &self.redis {
+                    Backend::Single(_) => kill.query_async(&mut self.admin.clone()).await.ok(),
+                    // Every node: a node subscribes to expired events on every master.
+                    Backend::Cluster(rig) => match rig.on_each(false, kill).await {
+                        Ok(n) => Some(n.iter().sum()),
+                        Err(e) => {
+                            self.incident(format!("pubsub_kill: {e:#}"));
+                            None
+                        }
+                    },
+                };
                 // Subscribers reconnect within ~50 ms; changes made meanwhile go unheard.
                 self.churn.notify_one();
-                self.record(f.kind, None, t0, format!("killed {:?}", n.ok()));
+                self.record(f.kind, None, t0, format!("killed {n:?}"));
             }
             FaultKind::ClientPause => {
                 let _quiet = self.op_lock.lock().await;
                 let t0 = host_ms();
                 let ms = f.hold.as_millis() as i64;
-                let _: redis::RedisResult<()> = redis::cmd("CLIENT")
-                    .arg("PAUSE")
-                    .arg(ms)
-                    .arg("ALL")
-                    .query_async(&mut self.admin.clone())
-                    .await;
+                let mut pause = redis::cmd("CLIENT");
+                pause.arg("PAUSE").arg(ms).arg("ALL");
+                match &self.redis {
+                    Backend::Single(_) => {
+                        let _: redis::RedisResult<()> =
+                            pause.query_async(&mut self.admin.clone()).await;
+                    }
+                    Backend::Cluster(rig) => {
+                        if let Err(e) = rig.on_each(true, pause).await {
+                            self.incident(format!("client_pause: {e:#}"));
+                        }
+                    }
+                }
                 tokio::time::sleep(f.hold).await;
                 self.record(f.kind, None, t0, format!("{ms} ms"));
                 tokio::time::sleep(Duration::from_millis(300)).await;
@@ -416,6 +534,10 @@ impl Round {
                 self.record(f.kind, None, t0, format!("down {:?} + restart", f.hold));
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
+            FaultKind::MasterKill
+            | FaultKind::ReplicaKill
+            | FaultKind::SlotMigration
+            | FaultKind::MasterPartition => self.cluster_fault(f).await?,
             // Queue-round faults: `queue_round` injects them.
             FaultKind::HandlerFail
             | FaultKind::HandlerHang
@@ -423,6 +545,237 @@ impl Round {
             | FaultKind::PromoteKill
             | FaultKind::EventsLost => {}
         }
+        Ok(())
+    }
+
+    /// A fault of the Redis Cluster, applied to a whole cluster only: first the harness waits
+    /// until every node runs and says `cluster_state:ok`, all agree on the slot map and every
+    /// replica is in sync (a master killed while its replica still syncs would fail over to a
+    /// replica without the data), starting again whatever is down. A fault that fails midway
+    /// is recorded as far as it went (from the moment it began to disturb the cluster, so the
+    /// checker treats that time as the fault's), noted as an incident, and the cluster is made
+    /// whole again. Only a cluster that cannot be made whole ends the round: an error, never
+    /// a verdict.
+    async fn cluster_fault(&self, f: &PlannedFault) -> anyhow::Result<()> {
+        let rig = self.rig()?;
+        if let Err(e) = rig.with(|c| c.wait_healthy(CLUSTER_LIMIT)).await {
+            self.incident(format!("before {}: {e:#}", f.kind));
+            self.heal(rig).await?;
+        }
+        let begun = std::sync::Mutex::new(None);
+        let applied = match f.kind {
+            FaultKind::MasterKill => self.kill_master(rig, f, &begun).await,
+            FaultKind::ReplicaKill => self.kill_replica(rig, f, &begun).await,
+            FaultKind::SlotMigration => self.migrate_slot(rig, f, &begun).await,
+            FaultKind::MasterPartition => self.partition_master(rig, f, &begun).await,
+            _ => anyhow::bail!("{} is no cluster fault", f.kind),
+        };
+        let Err(e) = applied else {
+            return Ok(());
+        };
+        let begun = *begun.lock().expect("begun lock");
+        if let Some(t0) = begun {
+            self.record(f.kind, None, t0, format!("incomplete: {e:#}"));
+        }
+        self.incident(format!(
+            "{} failed{}: {e:#}",
+            f.kind,
+            if begun.is_some() {
+                " midway (recorded as a fault up to now)"
+            } else {
+                ""
+            }
+        ));
+        self.heal(rig).await
+    }
+
+    /// Make the cluster whole again after a fault that failed: every proxy passing, every
+    /// node killed or found exited started again, replicas in sync. An error when it cannot
+    /// be, with the state of every node.
+    async fn heal(&self, rig: &ClusterRig) -> anyhow::Result<()> {
+        for p in &rig.proxies {
+            p.set(Mode::Pass);
+        }
+        match rig.with(|c| c.revive(CLUSTER_LIMIT)).await {
+            Ok(started) => {
+                self.note(format!(
+                    "cluster whole again (redis nodes started: {started:?})"
+                ));
+                Ok(())
+            }
+            Err(e) => {
+                let state = rig.with(|c| Ok(c.describe())).await.unwrap_or_default();
+                anyhow::bail!("the Redis Cluster could not be made whole again: {e:#}\n{state}")
+            }
+        }
+    }
+
+    /// Something the harness could not do as planned, kept with the round's results.
+    fn incident(&self, what: String) {
+        self.note(format!("harness incident: {what}"));
+        self.incidents.lock().expect("incidents lock").push(what);
+    }
+
+    /// SIGKILL a replica, start it again after the hold and wait until it is in sync.
+    async fn kill_replica(
+        &self,
+        rig: &ClusterRig,
+        f: &PlannedFault,
+        begun: &std::sync::Mutex<Option<i64>>,
+    ) -> anyhow::Result<()> {
+        let pick = f.pick;
+        let t0 = host_ms();
+        let victim = rig
+            .with(move |c| {
+                let replicas: Vec<usize> = c.shape()?.into_iter().flat_map(|(_, r)| r).collect();
+                let Some(&victim) = replicas.get(pick % replicas.len().max(1)) else {
+                    return Ok(None);
+                };
+                c.kill(victim)?;
+                Ok(Some(victim))
+            })
+            .await?;
+        let Some(victim) = victim else {
+            anyhow::bail!("no live replica");
+        };
+        *begun.lock().expect("begun lock") = Some(t0);
+        tokio::time::sleep(f.hold).await;
+        rig.with(move |c| c.restart_node(victim, CLUSTER_LIMIT))
+            .await?;
+        self.record(
+            f.kind,
+            None,
+            t0,
+            format!("redis node {victim} down {:?}, back in sync", f.hold),
+        );
+        Ok(())
+    }
+
+    /// Move a shard's slot with its keys to another master.
+    async fn migrate_slot(
+        &self,
+        rig: &ClusterRig,
+        f: &PlannedFault,
+        begun: &std::sync::Mutex<Option<i64>>,
+    ) -> anyhow::Result<()> {
+        let shard = f.pick % self.shards.len();
+        let slot = slot_of(self.shards.keys(shard).tag());
+        let pick = f.pick / self.shards.len();
+        let t0 = host_ms();
+        // The slot may be half moved when a step fails.
+        *begun.lock().expect("begun lock") = Some(t0);
+        let (from, to, keys) = rig
+            .with(move |c| {
+                let masters = c.shape()?;
+                let others: Vec<usize> = masters
+                    .iter()
+                    .filter(|(m, _)| !m.slots.iter().any(|(a, b)| (*a..=*b).contains(&slot)))
+                    .map(|(m, _)| m.index)
+                    .collect();
+                let Some(&to) = others.get(pick % others.len().max(1)) else {
+                    return Err(std::io::Error::other("no other master"));
+                };
+                let (from, keys) = c.migrate_slot(slot, to)?;
+                Ok((from, to, keys))
+            })
+            .await?;
+        self.record(
+            f.kind,
+            None,
+            t0,
+            format!("shard {shard} (slot {slot}) from redis node {from} to {to}, {keys} keys"),
+        );
+        Ok(())
+    }
+
+    /// Cut a master off from every client and its replica (its proxy drops everything) for
+    /// the hold, with the workload's calls held.
+    async fn partition_master(
+        &self,
+        rig: &ClusterRig,
+        f: &PlannedFault,
+        begun: &std::sync::Mutex<Option<i64>>,
+    ) -> anyhow::Result<()> {
+        // Calls cut off midway have unknown effects: the workload waits it out.
+        let _quiet = self.op_lock.lock().await;
+        let pick = f.pick;
+        let victim = rig
+            .with(move |c| {
+                let masters = c.shape()?;
+                Ok(masters
+                    .get(pick % masters.len().max(1))
+                    .map(|(m, _)| m.index))
+            })
+            .await?;
+        let Some(victim) = victim else {
+            anyhow::bail!("no master");
+        };
+        let t0 = host_ms();
+        *begun.lock().expect("begun lock") = Some(t0);
+        rig.proxies[victim].set(Mode::Drop);
+        tokio::time::sleep(f.hold).await;
+        rig.proxies[victim].set(Mode::Pass);
+        self.record(
+            f.kind,
+            None,
+            t0,
+            format!("redis node {victim} cut off {:?}", f.hold),
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        Ok(())
+    }
+
+    /// SIGKILL a master that has a live replica, wait for the failover, then start the old
+    /// master again: it comes back as a replica of the node that took over. The fault (an
+    /// outage of the master's shards) ends when every node agrees on the new slot map.
+    async fn kill_master(
+        &self,
+        rig: &ClusterRig,
+        f: &PlannedFault,
+        begun: &std::sync::Mutex<Option<i64>>,
+    ) -> anyhow::Result<()> {
+        let pick = f.pick;
+        let (victim, heir, t0) = {
+            // No workload call may return in the window a failover can lose (writes the
+            // replica had not received yet): wait it out with the calls held.
+            let _quiet = self.op_lock.lock().await;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let victim = rig
+                .with(move |c| {
+                    let masters: Vec<usize> = c
+                        .shape()?
+                        .into_iter()
+                        .filter(|(_, r)| !r.is_empty())
+                        .map(|(m, _)| m.index)
+                        .collect();
+                    Ok(masters.get(pick % masters.len().max(1)).copied())
+                })
+                .await?;
+            let Some(victim) = victim else {
+                anyhow::bail!("no master with a live replica");
+            };
+            let t0 = host_ms();
+            *begun.lock().expect("begun lock") = Some(t0);
+            let heir = rig
+                .with(move |c| c.kill_master_and_fail_over(victim, CLUSTER_LIMIT))
+                .await?;
+            self.record(
+                f.kind,
+                None,
+                t0,
+                format!("redis node {victim} SIGKILLed, node {heir} took over"),
+            );
+            // Recorded: what follows (the old master back as a replica) is no outage.
+            *begun.lock().expect("begun lock") = None;
+            (victim, heir, t0)
+        };
+        tokio::time::sleep(f.hold).await;
+        rig.with(move |c| c.restart_node(victim, CLUSTER_LIMIT))
+            .await?;
+        self.note(format!(
+            "master_kill: redis node {victim} back as a replica of {heir} ({} ms after the kill)",
+            host_ms() - t0
+        ));
         Ok(())
     }
 
@@ -476,7 +829,7 @@ fn static_jobs(now_ms: i64) -> Vec<JobSpec> {
 struct Driver<'a> {
     round: &'a Round,
     client: Client,
-    conn: ConnectionManager,
+    conn: Conn,
     rng: StdRng,
     ops: Vec<Op>,
     next_task: u64,
@@ -862,42 +1215,103 @@ async fn consume(
     }
 }
 
-/// Start Redis and `n` nodes behind proxies.
-pub(super) async fn setup(cfg: &Config, dir: &Path, plan: &Plan) -> anyhow::Result<Round> {
-    let redis = RedisServer::start_with(RedisOptions {
-        persistent: true,
-        extra: Vec::new(),
+/// Start a Redis Cluster of 3 masters with a replica each, every node behind a proxy it
+/// announces as its address.
+async fn start_cluster() -> anyhow::Result<ClusterRig> {
+    let mut cluster = tokio::task::spawn_blocking(|| RedisCluster::start(3, 1))
+        .await?
+        .context("start a Redis Cluster")?;
+    let mut proxies = Vec::new();
+    for server in cluster.servers() {
+        proxies.push(Proxy::start(server.addr()).await?);
+    }
+    let ports: Vec<u16> = proxies.iter().map(Proxy::port).collect();
+    let cluster =
+        tokio::task::spawn_blocking(move || cluster.announce_ports(&ports).map(|()| cluster))
+            .await?
+            .context("announce the proxies' ports")?;
+    Ok(ClusterRig {
+        cluster: Arc::new(std::sync::Mutex::new(cluster)),
+        proxies,
     })
-    .context("start redis-server")?;
-    let url = redis.url();
-    let upstream = format!("127.0.0.1:{}", redis.port());
-    let admin = redis::Client::open(url.as_str())?
-        .get_connection_manager()
-        .await?;
+}
+
+/// Settings that reach `redis` (the harness's client and queue; standalone: directly).
+fn backend_settings(redis: &Backend) -> Settings {
+    let mut s = Settings::default();
+    s.redis.prefix = PREFIX.into();
+    match redis {
+        Backend::Single(r) => s.redis.url = r.lock().expect("redis lock").url(),
+        Backend::Cluster(rig) => {
+            s.redis.mode = RedisMode::Cluster;
+            s.redis.nodes = rig.nodes();
+            s.redis.shards = CLUSTER_SHARDS;
+        }
+    }
+    s
+}
+
+/// Start Redis (one server, or a cluster with `cfg.cluster`) and `n` nodes behind proxies.
+pub(super) async fn setup(cfg: &Config, dir: &Path, plan: &Plan) -> anyhow::Result<Round> {
+    let redis = if cfg.cluster {
+        Backend::Cluster(start_cluster().await?)
+    } else {
+        let redis = RedisServer::start_with(RedisOptions {
+            persistent: true,
+            extra: Vec::new(),
+        })
+        .context("start redis-server")?;
+        Backend::Single(Arc::new(std::sync::Mutex::new(redis)))
+    };
+    let admin = Conn::connect(&backend_settings(&redis).redis).await?;
     let mut proxies = Vec::new();
     let mut nodes = Vec::new();
     for (i, skew) in plan.initial_skews.iter().enumerate() {
-        let proxy = Proxy::start(upstream.clone()).await?;
+        let redis_env = match &redis {
+            // Each node has a proxy of its own, to cut it off alone.
+            Backend::Single(r) => {
+                let upstream = format!("127.0.0.1:{}", r.lock().expect("redis lock").port());
+                let proxy = Proxy::start(upstream).await?;
+                let env = vec![("KEYFIRE__REDIS__URL".to_string(), proxy.url())];
+                proxies.push(proxy);
+                env
+            }
+            // Every node reaches the cluster through the proxies its nodes announce.
+            Backend::Cluster(rig) => [
+                ("MODE", "cluster".to_string()),
+                ("NODES", rig.nodes().join(",")),
+                ("SHARDS", CLUSTER_SHARDS.to_string()),
+                ("WAIT_REPLICAS", "1".to_string()),
+            ]
+            .into_iter()
+            .map(|(k, v)| (format!("KEYFIRE__REDIS__{k}"), v))
+            .collect(),
+        };
         nodes.push(NodeProc {
             id: format!("n{}", i + 1),
             child: None,
             skew_ms: *skew,
-            url: proxy.url(),
+            redis_env,
             dir: dir.to_path_buf(),
             bin: cfg.node_bin.clone(),
             consumer_of: None,
         });
-        proxies.push(proxy);
     }
+    let shards = match &redis {
+        Backend::Single(_) => Shards::new(PREFIX, 1),
+        Backend::Cluster(_) => Shards::new(PREFIX, CLUSTER_SHARDS as usize),
+    };
     Ok(Round {
         cfg: cfg.clone(),
         dir: dir.to_path_buf(),
-        redis: Arc::new(std::sync::Mutex::new(redis)),
+        redis,
         admin,
         keys: Keys::new(PREFIX),
+        shards,
         nodes: Mutex::new(nodes),
         proxies,
         faults: std::sync::Mutex::new(Vec::new()),
+        incidents: std::sync::Mutex::new(Vec::new()),
         op_lock: Mutex::new(()),
         churn: tokio::sync::Notify::new(),
         start: Instant::now(),
@@ -918,35 +1332,39 @@ pub fn recheck(dir: &Path) -> anyhow::Result<Report> {
 /// Firings due at or before `cutoff` still running, queued for an attempt, or unclaimed.
 async fn pending(round: &Round, cutoff: i64) -> anyhow::Result<Vec<String>> {
     let mut conn = round.admin.clone();
-    let k = &round.keys;
-    let (running, retry, due): (Vec<String>, Vec<String>, Vec<(String, i64)>) = redis::pipe()
-        .cmd("ZRANGE")
-        .arg(k.running())
-        .arg(0)
-        .arg(-1)
-        .cmd("ZRANGE")
-        .arg(k.retry())
-        .arg(0)
-        .arg(-1)
-        .cmd("ZRANGE")
-        .arg(k.due())
-        .arg("-inf")
-        .arg(cutoff)
-        .arg("BYSCORE")
-        .arg("WITHSCORES")
-        .query_async(&mut conn)
-        .await?;
-    let mut out: Vec<String> = running
-        .into_iter()
-        .chain(retry)
-        // A lease names the run after its firing id: `<firing id>|<attempt>|…`.
-        .map(|m| keyfire::store::parse_lease_member(&m).0.to_string())
-        .filter(|f| parse_firing_id(f).is_some_and(|(_, at)| at <= cutoff))
-        .collect();
-    out.extend(
-        due.into_iter()
-            .map(|(job, at)| keyfire::store::firing_id(&job, at)),
-    );
+    let mut out = Vec::new();
+    // One pipeline per shard: its keys share a slot.
+    for k in round.shards.iter() {
+        let (running, retry, due): (Vec<String>, Vec<String>, Vec<(String, i64)>) = redis::pipe()
+            .cmd("ZRANGE")
+            .arg(k.running())
+            .arg(0)
+            .arg(-1)
+            .cmd("ZRANGE")
+            .arg(k.retry())
+            .arg(0)
+            .arg(-1)
+            .cmd("ZRANGE")
+            .arg(k.due())
+            .arg("-inf")
+            .arg(cutoff)
+            .arg("BYSCORE")
+            .arg("WITHSCORES")
+            .query_async(&mut conn)
+            .await?;
+        out.extend(
+            running
+                .into_iter()
+                .chain(retry)
+                // A lease names the run after its firing id: `<firing id>|<attempt>|…`.
+                .map(|m| keyfire::store::parse_lease_member(&m).0.to_string())
+                .filter(|f| parse_firing_id(f).is_some_and(|(_, at)| at <= cutoff)),
+        );
+        out.extend(
+            due.into_iter()
+                .map(|(job, at)| keyfire::store::firing_id(&job, at)),
+        );
+    }
     Ok(out)
 }
 
@@ -993,6 +1411,7 @@ pub(super) fn finish_round(
         workload,
         faults,
         dir: dir.to_path_buf(),
+        incidents: Vec::new(),
     })
 }
 
@@ -1009,18 +1428,87 @@ pub async fn run(cfg: Config) -> anyhow::Result<Outcome> {
         cfg.node_bin.display()
     );
     let (dir, temp) = round_dir(&cfg)?;
-    let plan = Plan::new(cfg.seed, cfg.duration, cfg.nodes);
+    let plan = if cfg.cluster {
+        Plan::cluster(cfg.seed, cfg.duration, cfg.nodes)
+    } else {
+        Plan::new(cfg.seed, cfg.duration, cfg.nodes)
+    };
     let round = setup(&cfg, &dir, &plan).await?;
     let result = drive(&round, &plan).await;
     // Stop every node (after a failed round too); Redis goes with the round.
     for n in round.nodes.lock().await.iter_mut() {
         n.stop().await;
     }
-    let (workload, faults, mut history) = result?;
+    copy_redis_logs(&round, &dir).await;
+    let incidents = round.incidents.lock().expect("incidents lock").clone();
+    if !incidents.is_empty() {
+        std::fs::write(dir.join("incidents.txt"), incidents.join("\n") + "\n")?;
+    }
+    let (workload, faults, mut history) = match result {
+        Ok(r) => r,
+        Err(e) => {
+            // No verdict: keep everything there is to read.
+            keep_redis_dirs(&round, &dir).await;
+            let dir = temp.map(tempfile::TempDir::keep).unwrap_or(dir);
+            return Err(e.context(format!(
+                "the round did not run to its end, so there is no verdict; its files are in {}",
+                dir.display()
+            )));
+        }
+    };
     let (runs, torn) = read_events(&dir)?;
     history.runs = runs;
     history.torn = torn;
-    finish_round(&dir, temp, workload, faults, history)
+    let mut out = finish_round(&dir, None, workload, faults, history)?;
+    out.incidents = incidents;
+    if !out.report.ok() || !out.incidents.is_empty() {
+        keep_redis_dirs(&round, &dir).await;
+        if let Some(t) = temp {
+            let _ = t.keep();
+        }
+    }
+    Ok(out)
+}
+
+/// On a cluster: a copy of every Redis node's log and `nodes.conf` in the round's directory
+/// (`redis-<i>/`), kept with the round's other files.
+async fn copy_redis_logs(round: &Round, dir: &Path) {
+    let Backend::Cluster(rig) = &round.redis else {
+        return;
+    };
+    let dirs: Vec<PathBuf> = match rig
+        .with(|c| Ok(c.servers().iter().map(|n| n.dir().to_path_buf()).collect()))
+        .await
+    {
+        Ok(d) => d,
+        Err(_) => return,
+    };
+    for (i, from) in dirs.iter().enumerate() {
+        let to = dir.join(format!("redis-{i}"));
+        if std::fs::create_dir_all(&to).is_err() {
+            continue;
+        }
+        for name in ["redis.log", "redis.out", "nodes.conf"] {
+            let _ = std::fs::copy(from.join(name), to.join(name));
+        }
+    }
+}
+
+/// On a cluster: keep every Redis node's directory (AOF, `nodes.conf`, log) after the round,
+/// and say where each is, with its state, in `redis-nodes.txt` of the round's directory.
+async fn keep_redis_dirs(round: &Round, dir: &Path) {
+    let Backend::Cluster(rig) = &round.redis else {
+        return;
+    };
+    if let Ok(state) = rig
+        .with(|c| {
+            c.keep_dirs();
+            Ok(c.describe())
+        })
+        .await
+    {
+        let _ = std::fs::write(dir.join("redis-nodes.txt"), state);
+    }
 }
 
 /// Start every node and wait for each one's first heartbeat.
@@ -1051,9 +1539,7 @@ pub(super) async fn start_nodes(round: &Round) -> anyhow::Result<()> {
 }
 
 async fn drive(round: &Round, plan: &Plan) -> anyhow::Result<(Workload, Vec<FaultEvent>, History)> {
-    let mut settings = Settings::default();
-    settings.redis.url = round.redis.lock().expect("redis lock").url();
-    settings.redis.prefix = PREFIX.into();
+    let settings = round.settings();
     let client = Client::connect(&settings).await?.allow_handlers(["chaos"]);
     let mut conn = round.admin.clone();
 
@@ -1112,6 +1598,17 @@ async fn drive(round: &Round, plan: &Plan) -> anyhow::Result<(Workload, Vec<Faul
     // Heal everything (lanes end healed; this is a belt).
     for p in &round.proxies {
         p.set(Mode::Pass);
+    }
+    if let Backend::Cluster(rig) = &round.redis {
+        for p in &rig.proxies {
+            p.set(Mode::Pass);
+        }
+    }
+    if let Backend::Cluster(rig) = &round.redis
+        && let Err(e) = rig.with(|c| c.wait_healthy(CLUSTER_LIMIT)).await
+    {
+        round.incident(format!("at the cutoff: {e:#}"));
+        round.heal(rig).await?;
     }
     for n in round.nodes.lock().await.iter_mut() {
         n.signal(Signal::SIGCONT);

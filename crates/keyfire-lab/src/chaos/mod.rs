@@ -16,7 +16,13 @@
 //!   they hold reservations, the node promoting a burst SIGKILLed mid-promotion, expired key
 //!   events lost, Redis restarted from its AOF; checked by the same checker.
 //!
-//! `keyfire chaos --minutes 10 --seed N` runs a long round (`--queue` a queue round); `cargo test` runs a 60-second one
+//! - On a Redis Cluster ([`Config::cluster`]): the same workload on 3 masters with a replica
+//!   each, every Redis node behind a proxy it announces; the cluster's faults: a master
+//!   SIGKILLed and failed over, a replica SIGKILLed, a shard's slot migrated with its keys, a
+//!   master partitioned away (see [`plan::Plan::cluster`]).
+//!
+//! `keyfire chaos --minutes 10 --seed N` runs a long round (`--queue` a queue round,
+//! `--redis-mode cluster` one on a Redis Cluster); `cargo test` runs short ones
 //! (`tests/chaos`).
 
 pub mod check;

@@ -182,6 +182,17 @@ pub enum FaultKind {
     PromoteKill,
     /// Expired key events lost: `notify-keyspace-events` emptied for a while.
     EventsLost,
+    /// Redis Cluster: SIGKILL of a master; one of its replicas takes its slots over (the
+    /// fault ends when every node agrees), then the old master comes back as a replica.
+    MasterKill,
+    /// Redis Cluster: SIGKILL of a replica, restarted later and back in sync.
+    ReplicaKill,
+    /// Redis Cluster: a shard's slot moved with its keys (`MIGRATE`) to another master while
+    /// everything runs.
+    SlotMigration,
+    /// Redis Cluster: a master cut off from every client (and its replica) by its proxy,
+    /// then healed.
+    MasterPartition,
 }
 
 impl FaultKind {
@@ -208,6 +219,21 @@ impl FaultKind {
         FaultKind::RedisKill,
     ];
 
+    /// Every kind the harness schedules in a round on a Redis Cluster: today's node faults
+    /// but the network cut-offs (one proxy per Redis node, not per keyfire node), the
+    /// subscribers killed and clients paused on every node, and the cluster's own.
+    pub const CLUSTER_SCHEDULED: [FaultKind; 9] = [
+        FaultKind::NodeKill,
+        FaultKind::NodeStop,
+        FaultKind::ClockSkew,
+        FaultKind::PubsubKill,
+        FaultKind::ClientPause,
+        FaultKind::MasterKill,
+        FaultKind::ReplicaKill,
+        FaultKind::SlotMigration,
+        FaultKind::MasterPartition,
+    ];
+
     /// Its name in reports.
     pub fn name(self) -> &'static str {
         match self {
@@ -225,14 +251,26 @@ impl FaultKind {
             FaultKind::ConsumerKill => "consumer_kill",
             FaultKind::PromoteKill => "promote_kill",
             FaultKind::EventsLost => "events_lost",
+            FaultKind::MasterKill => "master_kill",
+            FaultKind::ReplicaKill => "replica_kill",
+            FaultKind::SlotMigration => "slot_migration",
+            FaultKind::MasterPartition => "master_partition",
         }
     }
 
-    /// Whether no node can reach Redis while it lasts.
+    /// Whether no node can reach Redis, or some of its data, while it lasts. On a cluster a
+    /// master down, cut off or moving a slot holds back only its own shards, but the meta keys
+    /// (membership, the queue) live on one of the masters too: the checker counts each as an
+    /// outage of all.
     pub fn is_outage(self) -> bool {
         matches!(
             self,
-            FaultKind::ClientPause | FaultKind::RedisTerm | FaultKind::RedisKill
+            FaultKind::ClientPause
+                | FaultKind::RedisTerm
+                | FaultKind::RedisKill
+                | FaultKind::MasterKill
+                | FaultKind::SlotMigration
+                | FaultKind::MasterPartition
         )
     }
 
@@ -245,6 +283,10 @@ impl FaultKind {
                 | FaultKind::RedisTerm
                 | FaultKind::RedisKill
                 | FaultKind::EventsLost
+                | FaultKind::MasterKill
+                | FaultKind::ReplicaKill
+                | FaultKind::SlotMigration
+                | FaultKind::MasterPartition
         )
     }
 }

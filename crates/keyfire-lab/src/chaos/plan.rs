@@ -26,6 +26,9 @@ pub struct PlannedFault {
     pub hold: Duration,
     /// The new clock skew (clock-skew faults), ms.
     pub skew_ms: i64,
+    /// A free choice for Redis Cluster faults, taken modulo what is there when the fault
+    /// comes (which master, which replica, which shard).
+    pub pick: usize,
 }
 
 /// A round's plan.
@@ -73,6 +76,22 @@ const QUEUE_REDIS_KINDS: [FaultKind; 3] = [
     FaultKind::RedisKill,
 ];
 
+/// A round on a Redis Cluster: the node lane without the network cut-offs (each Redis node
+/// has one proxy, shared by every keyfire node), the cluster's faults in the Redis lane.
+const CLUSTER_NODE_KINDS: [FaultKind; 3] = [
+    FaultKind::NodeKill,
+    FaultKind::NodeStop,
+    FaultKind::ClockSkew,
+];
+const CLUSTER_REDIS_KINDS: [FaultKind; 6] = [
+    FaultKind::PubsubKill,
+    FaultKind::ClientPause,
+    FaultKind::MasterKill,
+    FaultKind::ReplicaKill,
+    FaultKind::SlotMigration,
+    FaultKind::MasterPartition,
+];
+
 /// Extra time a fault takes besides its hold (restarts, the quiet time the harness keeps
 /// before a Redis SIGKILL), so the lane leaves room for it.
 fn overhead(kind: FaultKind) -> Duration {
@@ -84,6 +103,11 @@ fn overhead(kind: FaultKind) -> Duration {
         FaultKind::ConsumerKill => Duration::from_millis(1_500),
         // The burst's lead time, then the node's restart.
         FaultKind::PromoteKill => Duration::from_secs(4),
+        // The quiet second, the failover (node timeout 2 s, then the election), the old
+        // master's restart and sync.
+        FaultKind::MasterKill => Duration::from_secs(9),
+        FaultKind::ReplicaKill => Duration::from_secs(3),
+        FaultKind::SlotMigration => Duration::from_secs(3),
         _ => Duration::from_millis(500),
     }
 }
@@ -110,6 +134,20 @@ fn fault(rng: &mut StdRng, kind: FaultKind, nodes: usize, at: Duration) -> Plann
         FaultKind::ConsumerKill => ms(rng, 300, 2_000),
         FaultKind::PromoteKill => ms(rng, 500, 3_000),
         FaultKind::EventsLost => ms(rng, 2_000, 5_000),
+        // How long the old master stays down after the failover.
+        FaultKind::MasterKill => ms(rng, 500, 3_000),
+        FaultKind::ReplicaKill => ms(rng, 1_000, 5_000),
+        FaultKind::SlotMigration => Duration::ZERO,
+        // Longer than a lease: runs on its shards lose theirs.
+        FaultKind::MasterPartition => ms(rng, 2_500, 5_000),
+    };
+    // Drawn for the cluster's kinds only, so the plans of other rounds stay as they were.
+    let pick = match kind {
+        FaultKind::MasterKill
+        | FaultKind::ReplicaKill
+        | FaultKind::SlotMigration
+        | FaultKind::MasterPartition => rng.random_range(0..10_000),
+        _ => 0,
     };
     let node = (!kind.is_redis()).then(|| rng.random_range(0..nodes));
     let skew_ms = match kind {
@@ -124,6 +162,7 @@ fn fault(rng: &mut StdRng, kind: FaultKind, nodes: usize, at: Duration) -> Plann
         node,
         hold,
         skew_ms,
+        pick,
     }
 }
 
@@ -195,6 +234,48 @@ impl Plan {
             nodes,
             Duration::from_secs(5),
             (2_000, 6_000),
+            until,
+        );
+        Self {
+            seed,
+            duration,
+            nodes,
+            initial_skews,
+            node_lane,
+            redis_lane,
+        }
+    }
+
+    /// Plan a round on a Redis Cluster of `duration` with `nodes` node processes from
+    /// `seed`: the node lane kills, stops and skews nodes; the Redis lane kills the
+    /// subscribers, pauses clients, and brings the cluster's own faults (a master SIGKILLed
+    /// and failed over, a replica SIGKILLed, a slot migrated, a master partitioned away).
+    pub fn cluster(seed: u64, duration: Duration, nodes: usize) -> Self {
+        let mut rng = StdRng::seed_from_u64(seed ^ 0xc1_0000_0000);
+        let initial_skews = (0..nodes)
+            .map(|i| {
+                if i == 1 || rng.random_bool(0.25) {
+                    skew(&mut rng)
+                } else {
+                    0
+                }
+            })
+            .collect();
+        let until = duration.saturating_sub(Duration::from_secs(4));
+        let node_lane = lane(
+            &mut rng,
+            &CLUSTER_NODE_KINDS,
+            nodes,
+            Duration::from_secs(3),
+            (1_000, 4_000),
+            until,
+        );
+        let redis_lane = lane(
+            &mut rng,
+            &CLUSTER_REDIS_KINDS,
+            nodes,
+            Duration::from_secs(5),
+            (2_000, 5_000),
             until,
         );
         Self {
@@ -282,6 +363,24 @@ mod tests {
                 }
                 assert!(lane.iter().all(|f| f.at + f.hold <= p.duration));
             }
+        }
+    }
+
+    #[test]
+    fn a_cluster_round_of_90_seconds_holds_every_cluster_kind() {
+        for seed in 0..200 {
+            let p = Plan::cluster(seed, Duration::from_secs(90), 4);
+            assert!(
+                p.covers(&FaultKind::CLUSTER_SCHEDULED),
+                "seed {seed}: {p:#?}"
+            );
+            assert_eq!(p, Plan::cluster(seed, Duration::from_secs(90), 4));
+            assert!(
+                p.node_lane
+                    .iter()
+                    .chain(&p.redis_lane)
+                    .all(|f| !matches!(f.kind, FaultKind::CutDrop | FaultKind::CutStall))
+            );
         }
     }
 

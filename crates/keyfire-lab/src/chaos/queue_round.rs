@@ -32,14 +32,13 @@ use tokio::time::Instant;
 
 use super::consumer::{holding, read_queue_events};
 use super::harness::{
-    Config, GRACE_MS, NODE_TTL_MS, NodeProc, Outcome, PREFIX, Round, SWEEP_MS, finish_round,
-    redis_ms, retrying, setup, start_nodes,
+    Config, GRACE_MS, NODE_TTL_MS, NodeProc, Outcome, Round, SWEEP_MS, finish_round, redis_ms,
+    retrying, setup, start_nodes,
 };
 use super::model::{Bounds, FaultEvent, FaultKind, History, Op, OpKind, Workload};
 use super::plan::{Plan, PlannedFault};
 use super::proxy::Mode;
 use super::record::host_ms;
-use keyfire::config::Settings;
 use keyfire::error::Error;
 use keyfire::queue::{NewTask, Queue, When};
 
@@ -174,7 +173,7 @@ impl QueueRound<'_> {
         let due = redis_ms(&mut conn).await + BURST_LEAD_MS;
         self.add(topic, &vec![due; BURST]).await?;
         let delayed_key = self.round.keys.qdelayed(topic);
-        let card = |mut conn: redis::aio::ConnectionManager| {
+        let card = |mut conn: keyfire::store::Conn| {
             let key = delayed_key.clone();
             async move {
                 redis::cmd("ZCARD")
@@ -301,12 +300,15 @@ pub async fn run_queue(cfg: Config) -> anyhow::Result<Outcome> {
         "the chaos node binary {} is missing: build it with `cargo build --release --examples`",
         cfg.node_bin.display()
     );
+    anyhow::ensure!(
+        !cfg.cluster,
+        "the delay-queue round runs on one Redis; a round on a Redis Cluster checks the \
+         delay queue with its jobs"
+    );
     let (dir, temp) = super::harness::round_dir(&cfg)?;
     let plan = Plan::queue(cfg.seed, cfg.duration, cfg.nodes);
     let round = setup(&cfg, &dir, &plan).await?;
-    let mut settings = Settings::default();
-    settings.redis.url = round.redis.lock().expect("redis lock").url();
-    settings.redis.prefix = PREFIX.into();
+    let settings = round.settings();
     let topics = std::iter::once(SPREAD)
         .chain(BURSTS)
         .collect::<Vec<_>>()
@@ -316,7 +318,7 @@ pub async fn run_queue(cfg: Config) -> anyhow::Result<Outcome> {
             id: format!("c{}", i + 1),
             child: None,
             skew_ms: 0,
-            url: settings.redis.url.clone(),
+            redis_env: vec![("KEYFIRE__REDIS__URL".into(), settings.redis.url.clone())],
             dir: dir.clone(),
             bin: cfg.node_bin.clone(),
             consumer_of: Some(topics.clone()),

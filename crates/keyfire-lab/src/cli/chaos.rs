@@ -1,5 +1,6 @@
 //! `keyfire chaos --minutes 10 --seed N`: one chaos round (see [`crate::chaos`]). Prints the
 //! summary table and exits non-zero on any violation, naming the seed to replay it.
+//! `--redis-mode cluster` runs it on a Redis Cluster of its own.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -12,8 +13,16 @@ use crate::chaos::{Config, node_bin_near};
 #[derive(Debug, clap::Args)]
 pub struct ChaosArgs {
     /// Length of the fault phase in minutes (the drain comes after).
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, conflicts_with = "duration")]
     pub minutes: f64,
+    /// Length of the fault phase as a duration (`90s`, `30m`), instead of `--minutes`.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub duration: Option<Duration>,
+    /// The Redis the round runs on: `standalone` (one server, restarted by the faults) or
+    /// `cluster` (3 masters with a replica each; masters killed and failed over, replicas
+    /// killed, a slot migrated, a master partitioned away).
+    #[arg(long, value_enum, default_value_t = RedisModeArg::Standalone)]
+    pub redis_mode: RedisModeArg,
     /// Seed of the fault plan and the workload (default: from the clock, printed).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -38,6 +47,15 @@ pub struct ChaosArgs {
     /// Run no round: check again the round whose files are in this directory.
     #[arg(long, value_name = "DIR")]
     pub recheck: Option<PathBuf>,
+}
+
+/// The Redis of a round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RedisModeArg {
+    /// One `redis-server`.
+    Standalone,
+    /// A Redis Cluster.
+    Cluster,
 }
 
 /// Find the node binary, or say how to build it.
@@ -91,9 +109,19 @@ pub async fn run(args: ChaosArgs) -> anyhow::Result<()> {
         );
         return Ok(());
     }
+    let cluster = args.redis_mode == RedisModeArg::Cluster;
     anyhow::ensure!(
-        args.minutes > 0.0 && args.minutes <= 24.0 * 60.0,
-        "--minutes must be between 0 and 1440"
+        !(cluster && args.queue),
+        "--queue runs on one Redis: a --redis-mode cluster round checks the delay queue with \
+         its jobs"
+    );
+    let minutes = match args.duration {
+        Some(d) => d.as_secs_f64() / 60.0,
+        None => args.minutes,
+    };
+    anyhow::ensure!(
+        minutes > 0.0 && minutes <= 24.0 * 60.0,
+        "--minutes (or --duration) must be more than 0 and at most 1440 minutes"
     );
     let node_bin = node_bin(&args)?;
     let seed = args.seed.unwrap_or_else(|| {
@@ -102,10 +130,14 @@ pub async fn run(args: ChaosArgs) -> anyhow::Result<()> {
             .map(|d| d.as_secs())
             .unwrap_or(1)
     });
-    let duration = Duration::from_secs_f64(args.minutes * 60.0);
+    let duration = Duration::from_secs_f64(minutes * 60.0);
+    let mode = if cluster {
+        "Redis Cluster"
+    } else {
+        "one Redis"
+    };
     eprintln!(
-        "keyfire chaos: seed {seed}, {:.1} min, {} nodes ({})",
-        args.minutes,
+        "keyfire chaos: seed {seed}, {minutes:.1} min, {} nodes, {mode} ({})",
         args.nodes,
         node_bin.display()
     );
@@ -116,6 +148,7 @@ pub async fn run(args: ChaosArgs) -> anyhow::Result<()> {
         node_bin,
         dir: args.dir,
         verbose: args.verbose,
+        cluster,
     };
     let out = if args.queue {
         crate::chaos::run_queue(cfg).await?
@@ -123,12 +156,30 @@ pub async fn run(args: ChaosArgs) -> anyhow::Result<()> {
         crate::chaos::run(cfg).await?
     };
     println!(
-        "keyfire chaos round: seed {seed}, {:.1} min of faults, {} nodes, files in {}",
-        args.minutes,
+        "keyfire chaos round: seed {seed}, {minutes:.1} min of faults, {} nodes, {mode}, files in {}",
         args.nodes,
         out.dir.display()
     );
     println!("{}", out.report);
+    if !out.incidents.is_empty() {
+        println!(
+            "harness incidents: {} (each healed; the faults as they happened are in faults.json)",
+            out.incidents.len()
+        );
+        for i in &out.incidents {
+            println!("  - {i}");
+        }
+    }
+    if cluster {
+        let missing: Vec<&str> = crate::chaos::FaultKind::CLUSTER_SCHEDULED
+            .iter()
+            .filter(|k| out.report.faults.get(k).copied().unwrap_or(0) == 0)
+            .map(|k| k.name())
+            .collect();
+        if !missing.is_empty() {
+            println!("warning: no {} fault happened", missing.join(", "));
+        }
+    }
     if out.report.ok() {
         println!("violations: 0");
         Ok(())
@@ -136,8 +187,14 @@ pub async fn run(args: ChaosArgs) -> anyhow::Result<()> {
         anyhow::bail!(
             "{} violations; replay with `keyfire chaos --minutes {} --seed {seed}{}`",
             out.report.violations.len(),
-            args.minutes,
-            if args.queue { " --queue" } else { "" }
+            minutes,
+            if args.queue {
+                " --queue"
+            } else if cluster {
+                " --redis-mode cluster"
+            } else {
+                ""
+            }
         )
     }
 }
