@@ -154,7 +154,9 @@ impl From<Error> for ApiError {
             Error::NotFound(_) | Error::TaskNotFound(_) | Error::LimitNotFound(_) => {
                 ApiError::not_found(e.to_string())
             }
-            Error::ReservationLost(_) => ApiError::conflict(e.to_string()),
+            Error::ReservationLost(_) | Error::PartitionsSet { .. } => {
+                ApiError::conflict(e.to_string())
+            }
             Error::Conflict(_) | Error::VersionMismatch { .. } => ApiError::conflict(e.to_string()),
             // The one place a full Redis becomes an answer: every write of every route that
             // Redis refused for memory.

@@ -600,7 +600,8 @@ pub struct TopicView {
     request_body = TopicSettings,
     responses(
         (status = 200, description = "The topic's settings now", body = TopicView),
-        (status = 422, description = "Not a valid topic name, or `partitions` breaks its rule", body = ErrorBody),
+        (status = 409, description = "The topic has another partition count already (or had tasks with its count): a count is set once; nothing was written", body = ErrorBody),
+        (status = 422, description = "Not a valid topic name, or `partitions` out of 1 to 64", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]

@@ -54,6 +54,11 @@ async fn rest_sets_and_shows_partitions_and_refuses_bad_counts_writing_nothing()
     // Again with the same count: accepted, nothing changes.
     let a = api.put("/v1/topics/orders", json!({"partitions": 4})).await;
     assert_eq!(a.status, StatusCode::OK, "{:#}", a.body);
+    // Another count is a conflict with the one set, and changes nothing.
+    let a = api.put("/v1/topics/orders", json!({"partitions": 2})).await;
+    assert_eq!(a.status, StatusCode::CONFLICT, "{:#}", a.body);
+    assert_eq!(a.body["error"]["code"], "conflict", "{:#}", a.body);
+    assert_eq!(api.get("/v1/topics/orders").await.body["partitions"], 4);
     // Tasks in a partitioned topic come back through the topic's task routes.
     let a = api
         .post(

@@ -59,11 +59,12 @@ def test_topic_partitions_are_declared_once_then_read_back(kf, topic):
     assert kf.get_topic(topic).partitions == 1
     assert kf.set_topic(topic, partitions=4).partitions == 4
     assert kf.set_topic(topic, partitions=4).partitions == 4  # the same count: nothing changes
-    with pytest.raises(Invalid) as e:
+    with pytest.raises(Conflict) as e:  # a count is set once
         kf.set_topic(topic, partitions=2)
-    assert e.value.field == "partitions"
-    with pytest.raises(Invalid):
+    assert e.value.status == 409
+    with pytest.raises(Invalid) as e:
         kf.set_topic(topic + "-other", partitions=65)
+    assert e.value.field == "partitions"
     assert kf.get_topic(topic).partitions == 4
     task_id = kf.add(topic, {"n": 1})
     assert [t.id for t in kf.pop(topic, max=1)] == [task_id]

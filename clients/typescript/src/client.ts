@@ -263,7 +263,7 @@ export class Keyfire {
   /**
    * Declare how many partitions (1 to 64) `topic`'s tasks spread over, each on a shard of its
    * own, so a hot topic spreads over a cluster's masters. Set once, before the topic's first
-   * task: the same count again changes nothing, another is refused (`InvalidError`).
+   * task: the same count again changes nothing, another is refused (`ConflictError`).
    */
   async setTopic(topic: string, settings: { partitions: number }): Promise<TopicView> {
     const { data } = await this.call(

@@ -58,6 +58,18 @@ pub enum Error {
     /// is wrong. The task was not acknowledged by this call.
     #[error("task '{0}': reservation lost (it expired and the task was handed on) or wrong token")]
     ReservationLost(String),
+    /// The topic's partition count is set already, to another count (or the topic has had
+    /// tasks with its current one): a count is set once and never changed. Nothing was written.
+    #[error(
+        "topic '{topic}' has {partitions} partition(s): a count is set once, before the topic's \
+         first task, and never changed (use a new topic for another count)"
+    )]
+    PartitionsSet {
+        /// The topic.
+        topic: String,
+        /// Its partition count now.
+        partitions: usize,
+    },
 }
 
 impl Error {

@@ -300,7 +300,7 @@ class Keyfire:
     def set_topic(self, topic: str, *, partitions: int) -> TopicView:
         """Declare how many partitions (1 to 64) `topic`'s tasks spread over, each on a shard of
         its own, so a hot topic spreads over a cluster's masters. Set once, before the topic's
-        first task: the same count again changes nothing, another is refused (`Invalid`)."""
+        first task: the same count again changes nothing, another is refused (`Conflict`)."""
         return self._call(put_topic, topic, body=TopicSettings(partitions=partitions)).parsed
 
     def get_topic(self, topic: str) -> TopicView:

@@ -4542,6 +4542,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description The topic has another partition count already (or had tasks with its count): a count is set once; nothing was written */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description The body is larger than `api.max_body_bytes` (`payload_too_large`) */
             413: {
                 headers: {
@@ -4560,7 +4569,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Not a valid topic name, or `partitions` breaks its rule. The body does not fit the schema, or a field breaks a rule the schema cannot state; `field` names it (`invalid`) */
+            /** @description Not a valid topic name, or `partitions` out of 1 to 64. The body does not fit the schema, or a field breaks a rule the schema cannot state; `field` names it (`invalid`) */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -863,13 +863,10 @@ impl Queue {
         check_topic(topic)?;
         check_partitions(partitions)?;
         if let Some(cur) = self.declare_script(topic, partitions).await? {
-            return Err(Error::Invalid(ValidationError::new(
-                "partitions",
-                format!(
-                    "topic '{topic}' has {cur} partition(s): a count is set once, before the \
-                     topic's first task, and never changed (use a new topic for another count)"
-                ),
-            )));
+            return Err(Error::PartitionsSet {
+                topic: topic.to_string(),
+                partitions: cur,
+            });
         }
         self.topology(topic, true).await?;
         Ok(())
