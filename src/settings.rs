@@ -505,7 +505,8 @@ mod tests {
                 "node",
                 "prune",
                 "redis",
-                "telemetry"
+                "telemetry",
+                "topics",
             ]
         );
         let dir = tempfile::tempdir().unwrap();
