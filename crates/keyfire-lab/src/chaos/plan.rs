@@ -207,7 +207,41 @@ fn lane(
 impl Plan {
     /// Plan a round of `duration` with `nodes` node processes from `seed`.
     pub fn new(seed: u64, duration: Duration, nodes: usize) -> Self {
-        let mut rng = StdRng::seed_from_u64(seed);
+        Self::build(
+            seed,
+            StdRng::seed_from_u64(seed),
+            duration,
+            nodes,
+            (&NODE_KINDS, &REDIS_KINDS),
+            (2_000, 6_000),
+        )
+    }
+
+    /// Plan a round on a Redis Cluster of `duration` with `nodes` node processes from
+    /// `seed`: the node lane kills, stops and skews nodes; the Redis lane kills the
+    /// subscribers, pauses clients, and brings the cluster's own faults (a master SIGKILLed
+    /// and failed over, a replica SIGKILLed, a slot migrated, a master partitioned away).
+    pub fn cluster(seed: u64, duration: Duration, nodes: usize) -> Self {
+        Self::build(
+            seed,
+            StdRng::seed_from_u64(seed ^ 0xc1_0000_0000),
+            duration,
+            nodes,
+            (&CLUSTER_NODE_KINDS, &CLUSTER_REDIS_KINDS),
+            (2_000, 5_000),
+        )
+    }
+
+    /// The skews nodes start with, then the node lane and the Redis lane (`kinds`), drawn
+    /// from `rng` in that order; the Redis lane's faults `redis_gap` ms apart.
+    fn build(
+        seed: u64,
+        mut rng: StdRng,
+        duration: Duration,
+        nodes: usize,
+        kinds: (&[FaultKind], &[FaultKind]),
+        redis_gap: (u64, u64),
+    ) -> Self {
         let initial_skews = (0..nodes)
             .map(|i| {
                 // One node always starts minutes off; the others sometimes.
@@ -222,7 +256,7 @@ impl Plan {
         let until = duration.saturating_sub(Duration::from_secs(4));
         let node_lane = lane(
             &mut rng,
-            &NODE_KINDS,
+            kinds.0,
             nodes,
             Duration::from_secs(3),
             (1_000, 4_000),
@@ -230,52 +264,10 @@ impl Plan {
         );
         let redis_lane = lane(
             &mut rng,
-            &REDIS_KINDS,
+            kinds.1,
             nodes,
             Duration::from_secs(5),
-            (2_000, 6_000),
-            until,
-        );
-        Self {
-            seed,
-            duration,
-            nodes,
-            initial_skews,
-            node_lane,
-            redis_lane,
-        }
-    }
-
-    /// Plan a round on a Redis Cluster of `duration` with `nodes` node processes from
-    /// `seed`: the node lane kills, stops and skews nodes; the Redis lane kills the
-    /// subscribers, pauses clients, and brings the cluster's own faults (a master SIGKILLed
-    /// and failed over, a replica SIGKILLed, a slot migrated, a master partitioned away).
-    pub fn cluster(seed: u64, duration: Duration, nodes: usize) -> Self {
-        let mut rng = StdRng::seed_from_u64(seed ^ 0xc1_0000_0000);
-        let initial_skews = (0..nodes)
-            .map(|i| {
-                if i == 1 || rng.random_bool(0.25) {
-                    skew(&mut rng)
-                } else {
-                    0
-                }
-            })
-            .collect();
-        let until = duration.saturating_sub(Duration::from_secs(4));
-        let node_lane = lane(
-            &mut rng,
-            &CLUSTER_NODE_KINDS,
-            nodes,
-            Duration::from_secs(3),
-            (1_000, 4_000),
-            until,
-        );
-        let redis_lane = lane(
-            &mut rng,
-            &CLUSTER_REDIS_KINDS,
-            nodes,
-            Duration::from_secs(5),
-            (2_000, 5_000),
+            redis_gap,
             until,
         );
         Self {
