@@ -4,7 +4,6 @@
 //! one-shot tasks.
 
 use std::collections::HashSet;
-use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,7 +16,7 @@ use super::firing::{Kind, Source};
 use super::flow_limiter::FlowLimiter;
 use super::membership::{Fence, Live};
 use super::timers::TimerQueue;
-use crate::store::Lease;
+use crate::store::{DueFrom, Lease};
 
 /// Entries read per page (leases, retries, promotions).
 const SWEEP_BATCH: usize = 10_000;
@@ -199,8 +198,7 @@ impl Sweeper {
         };
         let mut complete = true;
         for (after, until) in ranges {
-            let (mut from, mut skip, mut read) =
-                (after.map_or(Bound::Unbounded, Bound::Excluded), 0, 0);
+            let (mut from, mut read) = (after.map_or(DueFrom::Start, DueFrom::After), 0);
             loop {
                 if read >= SWEEP_MAX {
                     complete = false;
@@ -209,18 +207,13 @@ impl Sweeper {
                 let page = self
                     .core
                     .store
-                    .due_page(shard, from, until, skip, DUE_PAGE)
+                    .due_page(shard, &from, until, DUE_PAGE)
                     .await?;
                 let n = page.len();
-                // The next page goes on from the last instant read, past its entries read.
-                if let Some(&(_, last)) = page.last() {
-                    let ties = page.iter().rev().take_while(|(_, at)| *at == last).count();
-                    skip = if from == Bound::Included(last) {
-                        skip + ties
-                    } else {
-                        ties
-                    };
-                    from = Bound::Included(last);
+                // The next page goes on after the last entry read (however many share its
+                // instant).
+                if let Some((id, at)) = page.last() {
+                    from = DueFrom::Past(*at, id.clone());
                 }
                 bump_by(&self.core.stats.due_read, n as u64);
                 // A firing this node arms a timer for no longer needs its sentinel key: the

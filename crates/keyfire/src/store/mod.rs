@@ -41,6 +41,7 @@ pub use ops::{LiveNode, Totals, parse_info, redis_time_ms, time_reply_ms};
 pub use pubsub::{Event, Payload, Subscription};
 pub use records::*;
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]
+pub use scans::DueFrom;
 pub use stats::ServerMemory;
 
 use crate::error::Result;

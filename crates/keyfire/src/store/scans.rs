@@ -1,14 +1,13 @@
 //! Scans of a shard's sorted sets: what is due, retrying, running, done; promotion into the sentinel horizon; counts.
 
 use std::collections::HashMap;
-use std::ops::Bound;
-
 use redis::AsyncCommands;
 
 use super::*;
 use crate::error::Result;
 
 script!(PROMOTE, "promote.lua");
+script!(DUE_PAGE, "due_page.lua");
 
 impl Store {
     /// Attempts queued in a shard's retry ZSET due at or before `max_ms`: (job id, instant,
@@ -219,38 +218,44 @@ impl Store {
         max_ms: i64,
         limit: usize,
     ) -> Result<Vec<(String, i64)>> {
-        self.due_page(shard, Bound::Unbounded, max_ms, 0, limit)
-            .await
+        self.due_page(shard, &DueFrom::Start, max_ms, limit).await
     }
 
-    /// A page of [`Store::due_until`]: `limit` entries due from `from` (an instant, excluded
-    /// or included) to `max_ms`, after the first `skip` of them. A caller paging through
-    /// many entries goes on from the last instant it read (included), skipping the entries
-    /// of that instant it has (so each page costs Redis the same, not more with each page).
+    /// A page of [`Store::due_until`]: up to `limit` entries due from `from` to `max_ms`. A
+    /// caller paging through many entries goes on from the last entry it read
+    /// ([`DueFrom::Past`]): each page costs Redis the same however many entries share one
+    /// instant before it.
     pub async fn due_page(
         &self,
         shard: usize,
-        from: Bound<i64>,
+        from: &DueFrom,
         max_ms: i64,
-        skip: usize,
         limit: usize,
     ) -> Result<Vec<(String, i64)>> {
+        let key = self.shards.keys(shard).due();
+        let mut conn = self.conn.clone();
         let min = match from {
-            Bound::Unbounded => "-inf".to_string(),
-            Bound::Excluded(a) => format!("({a}"),
-            Bound::Included(a) => a.to_string(),
+            DueFrom::Start => "-inf".to_string(),
+            DueFrom::After(at) => format!("({at}"),
+            DueFrom::Past(at, member) => {
+                let mut inv = DUE_PAGE.prepare_invoke();
+                inv.key(key).arg(*at).arg(member).arg(max_ms).arg(limit);
+                return Ok(inv.invoke_async(&mut conn).await?);
+            }
         };
-        let v: Vec<(String, i64)> = self
-            .conn
-            .clone()
-            .zrangebyscore_limit_withscores(
-                self.shards.keys(shard).due(),
-                min,
-                max_ms,
-                skip as isize,
-                limit as isize,
-            )
-            .await?;
-        Ok(v)
+        Ok(conn
+            .zrangebyscore_limit_withscores(key, min, max_ms, 0, limit as isize)
+            .await?)
     }
+}
+
+/// Where a page of a shard's due firings starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DueFrom {
+    /// The first entry.
+    Start,
+    /// The first entry due after this instant (ms).
+    After(i64),
+    /// The entry after this one (instant, job id), which need not exist any more.
+    Past(i64, String),
 }

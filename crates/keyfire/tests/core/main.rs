@@ -8,6 +8,7 @@ mod compact;
 mod crash;
 mod cutoff;
 mod dedup;
+mod due_pages;
 mod faults;
 mod firing;
 mod flow_control;
