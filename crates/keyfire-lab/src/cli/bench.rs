@@ -24,7 +24,7 @@ pub struct BenchArgs {
     /// Cluster mode without `--redis`: masters to start (at least 3).
     #[arg(long, default_value_t = crate::bench::DEFAULT_MASTERS)]
     pub masters: usize,
-    /// `redis.shards`: hash tags the jobs are spread over (default: 1 standalone, 4 per
+    /// `redis.shards`: hash tags the jobs are spread over (default: 1 standalone, one per
     /// master in cluster mode).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub shards: Option<u32>,
