@@ -139,9 +139,15 @@ impl Runner {
     ) {
         // Flow control: a firing its limit holds back gives its permit back and waits for
         // its turn (queued again); unlimited firings pass without a Redis call.
-        let slot = match self.limiter.gate(&c).await {
-            Gate::Run(slot) => slot,
-            Gate::Held => return,
+        // The awaits off the common path are boxed: this future is spawned (copied into its
+        // task) for every run, and its size is that of the largest future it awaits.
+        let slot = if self.limiter.limit_key_of(&c.job).is_none() {
+            None
+        } else {
+            match Box::pin(self.limiter.gate(&c)).await {
+                Gate::Run(slot) => slot,
+                Gate::Held => return,
+            }
         };
         // A claim sent before the node fenced itself and answered after (it was in flight
         // when the heartbeats stopped; Redis answered it after a failover) starts no
@@ -151,13 +157,16 @@ impl Runner {
         // checks, see recover.lua); if the lease was taken over, or the fence outlasts the
         // lease, this attempt never starts.
         if (self.fence.is_fenced() || self.fence.epoch() != epoch)
-            && !self.wait_out_the_fence(&c).await
+            && !Box::pin(self.wait_out_the_fence(&c)).await
         {
             tracing::warn!(job = %c.job.job.spec.id, at = c.at_ms, "claimed while fenced; not started");
             if let Some(key) = &slot {
-                self.limiter
-                    .release_slot(key, &firing_id(&c.job.job.spec.id, c.at_ms), None)
-                    .await;
+                Box::pin(self.limiter.release_slot(
+                    key,
+                    &firing_id(&c.job.job.spec.id, c.at_ms),
+                    None,
+                ))
+                .await;
             }
             return;
         }
@@ -222,7 +231,7 @@ impl Runner {
             if let Some(key) = &slot {
                 // However it ended, the run no longer calls its target.
                 let ran = started.elapsed().as_millis() as i64;
-                self.limiter.release_slot(key, &fid, Some(ran)).await;
+                Box::pin(self.limiter.release_slot(key, &fid, Some(ran))).await;
             }
             metrics::histogram!(name::DURATION, "node" => self.core.id.clone(), "handler" => spec.handler.clone())
                 .record(started.elapsed().as_secs_f64());
@@ -326,7 +335,7 @@ impl Runner {
             };
             let shard = self.core.store.shards().of(&done.job_id);
             if let Err(mpsc::error::SendError(done)) = self.completions[shard].send(done) {
-                self.completer.record_batch(vec![done]).await;
+                Box::pin(self.completer.record_batch(vec![done])).await;
             }
             // A one-shot job fires once: do not keep its spec in the cache until it is
             // cleaned up (a day later, by default).

@@ -82,7 +82,10 @@ async fn due_pages_go_on_through_ties_and_past_entries_claimed_since() {
         let mut c = w.conn().await;
         let ids: Vec<&str> = page.iter().map(|(id, _)| id.as_str()).collect();
         let _: i64 = c.zrem(&due, &ids).await.unwrap();
-        let next: Vec<String> = c.zrangebyscore_limit(&due, "-inf", until, 1, 1).await.unwrap();
+        let next: Vec<String> = c
+            .zrangebyscore_limit(&due, "-inf", until, 1, 1)
+            .await
+            .unwrap();
         if let Some(id) = next.first() {
             let _: i64 = c.zrem(&due, id).await.unwrap();
             removed_ahead.push(id.clone());
