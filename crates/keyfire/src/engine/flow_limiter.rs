@@ -103,11 +103,18 @@ impl FlowLimiter {
         self.get().contains(key).then(|| key.clone())
     }
 
-    /// Before a claimed firing runs: ask its limit key for a slot, or hold it back.
+    /// Before a claimed firing runs: ask its limit key for a slot, or hold it back. An
+    /// unlimited firing passes without a Redis call; the asking is boxed, so the future of
+    /// every run that awaits this stays small (it is copied into its task per run).
     pub(super) async fn gate(self: &Arc<Self>, c: &Claimed) -> Gate {
-        let Some(key) = self.limit_key_of(&c.job) else {
-            return Gate::Run(None);
-        };
+        match self.limit_key_of(&c.job) {
+            None => Gate::Run(None),
+            Some(key) => Box::pin(self.gate_limited(key, c)).await,
+        }
+    }
+
+    /// [`FlowLimiter::gate`] of a firing whose limit key has a limit.
+    async fn gate_limited(self: &Arc<Self>, key: String, c: &Claimed) -> Gate {
         let job_id = &c.job.job.spec.id;
         let fid = firing_id(job_id, c.at_ms);
         let lease = ms(self.core.settings.lease);

@@ -139,15 +139,12 @@ impl Runner {
     ) {
         // Flow control: a firing its limit holds back gives its permit back and waits for
         // its turn (queued again); unlimited firings pass without a Redis call.
-        // The awaits off the common path are boxed: this future is spawned (copied into its
-        // task) for every run, and its size is that of the largest future it awaits.
-        let slot = if self.limiter.limit_key_of(&c.job).is_none() {
-            None
-        } else {
-            match Box::pin(self.limiter.gate(&c)).await {
-                Gate::Run(slot) => slot,
-                Gate::Held => return,
-            }
+        // The awaits off the common path are boxed (the gate boxes its own Redis call): this
+        // future is spawned (copied into its task) for every run, and its size is that of the
+        // largest future it awaits.
+        let slot = match self.limiter.gate(&c).await {
+            Gate::Run(slot) => slot,
+            Gate::Held => return,
         };
         // A claim sent before the node fenced itself and answered after (it was in flight
         // when the heartbeats stopped; Redis answered it after a failover) starts no

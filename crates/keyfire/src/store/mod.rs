@@ -40,8 +40,8 @@ pub use ops::{LiveNode, Totals, parse_info, redis_time_ms, time_reply_ms};
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use pubsub::{Event, Payload, Subscription};
 pub use records::*;
-#[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use scans::DueFrom;
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use stats::ServerMemory;
 
 use crate::error::Result;

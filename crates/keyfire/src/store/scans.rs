@@ -1,7 +1,8 @@
 //! Scans of a shard's sorted sets: what is due, retrying, running, done; promotion into the sentinel horizon; counts.
 
-use redis::AsyncCommands;
 use std::collections::HashMap;
+
+use redis::AsyncCommands;
 
 use super::*;
 use crate::error::Result;
