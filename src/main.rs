@@ -95,10 +95,17 @@ fn main() -> ExitCode {
     let _ = nix::sys::prctl::set_thp_disable(true);
     let cli = Cli::parse();
     // Built here rather than by `#[tokio::main]`, which panics when the runtime cannot start.
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    #[cfg(feature = "lab")]
+    if let Command::Bench(args) = &cli.command {
+        // The bench's nodes leave a core to the Redis it starts on this machine.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let env_set = std::env::var_os("TOKIO_WORKER_THREADS").is_some();
+        if let Some(n) = args.worker_threads(cores, env_set) {
+            builder.worker_threads(n);
+        }
+    }
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
             print_error(&format!(

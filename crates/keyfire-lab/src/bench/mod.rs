@@ -245,6 +245,9 @@ pub struct Report {
     pub masters: usize,
     /// `redis.shards`: hash tags keyfire's jobs are spread over.
     pub shards: u32,
+    /// Worker threads of the runtime the in-process nodes ran on (see `--node-threads`).
+    #[serde(default)]
+    pub node_threads: usize,
     /// Firings expected in the measured phase.
     pub firings: usize,
     /// Lateness (claim minus instant, Redis time), ms: median.

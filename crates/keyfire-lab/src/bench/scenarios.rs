@@ -183,6 +183,7 @@ fn blank(p: &Params) -> Report {
         redis_mode: p.redis_mode.into(),
         masters: p.masters,
         shards: p.shards,
+        node_threads: tokio::runtime::Handle::current().metrics().num_workers(),
         firings: 0,
         lateness_p50_ms: None,
         lateness_p90_ms: None,

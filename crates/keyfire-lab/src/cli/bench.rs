@@ -80,6 +80,27 @@ pub struct BenchArgs {
     /// Each node's `node.max_concurrent_runs` (default: the node's default, 256).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_runs: Option<u32>,
+    /// Worker threads of the runtime the in-process nodes run on. Default: when the bench
+    /// starts its own Redis on this machine, one less than the machine's cores (at least
+    /// one), so Redis keeps a core as it would beside nodes on their own machines; with
+    /// `--redis`, every core (or `TOKIO_WORKER_THREADS` when set).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub node_threads: Option<u32>,
+}
+
+impl BenchArgs {
+    /// The worker threads to build the process's runtime with; None: tokio's default (every
+    /// core, or `TOKIO_WORKER_THREADS`). `cores`: the machine's, `env_set`: whether
+    /// `TOKIO_WORKER_THREADS` is set.
+    pub fn worker_threads(&self, cores: usize, env_set: bool) -> Option<usize> {
+        if let Some(n) = self.node_threads {
+            return Some(n as usize);
+        }
+        if env_set || self.redis.is_some() {
+            return None;
+        }
+        Some(cores.saturating_sub(1).max(1))
+    }
 }
 
 /// Run the scenario and print its report as one JSON line.
@@ -111,4 +132,43 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     let run = crate::bench::run(&opts).await?;
     println!("{}", serde_json::to_string(&run.report)?);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::BenchArgs;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        bench: BenchArgs,
+    }
+
+    fn args(line: &[&str]) -> BenchArgs {
+        let mut argv = vec!["keyfire-bench"];
+        argv.extend_from_slice(line);
+        Cli::try_parse_from(argv).expect("valid arguments").bench
+    }
+
+    #[test]
+    fn nodes_leave_a_core_to_the_redis_the_bench_starts() {
+        // Its own Redis on this machine: one core less, at least one.
+        assert_eq!(args(&["burst"]).worker_threads(2, false), Some(1));
+        assert_eq!(args(&["burst"]).worker_threads(8, false), Some(7));
+        assert_eq!(args(&["burst"]).worker_threads(1, false), Some(1));
+        assert_eq!(
+            args(&["burst", "--redis-mode", "cluster"]).worker_threads(4, false),
+            Some(3)
+        );
+        // A Redis elsewhere, or TOKIO_WORKER_THREADS: tokio's own default.
+        let external = args(&["burst", "--redis", "redis://10.0.0.1:6379"]);
+        assert_eq!(external.worker_threads(2, false), None);
+        assert_eq!(args(&["burst"]).worker_threads(2, true), None);
+        // Asked for: as asked, whatever else.
+        let asked = args(&["burst", "--node-threads", "3", "--redis", "redis://x"]);
+        assert_eq!(asked.worker_threads(2, true), Some(3));
+        assert!(Cli::try_parse_from(["k", "burst", "--node-threads", "0"]).is_err());
+    }
 }
