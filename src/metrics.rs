@@ -87,6 +87,10 @@ fn describe() {
         "Redis time minus this node's clock"
     );
     describe_gauge!(name::RUNNING, "Runs in progress on this node");
+    describe_gauge!(
+        name::OUTCOMES_UNRECORDED,
+        "Outcomes of runs ended on this node not recorded in Redis yet"
+    );
     describe_counter!(
         name::DEDUPED,
         "Tasks enqueued with a dedup key within its window: the existing task was returned"

@@ -144,6 +144,15 @@ async fn metrics_match_known_activity() {
         4.0,
         "each node sees two live nodes"
     );
+    // Each node's heartbeat sets its gauge of outcomes not recorded yet.
+    for n in ["m1", "m2"] {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("keyfire_outcomes_unrecorded{")
+                    && l.contains(&format!("node=\"{n}\""))),
+            "no keyfire_outcomes_unrecorded for {n}: {text}"
+        );
+    }
     for n in nodes {
         n.shutdown().await;
     }

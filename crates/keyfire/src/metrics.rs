@@ -42,6 +42,8 @@ pub mod name {
     pub const CLOCK_OFFSET: &str = "keyfire_clock_offset_seconds";
     /// Runs in progress on this node.
     pub const RUNNING: &str = "keyfire_running";
+    /// Outcomes of ended runs not recorded in Redis yet, per node (gauge).
+    pub const OUTCOMES_UNRECORDED: &str = "keyfire_outcomes_unrecorded";
     /// Counter: claims and outcomes that `redis.wait_replicas` replicas had not acknowledged
     /// within `redis.wait_timeout` (a failover could lose them).
     pub const UNREPLICATED: &str = "keyfire_unreplicated_writes_total";

@@ -39,6 +39,9 @@ pub struct Point {
     pub ahead_waiting: u64,
     /// Runs the nodes finished (outcome recorded), in all.
     pub completed: u64,
+    /// Outcomes of ended runs not recorded in Redis yet (a gauge; see
+    /// [`keyfire::engine::Node::outcomes_unrecorded`]).
+    pub unrecorded: usize,
 }
 
 impl Harness {
@@ -73,6 +76,7 @@ impl Harness {
             claims_pending: sum(|s| s.claims_pending.load(Relaxed)),
             ahead_waiting: sum(|s| s.ahead_waiting.load(Relaxed)),
             completed: sum(|s| s.completed.load(Relaxed)),
+            unrecorded: self.nodes.iter().map(|n| n.outcomes_unrecorded()).sum(),
         }
     }
 
@@ -128,7 +132,7 @@ pub fn busy_pct(points: &[Point]) -> Option<(f64, f64)> {
 /// its end.
 pub fn render(points: &[Point]) -> String {
     let mut out = String::from(
-        "timeline (per interval; gauges at its end; runs: firings run, or queue tasks finished)\n     t ms   runs  redis cpu % (per master)  process cpu %  commands  scripts  claims pending  ahead waiting  completed\n",
+        "timeline (per interval; gauges at its end; runs: firings run, or queue tasks finished)\n     t ms   runs  redis cpu % (per master)  process cpu %  commands  scripts  claims pending  ahead waiting  completed  unrecorded\n",
     );
     let Some(first) = points.first() else {
         return out;
@@ -164,7 +168,7 @@ pub fn render(points: &[Point]) -> String {
         };
         let _ = writeln!(
             out,
-            "{:>9} {:>6}  {:>24}  {:>13.0}  {:>8}  {:>7}  {:>14}  {:>13}  {:>9}",
+            "{:>9} {:>6}  {:>24}  {:>13.0}  {:>8}  {:>7}  {:>14}  {:>13}  {:>9}  {:>10}",
             b.at.duration_since(first.at).as_millis(),
             b.recorded.saturating_sub(a.recorded),
             redis,
@@ -174,6 +178,7 @@ pub fn render(points: &[Point]) -> String {
             b.claims_pending,
             b.ahead_waiting,
             b.completed.saturating_sub(a.completed),
+            b.unrecorded,
         );
     }
     out

@@ -70,6 +70,13 @@ impl Executor {
         self.record_permits.available_permits() < self.max_runs * RECORD_PERMITS_PER_RUN / 4
     }
 
+    /// Outcomes of ended runs not recorded in Redis yet, each holding a record permit: they
+    /// wait behind this node's claims until fewer than a quarter of the permits are free.
+    pub(super) fn outcomes_unrecorded(&self) -> usize {
+        (self.max_runs * RECORD_PERMITS_PER_RUN)
+            .saturating_sub(self.record_permits.available_permits())
+    }
+
     /// Run permits taken now (runs in progress, and outcomes recorded on their run's permit).
     pub(super) fn running(&self) -> usize {
         self.max_runs - self.permits.available_permits()

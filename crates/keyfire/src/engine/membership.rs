@@ -223,7 +223,9 @@ impl Membership {
         metrics::gauge!(name::LIVE_NODES, "node" => node.clone()).set(live.len() as f64);
         metrics::gauge!(name::CLOCK_OFFSET, "node" => node.clone())
             .set(core.clock.offset_ms() as f64 / 1000.0);
-        metrics::gauge!(name::RUNNING, "node" => node).set(self.executor.running() as f64);
+        metrics::gauge!(name::RUNNING, "node" => node.clone()).set(self.executor.running() as f64);
+        metrics::gauge!(name::OUTCOMES_UNRECORDED, "node" => node)
+            .set(self.executor.outcomes_unrecorded() as f64);
         if self.live.set(live) {
             // Ownership moved: the next sweep reads the whole horizon again, and looks for
             // runs held by nodes that left.

@@ -385,6 +385,13 @@ impl NodeHandle {
         self.engine.executor.running()
     }
 
+    /// Outcomes of runs that ended here and are not recorded in Redis yet (each holds one
+    /// of the node's record permits, 16 per `max_concurrent_runs`; outcomes stop waiting
+    /// behind claims once fewer than a quarter are free).
+    pub fn outcomes_unrecorded(&self) -> usize {
+        self.engine.executor.outcomes_unrecorded()
+    }
+
     /// The estimated offset of Redis's clock to this node's clock, in ms.
     pub fn clock_offset_ms(&self) -> i64 {
         self.engine.core.clock.offset_ms()

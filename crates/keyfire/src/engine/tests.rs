@@ -317,6 +317,8 @@ async fn completer_holds_outcomes_behind_claims_until_record_permits_run_short()
     let records = &fx.engine.executor.record_permits;
     let total = records.available_permits() + 1;
     let mut taken = Vec::new();
+    let unrecorded = fx.engine.executor.outcomes_unrecorded();
+    assert_eq!(unrecorded, 1, "the outcome in hand holds one record permit");
     while records.available_permits() >= total / 4 {
         assert!(
             completer.holds(&done),
@@ -330,7 +332,12 @@ async fn completer_holds_outcomes_behind_claims_until_record_permits_run_short()
         "not held with {} of {total} record permits free: held outcomes would stop the runs",
         records.available_permits()
     );
+    assert_eq!(
+        fx.engine.executor.outcomes_unrecorded(),
+        unrecorded + taken.len()
+    );
     drop(taken);
+    assert_eq!(fx.engine.executor.outcomes_unrecorded(), unrecorded);
     assert!(completer.holds(&done));
     stats.claims_pending.store(0, Ordering::Relaxed);
 }
