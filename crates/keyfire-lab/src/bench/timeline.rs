@@ -40,7 +40,7 @@ pub struct Point {
     /// Runs the nodes finished (outcome recorded), in all.
     pub completed: u64,
     /// Outcomes of ended runs not recorded in Redis yet (a gauge; see
-    /// [`keyfire::engine::Node::outcomes_unrecorded`]).
+    /// [`keyfire::engine::NodeHandle::outcomes_unrecorded`]).
     pub unrecorded: usize,
 }
 
