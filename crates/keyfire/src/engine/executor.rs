@@ -67,14 +67,19 @@ impl Executor {
     /// Fewer than a quarter of the record permits are free: outcomes must not be held back
     /// (see [`Completer::run`](super::completer::Completer::run)).
     pub(super) fn records_short(&self) -> bool {
-        self.record_permits.available_permits() < self.max_runs * RECORD_PERMITS_PER_RUN / 4
+        self.record_permits.available_permits() < self.record_permits_total() / 4
     }
 
     /// Outcomes of ended runs not recorded in Redis yet, each holding a record permit: they
     /// wait behind this node's claims until fewer than a quarter of the permits are free.
     pub(super) fn outcomes_unrecorded(&self) -> usize {
-        (self.max_runs * RECORD_PERMITS_PER_RUN)
+        self.record_permits_total()
             .saturating_sub(self.record_permits.available_permits())
+    }
+
+    /// Record permits in all, free or taken.
+    fn record_permits_total(&self) -> usize {
+        self.max_runs * RECORD_PERMITS_PER_RUN
     }
 
     /// Run permits taken now (runs in progress, and outcomes recorded on their run's permit).
