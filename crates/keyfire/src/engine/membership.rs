@@ -209,7 +209,8 @@ impl Membership {
         let ttl_ms = core.settings.node_ttl.as_millis() as i64;
         let sent = core.clock.local_ms();
         let sent_at = Instant::now();
-        let (now, mut live) = core.store.heartbeat(&core.id, ttl_ms, &info, beat).await?;
+        let hb = core.store.heartbeat(&core.id, ttl_ms, &info, beat).await?;
+        let (now, mut live) = (hb.now, hb.live);
         *left = beat != Beat::Alive;
         self.beat_ok(sent_at);
         self.live

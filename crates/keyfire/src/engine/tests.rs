@@ -151,10 +151,11 @@ async fn membership_beat_joins_the_live_set_and_drops_a_stale_node() {
         .get_multiplexed_async_connection()
         .await
         .unwrap();
-    let (now, _) = store
+    let now = store
         .heartbeat("node-c", 5_000, "{}", Beat::Alive)
         .await
-        .unwrap();
+        .unwrap()
+        .now;
     let _: () = redis::cmd("ZADD")
         .arg(store.keys().nodes())
         .arg(now - 60_000)
@@ -178,10 +179,11 @@ async fn membership_beat_joins_the_live_set_and_drops_a_stale_node() {
     // Leaving takes it out of the live set, and no later beat puts it back.
     fx.engine.membership.beat(Beat::Draining).await.unwrap();
     fx.engine.membership.beat(Beat::Alive).await.unwrap();
-    let (_, live) = store
+    let live = store
         .heartbeat("node-b", 5_000, "{}", Beat::Alive)
         .await
-        .unwrap();
+        .unwrap()
+        .live;
     assert_eq!(live, ["node-b"]);
 }
 

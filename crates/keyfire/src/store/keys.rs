@@ -329,6 +329,13 @@ impl Keys {
         format!("{}:node:{id}", self.tag)
     }
 
+    /// STRING: the data marker, a random id written once when keyfire first finds none under
+    /// this tag (the meta tag's by the heartbeat, each shard's beside it). A node that reads
+    /// another id than the one it knows learns that Redis lost or replaced the data.
+    pub fn data_marker(&self) -> String {
+        format!("{}:data", self.tag)
+    }
+
     /// SET of handler names registered by any node.
     pub fn handlers(&self) -> String {
         format!("{}:handlers", self.tag)

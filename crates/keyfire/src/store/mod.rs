@@ -36,6 +36,8 @@ pub use keys::{
     stable_hash, task_bucket,
 };
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]
+pub use nodes::Heartbeat;
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use ops::{LiveNode, Totals, parse_info, redis_time_ms, time_reply_ms};
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use pubsub::{Event, Payload, Subscription};

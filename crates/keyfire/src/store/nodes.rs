@@ -6,6 +6,21 @@ use super::*;
 use crate::error::{Error, Result};
 
 script!(HEARTBEAT, "heartbeat.lua");
+script!(DATA_MARKER, "data_marker.lua");
+
+/// What a heartbeat answers.
+#[derive(Debug, Clone)]
+pub struct Heartbeat {
+    /// Redis time (ms).
+    pub now: i64,
+    /// The live node ids.
+    pub live: Vec<String>,
+    /// The beat found the node's live-set entry missing or older than node_ttl: others may
+    /// have taken its runs over (always false when leaving).
+    pub lapsed: bool,
+    /// The data marker under the meta tag (see [`Keys::data_marker`]).
+    pub data: String,
+}
 
 impl Store {
     /// When each node last said it was alive (`seen`, Redis time; None: never, or too long
@@ -23,18 +38,20 @@ impl Store {
         Ok((self.time_ms().await?, seen))
     }
 
-    /// Heartbeat (or leave): returns Redis time and the live node ids.
+    /// Heartbeat (or leave): Redis time, the live node ids, whether the node's entry had
+    /// lapsed, and the data marker.
     pub async fn heartbeat(
         &self,
         node: &str,
         ttl_ms: i64,
         info: &str,
         beat: Beat,
-    ) -> Result<(i64, Vec<String>)> {
+    ) -> Result<Heartbeat> {
         let k = self.keys();
         let mut reply: Vec<Value> = HEARTBEAT
             .key(k.nodes())
             .key(k.node(node))
+            .key(k.data_marker())
             .arg(node)
             .arg(ttl_ms)
             .arg(info)
@@ -44,17 +61,49 @@ impl Store {
                 Beat::Gone => "2",
             })
             .arg(k.changes())
+            .arg(uuid::Uuid::new_v4().to_string())
             .invoke_async(&mut self.conn.clone())
             .await?;
-        if reply.is_empty() {
-            return Err(Error::Corrupt("empty heartbeat reply".into()));
+        if reply.len() < 3 {
+            return Err(Error::Corrupt("short heartbeat reply".into()));
         }
-        let now = i64::from_redis_value(reply.remove(0)).map_err(redis::RedisError::from)?;
+        let mut head = reply.drain(..3);
+        let mut next = || head.next().expect("three values");
+        let now = i64::from_redis_value(next()).map_err(redis::RedisError::from)?;
+        let lapsed = i64::from_redis_value(next()).map_err(redis::RedisError::from)? == 1;
+        let data = String::from_redis_value(next()).map_err(redis::RedisError::from)?;
+        drop(head);
         let live = reply
             .into_iter()
             .map(String::from_redis_value)
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(redis::RedisError::from)?;
-        Ok((now, live))
+        Ok(Heartbeat {
+            now,
+            live,
+            lapsed,
+            data,
+        })
+    }
+
+    /// Each shard's data marker, in shard order (written where it is missing). With one
+    /// shard the shard is the meta tag, whose marker the heartbeat reads: none here.
+    pub async fn shard_markers(&self) -> Result<Vec<String>> {
+        if self.shards().len() == 1 {
+            return Ok(Vec::new());
+        }
+        let calls = self.shards().iter().map(|k| {
+            let mut conn = self.conn.clone();
+            let key = k.data_marker();
+            async move {
+                let id: String = DATA_MARKER
+                    .key(key)
+                    .arg(uuid::Uuid::new_v4().to_string())
+                    .invoke_async(&mut conn)
+                    .await?;
+                Ok::<_, Error>(id)
+            }
+        });
+        futures::future::try_join_all(calls).await
     }
 }
