@@ -192,6 +192,22 @@ pub(super) async fn readyz(State(state): State<ApiState>) -> (StatusCode, Json<H
         };
         ready &= !full;
         checks.insert("memory".into(), Value::String(verdict));
+        // Shown, not staked: the nodes healed what they own; what was created at run time
+        // is gone, which no node can fix.
+        if let Ok(Some(loss)) = client.data_loss().await {
+            let when = chrono::DateTime::from_timestamp_millis(loss.at_ms)
+                .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+                .unwrap_or_default();
+            checks.insert(
+                "data_loss".into(),
+                Value::String(format!(
+                    "Redis lost keyfire's data at {when} (noticed by node {}: {}); jobs and tasks \
+                     created at run time before then are gone; shown for an hour, or until \
+                     `keyfire doctor --ack-data-loss`",
+                    loss.node, loss.detail
+                )),
+            );
+        }
     }
     let (code, status) = if ready {
         (StatusCode::OK, "ready")

@@ -43,6 +43,11 @@ pub struct DoctorArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Acknowledge a data loss the nodes noticed (Redis came back without keyfire's data):
+    /// the `data-loss` finding and `/readyz` stop showing it (it goes by itself after an
+    /// hour). Then check as usual.
+    #[arg(long)]
+    pub ack_data_loss: bool,
 }
 
 /// Run `keyfire doctor`; returns the exit code.
@@ -54,6 +59,7 @@ pub async fn run(args: DoctorArgs) -> u8 {
             return exit::USAGE;
         }
     };
+    let mut library = settings.library();
     let mut redis = settings.redis;
     if let Some(url) = args.redis {
         redis.mode = RedisMode::Standalone;
@@ -61,6 +67,21 @@ pub async fn run(args: DoctorArgs) -> u8 {
     }
     if let Some(prefix) = args.prefix {
         redis.prefix = prefix;
+    }
+    if args.ack_data_loss {
+        library.redis = redis.clone();
+        let acked = match keyfire::Client::connect(&library).await {
+            Ok(client) => client.ack_data_loss().await,
+            Err(e) => Err(e),
+        };
+        match acked {
+            Ok(true) => eprintln!("data loss acknowledged"),
+            Ok(false) => eprintln!("no data loss was recorded"),
+            Err(e) => {
+                eprintln!("error: cannot acknowledge the data loss: {e}");
+                return exit::FAILED;
+            }
+        }
     }
     let report = doctor::diagnose_settings(&redis).await;
     if args.json {

@@ -175,6 +175,8 @@ fn check_readable(path: &Path) -> Result<()> {
 /// A running node and the API it serves.
 pub struct Served {
     node: NodeHandle,
+    /// Writes the declared jobs, topics and limits back when Redis lost them.
+    rewrite: JoinHandle<()>,
     api: Option<(
         SocketAddr,
         CancellationToken,
@@ -203,7 +205,65 @@ impl Served {
                 Ok(Ok(())) => {}
             }
         }
+        self.rewrite.abort();
         self.node.shutdown().await;
+    }
+}
+
+/// Put the declared flow limits and topics (their partition counts).
+async fn apply_declared_limits_and_topics(
+    client: &Client,
+    settings: &ServerSettings,
+) -> Result<()> {
+    for limit in &settings.flow_limits {
+        client.put_limit(limit.clone()).await?;
+        tracing::info!(key = %limit.key, rate = ?limit.rate, in_flight = ?limit.in_flight, "flow limit declared");
+    }
+    for (i, t) in settings.topics.iter().enumerate() {
+        client
+            .queue()
+            .set_partitions(&t.name, t.partitions)
+            .await
+            .map_err(|e| Error::Config(format!("[[topics]] {i} ('{}'): {e}", t.name)))?;
+        tracing::info!(topic = %t.name, partitions = t.partitions, "topic declared");
+    }
+    Ok(())
+}
+
+/// Each time the node finds that Redis lost keyfire's data, write back what the settings
+/// declare: flow limits, topics, jobs. A write that fails (Redis still loading, say) is
+/// tried again every second until it succeeds or the next loss.
+async fn write_back_after_losses(
+    client: Client,
+    settings: ServerSettings,
+    mut losses: tokio::sync::watch::Receiver<u64>,
+) {
+    while losses.changed().await.is_ok() {
+        loop {
+            let done = async {
+                apply_declared_limits_and_topics(&client, &settings).await?;
+                apply_declared_jobs(&client, &settings).await
+            }
+            .await;
+            match done {
+                Ok(()) => {
+                    tracing::warn!(
+                        jobs = settings.jobs.len(),
+                        topics = settings.topics.len(),
+                        flow_limits = settings.flow_limits.len(),
+                        "declared jobs, topics and flow limits written back after Redis lost them"
+                    );
+                    break;
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "writing the declared jobs, topics and flow limits back failed; trying again");
+                    tokio::select! {
+                        _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+                        r = losses.changed() => if r.is_err() { return },
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -226,25 +286,19 @@ pub async fn start(settings: ServerSettings, registry: Registry) -> anyhow::Resu
         .await?
         .allow_handlers(names.clone());
     check_declared_jobs(&client, &settings).await?;
-    // Declared limits first, so no firing of this node runs unlimited before they apply.
-    for limit in &settings.flow_limits {
-        client.put_limit(limit.clone()).await?;
-        tracing::info!(key = %limit.key, rate = ?limit.rate, in_flight = ?limit.in_flight, "flow limit declared");
-    }
-    // Declared topics before the node serves any of their tasks.
-    for (i, t) in settings.topics.iter().enumerate() {
-        client
-            .queue()
-            .set_partitions(&t.name, t.partitions)
-            .await
-            .map_err(|e| Error::Config(format!("[[topics]] {i} ('{}'): {e}", t.name)))?;
-        tracing::info!(topic = %t.name, partitions = t.partitions, "topic declared");
-    }
+    // Declared limits and topics first, so no firing of this node runs unlimited before they
+    // apply, and no task of a declared topic is served before its partitions are.
+    apply_declared_limits_and_topics(&client, &settings).await?;
     let node = Node::new(settings.library(), registry).start().await?;
     if let Err(e) = apply_declared_jobs(&client, &settings).await {
         node.shutdown().await;
         return Err(e.into());
     }
+    let rewrite = tokio::spawn(write_back_after_losses(
+        client.clone(),
+        settings.clone(),
+        node.data_losses(),
+    ));
     let api = match listener {
         Some(listener) => {
             let addr = listener.local_addr()?;
@@ -260,7 +314,7 @@ pub async fn start(settings: ServerSettings, registry: Registry) -> anyhow::Resu
         }
         None => None,
     };
-    Ok(Served { node, api })
+    Ok(Served { node, rewrite, api })
 }
 
 /// Start a node and its API, run until a shutdown signal.

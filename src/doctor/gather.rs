@@ -135,6 +135,7 @@ pub async fn probe_notifications(server: &Server, facts: &mut Facts, key: Option
 /// [`keyfire::inspect::Deployment`] does, in every mode).
 pub async fn gather_data(data: &Data, facts: &mut Facts) {
     facts.acl_denied = Some(data.acl_denied().await);
+    facts.data_loss = data.data_loss().await.ok().flatten();
     match data.layout().await {
         Ok(stored) => {
             facts.layout = stored.version;

@@ -151,6 +151,9 @@ pub struct Facts {
     pub layout_error: Option<String>,
     /// Jobs under the prefix (`ZCARD` of every shard's job index, plus its compact tasks).
     pub jobs: Option<u64>,
+    /// The last data loss a node noticed (kept an hour unless acknowledged); `None` when
+    /// none or not read.
+    pub data_loss: Option<keyfire::DataLoss>,
     /// `redis.shards` of the settings, to compare with the stored shard count; `None`: not
     /// compared (a bare URL was checked).
     pub expected_shards: Option<u32>,
@@ -298,6 +301,12 @@ pub const CHECKS: &[Check] = &[
         about: "key-layout version under the prefix",
         scope: Scope::Data,
         eval: check_layout,
+    },
+    Check {
+        name: "data-loss",
+        about: "Redis has not lost keyfire's data within the last hour",
+        scope: Scope::Data,
+        eval: check_data_loss,
     },
     Check {
         name: "acl",

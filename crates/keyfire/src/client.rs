@@ -573,6 +573,18 @@ impl Client {
         self.store.job_fields(ids, fields).await
     }
 
+    /// The last time a node found that Redis lost keyfire's data, within the hour it is
+    /// kept ([`crate::DATA_LOSS_SHOWN`]), unless an operator acknowledged it.
+    pub async fn data_loss(&self) -> Result<Option<crate::DataLoss>> {
+        self.store.data_loss().await
+    }
+
+    /// Acknowledge the recorded data loss: `/readyz` and `keyfire doctor` stop showing it.
+    /// Whether one was recorded.
+    pub async fn ack_data_loss(&self) -> Result<bool> {
+        self.store.ack_data_loss().await
+    }
+
     /// Redis's clock, in ms: the clock every due decision is taken by.
     pub async fn time_ms(&self) -> Result<i64> {
         self.store.time_ms().await

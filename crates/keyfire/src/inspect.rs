@@ -258,6 +258,24 @@ impl std::fmt::Debug for Data {
 }
 
 impl Data {
+    /// The last data loss a node noticed under the prefix, within the hour it is kept
+    /// (`at` ms, `node`, `detail`), if any.
+    pub async fn data_loss(&self) -> Result<Option<crate::DataLoss>> {
+        let keys = Keys::new(&self.prefix);
+        let fields: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
+            .arg(keys.data_loss())
+            .query_async(&mut self.link.clone())
+            .await?;
+        Ok(fields
+            .get("at")
+            .and_then(|at| at.parse().ok())
+            .map(|at_ms| crate::DataLoss {
+                at_ms,
+                node: fields.get("node").cloned().unwrap_or_default(),
+                detail: fields.get("detail").cloned().unwrap_or_default(),
+            }))
+    }
+
     /// The layout version and the shard count as stored.
     pub async fn layout(&self) -> Result<StoredLayout> {
         let keys = Keys::new(&self.prefix);

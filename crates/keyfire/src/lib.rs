@@ -78,7 +78,7 @@ pub(crate) mod store;
 pub use client::Client;
 pub use config::Settings;
 pub use engine::Stats;
-pub use engine::{Node, NodeHandle};
+pub use engine::{DATA_LOSS_SHOWN, Node, NodeHandle};
 pub use error::{Error, RedisError, Result};
 pub use handler::{Firing, Handler, HandlerError, HandlerResult, Registry};
 pub use job::{FlowLimitSpec, JobSpec, ValidationError};
@@ -88,4 +88,4 @@ pub use queue::Queue;
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
-pub use store::{DeadLetter, Fate, FlowLimitStatus, JobRecord, JobStatus, RunRecord};
+pub use store::{DataLoss, DeadLetter, Fate, FlowLimitStatus, JobRecord, JobStatus, RunRecord};

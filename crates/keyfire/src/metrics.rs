@@ -94,4 +94,8 @@ pub mod name {
     /// At 1, Redis refuses writes (`maxmemory-policy noeviction`). Label `server`
     /// (`host:port`). Cluster-wide.
     pub const REDIS_MEMORY: &str = "keyfire_redis_memory_used_ratio";
+    /// Times this node found that Redis lost keyfire's data (the data marker changed: Redis
+    /// restarted empty, `FLUSHALL`, a failover to an empty replica) and wrote back what it
+    /// owns.
+    pub const DATA_LOSS: &str = "keyfire_redis_data_loss_total";
 }

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::context::{NodeCore, SweepState, ms};
 use super::executor::Executor;
+use super::healing::{DataWatch, Healer};
 use crate::metrics::name;
 use crate::store::{Beat, notify};
 
@@ -116,6 +117,9 @@ pub(super) struct Membership {
     left: tokio::sync::Mutex<bool>,
     /// Hands over the runs the fence cut off (the claimer takes them over).
     handover: Handover,
+    /// The data markers this node knows, and what it writes back when Redis lost them.
+    data: DataWatch,
+    pub(super) healer: Arc<Healer>,
 }
 
 impl Membership {
@@ -129,6 +133,7 @@ impl Membership {
         handlers: Vec<String>,
         notifications_allowed: bool,
         handover: Handover,
+        healer: Arc<Healer>,
     ) -> Self {
         Self {
             core,
@@ -140,6 +145,8 @@ impl Membership {
             notifications_allowed,
             left: tokio::sync::Mutex::new(false),
             handover,
+            data: DataWatch::default(),
+            healer,
         }
     }
 
@@ -210,6 +217,7 @@ impl Membership {
         let sent = core.clock.local_ms();
         let sent_at = Instant::now();
         let hb = core.store.heartbeat(&core.id, ttl_ms, &info, beat).await?;
+        self.check_data(&hb.data).await;
         let (now, mut live) = (hb.now, hb.live);
         *left = beat != Beat::Alive;
         self.beat_ok(sent_at);
@@ -234,6 +242,22 @@ impl Membership {
             self.sweep.check_holders();
         }
         Ok(())
+    }
+
+    /// Compare the data markers with those this node knows (the meta tag's from the
+    /// heartbeat, each shard's read here with several shards); heal when Redis lost them.
+    async fn check_data(&self, meta: &str) {
+        let shards = match self.core.store.shard_markers().await {
+            Ok(markers) => Some(markers),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the shards' data markers");
+                None
+            }
+        };
+        if let Some(what) = self.data.observe(meta, shards.as_deref()) {
+            let healer = self.healer.clone();
+            tokio::spawn(async move { healer.heal(&what).await });
+        }
     }
 
     /// A heartbeat sent at `sent_at` succeeded: the node is in touch with Redis. If it had

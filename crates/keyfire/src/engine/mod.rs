@@ -45,6 +45,7 @@ mod context;
 mod executor;
 mod firing;
 mod flow_limiter;
+mod healing;
 mod hooks;
 mod listener;
 pub mod membership;
@@ -77,6 +78,8 @@ use context::{NodeCore, SweepState};
 use executor::Executor;
 use firing::Source;
 use flow_limiter::FlowLimiter;
+pub use healing::DATA_LOSS_SHOWN;
+use healing::Healer;
 use hooks::Hooks;
 use listener::Listener;
 use membership::{Fence, Live, Membership};
@@ -137,6 +140,9 @@ impl Node {
             settings.node.id.clone()
         };
         let (engine, queues) = Engine::wire(id, &settings, store, registry, RedisClock::new(clock));
+        // At 0 from the start, so that the first loss is an increase to alert on.
+        metrics::counter!(crate::metrics::name::DATA_LOSS, "node" => engine.core.id.clone())
+            .absolute(0);
         // Join the live set and learn Redis's clock before claiming anything.
         engine.membership.beat(Beat::Alive).await?;
         engine.limiter.refresh().await;
@@ -284,6 +290,14 @@ impl Engine {
                 claimer.spawn_takeover(job_id, at_ms, holder, None)
             })
         };
+        let healer = Arc::new(Healer {
+            core: core.clone(),
+            limiter: limiter.clone(),
+            sweep: sweep.clone(),
+            handlers: handlers.clone(),
+            notifications_allowed: settings.redis.enable_notifications,
+            losses: tokio::sync::watch::channel(0).0,
+        });
         let membership = Arc::new(Membership::new(
             core.clone(),
             live.clone(),
@@ -293,6 +307,7 @@ impl Engine {
             handlers,
             settings.redis.enable_notifications,
             handover,
+            healer,
         ));
         let hooks = Arc::new(Hooks::new(core.clone(), live.clone(), hook_list));
         let listener = Arc::new(Listener::new(
@@ -390,6 +405,14 @@ impl NodeHandle {
     /// behind claims once fewer than a quarter are free).
     pub fn outcomes_unrecorded(&self) -> usize {
         self.engine.executor.outcomes_unrecorded()
+    }
+
+    /// How many times this node found that Redis lost keyfire's data (restarted empty,
+    /// `FLUSHALL`, a failover to an empty replica) and wrote back what it owns. An embedding
+    /// application that declares jobs, topics or flow limits at start writes them back when
+    /// this changes (`keyfire serve` does).
+    pub fn data_losses(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.engine.membership.healer.losses.subscribe()
     }
 
     /// The estimated offset of Redis's clock to this node's clock, in ms.

@@ -231,11 +231,20 @@ impl Queue {
         };
         if stale {
             let (layout, partitions) = self.read_topology().await?;
+            let was_sharded = self.topo.lock().expect("topology lock").sharded;
+            if layout.is_none() && was_sharded {
+                // The switch is never undone, so the layout key is gone with the data (Redis
+                // lost it) or this read came from a replica behind it: write it back where it
+                // is missing (a no-op where it is there).
+                self.restore_layout().await?;
+            }
             let mut t = self.topo.lock().expect("topology lock");
-            // The switch is never undone: a read from a replica behind it does not undo it.
             t.sharded |= layout.is_some();
             t.partitions = partitions;
             t.read_at = Some(Instant::now());
+            // Register topics again at their next add: the topic set may have been lost with
+            // the data, and the promotion's sweep walks it (one SADD per topic and read).
+            t.registered.clear();
         }
         let t = self.topo.lock().expect("topology lock");
         let layout = if t.sharded {

@@ -393,6 +393,22 @@ impl Queue {
         Ok(done == 1)
     }
 
+    /// Write the sharded layout back where its key is missing (Redis lost it).
+    pub(super) async fn restore_layout(&self) -> Result<()> {
+        let now = self.store.time_ms().await?;
+        let written: bool = redis::cmd("SET")
+            .arg(self.store.keys().qlayout())
+            .arg(format!("2:{now}"))
+            .arg("NX")
+            .query_async::<Option<String>>(&mut self.store.connection())
+            .await?
+            .is_some();
+        if written {
+            tracing::warn!("the delay queue's layout key was missing: written back (sharded)");
+        }
+        Ok(())
+    }
+
     /// Put a node into the set of nodes that serve the sharded layout.
     pub(super) async fn mark_upgraded(&self, node: &str) -> Result<()> {
         let _: i64 = self

@@ -336,6 +336,12 @@ impl Keys {
         format!("{}:data", self.tag)
     }
 
+    /// HASH: the last data loss a node noticed (`at` ms, `node`, `detail`), kept for an hour
+    /// (meta key): `/readyz` and `keyfire doctor` show it.
+    pub fn data_loss(&self) -> String {
+        format!("{}:data_loss", self.tag)
+    }
+
     /// SET of handler names registered by any node.
     pub fn handlers(&self) -> String {
         format!("{}:handlers", self.tag)

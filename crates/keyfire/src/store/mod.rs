@@ -36,7 +36,7 @@ pub use keys::{
     stable_hash, task_bucket,
 };
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]
-pub use nodes::Heartbeat;
+pub use nodes::{DataLoss, Heartbeat};
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use ops::{LiveNode, Totals, parse_info, redis_time_ms, time_reply_ms};
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]

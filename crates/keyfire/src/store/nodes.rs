@@ -1,6 +1,6 @@
 //! Nodes: heartbeats and when each node was last seen.
 
-use redis::{FromRedisValue, Value};
+use redis::{AsyncCommands, FromRedisValue, Value};
 
 use super::*;
 use crate::error::{Error, Result};
@@ -106,4 +106,61 @@ impl Store {
         });
         futures::future::try_join_all(calls).await
     }
+
+    /// Record that Redis lost keyfire's data, as `node` noticed it, for `keep` (meta key).
+    pub async fn record_data_loss(
+        &self,
+        node: &str,
+        detail: &str,
+        keep: std::time::Duration,
+    ) -> Result<()> {
+        let at = self.time_ms().await?;
+        let key = self.keys().data_loss();
+        let _: () = redis::pipe()
+            .hset_multiple(
+                &key,
+                &[
+                    ("at", at.to_string()),
+                    ("node", node.to_string()),
+                    ("detail", detail.to_string()),
+                ],
+            )
+            .ignore()
+            .pexpire(&key, keep.as_millis() as i64)
+            .ignore()
+            .query_async(&mut self.conn.clone())
+            .await?;
+        Ok(())
+    }
+
+    /// The last data loss a node noticed within the hour it is kept, if any.
+    pub async fn data_loss(&self) -> Result<Option<DataLoss>> {
+        let fields: std::collections::HashMap<String, String> =
+            self.conn.clone().hgetall(self.keys().data_loss()).await?;
+        Ok(fields
+            .get("at")
+            .and_then(|at| at.parse().ok())
+            .map(|at_ms| DataLoss {
+                at_ms,
+                node: fields.get("node").cloned().unwrap_or_default(),
+                detail: fields.get("detail").cloned().unwrap_or_default(),
+            }))
+    }
+
+    /// Forget the recorded data loss (an operator acknowledged it). Whether there was one.
+    pub async fn ack_data_loss(&self) -> Result<bool> {
+        let n: i64 = self.conn.clone().del(self.keys().data_loss()).await?;
+        Ok(n > 0)
+    }
+}
+
+/// A data loss a node noticed (see [`Store::data_loss`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DataLoss {
+    /// When it was noticed (Redis time, ms).
+    pub at_ms: i64,
+    /// The node that noticed it.
+    pub node: String,
+    /// What was lost, and what the node did.
+    pub detail: String,
 }
