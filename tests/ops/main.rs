@@ -9,6 +9,7 @@ mod support;
 
 mod browser;
 mod dashboard;
+mod data_loss;
 mod doctor;
 mod image;
 mod logs;
