@@ -1,3 +1,5 @@
+-- No allow-oom: it creates tasks. At maxmemory Redis refuses it at its first write, before it wrote
+-- anything (507 redis_full).
 -- Add delay-queue tasks to one topic, in one call. Each new task gets its record; one due
 -- later goes into the topic's delayed set (the topic's promotion makes it ready), one already
 -- due (by Redis's clock) into the ready set at once. When the adds bring the topic's earliest

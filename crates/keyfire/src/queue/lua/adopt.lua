@@ -1,3 +1,7 @@
+#!lua flags=allow-oom
+-- allow-oom: it copies a task that exists (taken out of its old lane by take.lua) into its
+-- partition; the mover removes the original after each batch, so at most one batch (500 tasks)
+-- exists twice. Moving tasks must not stop half way because Redis is full.
 -- Copy a task taken out of its topic's meta-tag lane (`take.lua`) into its partition: its
 -- record as it was, its entry in the delayed set (due instant) or the ready set (when it became
 -- ready). Idempotent by id: a task whose record exists here already is left as it is, so a

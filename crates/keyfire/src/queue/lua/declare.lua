@@ -1,3 +1,5 @@
+-- No allow-oom: it adds a topic's partition count. At maxmemory Redis refuses it at its first write
+-- (507 redis_full).
 -- Declare a topic's number of partitions. It is set once and never changed: the placement of
 -- partitions on the shards depends on it, and a queue that read the count a moment before
 -- must not place a task where the others no longer look. A queue that has not heard of the

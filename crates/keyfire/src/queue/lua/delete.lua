@@ -1,3 +1,6 @@
+#!lua flags=allow-oom
+-- allow-oom: it removes the task from its sets and drops its payload, or deletes it: deleting is
+-- how memory is freed.
 -- Delete a task in any state, for good: out of whichever set holds it, its payload dropped, its
 -- record kept as a 'deleted' tombstone for the retention (so a late firing of its keyfire job,
 -- a late finish or a re-add of the id finds it deleted). A task queued by an earlier version

@@ -1,3 +1,6 @@
+#!lua flags=allow-oom
+-- allow-oom: a finish drops the task's payload and reservation (its record kept until its
+-- retention) or deletes it.
 -- Acknowledge reserved tasks of one topic: each is done, out of the reserved set, its payload
 -- dropped and its record kept for the retention (so `get` shows it done and a retried finish
 -- succeeds). Each is fenced by its own reservation token: one whose reservation expired (the

@@ -1,3 +1,7 @@
+#!lua flags=allow-oom
+-- allow-oom: a reservation moves each task from the ready set to the reserved set and writes a few
+-- fields of its record (token, deadline, deliveries); the wake-up list is capped. Consumers
+-- draining the queue is what frees memory.
 -- Reserve up to `max` ready tasks of a topic for one consumer: each moves from the ready set
 -- to the reserved set scored by its deadline (Redis time now + its ttr), its delivery counted,
 -- with a fresh token of its own that finish and touch must show (fencing).

@@ -1,3 +1,6 @@
+#!lua flags=allow-oom
+-- allow-oom: it moves due tasks from the delayed set to the ready set (the removal before the add),
+-- with a capped wake-up list and one sentinel key per lane.
 -- Promote a topic: move every task of its delayed set that is due by Redis's clock (up to a
 -- batch) to its ready set, scored by this instant (when they became ready). The move is the
 -- claim: a task leaves the delayed set once, so concurrent promotions (an expiry event on one

@@ -1,3 +1,7 @@
+-- No allow-oom, on purpose: at maxmemory Redis refuses a script without flags only at a first write
+-- that may grow memory, and lets one that wrote once finish. 'create' (a new task) starts with the
+-- task's HSET, so it is refused (the `topic` handler's run fails); 'promote' starts with the ZREM
+-- out of the delayed set, so it runs.
 -- Make one task ready through the `topic` handler: when a recurring job feeds the topic
 -- ('create': a new ready task), or when the one-shot keyfire job of a task queued by an earlier
 -- version fires ('promote'; such tasks are in the topic's delayed set too, so the topic's own

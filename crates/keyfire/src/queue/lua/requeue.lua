@@ -1,3 +1,7 @@
+#!lua flags=allow-oom
+-- allow-oom: it moves expired reservations back to the ready set or to the dead set (entries past
+-- the dead-letter retention dropped in the same step; their records expire), with a capped wake-up
+-- list.
 -- Take back expired reservations. Each candidate whose deadline (its score in the reserved set)
 -- has passed by Redis's clock goes back to the ready set, its token revoked so the late
 -- consumer's finish is refused; or, when it was delivered max-deliveries times, to the topic's

@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom: it writes the layout key once and deletes the set of upgraded nodes.
 -- Switch the delay queue to the sharded layout once every live node serves it: every node
 -- whose heartbeat is within the window is in the set of upgraded nodes (nodes of earlier
 -- releases never join it). Also when no node is live: nothing of an earlier release runs.

@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom: it moves entries from the delayed and ready sets to the moving set.
 -- Take tasks out of a topic's lane under the meta tag (the layout of earlier releases), to move
 -- them to the topic's partitions: each candidate still in the delayed or the ready set leaves it
 -- for the `moving` set (scored by this instant), so a pop of an earlier release can no longer

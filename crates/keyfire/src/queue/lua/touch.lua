@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom: it moves the deadline of a reservation that exists.
 -- Extend a reservation: its deadline becomes Redis time now + the given ttr (or the task's own).
 -- Fenced by the reservation token, like finish.
 -- KEYS[1] task hash   KEYS[2] reserved zset

@@ -1,3 +1,9 @@
+#!lua flags=allow-oom
+-- allow-oom: a claim moves each job's due entry on to its next firing and rewrites fields its job
+-- hash holds; what it adds is bounded: a lease per run in progress (removed by its outcome), one
+-- sentinel key per job (its next firing's, expiring at its instant), a skipped compact task's
+-- expansion (once per task). Pending work must not stop because Redis is full: running it is what
+-- lets the retention cleanup free memory.
 -- Claim scheduled firings, one or a batch: each at most once, ever (G1), never before its
 -- instant by Redis's clock (G3). A compare-and-set on the firing's instant is what makes it
 -- claimable once: on the job hash's `next` field, which holds its due entry's score as the

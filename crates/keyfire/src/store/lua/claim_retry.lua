@@ -1,3 +1,6 @@
+#!lua flags=allow-oom
+-- allow-oom: turns a queued attempt (its retry entry and attempt number) into a run's lease: it
+-- removes about what it adds.
 -- Claim the next attempt of a firing from the retry ZSET (a retry after a failure, a lease
 -- takeover after a node died, a manual trigger, a dead-letter replay). Once: the ZREM is the
 -- compare-and-set. The attempt number was granted when the entry was added (fencing) and

@@ -1,3 +1,9 @@
+#!lua flags=allow-oom
+-- allow-oom: each outcome first removes its run's lease; what it adds is bounded: its history
+-- record (the list trimmed to its cap in the same step), a dead letter (trimmed the same way), a
+-- queued next attempt, a one-shot job's done entry (it and the job's record go at the job's
+-- retention), a callback in the outbox (once per firing, removed once sent). An outcome that cannot
+-- be recorded leaves its lease to expire, and the firing runs again.
 -- Record the end of attempts, one or a batch: release each lease, then finish the firing,
 -- schedule its next attempt, or move it to the job's dead letters; append to the job's
 -- history. Fenced by the lease: the running ZSET's member

@@ -1,3 +1,6 @@
+#!lua flags=allow-oom
+-- allow-oom: a purge frees memory; a replay removes each dead letter before it queues its attempt
+-- (a retry entry and an attempt number, smaller than the letter).
 -- Replay or purge a job's dead letters (one by firing id, or all).
 -- Replay queues each firing again as attempt 1 with the same firing id.
 -- KEYS[1] dead letters list   KEYS[2] retry zset   KEYS[3] attempts hash   KEYS[4] job hash

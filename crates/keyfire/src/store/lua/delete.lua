@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom: it only removes (a change message is not stored): deleting is how memory is freed.
 -- Delete a job: definition, pending firing, index entries, history and dead letters, and its
 -- queued attempts and leases, atomically (G4). Dropping the queued attempts and leases matters
 -- when a job of the same id is created again: a retry (or a lease takeover) of the deleted

@@ -1,3 +1,5 @@
+#!lua flags=no-writes
+-- no-writes: it only reads, so Redis runs it at maxmemory too.
 -- A page of a due ZSET after a cursor: the entries that sort after (ARGV[1] score, ARGV[2]
 -- member), up to ARGV[3] (score, included), at most ARGV[4] of them. A ZSET sorts the entries
 -- of one score by member, so a cursor of both goes on after any number of ties at the same

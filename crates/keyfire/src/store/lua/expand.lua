@@ -1,3 +1,7 @@
+#!lua flags=allow-oom
+-- allow-oom: turns a compact task that exists already into its job hash, once per task (a failed
+-- run's outcome and a takeover need it), and removes its compact record: bounded by the tasks there
+-- are.
 -- Expand a compact task (see insert.lua and task_lib.lua) into its job hash and jobs-index
 -- entry, so that a change (pause, trigger, update), a failed run's outcome or a takeover
 -- works on it as on any job. Nothing to do for a job hash, or for no job at all.

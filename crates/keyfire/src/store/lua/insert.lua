@@ -1,3 +1,5 @@
+-- No allow-oom: it creates jobs. At maxmemory Redis refuses it at its first write, before it wrote
+-- anything (507 redis_full).
 -- Create many new jobs of one shard at once: the bulk path of Client::enqueue_many. Each job
 -- gets exactly the record upsert.lua writes for a job that does not exist yet (G4: its first
 -- firing is scheduled in the same step), but with one ZADD into the due ZSET for the whole

@@ -1,3 +1,7 @@
+#!lua flags=allow-oom
+-- allow-oom: it drops expired slots, stale waiters and grants older than the window before it adds;
+-- slots are capped by in_flight, grants by rate, and waiters are the firings claimed and held back
+-- for this key (each dropped after its grace).
 -- Ask a limit key for a slot before a firing runs. Bounds, for the whole cluster:
 -- - rate: at most `rate` grants in any window of 1,000 ms (a sliding log of grant instants),
 --   paced: at most `burst` at once (default: a tenth of `rate`), then one every 1000 / rate

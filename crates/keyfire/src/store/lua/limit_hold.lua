@@ -1,3 +1,6 @@
+#!lua flags=allow-oom
+-- allow-oom: gives a run's lease back and queues the same attempt (a retry entry and an attempt
+-- number for the lease it removes); a compact task is expanded once.
 -- Hold back claimed firings that their limit key denied: queue the same attempt again in
 -- the retry zset, due when the limiter suggested, without counting a run or a failure (the
 -- claim counted a run: it is taken back, the next claim counts it again). Fenced by the

@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom: it removes slots and rewrites one field.
 -- Give back the slots of runs that ended (or were taken over): their firings leave the
 -- in-flight zset at once. Also keeps a moving average of run durations, which
 -- limit_acquire.lua uses to suggest when an in-flight-bound waiter's turn comes.

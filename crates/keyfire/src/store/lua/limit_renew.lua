@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom: it moves the expiry of a slot that exists (`XX`).
 -- Extend the slot a running firing holds, together with its run's lease.
 -- KEYS[1] in-flight zset
 -- ARGV[1] firing id   ARGV[2] slot lease ms

@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom: it removes settled callbacks and moves the due instant of the others.
 -- Settle callbacks a node took (outbox_take.lua): remove the ones sent or given up, schedule
 -- the others' next attempt. Fenced by the attempt number: a node whose lease ran out (the
 -- callback was taken again since) changes nothing.

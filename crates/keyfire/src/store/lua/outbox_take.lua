@@ -1,3 +1,6 @@
+#!lua flags=allow-oom
+-- allow-oom: it moves each due callback's lease and counts its attempts (one field per callback,
+-- removed with it): delivering callbacks is what empties the outbox.
 -- Take the callbacks that are due in a shard's outbox (up to a batch), pushing each a lease
 -- ahead so that no other node sends it meanwhile; a node that dies while sending leaves it to
 -- be taken again when the lease is over. Counts each callback's attempts.

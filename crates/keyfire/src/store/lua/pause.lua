@@ -1,3 +1,6 @@
+#!lua flags=allow-oom
+-- allow-oom: a pause removes the job's due entry and sentinel; a resume writes them back, and
+-- rewrites fields of a job that exists.
 -- Pause or resume a job, atomically (G4). A paused job keeps its definition and has no
 -- pending firing, so no claim can succeed for it.
 -- KEYS[1] job hash   KEYS[2] due zset   KEYS[3] sentinel of the firing (pause: current, resume: new)

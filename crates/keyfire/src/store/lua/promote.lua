@@ -1,3 +1,6 @@
+#!lua flags=allow-oom
+-- allow-oom: it sets at most one sentinel key per pending firing (expiring at its instant) and
+-- moves the watermark.
 -- Give pending firings that came within the sentinel horizon their sentinel keys, and move the
 -- watermark. Firings further out live in the due ZSET alone: few TTL'd keys keep Redis's
 -- expire cycle cheap, so its `expired` events (the fallback behind precision timers) stay

@@ -1,3 +1,7 @@
+#!lua flags=allow-oom
+-- allow-oom: it removes the lost run's lease before it records the run (history and dead letters
+-- trimmed to their caps in the same step) and queues the next attempt: a takeover must not wait for
+-- memory.
 -- Take over a run that was lost: its lease expired (its node died, hung, or lost Redis), or
 -- its node left the live set without a heartbeat for node_ttl (it fenced itself before
 -- then: it cancelled its runs). Grant the next attempt and queue it for any node, or move

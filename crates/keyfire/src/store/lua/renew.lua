@@ -1,3 +1,6 @@
+#!lua flags=allow-oom
+-- allow-oom: it moves the expiry of a lease that exists (`XX`). A run whose lease cannot be renewed
+-- is cancelled and taken over.
 -- Extend the lease of an attempt this node still holds: the running ZSET's member
 -- "<firing id>|<attempt>|<claimed ms>|<node>" (see claim.lua) names this node and attempt.
 -- The caller names the claim instant when it knows it (one lookup: a run of the same node

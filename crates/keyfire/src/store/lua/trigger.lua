@@ -1,3 +1,5 @@
+-- No allow-oom: it queues a new firing. At maxmemory Redis refuses it at its first write, before it
+-- wrote anything (507 redis_full).
 -- Run a job once now, without moving its schedule: queue a firing at Redis's now as attempt 1.
 -- Overlap policies apply to it like to any firing.
 -- KEYS[1] job hash   KEYS[2] retry zset   KEYS[3] attempts hash   KEYS[4] due zset

@@ -1,3 +1,7 @@
+-- No allow-oom: creating a job is refused at maxmemory at its first write (the dedup key's SET or
+-- the generation's INCR), before it wrote anything (507 redis_full), and so is changing a compact
+-- task (its expansion's HSET). Changing a job hash starts with the DEL of its sentinel key, and
+-- Redis lets a script that wrote once finish: that change runs (it rewrites the job's fields).
 -- Create or replace a job, and schedule its next firing, atomically (G4).
 -- KEYS[1] job hash   KEYS[2] due zset   KEYS[3] jobs index
 -- KEYS[4] sentinel of the next firing the caller read (deleted)   KEYS[5] sentinel of the new next firing
