@@ -365,6 +365,13 @@ async fn deliveries_carry_attempt_schedule_and_trace() {
     let mut traces = Vec::new();
     for (i, (h, body)) in got.iter().enumerate() {
         assert_eq!(header(h, "keyfire-attempt"), (i + 1).to_string());
+        // The fencing token: this attempt and its claim instant, as the run's record has them.
+        assert_eq!(
+            header(h, "keyfire-fence"),
+            format!("{}:{}", i + 1, r[i].claimed_ms),
+            "attempt {}",
+            i + 1
+        );
         assert_eq!(header(h, "keyfire-job-id"), "flaky");
         assert_eq!(header(h, "keyfire-scheduled-at"), scheduled);
         // The firing id on every attempt: the receiver's idempotency key.

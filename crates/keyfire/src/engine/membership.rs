@@ -120,6 +120,10 @@ pub(super) struct Membership {
     /// The data markers this node knows, and what it writes back when Redis lost them.
     data: DataWatch,
     pub(super) healer: Arc<Healer>,
+    /// Wakes the heartbeat loop for a beat now (a node that woke from a pause asks Redis).
+    beat_now: tokio::sync::Notify,
+    /// Whether the node is confirming its place after a pause (logged once per pause).
+    confirming: AtomicBool,
 }
 
 impl Membership {
@@ -147,6 +151,8 @@ impl Membership {
             handover,
             data: DataWatch::default(),
             healer,
+            beat_now: tokio::sync::Notify::new(),
+            confirming: AtomicBool::new(false),
         }
     }
 
@@ -160,6 +166,7 @@ impl Membership {
             tokio::select! {
                 _ = self.core.claiming.cancelled() => break,
                 _ = tick.tick() => {}
+                _ = self.beat_now.notified() => {}
             }
             if let Err(e) = self.beat(Beat::Alive).await {
                 tracing::warn!(error = %e, "heartbeat failed");
@@ -220,6 +227,13 @@ impl Membership {
         self.check_data(&hb.data).await;
         let (now, mut live) = (hb.now, hb.live);
         *left = beat != Beat::Alive;
+        // A node's first beat finds no entry of its own: no lapse.
+        if hb.lapsed && self.live.started_redis_ms() != 0 {
+            self.lapsed();
+        }
+        if self.confirming.swap(false, Ordering::SeqCst) && !hb.lapsed {
+            tracing::info!(node = %self.core.id, "still in the live set after the pause: its runs go on");
+        }
         self.beat_ok(sent_at);
         self.live
             .started_redis_ms
@@ -319,17 +333,45 @@ impl Membership {
     }
 
     /// The fence loop's step: fence the node if its heartbeats are too old; whether it did.
+    /// A node that was frozen and woke before node_ttl asks Redis first (a heartbeat now).
     pub(super) fn check_fence(&self) -> bool {
-        let Some(since) = self.fence.check(fence_after(self.core.settings.node_ttl)) else {
-            return false;
-        };
-        tracing::error!(
-            node = %self.core.id,
-            silent_ms = since.as_millis() as u64,
-            runs = self.executor.active(),
-            "no heartbeat: fencing this node (its runs stop, it claims nothing) before others take its runs over"
-        );
-        true
+        let ttl = self.core.settings.node_ttl;
+        match self.fence.check(fence_after(ttl), ttl) {
+            Verdict::Fine => false,
+            Verdict::Confirming => {
+                if !self.confirming.swap(true, Ordering::SeqCst) {
+                    tracing::warn!(
+                        node = %self.core.id,
+                        runs = self.executor.active(),
+                        "this node was frozen: keeping its runs while a heartbeat checks its place in the live set"
+                    );
+                }
+                self.beat_now.notify_one();
+                false
+            }
+            Verdict::Fenced(since) => {
+                tracing::error!(
+                    node = %self.core.id,
+                    silent_ms = since.as_millis() as u64,
+                    runs = self.executor.active(),
+                    "no heartbeat: fencing this node (its runs stop, it claims nothing) before others take its runs over"
+                );
+                true
+            }
+        }
+    }
+
+    /// The heartbeat found this node's live-set entry lapsed (older than node_ttl, or gone
+    /// with the data): others may have taken its runs over. Fence now (the beat's success
+    /// lifts it again at once, so the node claims on; its runs stop).
+    fn lapsed(&self) {
+        if self.fence.fence_now() {
+            tracing::error!(
+                node = %self.core.id,
+                runs = self.executor.active(),
+                "this node's place in the live set had lapsed: fencing it (its runs stop) since others may have taken them over"
+            );
+        }
     }
 }
 
@@ -351,6 +393,29 @@ pub(super) struct Fence {
     epoch: std::sync::atomic::AtomicU64,
     /// When the fence last lifted.
     lifted: Mutex<Option<Instant>>,
+    /// When the fence loop last ran, and when it found that the process had not run for
+    /// [`FROZEN_GAP`] or more (a pause: SIGSTOP, a VM migration, a stall) since the last
+    /// heartbeat that succeeded.
+    ticked: Mutex<Instant>,
+    frozen: Mutex<Option<Instant>>,
+}
+
+/// A gap this long between two runs of the fence loop (which runs every 100 ms) means the
+/// process was frozen: it did nothing, its runs included.
+pub(super) const FROZEN_GAP: Duration = Duration::from_millis(500);
+
+/// What the fence loop decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Verdict {
+    /// Heartbeats are recent enough (or the node is fenced already).
+    Fine,
+    /// The node was frozen and woke with its last good heartbeat older than the fence's
+    /// bound but younger than node_ttl: nobody may have taken its runs yet. It keeps them and
+    /// asks Redis at once; it fences if the answer says its entry lapsed, or if no answer
+    /// comes before its last good heartbeat is node_ttl old.
+    Confirming,
+    /// The node fenced itself now, silent this long.
+    Fenced(Duration),
 }
 
 impl Fence {
@@ -362,6 +427,8 @@ impl Fence {
             released: Mutex::new(Vec::new()),
             epoch: std::sync::atomic::AtomicU64::new(0),
             lifted: Mutex::new(None),
+            ticked: Mutex::new(Instant::now()),
+            frozen: Mutex::new(None),
         }
     }
 
@@ -419,6 +486,13 @@ impl Fence {
             let mut last = self.last_beat.lock().expect("last beat lock");
             *last = (*last).max(sent_at);
         }
+        {
+            // A beat sent after the process woke answers for the pause.
+            let mut frozen = self.frozen.lock().expect("frozen lock");
+            if frozen.is_some_and(|woke| sent_at >= woke) {
+                *frozen = None;
+            }
+        }
         let was_fenced = self.fenced.swap(false, Ordering::SeqCst);
         if was_fenced {
             *self.token.lock().expect("fence lock") = CancellationToken::new();
@@ -428,16 +502,47 @@ impl Fence {
         (was_fenced, released)
     }
 
-    /// Fence the node if its last good heartbeat was sent longer ago than `after` and it is
-    /// not fenced yet: cancel every run. Returns how long it has been silent when it fenced.
-    fn check(&self, after: Duration) -> Option<Duration> {
+    /// The fence loop's step. Fence the node if its last good heartbeat was sent longer ago
+    /// than `after` and it is not fenced yet (cancel every run), unless the process was just
+    /// frozen and that heartbeat is younger than `ttl`: then it keeps its runs while it asks
+    /// Redis (see [`Verdict::Confirming`]).
+    fn check(&self, after: Duration, ttl: Duration) -> Verdict {
+        let now = Instant::now();
+        let gap = {
+            let mut ticked = self.ticked.lock().expect("ticked lock");
+            let gap = now.saturating_duration_since(*ticked);
+            *ticked = now;
+            gap
+        };
         let since = self.last_beat.lock().expect("last beat lock").elapsed();
-        if since > after && !self.fenced.swap(true, Ordering::SeqCst) {
-            self.epoch.fetch_add(1, Ordering::SeqCst);
-            self.token.lock().expect("fence lock").cancel();
-            return Some(since);
+        let frozen = {
+            let mut frozen = self.frozen.lock().expect("frozen lock");
+            if gap >= FROZEN_GAP {
+                *frozen = Some(now);
+            }
+            frozen.is_some()
+        };
+        if since <= after || self.is_fenced() {
+            return Verdict::Fine;
         }
-        None
+        if frozen && since < ttl {
+            return Verdict::Confirming;
+        }
+        if self.fence_now() {
+            Verdict::Fenced(since)
+        } else {
+            Verdict::Fine
+        }
+    }
+
+    /// Fence the node now, if it is not fenced: cancel every run. Whether it fenced.
+    fn fence_now(&self) -> bool {
+        if self.fenced.swap(true, Ordering::SeqCst) {
+            return false;
+        }
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        self.token.lock().expect("fence lock").cancel();
+        true
     }
 }
 

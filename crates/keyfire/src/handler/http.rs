@@ -19,8 +19,10 @@
 //!
 //! Each request carries `webhook-id` (the firing id: the same on every attempt, so it is the
 //! idempotency key), `webhook-timestamp` (Unix seconds, by Redis's clock), `webhook-signature`
-//! (when a secret applies), `keyfire-job-id`, `keyfire-attempt`, `keyfire-scheduled-at` and a
-//! W3C `traceparent` whose trace id is derived from the firing id (so every attempt of a
+//! (when a secret applies), `keyfire-job-id`, `keyfire-attempt`, `keyfire-fence` (the
+//! attempt's fencing token `<attempt>:<claimed ms>`: compare as a pair of numbers, and refuse
+//! a request whose token is below the greatest seen for its `webhook-id`),
+//! `keyfire-scheduled-at` and a W3C `traceparent` whose trace id is derived from the firing id (so every attempt of a
 //! firing is one trace), unless the job's headers give their own.
 //!
 //! A non-2xx answer, a timeout or a connection error is a failed attempt
@@ -667,6 +669,14 @@ struct Outgoing {
     secrets: Vec<SigningSecret>,
 }
 
+/// The attempt's fencing token, `<attempt>:<claimed ms>`: a later attempt of the same firing
+/// has a greater one (a higher attempt; or the same attempt claimed again later, after a
+/// claim was given back), so a receiver that keeps the greatest token it has seen per
+/// `webhook-id` can refuse a stale attempt (docs/delivery.md).
+pub(crate) fn fence_token(f: &Firing) -> String {
+    format!("{}:{}", f.attempt, f.claimed_at.timestamp_millis())
+}
+
 fn header_value(field: &str, text: &str) -> Result<HeaderValue, HandlerError> {
     HeaderValue::from_str(text)
         .map_err(|_| HandlerError::abort(format!("http: {field}: not a valid header value")))
@@ -863,6 +873,7 @@ impl Inner {
         };
         headers.insert("keyfire-job-id", header_value("job id", &f.job_id)?);
         headers.insert("keyfire-attempt", HeaderValue::from(f.attempt));
+        headers.insert("keyfire-fence", header_value("fence", &fence_token(&f))?);
         headers.insert(
             "keyfire-scheduled-at",
             header_value(

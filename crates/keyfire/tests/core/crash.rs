@@ -277,3 +277,81 @@ async fn sigkilled_node_runs_are_taken_over_within_seconds_not_after_the_lease()
         n.shutdown().await;
     }
 }
+
+/// A node frozen (SIGSTOP) for less than node_ttl keeps its runs: it wakes still in the live
+/// set, asks Redis with a heartbeat instead of fencing itself, and records each outcome once,
+/// as attempt 1. Two pauses while 50 runs are in flight: 0.5 × node_ttl, and 0.7 × node_ttl,
+/// after which its last good heartbeat is always older than the fence's 3/5 of node_ttl (a
+/// node that fenced itself then would stop its runs, and they would run again as attempt 2).
+/// A peer that could take the runs over is live throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_node_paused_for_less_than_node_ttl_keeps_its_runs() {
+    let mut w = World::new().await;
+    w.settings.node.node_ttl = Duration::from_secs(2);
+    w.settings.node.heartbeat_interval = Duration::from_millis(200);
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    let mut paused = NodeProcess::spawn(
+        &w,
+        "paused",
+        &log,
+        &[
+            ("NODE_TTL", "2s"),
+            ("LEASE", "10s"),
+            ("SWEEP_INTERVAL", "500ms"),
+            ("CLAIM_GRACE", "1s"),
+        ],
+    );
+    let client = w.client().await.allow_handlers(["slow"]);
+    let specs: Vec<JobSpec> = (0..50)
+        .map(|i| JobSpec::after(format!("p{i}"), "0s", "slow").params(json!({"sleep_ms": 6_000})))
+        .collect();
+    client.enqueue_many(specs).await.unwrap();
+    wait_for_within("the node to start 50 runs", Duration::from_secs(20), || {
+        log_lines(&log).iter().filter(|l| l.0 == "start").count() >= 50
+    })
+    .await;
+    let peer = w.node("peer").await;
+    let pid = Pid::from_raw(paused.id() as i32);
+    for stop in [Duration::from_millis(1_000), Duration::from_millis(1_400)] {
+        kill(pid, Signal::SIGSTOP).unwrap();
+        tokio::time::sleep(stop).await;
+        kill(pid, Signal::SIGCONT).unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    wait_for_within("50 runs to end", Duration::from_secs(20), || {
+        log_lines(&log).iter().filter(|l| l.0 == "end").count() >= 50
+    })
+    .await;
+    kill(pid, Signal::SIGTERM).unwrap();
+    paused.wait().unwrap();
+    w.wait_idle(Duration::from_secs(10)).await;
+
+    let lines = log_lines(&log);
+    let again: Vec<_> = lines
+        .iter()
+        .filter(|l| l.0 == "start" && l.2 != 1)
+        .collect();
+    assert!(
+        again.is_empty(),
+        "{} runs were run again, such as {:?}",
+        again.len(),
+        &again[..again.len().min(3)]
+    );
+    assert_eq!(lines.len(), 100, "50 starts and 50 ends");
+    assert!(w.recorder.seen().is_empty(), "the peer ran a firing");
+    for i in 0..50 {
+        let runs = client.runs(&format!("p{i}"), 10).await.unwrap();
+        assert_eq!(runs.len(), 1, "p{i}: {runs:?}");
+        assert_eq!(
+            (
+                runs[0].outcome.as_str(),
+                runs[0].attempt,
+                runs[0].node.as_str()
+            ),
+            ("ok", 1, "paused"),
+            "p{i}"
+        );
+    }
+    peer.shutdown().await;
+}
