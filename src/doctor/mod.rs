@@ -570,13 +570,35 @@ mod tests {
             .iter()
             .map(|f| f.check)
             .collect();
-        assert_eq!(server.len(), CHECKS.len() - 2);
+        assert_eq!(server.len(), CHECKS.len() - 3);
         assert!(!server.contains(&"layout") && !server.contains(&"acl"));
         let data: Vec<&str> = evaluate_scope(&good(), Scope::Data)
             .iter()
             .map(|f| f.check)
             .collect();
-        assert_eq!(data, ["layout", "acl"]);
+        assert_eq!(data, ["layout", "data-loss", "acl"]);
+    }
+
+    #[test]
+    fn a_recorded_data_loss_is_a_warning_that_says_what_to_do() {
+        let mut f = good();
+        assert_eq!(status_of(&f, "data-loss"), Status::Ok);
+        f.data_loss = Some(keyfire::DataLoss {
+            at_ms: 1_796_000_000_000,
+            node: "n1".into(),
+            detail: "lost the meta keys".into(),
+        });
+        assert_eq!(status_of(&f, "data-loss"), Status::Warn);
+        let finding = evaluate(&f)
+            .into_iter()
+            .find(|x| x.check == "data-loss")
+            .unwrap();
+        assert!(finding.message.contains("n1") && finding.message.contains("2026-"));
+        let fix = finding.fix.unwrap();
+        assert!(
+            fix.contains("appendonly") && fix.contains("--ack-data-loss"),
+            "{fix}"
+        );
     }
 
     #[test]

@@ -288,9 +288,36 @@ async fn nodes_heal_after_redis_restarts_empty_and_after_flushall() {
 
     // FLUSHALL: everything gone at once, Redis never away.
     let url = redis.url();
-    lose_and_heal(&http, &nodes, 2, move || {
-        let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
-        let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+    lose_and_heal(&http, &nodes, 2, {
+        let url = url.clone();
+        move || {
+            let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+            let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+        }
     })
     .await;
+
+    // Doctor warns of it until an operator acknowledges it; then /readyz stops showing it.
+    let doctor = |ack: bool| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["doctor", "--redis", &url, "--prefix", "lost", "--json"]);
+        if ack {
+            cmd.arg("--ack-data-loss");
+        }
+        let out = cmd.output().expect("run keyfire doctor");
+        let report: Value = serde_json::from_slice(&out.stdout).expect("doctor's JSON");
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["check"] == "data-loss")
+            .map(|f| f["status"].as_str().unwrap_or_default().to_string())
+            .unwrap_or_default()
+    };
+    assert_eq!(doctor(false), "warn");
+    assert_eq!(doctor(true), "ok");
+    let ready = status(http.get(format!("{}/readyz", nodes[0].base)).send().await)
+        .await
+        .unwrap();
+    assert!(ready.1["checks"].get("data_loss").is_none(), "{ready:?}");
 }

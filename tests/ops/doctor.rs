@@ -86,6 +86,7 @@ fn the_shipped_redis_conf_passes() {
             "hash-encoding",
             "config-access",
             "layout",
+            "data-loss",
             "acl"
         ]
     );
