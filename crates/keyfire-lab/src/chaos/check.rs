@@ -23,14 +23,23 @@
 //! - `late`: first claimed after its deadline: the instant (or the call that made it due)
 //!   plus [`Bounds::late_ms`], pushed past any Redis outage that overlaps it by
 //!   [`Bounds::recovery_ms`];
-//! - `ran_after_delete`: a run of a firing of a deleted job claimed after `delete` returned;
+//! - `ran_after_delete`: a run of a firing of a deleted job claimed after `delete` returned,
+//!   or of a firing from before Redis lost its data claimed after the loss;
 //! - `ran_while_paused`: a run claimed after `pause` returned and before `resume` was called;
 //! - `stale_version`: a scheduled firing run with params of another version than the one it
 //!   was scheduled under, or any run (retry, takeover, trigger) with params older than the
 //!   version its firing belongs to;
 //! - `unexpected`: a run of a firing the workload never asked for;
 //! - `misfire`: a job with `misfire = "skip"` ran a firing claimed later than its tolerance;
-//! - `stuck`: a firing due before the cutoff still running or queued after the drain.
+//! - `stuck`: a firing due before the cutoff still running or queued after the drain;
+//! - `rerun_after_pause`: a run in flight on a node paused for less than `node_ttl` got a next
+//!   attempt, though its handler did not fail (nor was meant to fail or hang on that attempt)
+//!   and no other fault that takes runs away came between its claim and the next attempt's;
+//! - `fenced_while_full`: a node logged that it fenced itself while Redis was full (or within
+//!   2 s of it), with no other fault holding it or Redis;
+//! - `unnoticed_data_loss`: Redis lost its data and no node logged it (its ERROR line) within
+//!   10 s of the fault's end; `false_data_loss`: a node logged a data loss with no
+//!   `redis_empty` fault in the 10 s before.
 //!
 //! Delay-queue tasks (each named `queue:<task id>`) are held to the queue's promises with the
 //! same kinds where they mean the same: `early` (made ready or reserved before its instant),
@@ -38,7 +47,9 @@
 //! twice), `doubled` (two finishes accepted), `missed` (a required task never delivered),
 //! `lost` (delivered, never finished, neither done nor dead at the end); and two of their own:
 //! `within_ttr` (delivered again before the previous reservation's ttr ran out) and
-//! `redelivered_after_finish` (delivered again after a finish was accepted).
+//! `redelivered_after_finish` (delivered again after a finish was accepted). A delivery of a
+//! task no accepted add produced (its add refused because Redis was full) is `unexpected`; a
+//! delivery after Redis lost its data of a task added before, `ran_after_delete`.
 //!
 //! # What is required
 //!
@@ -65,6 +76,25 @@
 //! reach the replica, but not for every other write). The harness makes no workload call
 //! in the second before it kills a master.
 //!
+//! # Redis losing its data, Redis full
+//!
+//! A `redis_empty` fault (Redis restarted empty, or `FLUSHALL`) takes everything keyfire held,
+//! by design: for the checker, every job, task and delay-queue task created before it is
+//! deleted at the fault's start, its history and dead letters with it. So their firings
+//! (and queued retries) whose deadline comes after the start are optional (`deadline after
+//! Redis lost its data`), their firings after the start are not expected at all, their
+//! outcomes need no record, and their delay-queue tasks need not be delivered or finished;
+//! but a firing due and late before the loss is still `missed`, and nothing from before may
+//! run after it. What the workload creates once the fault is over (the harness holds its calls
+//! until every node logged the loss and healed, at most 5 s after Redis answers) is judged as
+//! usual: the driver creates its static jobs again under a new version, so a node that runs
+//! them with the spec it cached before the loss is caught as `stale_version`.
+//!
+//! A `redis_full` fault refuses what adds data. The workload's calls Redis refused (`Refused`
+//! ops) wrote nothing and are not expected to run (a run of one is `unexpected`); everything
+//! that existed is held to the usual bounds (a full Redis is no outage), and no node may fence
+//! itself meanwhile.
+//!
 //! # The other exemption: attempts used up by faults
 //!
 //! A run cut off by a fault (its node killed, stopped or cut off; Redis paused or restarted,
@@ -79,7 +109,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{Bounds, FaultEvent, FaultKind, History, OpKind, QueueEv, QueueEvent, Workload};
+use super::model::{
+    Bounds, FaultEvent, FaultKind, History, NodeLogKind, Op, OpKind, QueueEv, QueueEvent, Workload,
+};
 use super::record::{Ev, Outcome, RunEvent};
 use keyfire::job::{Job, MisfirePolicy, Validation};
 use keyfire::store::{RunRecord, firing_id, parse_firing_id};
@@ -118,11 +150,19 @@ pub enum ViolationKind {
     RedeliveredAfterFinish,
     /// A delay-queue task delivered again before its previous reservation's ttr ran out.
     WithinTtr,
+    /// A firing run again (a takeover) because its node was paused for less than `node_ttl`.
+    RerunAfterPause,
+    /// A node fenced itself while Redis was full (its heartbeats must go on).
+    FencedWhileFull,
+    /// Redis lost its data and no node logged it.
+    UnnoticedDataLoss,
+    /// A node logged that Redis lost keyfire's data when it had not.
+    FalseDataLoss,
 }
 
 impl ViolationKind {
     /// Every kind, in report order.
-    pub const ALL: [ViolationKind; 15] = [
+    pub const ALL: [ViolationKind; 19] = [
         ViolationKind::Missed,
         ViolationKind::Lost,
         ViolationKind::Doubled,
@@ -138,6 +178,10 @@ impl ViolationKind {
         ViolationKind::Stuck,
         ViolationKind::RedeliveredAfterFinish,
         ViolationKind::WithinTtr,
+        ViolationKind::RerunAfterPause,
+        ViolationKind::FencedWhileFull,
+        ViolationKind::UnnoticedDataLoss,
+        ViolationKind::FalseDataLoss,
     ];
 
     /// Its name in reports.
@@ -158,6 +202,10 @@ impl ViolationKind {
             ViolationKind::Stuck => "stuck",
             ViolationKind::RedeliveredAfterFinish => "redelivered_after_finish",
             ViolationKind::WithinTtr => "within_ttr",
+            ViolationKind::RerunAfterPause => "rerun_after_pause",
+            ViolationKind::FencedWhileFull => "fenced_while_full",
+            ViolationKind::UnnoticedDataLoss => "unnoticed_data_loss",
+            ViolationKind::FalseDataLoss => "false_data_loss",
         }
     }
 
@@ -231,6 +279,16 @@ pub struct Report {
     pub retries: usize,
     /// Firings whose handler returned `Ok` more than once (at-least-once, allowed).
     pub reruns: usize,
+    /// Firings run again because their node was paused for less than `node_ttl` (each a
+    /// `rerun_after_pause` violation).
+    #[serde(default)]
+    pub pause_reruns: usize,
+    /// Workload calls Redis refused because it was full (one per job or task they named).
+    #[serde(default)]
+    pub refused: usize,
+    /// Times a node logged that Redis lost keyfire's data.
+    #[serde(default)]
+    pub data_losses_logged: usize,
     /// Run-log lines torn by a SIGKILL.
     pub torn: usize,
     /// Delay-queue tasks added, and their deliveries to consumers.
@@ -274,6 +332,31 @@ impl fmt::Display for Report {
                 f,
                 "delay-queue tasks: {}, delivered {} times",
                 self.queue_tasks, self.deliveries
+            )?;
+        }
+        let count = |k: FaultKind| self.faults.get(&k).copied().unwrap_or(0);
+        if count(FaultKind::RedisEmpty) > 0 || self.data_losses_logged > 0 {
+            writeln!(
+                f,
+                "Redis lost its data {} times; the nodes logged a data loss {} times",
+                count(FaultKind::RedisEmpty),
+                self.data_losses_logged
+            )?;
+        }
+        if count(FaultKind::RedisFull) > 0 || self.refused > 0 {
+            writeln!(
+                f,
+                "Redis full {} times; workload calls refused as full: {}",
+                count(FaultKind::RedisFull),
+                self.refused
+            )?;
+        }
+        if count(FaultKind::NodePause) > 0 {
+            writeln!(
+                f,
+                "short node pauses: {}; re-runs after short pauses: {}",
+                count(FaultKind::NodePause),
+                self.pause_reruns
             )?;
         }
         let optional: Vec<String> = self
@@ -365,11 +448,25 @@ struct Segment {
     not_before: i64,
 }
 
+/// How long after a `redis_empty` fault began its loss may take effect: `FLUSHALL` runs a
+/// moment after the harness read the clock (a SIGKILL lands at once).
+const WIPE_SLACK_MS: i64 = 100;
+/// How soon a node notices a fault that holds it (resuming from SIGSTOP, reconnecting).
+const NOTICED_WITHIN_MS: i64 = 2_000;
+/// How late after a `redis_empty` fault a node may still log the loss: a node frozen by a
+/// node fault meanwhile logs it when it wakes (a stop lasts up to 5 s).
+const LOSS_LOGGED_WITHIN_MS: i64 = 10_000;
+
 struct Checker<'a> {
     w: &'a Workload,
     b: Bounds,
     outages: Vec<(i64, i64)>,
     aof_windows: Vec<(i64, i64)>,
+    /// `redis_empty` faults: their start and end. Everything created before a start is gone
+    /// from `start + WIPE_SLACK_MS` on.
+    wipes: Vec<(i64, i64)>,
+    /// The params of each version of each job (`v`), as the workload wrote them.
+    params: HashMap<(String, u64), serde_json::Value>,
     expects: BTreeMap<String, Expect>,
     /// Per job: paused spans (pause returned, resume called).
     paused: HashMap<String, Vec<(i64, i64)>>,
@@ -416,11 +513,28 @@ impl<'a> Checker<'a> {
             .filter(|f| matches!(f.kind, FaultKind::RedisKill | FaultKind::MasterKill))
             .map(|f| (f.start_ms - w.bounds.aof_loss_ms, f.start_ms))
             .collect();
+        let mut wipes: Vec<(i64, i64)> = faults
+            .iter()
+            .filter(|f| f.kind == FaultKind::RedisEmpty)
+            .map(|f| (f.start_ms, f.end_ms))
+            .collect();
+        wipes.sort();
+        let mut params = HashMap::new();
+        for op in &w.ops {
+            match &op.kind {
+                OpKind::Upsert { spec, v, .. } | OpKind::Enqueue { spec, v } => {
+                    params.insert((op.job.clone(), *v), spec.params.clone());
+                }
+                _ => {}
+            }
+        }
         Self {
             w,
             b: w.bounds,
             outages,
             aof_windows,
+            wipes,
+            params,
             expects: BTreeMap::new(),
             paused: HashMap::new(),
             deleted: HashMap::new(),
@@ -432,6 +546,24 @@ impl<'a> Checker<'a> {
 
     fn in_aof_window(&self, t: i64) -> bool {
         self.aof_windows.iter().any(|(a, b)| t >= *a && t <= *b)
+    }
+
+    /// The first `redis_empty` fault that took what existed at `t` (a firing's instant, a
+    /// task's add): its start.
+    fn wiped_after(&self, t: i64) -> Option<i64> {
+        self.wipes
+            .iter()
+            .map(|(start, _)| *start)
+            .find(|start| t <= start + WIPE_SLACK_MS)
+    }
+
+    /// Whether the handler of `job` at version `v` fails or hangs on `attempt` by design (so
+    /// another attempt follows it).
+    fn fails_on(&self, job: &str, v: u64, attempt: u32) -> bool {
+        self.params.get(&(job.to_string(), v)).is_some_and(|p| {
+            let n = |k: &str| p[k].as_u64().unwrap_or(0);
+            u64::from(attempt) <= n("fail").max(n("hang"))
+        })
     }
 
     /// The latest a firing that became due at `ready` may be first claimed.
@@ -472,8 +604,14 @@ impl<'a> Checker<'a> {
     }
 
     /// The firings of `seg` up to `close_ret`; those whose deadline passed before `close_call`
-    /// (and before the observation ended) are required.
-    fn close(&mut self, name: &str, seg: Segment, close_call: i64, close_ret: i64) {
+    /// (and before the observation ended) are required; the others are optional, `why`.
+    fn close(
+        &mut self,
+        name: &str,
+        seg: Segment,
+        (close_call, close_ret): (i64, i64),
+        why: &'static str,
+    ) {
         let job = &seg.job;
         let tolerance = job.misfire_tolerance_ms;
         let doomed = doomed(job);
@@ -495,7 +633,7 @@ impl<'a> Checker<'a> {
             } else if misfire_candidate {
                 "misfire candidate"
             } else if deadline >= close_call {
-                "deadline after a change of its job"
+                why
             } else if deadline >= self.w.end_ms {
                 "deadline after the end"
             } else {
@@ -522,20 +660,57 @@ impl<'a> Checker<'a> {
     }
 
     fn derive(&mut self) {
-        let mut by_job: BTreeMap<&str, Vec<&super::model::Op>> = BTreeMap::new();
+        const CHANGED: &str = "deadline after a change of its job";
+        const LOST: &str = "deadline after Redis lost its data";
+        let mut by_job: BTreeMap<&str, Vec<Step>> = BTreeMap::new();
         for op in &self.w.ops {
-            by_job.entry(op.job.as_str()).or_default().push(op);
+            by_job
+                .entry(op.job.as_str())
+                .or_default()
+                .push(Step::Op(op));
             if self.in_aof_window(op.ret_ms) {
                 self.undone.insert(op.job.clone());
             }
         }
-        for (name, mut ops) in by_job {
-            ops.sort_by_key(|o| o.call_ms);
+        for (name, steps) in &mut by_job {
+            // Redis's data loss is a step of every job that had a call before it. A call it
+            // cut through (the harness makes none) may or may not have been undone.
+            let first = steps.iter().map(Step::at).min().unwrap_or(i64::MAX);
+            for &(start, _) in &self.wipes {
+                if first < start {
+                    steps.push(Step::Wipe(start));
+                }
+                if steps.iter().any(|s| match s {
+                    Step::Op(op) => op.call_ms <= start + WIPE_SLACK_MS && op.ret_ms >= start,
+                    Step::Wipe(_) => false,
+                }) {
+                    self.undone.insert(name.to_string());
+                }
+            }
+            steps.sort_by_key(Step::at);
+        }
+        for (name, steps) in by_job {
             let mut cur: Option<Segment> = None;
             let mut spec: Option<(Job, u64)> = None;
             let mut paused_at: Option<i64> = None;
             let mut triggers: Vec<Expect> = Vec::new();
-            for op in ops {
+            for step in steps {
+                let op = match step {
+                    Step::Op(op) => op,
+                    Step::Wipe(start) => {
+                        // Gone: as if deleted at once, with its history and dead letters.
+                        if let Some(seg) = cur.take() {
+                            self.close(name, seg, (start, start + WIPE_SLACK_MS), LOST);
+                        }
+                        self.settle_triggers(&mut triggers, start, LOST);
+                        self.drops.entry(name.into()).or_default().push(start);
+                        if let Some(p) = paused_at.take() {
+                            self.paused.entry(name.into()).or_default().push((p, start));
+                        }
+                        spec = None;
+                        continue;
+                    }
+                };
                 match &op.kind {
                     OpKind::Upsert {
                         spec: s,
@@ -545,7 +720,7 @@ impl<'a> Checker<'a> {
                         created_ms,
                     } => {
                         if let Some(seg) = cur.take() {
-                            self.close(name, seg, op.call_ms, op.ret_ms);
+                            self.close(name, seg, (op.call_ms, op.ret_ms), CHANGED);
                         }
                         let Some(job) = validate(s, *created_ms) else {
                             continue;
@@ -562,7 +737,7 @@ impl<'a> Checker<'a> {
                     }
                     OpKind::Enqueue { spec: s, v } => {
                         if let Some(seg) = cur.take() {
-                            self.close(name, seg, op.call_ms, op.ret_ms);
+                            self.close(name, seg, (op.call_ms, op.ret_ms), CHANGED);
                         }
                         let Some(job) = validate(s, op.call_ms) else {
                             continue;
@@ -578,9 +753,9 @@ impl<'a> Checker<'a> {
                     }
                     OpKind::Pause => {
                         if let Some(seg) = cur.take() {
-                            self.close(name, seg, op.call_ms, op.ret_ms);
+                            self.close(name, seg, (op.call_ms, op.ret_ms), CHANGED);
                         }
-                        self.settle_triggers(&mut triggers, op.call_ms);
+                        self.settle_triggers(&mut triggers, op.call_ms, CHANGED);
                         self.drops.entry(name.into()).or_default().push(op.call_ms);
                         if paused_at.is_none() {
                             paused_at = Some(op.ret_ms);
@@ -606,9 +781,9 @@ impl<'a> Checker<'a> {
                     }
                     OpKind::Delete { .. } => {
                         if let Some(seg) = cur.take() {
-                            self.close(name, seg, op.call_ms, op.ret_ms);
+                            self.close(name, seg, (op.call_ms, op.ret_ms), CHANGED);
                         }
-                        self.settle_triggers(&mut triggers, op.call_ms);
+                        self.settle_triggers(&mut triggers, op.call_ms, CHANGED);
                         self.drops.entry(name.into()).or_default().push(op.call_ms);
                         if let Some(p) = paused_at.take() {
                             self.paused
@@ -622,7 +797,8 @@ impl<'a> Checker<'a> {
                             .push((op.call_ms, op.ret_ms));
                         spec = None;
                     }
-                    OpKind::QueueAdd { .. } => {}
+                    // Nothing of a refused call was written.
+                    OpKind::QueueAdd { .. } | OpKind::Refused { .. } => {}
                     OpKind::Trigger { firing } => match firing.as_deref().and_then(parse_firing_id)
                     {
                         Some((_, at)) => {
@@ -652,7 +828,7 @@ impl<'a> Checker<'a> {
                 }
             }
             if let Some(seg) = cur.take() {
-                self.close(name, seg, self.w.end_ms, self.w.end_ms);
+                self.close(name, seg, (self.w.end_ms, self.w.end_ms), CHANGED);
             }
             if let Some(p) = paused_at.take() {
                 self.paused
@@ -660,18 +836,18 @@ impl<'a> Checker<'a> {
                     .or_default()
                     .push((p, i64::MAX));
             }
-            self.settle_triggers(&mut triggers, self.w.end_ms);
+            self.settle_triggers(&mut triggers, self.w.end_ms, CHANGED);
         }
     }
 
     /// Triggered firings are required when their deadline passed before `until` (a pause or
-    /// delete drops a queued trigger).
-    fn settle_triggers(&mut self, triggers: &mut Vec<Expect>, until: i64) {
+    /// delete drops a queued trigger, and so does Redis losing its data); else optional, `why`.
+    fn settle_triggers(&mut self, triggers: &mut Vec<Expect>, until: i64, why: &'static str) {
         for mut e in triggers.drain(..) {
             e.why_optional = if e.instant > self.w.cutoff_ms {
                 "after the cutoff"
             } else if e.deadline >= until {
-                "deadline after a change of its job"
+                why
             } else if e.deadline >= self.w.end_ms {
                 "deadline after the end"
             } else {
@@ -679,6 +855,22 @@ impl<'a> Checker<'a> {
             };
             e.required = e.why_optional.is_empty();
             self.add(e);
+        }
+    }
+}
+
+/// One step of a job's life: a call of the workload, or Redis losing its data (at the start
+/// of a `redis_empty` fault).
+enum Step<'a> {
+    Op(&'a Op),
+    Wipe(i64),
+}
+
+impl Step<'_> {
+    fn at(&self) -> i64 {
+        match self {
+            Step::Op(op) => op.call_ms,
+            Step::Wipe(start) => *start,
         }
     }
 }
@@ -706,6 +898,8 @@ pub fn check(workload: &Workload, history: &History, faults: &[FaultEvent]) -> R
     evidence.check_expected_firings(&mut f);
     evidence.check_accepted_outcomes(&mut f);
     evidence.check_queue(&mut f);
+    evidence.check_pauses(&mut f);
+    evidence.check_node_logs(&mut f);
     evidence.check_leftovers(&mut f);
     evidence.sort(f)
 }
@@ -770,6 +964,8 @@ struct QueueTask<'a> {
     deadline: i64,
     ttr_ms: i64,
     required: bool,
+    /// Added before Redis lost its data: the start of that `redis_empty` fault.
+    wiped: Option<i64>,
     /// Its state at the end.
     state: Option<&'a str>,
     /// Every consumer event, by reservation instant.
@@ -789,6 +985,11 @@ impl Findings {
         for f in faults {
             *report.faults.entry(f.kind).or_default() += 1;
         }
+        report.refused = workload
+            .ops
+            .iter()
+            .filter(|op| matches!(op.kind, OpKind::Refused { .. }))
+            .count();
         Self {
             report,
             found: Vec::new(),
@@ -967,6 +1168,16 @@ impl<'a> Evidence<'a> {
                     }
                 }
             }
+            // A firing of what Redis lost claimed after the loss: nothing of it was left.
+            if let Some(lost) = self.c.wiped_after(instant)
+                && e.claimed_ms > lost + WIPE_SLACK_MS
+            {
+                f.flag(
+                    ViolationKind::RanAfterDelete,
+                    &e.firing,
+                    format!("Redis lost its data at {lost}: {what}"),
+                );
+            }
         }
         for ((firing, attempt), n) in &per_attempt {
             if *n > 1 {
@@ -1084,7 +1295,9 @@ impl<'a> Evidence<'a> {
             // keyfire must have recorded the outcome of a firing that succeeded (history of jobs
             // never deleted: a delete drops the history).
             let known = self.history.keyfire_runs.contains_key(&x.job)
-                && !self.c.deleted.contains_key(&x.job);
+                && !self.c.deleted.contains_key(&x.job)
+                // Redis lost the records of what it lost.
+                && self.c.wiped_after(x.instant).is_none();
             if known && oks > 0 && x.instant <= self.workload.cutoff_ms {
                 let accepted = records.iter().any(|r| r.outcome == "ok");
                 if !accepted && !is_dead && !dropped_later {
@@ -1152,7 +1365,40 @@ impl<'a> Evidence<'a> {
             Self::queue_within_ttr(t, f);
             Self::queue_finished_twice(t, f);
             Self::queue_delivered_after_finish(t, f);
+            Self::queue_delivered_after_loss(t, f);
             Self::queue_missed_or_lost(t, f);
+        }
+        // Deliveries of tasks no accepted add produced (one refused as full must not exist).
+        let added: BTreeSet<&str> = self
+            .workload
+            .ops
+            .iter()
+            .filter(|op| matches!(op.kind, OpKind::QueueAdd { .. }))
+            .map(|op| op.job.as_str())
+            .collect();
+        let mut unknown: BTreeMap<&str, usize> = BTreeMap::new();
+        for e in self.history.queue.iter().filter(|e| e.ev == QueueEv::Pop) {
+            if !added.contains(e.task.as_str()) {
+                *unknown.entry(e.task.as_str()).or_default() += 1;
+            }
+        }
+        for (task, n) in unknown {
+            let refused = self.workload.ops.iter().any(|op| {
+                op.job == task
+                    && matches!(&op.kind, OpKind::Refused { call, .. } if call == "queue_add")
+            });
+            f.flag(
+                ViolationKind::Unexpected,
+                &format!("queue:{task}"),
+                format!(
+                    "delivered {n} times, yet no accepted add produced it{}",
+                    if refused {
+                        " (its add was refused: Redis was full)"
+                    } else {
+                        ""
+                    }
+                ),
+            );
         }
     }
 
@@ -1170,6 +1416,8 @@ impl<'a> Evidence<'a> {
             let due = *due_ms;
             let ready = due.max(op.ret_ms);
             let deadline = self.c.deadline(ready);
+            // Lost with Redis's data unless it was due (and late) before the loss.
+            let wiped = self.c.wiped_after(op.call_ms);
             let mut events = qev.remove(op.job.as_str()).unwrap_or_default();
             events.sort_by_key(|e| (e.reserved_ms, e.at_ms));
             let pops: Vec<&QueueEvent> = events
@@ -1188,7 +1436,10 @@ impl<'a> Evidence<'a> {
                 ready,
                 deadline,
                 ttr_ms: *ttr_ms,
-                required: due <= self.workload.cutoff_ms && deadline < self.workload.end_ms,
+                required: due <= self.workload.cutoff_ms
+                    && deadline < self.workload.end_ms
+                    && wiped.is_none_or(|lost| deadline < lost),
+                wiped,
                 state: self.history.queue_states.get(&op.job).map(String::as_str),
                 events,
                 pops,
@@ -1321,8 +1572,30 @@ impl<'a> Evidence<'a> {
         }
     }
 
+    /// `ran_after_delete`: reserved after Redis lost its data (the task went with it).
+    fn queue_delivered_after_loss(t: &QueueTask, f: &mut Findings) {
+        let Some(lost) = t.wiped else {
+            return;
+        };
+        for p in t
+            .pops
+            .iter()
+            .filter(|p| p.reserved_ms > lost + WIPE_SLACK_MS)
+        {
+            f.flag(
+                ViolationKind::RanAfterDelete,
+                &t.key,
+                format!(
+                    "Redis lost its data at {lost}, yet delivered (#{}) at {} to {}",
+                    p.deliveries, p.reserved_ms, p.consumer
+                ),
+            );
+        }
+    }
+
     /// `missed`: a required task never delivered; `lost`: delivered, but neither finished
-    /// nor done or dead at the end.
+    /// nor done or dead at the end (not judged for a task Redis lost: a reservation it held
+    /// went with it).
     fn queue_missed_or_lost(t: &QueueTask, f: &mut Findings) {
         if !t.required {
             return;
@@ -1334,7 +1607,10 @@ impl<'a> Evidence<'a> {
                 &t.key,
                 format!("due {due} (deadline {deadline}), never delivered; state {state:?}"),
             );
-        } else if t.finishes.is_empty() && !matches!(state, Some("done" | "dead")) {
+        } else if t.finishes.is_empty()
+            && !matches!(state, Some("done" | "dead"))
+            && t.wiped.is_none()
+        {
             f.flag(
                 ViolationKind::Lost,
                 &t.key,
@@ -1343,6 +1619,169 @@ impl<'a> Evidence<'a> {
                     t.pops.len()
                 ),
             );
+        }
+    }
+
+    /// `rerun_after_pause`: a node paused for less than `node_ttl` keeps its runs. A run in
+    /// flight on it during the pause must get no next attempt unless its handler failed (or
+    /// was meant to fail or hang on that attempt), or another fault that takes runs away (its
+    /// node killed, stopped, cut off or restarted; Redis paused, restarted or emptied) came
+    /// between its claim and the next attempt's.
+    fn check_pauses(&self, f: &mut Findings) {
+        let mut flagged: BTreeSet<&str> = BTreeSet::new();
+        for p in self
+            .faults
+            .iter()
+            .filter(|p| p.kind == FaultKind::NodePause)
+        {
+            let Some(node) = p.node.as_deref() else {
+                continue;
+            };
+            for r in self.runs.values() {
+                let e = r.ev;
+                let in_flight = e.node == node
+                    && e.at_ms <= p.end_ms
+                    && r.end.is_none_or(|end| end.at_ms >= p.start_ms);
+                if !in_flight
+                    || flagged.contains(e.firing.as_str())
+                    || r.end.and_then(|end| end.outcome) == Some(Outcome::Failed)
+                    || self.c.fails_on(&e.job, e.v, e.attempt)
+                {
+                    continue;
+                }
+                let Some(next) = self
+                    .by_firing
+                    .get(e.firing.as_str())
+                    .into_iter()
+                    .flatten()
+                    .filter(|n| n.ev.attempt > e.attempt && n.ev.claimed_ms >= p.start_ms)
+                    .min_by_key(|n| n.ev.claimed_ms)
+                else {
+                    continue;
+                };
+                let explained = self.faults.iter().any(|o| {
+                    let hits = match o.kind {
+                        FaultKind::NodeKill
+                        | FaultKind::NodeStop
+                        | FaultKind::CutDrop
+                        | FaultKind::CutStall
+                        | FaultKind::ClockSkew => o.node.as_deref() == Some(node),
+                        k => k.is_outage(),
+                    };
+                    hits && o.start_ms <= next.ev.claimed_ms
+                        && o.end_ms + NOTICED_WITHIN_MS >= e.claimed_ms
+                });
+                if explained {
+                    continue;
+                }
+                flagged.insert(e.firing.as_str());
+                let ended = match r.end {
+                    Some(end) => format!(
+                        "{} at {}",
+                        end.outcome
+                            .map_or("ended".into(), |o| format!("{o:?}").to_lowercase()),
+                        end.at_ms
+                    ),
+                    None => "no end recorded".into(),
+                };
+                f.flag(
+                    ViolationKind::RerunAfterPause,
+                    &e.firing,
+                    format!(
+                        "attempt {} on {node} (claimed {}, {ended}) was running through its \
+                         {} ms pause from {}; attempt {} claimed at {} on {}",
+                        e.attempt,
+                        e.claimed_ms,
+                        p.end_ms - p.start_ms,
+                        p.start_ms,
+                        next.ev.attempt,
+                        next.ev.claimed_ms,
+                        next.ev.node
+                    ),
+                );
+            }
+        }
+        f.report.pause_reruns = flagged.len();
+    }
+
+    /// What the nodes logged: every `redis_empty` fault noticed by at least one node, no data
+    /// loss logged without one (`false_data_loss`), and no node fenced while Redis was full
+    /// unless another fault held it or Redis.
+    fn check_node_logs(&self, f: &mut Findings) {
+        let log = &self.history.node_log;
+        let losses: Vec<_> = log
+            .iter()
+            .filter(|e| e.what == NodeLogKind::DataLoss)
+            .collect();
+        f.report.data_losses_logged = losses.len();
+        let empties: Vec<&FaultEvent> = self
+            .faults
+            .iter()
+            .filter(|x| x.kind == FaultKind::RedisEmpty)
+            .collect();
+        for w in &empties {
+            let noticed = losses
+                .iter()
+                .filter(|e| e.at_ms >= w.start_ms && e.at_ms <= w.end_ms + LOSS_LOGGED_WITHIN_MS)
+                .count();
+            if noticed == 0 {
+                f.flag(
+                    ViolationKind::UnnoticedDataLoss,
+                    &format!("redis_empty@{}", w.start_ms),
+                    format!(
+                        "Redis lost its data at {} ({}); no node logged it by {}",
+                        w.start_ms,
+                        w.detail,
+                        w.end_ms + LOSS_LOGGED_WITHIN_MS
+                    ),
+                );
+            }
+        }
+        for e in &losses {
+            let explained = empties
+                .iter()
+                .any(|w| e.at_ms >= w.start_ms && e.at_ms <= w.end_ms + LOSS_LOGGED_WITHIN_MS);
+            if !explained {
+                f.flag(
+                    ViolationKind::FalseDataLoss,
+                    &format!("node:{}", e.node),
+                    format!(
+                        "logged at {} that Redis lost keyfire's data; it had not",
+                        e.at_ms
+                    ),
+                );
+            }
+        }
+        for e in log.iter().filter(|e| e.what == NodeLogKind::Fenced) {
+            let Some(full) = self.faults.iter().find(|x| {
+                x.kind == FaultKind::RedisFull
+                    && e.at_ms >= x.start_ms
+                    && e.at_ms <= x.end_ms + NOTICED_WITHIN_MS
+            }) else {
+                continue;
+            };
+            let explained = self.faults.iter().any(|o| {
+                let hits = match o.kind {
+                    FaultKind::NodeKill
+                    | FaultKind::NodeStop
+                    | FaultKind::NodePause
+                    | FaultKind::CutDrop
+                    | FaultKind::CutStall
+                    | FaultKind::ClockSkew => o.node.as_deref() == Some(e.node.as_str()),
+                    k => k.is_outage(),
+                };
+                hits && e.at_ms >= o.start_ms && e.at_ms <= o.end_ms + NOTICED_WITHIN_MS
+            });
+            if !explained {
+                f.flag(
+                    ViolationKind::FencedWhileFull,
+                    &format!("node:{}", e.node),
+                    format!(
+                        "fenced itself at {} while Redis was full ({}..{}: {})",
+                        e.at_ms, full.start_ms, full.end_ms, full.detail
+                    ),
+                );
+            }
         }
     }
 
@@ -1367,8 +1806,6 @@ impl<'a> Evidence<'a> {
         if matches!(outcome, Some(Outcome::Ok | Outcome::Failed)) {
             return false;
         }
-        // A node resuming from SIGSTOP, or reconnecting, notices within a moment.
-        const NOTICED_WITHIN_MS: i64 = 2_000;
         let ended = r.end.map(|e| e.at_ms);
         self.faults.iter().any(|f| {
             let hits = match f.kind {
@@ -1836,5 +2273,279 @@ mod tests {
         let r = check(&workload(vec![every_second("j")]), &h, &[outage]);
         assert!(r.ok(), "{r}");
         assert_eq!(r.lateness["redis_term"].worst_ms, 4_500);
+    }
+
+    fn fault(kind: FaultKind, node: Option<&str>, start: i64, end: i64) -> FaultEvent {
+        FaultEvent {
+            kind,
+            node: node.map(String::from),
+            start_ms: T0 + start,
+            end_ms: T0 + end,
+            detail: String::new(),
+        }
+    }
+
+    fn logged(node: &str, at: i64, what: NodeLogKind) -> crate::chaos::model::NodeLogEvent {
+        crate::chaos::model::NodeLogEvent {
+            node: node.into(),
+            at_ms: T0 + at,
+            what,
+        }
+    }
+
+    /// Job `j` (every second from T0+1 s, v1), Redis emptied from T0+6.5 s to T0+7 s, `j`
+    /// created again at T0+7.2 s as v2 (every second from T0+8.2 s); observed until T0+25 s,
+    /// cutoff T0+15 s. The history: v1 ran its firings up to T0+6 s (T0+2 s failed once, its
+    /// retry lost with the data), v2 all of its own, keyfire holds v2's records only, and a
+    /// node logged the loss.
+    fn emptied() -> (Workload, History, Vec<FaultEvent>) {
+        let mut w = workload(vec![every_second("j")]);
+        w.cutoff_ms = T0 + 15_000;
+        w.end_ms = T0 + 25_000;
+        let again = JobSpec::every("j", "1s", "chaos").params(serde_json::json!({"v": 2}));
+        w.ops.push(Op {
+            job: "j".into(),
+            call_ms: T0 + 7_200,
+            ret_ms: T0 + 7_202,
+            kind: OpKind::Upsert {
+                spec: again,
+                v: 2,
+                status: JobStatus::Active,
+                next_ms: Some(T0 + 8_200),
+                created_ms: T0 + 7_200,
+            },
+        });
+        let mut h = History::default();
+        for k in 1..=6 {
+            let at = T0 + k * 1_000;
+            let outcome = if k == 2 { Outcome::Failed } else { Outcome::Ok };
+            h.runs
+                .extend(ev(&firing_id("j", at), 1, at + 20, "n1", Some(outcome)));
+        }
+        let mut records = Vec::new();
+        for k in 0..17 {
+            let at = T0 + 8_200 + k * 1_000;
+            let fid = firing_id("j", at);
+            h.runs.extend(
+                ev(&fid, 1, at + 20, "n2", Some(Outcome::Ok))
+                    .into_iter()
+                    .map(|e| RunEvent { v: 2, ..e }),
+            );
+            records.push(record(&fid, 1, "n2", "ok", at + 20));
+        }
+        h.keyfire_runs.insert("j".into(), records);
+        h.node_log.push(logged("n1", 6_900, NodeLogKind::DataLoss));
+        let faults = vec![fault(FaultKind::RedisEmpty, None, 6_500, 7_000)];
+        (w, h, faults)
+    }
+
+    /// What Redis lost may be lost: a retry of a firing from before, the records of what ran
+    /// before. What the workload created after it must run; a firing from before may not run
+    /// after it; and a node must have logged the loss.
+    #[test]
+    fn a_firing_lost_with_redis_data_is_allowed_but_not_one_created_after() {
+        let (w, h, faults) = emptied();
+        let r = check(&w, &h, &faults);
+        assert!(r.ok(), "{r}");
+        assert_eq!(r.data_losses_logged, 1);
+        assert!(r.optional["deadline after Redis lost its data"] > 0, "{r}");
+        // The first firings were due (and late) before the loss: still required.
+        assert_eq!(r.required, 2 + 7, "{r}");
+
+        // A firing of the job created after the loss never ran.
+        let mut h2 = h.clone();
+        let gone = firing_id("j", T0 + 10_200);
+        h2.runs.retain(|e| e.firing != gone);
+        h2.keyfire_runs
+            .get_mut("j")
+            .unwrap()
+            .retain(|r| r.firing_id != gone);
+        let r = check(&w, &h2, &faults);
+        assert_eq!(r.count(ViolationKind::Missed), 1, "{r}");
+        assert_eq!(r.violations.len(), 1, "{r}");
+
+        // A firing of the job as it was before ran again after the loss.
+        let mut h3 = h.clone();
+        h3.runs.extend(ev(
+            &firing_id("j", T0 + 3_000),
+            2,
+            T0 + 7_500,
+            "n3",
+            Some(Outcome::Ok),
+        ));
+        let r = check(&w, &h3, &faults);
+        assert_eq!(r.count(ViolationKind::RanAfterDelete), 1, "{r}");
+        assert_eq!(r.violations.len(), 1, "{r}");
+
+        // A firing due (and late) before the loss that never ran is missed all the same.
+        let mut h4 = h.clone();
+        h4.runs.retain(|e| e.firing != firing_id("j", T0 + 1_000));
+        let r = check(&w, &h4, &faults);
+        assert_eq!(r.count(ViolationKind::Missed), 1, "{r}");
+
+        // No node noticed the loss; and one logged a loss that never was.
+        let mut h5 = h.clone();
+        h5.node_log = vec![logged("n2", 40_000, NodeLogKind::DataLoss)];
+        let r = check(&w, &h5, &faults);
+        assert_eq!(r.count(ViolationKind::UnnoticedDataLoss), 1, "{r}");
+        assert_eq!(r.count(ViolationKind::FalseDataLoss), 1, "{r}");
+        assert_eq!(r.violations.len(), 2, "{r}");
+
+        // Without the loss, the same history breaks every rule it bent.
+        let r = check(&w, &h, &[]);
+        assert!(r.count(ViolationKind::Lost) >= 1, "{r}");
+        assert_eq!(r.count(ViolationKind::FalseDataLoss), 1, "{r}");
+    }
+
+    /// Delay-queue tasks added before Redis lost its data may be lost, never delivered after
+    /// it; a task whose add Redis refused as full must never be delivered.
+    #[test]
+    fn queue_tasks_lost_with_redis_data_or_refused_as_full() {
+        let (mut w, mut h, mut faults) = emptied();
+        for (id, due) in [("a", T0 + 8_000), ("b", T0 + 2_000), ("c", T0 + 8_000)] {
+            w.ops.push(qadd(id, due));
+        }
+        w.ops.push(Op {
+            job: "d".into(),
+            call_ms: T0 + 9_000,
+            ret_ms: T0 + 9_002,
+            kind: OpKind::Refused {
+                call: "queue_add".into(),
+                v: 0,
+                error: "OOM command not allowed when used memory > 'maxmemory'.".into(),
+            },
+        });
+        faults.push(fault(FaultKind::RedisFull, None, 8_900, 12_000));
+        let due = T0 + 2_000;
+        h.queue
+            .push(qev(QueueEv::Pop, "b", 1, due, due + 10, due + 10));
+        h.queue
+            .push(qev(QueueEv::FinishOk, "b", 1, due, due + 10, due + 50));
+        h.queue_states.insert("b".into(), "done".into());
+        h.queue_states.insert("a".into(), "gone".into());
+        let r = check(&w, &h, &faults);
+        assert!(r.ok(), "{r}");
+        assert_eq!((r.queue_tasks, r.refused), (3, 1), "{r}");
+
+        let due = T0 + 8_000;
+        h.queue
+            .push(qev(QueueEv::Pop, "c", 1, due, due + 10, due + 10));
+        h.queue
+            .push(qev(QueueEv::Pop, "d", 1, due, T0 + 9_500, T0 + 9_500));
+        let r = check(&w, &h, &faults);
+        let of = |k| -> Vec<String> {
+            r.violations
+                .iter()
+                .filter(|v| v.kind == k)
+                .map(|v| v.firing.clone())
+                .collect()
+        };
+        assert_eq!(of(ViolationKind::RanAfterDelete), ["queue:c"], "{r}");
+        assert_eq!(of(ViolationKind::Unexpected), ["queue:d"], "{r}");
+        assert_eq!(r.violations.len(), 2, "{r}");
+    }
+
+    /// While Redis is full: a create it refused is not expected (and must not run), the
+    /// firings of jobs that existed stay required within the usual bounds, and no node may
+    /// fence itself unless another fault held it.
+    #[test]
+    fn redis_full_refuses_creates_and_fences_no_node() {
+        let mut w = workload(vec![every_second("j")]);
+        let refused = JobSpec::at(
+            "t1",
+            chrono::DateTime::from_timestamp_millis(T0 + 4_000).unwrap(),
+            "chaos",
+        );
+        w.ops.push(Op {
+            job: refused.id.clone(),
+            call_ms: T0 + 3_000,
+            ret_ms: T0 + 3_002,
+            kind: OpKind::Refused {
+                call: "enqueue".into(),
+                v: 1,
+                error: "OOM command not allowed when used memory > 'maxmemory'.".into(),
+            },
+        });
+        let full = fault(FaultKind::RedisFull, None, 2_500, 6_500);
+        let mut h = clean();
+        let r = check(&w, &h, std::slice::from_ref(&full));
+        assert!(r.ok(), "{r}");
+        assert_eq!(r.refused, 1);
+
+        // The refused task ran after all.
+        let mut h2 = h.clone();
+        h2.runs.extend(ev(
+            &firing_id("t1", T0 + 4_000),
+            1,
+            T0 + 4_010,
+            "n1",
+            Some(Outcome::Ok),
+        ));
+        let r = check(&w, &h2, std::slice::from_ref(&full));
+        assert_eq!(r.count(ViolationKind::Unexpected), 1, "{r}");
+        assert_eq!(r.violations.len(), 1, "{r}");
+
+        // A firing of `j` during the fault claimed 4.5 s late: a full Redis is no outage.
+        let mut h3 = h.clone();
+        let slow = firing_id("j", T0 + 4_000);
+        h3.runs.retain(|e| e.firing != slow);
+        h3.runs
+            .extend(ev(&slow, 1, T0 + 8_500, "n1", Some(Outcome::Ok)));
+        let r = check(&w, &h3, std::slice::from_ref(&full));
+        assert_eq!(r.count(ViolationKind::Late), 1, "{r}");
+
+        // A node fenced itself during the fault; the same while it was cut off is explained.
+        h.node_log.push(logged("n2", 3_100, NodeLogKind::Fenced));
+        let r = check(&w, &h, std::slice::from_ref(&full));
+        assert_eq!(r.count(ViolationKind::FencedWhileFull), 1, "{r}");
+        assert_eq!(r.violations.len(), 1, "{r}");
+        let cut = fault(FaultKind::CutDrop, Some("n2"), 2_000, 5_000);
+        let r = check(&w, &h, &[full.clone(), cut]);
+        assert!(r.ok(), "{r}");
+        // Fenced outside the fault: not this rule's business.
+        h.node_log[0].at_ms = T0 + 12_000;
+        let r = check(&w, &h, &[full]);
+        assert!(r.ok(), "{r}");
+    }
+
+    /// A run in flight on a node paused for less than `node_ttl` must get no next attempt:
+    /// one that does is a violation, unless its handler failed or another fault took the
+    /// run away.
+    #[test]
+    fn a_rerun_after_a_short_pause_is_a_violation() {
+        let w = workload(vec![every_second("j")]);
+        let fid = firing_id("j", T0 + 4_000);
+        let pause = fault(FaultKind::NodePause, Some("n1"), 4_100, 4_600);
+        let with = |first: Outcome| {
+            let mut h = clean();
+            h.runs.retain(|e| e.firing != fid);
+            let mut run = ev(&fid, 1, T0 + 4_002, "n1", Some(first));
+            run[1].at_ms = T0 + 4_650;
+            h.runs.extend(run);
+            h.runs
+                .extend(ev(&fid, 2, T0 + 4_700, "n2", Some(Outcome::Ok)));
+            h
+        };
+        let h = with(Outcome::Cancelled);
+        let r = check(&w, &h, std::slice::from_ref(&pause));
+        assert_eq!(r.count(ViolationKind::RerunAfterPause), 1, "{r}");
+        assert_eq!(r.violations.len(), 1, "{r}");
+        assert_eq!(r.pause_reruns, 1);
+        assert_eq!(r.violations[0].firing, fid);
+
+        // The same run on another node, or a first attempt that failed by itself: no rule
+        // broken.
+        let elsewhere = FaultEvent {
+            node: Some("n3".into()),
+            ..pause.clone()
+        };
+        assert!(check(&w, &h, &[elsewhere]).ok());
+        let r = check(&w, &with(Outcome::Failed), std::slice::from_ref(&pause));
+        assert!(r.ok(), "{r}");
+        // Redis paused meanwhile: every node fences, the takeover is the pause of Redis's.
+        let redis = fault(FaultKind::ClientPause, None, 4_200, 4_500);
+        let r = check(&w, &h, &[pause, redis]);
+        assert!(r.ok(), "{r}");
+        assert_eq!(r.pause_reruns, 0);
     }
 }

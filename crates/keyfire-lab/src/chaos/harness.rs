@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -25,9 +26,10 @@ use super::check::{Report, check};
 use super::model::{
     Bounds, FaultEvent, FaultKind, History, Op, OpKind, QueueEv, QueueEvent, Workload,
 };
+use super::nodelog;
 use super::plan::{Plan, PlannedFault};
 use super::proxy::{Mode, Proxy};
-use super::record::{host_ms, read_events};
+use super::record::{RunTail, host_ms, read_events};
 use keyfire::client::Client;
 use keyfire::config::{RedisMode, Settings};
 use keyfire::error::Error;
@@ -53,6 +55,12 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(60);
 pub const CLUSTER_SHARDS: u32 = 6;
 /// Longest a cluster fault may wait for the cluster to settle (a failover, a restart).
 const CLUSTER_LIMIT: Duration = Duration::from_secs(60);
+/// How long the nodes have to notice that Redis lost keyfire's data and heal, from the moment
+/// Redis answers again (they check on every heartbeat).
+const HEAL_LIMIT: Duration = Duration::from_secs(5);
+/// How far above `used_memory` a `redis_full` fault sets `maxmemory`: the workload's next
+/// few writes reach it.
+const FULL_MARGIN: u64 = 32 * 1024;
 
 /// How to run a round.
 #[derive(Debug, Clone)]
@@ -113,6 +121,10 @@ pub(super) struct NodeProc {
     pub(super) bin: PathBuf,
     /// A consumer of these topics (comma-separated) instead of a node.
     pub(super) consumer_of: Option<String>,
+    /// SIGSTOPped by a fault, not yet continued.
+    pub(super) frozen: bool,
+    /// When its process was last started (host ms).
+    pub(super) started_ms: i64,
 }
 
 impl NodeProc {
@@ -160,7 +172,29 @@ impl NodeProc {
             .spawn()
             .with_context(|| format!("run {}", self.bin.display()))?;
         self.child = Some(child);
+        self.frozen = false;
+        self.started_ms = host_ms();
         Ok(())
+    }
+
+    /// How its process ended, if it was started and has exited on its own since.
+    pub(super) fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.as_mut()?.try_wait().ok().flatten()
+    }
+
+    /// Its own log (what the process prints).
+    pub(super) fn log_path(&self) -> PathBuf {
+        self.dir.join(format!("{}.log", self.id))
+    }
+
+    /// SIGSTOP (`true`) or SIGCONT (`false`).
+    pub(super) fn freeze(&mut self, frozen: bool) {
+        self.signal(if frozen {
+            Signal::SIGSTOP
+        } else {
+            Signal::SIGCONT
+        });
+        self.frozen = frozen;
     }
 
     /// The log of a consumer process.
@@ -177,6 +211,7 @@ impl NodeProc {
 
     pub(super) async fn kill(&mut self) {
         self.signal(Signal::SIGKILL);
+        self.frozen = false;
         if let Some(mut c) = self.child.take() {
             let _ = c.wait().await;
         }
@@ -184,7 +219,7 @@ impl NodeProc {
 
     /// SIGTERM (the node drains), SIGKILL if it takes too long.
     pub(super) async fn stop(&mut self) {
-        self.signal(Signal::SIGCONT);
+        self.freeze(false);
         self.signal(Signal::SIGTERM);
         if let Some(mut c) = self.child.take()
             && tokio::time::timeout(Duration::from_secs(10), c.wait())
@@ -211,14 +246,36 @@ fn stable_seed(name: &str) -> u64 {
     })
 }
 
+/// How a call of the workload ended.
+pub(super) enum Answer<T> {
+    /// It succeeded.
+    Done(T),
+    /// Redis refused it because it is full (`Error::is_redis_full`): nothing was written, and
+    /// it is not tried again (the refusal is the answer under test).
+    Full(String),
+    /// It kept failing; or a delete found nothing (it succeeded on an earlier try).
+    Gone,
+}
+
+impl<T> Answer<T> {
+    /// What it returned, if it succeeded.
+    pub(super) fn done(self) -> Option<T> {
+        match self {
+            Answer::Done(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
 /// Retry a call until it succeeds (Redis may be restarting): the change happened between the
-/// first try and the success. A delete that finds nothing succeeded on an earlier try.
+/// first try and the success. A delete that finds nothing succeeded on an earlier try; a call
+/// refused because Redis is full is not tried again.
 pub(super) async fn retrying<T, F, Fut>(
     conn: &mut Conn,
     round: &Round,
     what: &str,
     mut f: F,
-) -> (i64, i64, Option<T>)
+) -> (i64, i64, Answer<T>)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = keyfire::Result<T>>,
@@ -226,9 +283,13 @@ where
     let call = redis_ms(conn).await;
     for _ in 0..100 {
         match f().await {
-            Ok(v) => return (call, redis_ms(conn).await, Some(v)),
+            Ok(v) => return (call, redis_ms(conn).await, Answer::Done(v)),
             Err(Error::NotFound(_)) if what == "delete" => {
-                return (call, redis_ms(conn).await, None);
+                return (call, redis_ms(conn).await, Answer::Gone);
+            }
+            Err(e) if e.is_redis_full() => {
+                round.note(format!("{what} refused, Redis is full: {e}"));
+                return (call, redis_ms(conn).await, Answer::Full(e.to_string()));
             }
             Err(e) => {
                 round.note(format!("{what} failed, retrying: {e}"));
@@ -236,7 +297,7 @@ where
             }
         }
     }
-    (call, redis_ms(conn).await, None)
+    (call, redis_ms(conn).await, Answer::Gone)
 }
 
 /// The Redis of a round.
@@ -320,6 +381,13 @@ pub(super) struct Round {
     /// Asks the workload driver to delete and re-create a job at once: while a node is cut
     /// off, or its subscriber was just killed, so the node misses the change messages.
     churn: tokio::sync::Notify,
+    /// How many times Redis lost its data (`redis_empty` faults over): the workload driver
+    /// forgets what it created before and creates its jobs again.
+    data_losses: AtomicU64,
+    /// Calls of the workload Redis refused as full.
+    refused: AtomicUsize,
+    /// Each node's run log, followed (in the order of `nodes`).
+    tails: std::sync::Mutex<Vec<RunTail>>,
     start: Instant,
 }
 
@@ -380,24 +448,59 @@ impl Round {
         }
     }
 
+    /// Whether node `id` heartbeat after `since` (Redis time).
+    async fn beat_since(&self, id: &str, since: i64) -> bool {
+        let score: redis::RedisResult<Option<i64>> = redis::cmd("ZSCORE")
+            .arg(self.keys.nodes())
+            .arg(id)
+            .query_async(&mut self.admin.clone())
+            .await;
+        matches!(score, Ok(Some(s)) if s >= since)
+    }
+
     /// Wait until node `id` heartbeats after `since` (Redis time), at most `limit`.
     pub(super) async fn wait_heartbeat(&self, id: &str, since: i64, limit: Duration) -> bool {
         let deadline = Instant::now() + limit;
-        let mut conn = self.admin.clone();
         while Instant::now() < deadline {
-            let score: redis::RedisResult<Option<i64>> = redis::cmd("ZSCORE")
-                .arg(self.keys.nodes())
-                .arg(id)
-                .query_async(&mut conn)
-                .await;
-            if let Ok(Some(s)) = score
-                && s >= since
-            {
+            if self.beat_since(id, since).await {
                 return true;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         false
+    }
+
+    /// Start node `i` (not running) and wait up to 15 s for its first heartbeat. A process
+    /// that exits before it beats (a node whose start-up writes Redis refused, as when it is
+    /// full) is a harness incident, and it is started again as a supervisor would, up to three
+    /// times. Whether it beat.
+    async fn start_node(&self, i: usize) -> anyhow::Result<bool> {
+        for _ in 0..4 {
+            let (id, since) = {
+                let mut nodes = self.nodes.lock().await;
+                let since = host_ms();
+                nodes[i].spawn()?;
+                (nodes[i].id.clone(), since)
+            };
+            let deadline = Instant::now() + Duration::from_secs(15);
+            let exited = loop {
+                if self.beat_since(&id, since).await {
+                    return Ok(true);
+                }
+                if let Some(status) = self.nodes.lock().await[i].exit_status() {
+                    break status;
+                }
+                if Instant::now() >= deadline {
+                    return Ok(false);
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            };
+            self.incident(format!(
+                "node {id} exited while starting ({exited}; see {id}.log): started again"
+            ));
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        Ok(false)
     }
 
     async fn restart_redis(&self, crash: bool) -> anyhow::Result<()> {
@@ -416,6 +519,210 @@ impl Round {
         Ok(())
     }
 
+    /// Remove what Redis would load its data from (the AOF directory, RDB snapshots) while it
+    /// is stopped: it starts again empty.
+    async fn wipe_redis_data(&self) -> anyhow::Result<()> {
+        let redis = self.single()?;
+        let dir = redis.lock().expect("redis lock").dir().to_path_buf();
+        for entry in std::fs::read_dir(&dir)? {
+            let path = entry?.path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if path.is_dir() && name == "appendonlydir" {
+                std::fs::remove_dir_all(&path)?;
+            } else if name.ends_with(".rdb") || name.ends_with(".aof") {
+                std::fs::remove_file(&path)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Redis loses everything: SIGKILLed, its data wiped, started again after the hold (two
+    /// plans in three), or `FLUSHALL` (one in three: no connection drops, so the nodes can
+    /// tell only from the data). With the workload's calls held until every node that ran
+    /// before the loss logged it (and healed), at most [`HEAL_LIMIT`] after Redis answers;
+    /// then the workload driver creates its jobs again.
+    async fn empty_redis(&self, f: &PlannedFault) -> anyhow::Result<()> {
+        let _quiet = self.op_lock.lock().await;
+        let marks: Vec<(String, PathBuf, u64)> = self
+            .nodes
+            .lock()
+            .await
+            .iter()
+            .map(|n| {
+                let path = n.log_path();
+                let len = nodelog::len_of(&path);
+                (n.id.clone(), path, len)
+            })
+            .collect();
+        let t0 = host_ms();
+        let how = if f.pick.is_multiple_of(3) {
+            let _: () = redis::cmd("FLUSHALL")
+                .arg("SYNC")
+                .query_async(&mut self.admin.clone())
+                .await
+                .context("FLUSHALL")?;
+            "FLUSHALL".to_string()
+        } else {
+            self.restart_redis(true).await?;
+            self.wipe_redis_data().await?;
+            tokio::time::sleep(f.hold).await;
+            self.start_redis().await?;
+            format!("SIGKILL, data wiped, down {:?}", f.hold)
+        };
+        let back = host_ms();
+        // Every node whose process ran before the loss must notice it (frozen ones when they
+        // wake; the checker counts their lines).
+        let deadline = Instant::now() + HEAL_LIMIT;
+        let (noticed, waited) = loop {
+            let mut nodes = self.nodes.lock().await;
+            let waited: Vec<&str> = nodes
+                .iter_mut()
+                .filter_map(|n| {
+                    let waits = n.child.is_some()
+                        && n.exit_status().is_none()
+                        && !n.frozen
+                        && n.started_ms < t0;
+                    waits.then_some(n.id.as_str())
+                })
+                .collect();
+            let noticed: Vec<String> = marks
+                .iter()
+                .filter(|(_, path, from)| {
+                    nodelog::count_from(path, *from, nodelog::DATA_LOSS).0 > 0
+                })
+                .map(|(id, _, _)| id.clone())
+                .collect();
+            let all = waited.iter().all(|id| noticed.iter().any(|n| n == id));
+            if all || Instant::now() >= deadline {
+                break (noticed, waited.len());
+            }
+            drop(nodes);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let noticed_ms = host_ms() - back;
+        // A node logs the loss, then writes back what it owns: a moment to finish.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        self.data_losses.fetch_add(1, Ordering::SeqCst);
+        self.record(
+            f.kind,
+            None,
+            t0,
+            format!(
+                "{how}; Redis back after {} ms; {} of {waited} nodes logged the loss ({}) \
+                 within {noticed_ms} ms",
+                back - t0,
+                noticed.len(),
+                noticed.join(", "),
+            ),
+        );
+        Ok(())
+    }
+
+    /// `maxmemory` just above `used_memory`, `noeviction`, for the hold; then as it was. The
+    /// workload goes on meanwhile: what adds data is refused, the rest must work.
+    async fn fill_redis(&self, f: &PlannedFault) -> anyhow::Result<()> {
+        let mut conn = self.admin.clone();
+        let get = |name: &'static str| {
+            let mut conn = conn.clone();
+            async move {
+                let v: Vec<String> = redis::cmd("CONFIG")
+                    .arg("GET")
+                    .arg(name)
+                    .query_async(&mut conn)
+                    .await?;
+                anyhow::Ok(v.get(1).cloned().unwrap_or_default())
+            }
+        };
+        let (old_max, old_policy) = (get("maxmemory").await?, get("maxmemory-policy").await?);
+        let info: String = redis::cmd("INFO")
+            .arg("memory")
+            .query_async(&mut conn)
+            .await?;
+        let used: u64 = info
+            .lines()
+            .find_map(|l| l.strip_prefix("used_memory:"))
+            .and_then(|v| v.trim().parse().ok())
+            .context("used_memory in INFO memory")?;
+        let limit = used + FULL_MARGIN;
+        let refused = self.refused.load(Ordering::SeqCst);
+        let t0 = host_ms();
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory-policy")
+            .arg("noeviction")
+            .arg("maxmemory")
+            .arg(limit)
+            .query_async(&mut conn)
+            .await?;
+        tokio::time::sleep(f.hold).await;
+        let mut restored = false;
+        for _ in 0..50 {
+            let set: redis::RedisResult<()> = redis::cmd("CONFIG")
+                .arg("SET")
+                .arg("maxmemory")
+                .arg(&old_max)
+                .arg("maxmemory-policy")
+                .arg(&old_policy)
+                .query_async(&mut conn)
+                .await;
+            if set.is_ok() {
+                restored = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        anyhow::ensure!(restored, "could not set maxmemory back to {old_max}");
+        self.record(
+            f.kind,
+            None,
+            t0,
+            format!(
+                "maxmemory {limit} (used_memory {used} + {FULL_MARGIN}) for {:?}; {} calls refused",
+                f.hold,
+                self.refused.load(Ordering::SeqCst) - refused
+            ),
+        );
+        Ok(())
+    }
+
+    /// A node running firings, to pause: the planned one if it runs one that started at
+    /// least 100 ms ago (a handler that takes its time), else the next such one, else (after
+    /// 2 s) one running any firing, else the planned one. Its index, and how many runs it has
+    /// in flight.
+    async fn busy_node(&self, planned: usize) -> (usize, usize) {
+        let n = self.nodes.lock().await.len();
+        let give_up = Instant::now() + Duration::from_secs(2);
+        loop {
+            let now = host_ms();
+            let busy: Vec<(usize, usize, usize)> = {
+                let mut tails = self.tails.lock().expect("tails lock");
+                (0..n)
+                    .map(|k| {
+                        let i = (planned + k) % n;
+                        // Runs of a process that was killed never end: recent starts only.
+                        let open: Vec<i64> = tails[i]
+                            .poll()
+                            .into_iter()
+                            .filter(|t| now - t < 10_000)
+                            .collect();
+                        let long = open.iter().filter(|t| now - **t >= 100).count();
+                        (i, open.len(), long)
+                    })
+                    .collect()
+            };
+            if let Some(&(i, open, _)) = busy.iter().find(|b| b.2 > 0) {
+                return (i, open);
+            }
+            if Instant::now() >= give_up {
+                return busy
+                    .iter()
+                    .find(|b| b.1 > 0)
+                    .map_or((planned % n.max(1), 0), |b| (b.0, b.1));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     pub(super) async fn inject(&self, f: &PlannedFault) -> anyhow::Result<()> {
         let t0 = host_ms();
         match f.kind {
@@ -427,22 +734,36 @@ impl Round {
                     nodes[i].id.clone()
                 };
                 tokio::time::sleep(f.hold).await;
-                let back = host_ms();
-                self.nodes.lock().await[i].spawn()?;
-                self.wait_heartbeat(&id, back, Duration::from_secs(15))
-                    .await;
+                self.start_node(i).await?;
                 self.record(f.kind, Some(&id), t0, format!("down {:?}", f.hold));
             }
             FaultKind::NodeStop => {
                 let i = f.node.unwrap_or(0);
                 let id = {
-                    let nodes = self.nodes.lock().await;
-                    nodes[i].signal(Signal::SIGSTOP);
+                    let mut nodes = self.nodes.lock().await;
+                    nodes[i].freeze(true);
                     nodes[i].id.clone()
                 };
                 tokio::time::sleep(f.hold).await;
-                self.nodes.lock().await[i].signal(Signal::SIGCONT);
+                self.nodes.lock().await[i].freeze(false);
                 self.record(f.kind, Some(&id), t0, format!("stopped {:?}", f.hold));
+            }
+            FaultKind::NodePause => {
+                let (i, running) = self.busy_node(f.node.unwrap_or(0)).await;
+                let (id, t0) = {
+                    let mut nodes = self.nodes.lock().await;
+                    let t0 = host_ms();
+                    nodes[i].freeze(true);
+                    (nodes[i].id.clone(), t0)
+                };
+                tokio::time::sleep(f.hold).await;
+                self.nodes.lock().await[i].freeze(false);
+                self.record(
+                    f.kind,
+                    Some(&id),
+                    t0,
+                    format!("paused {:?} running {running} firings", f.hold),
+                );
             }
             FaultKind::ClockSkew => {
                 let i = f.node.unwrap_or(0);
@@ -450,15 +771,12 @@ impl Round {
                     let mut nodes = self.nodes.lock().await;
                     nodes[i].stop().await;
                     nodes[i].skew_ms = f.skew_ms;
-                    let back = host_ms();
-                    nodes[i].spawn()?;
-                    (nodes[i].id.clone(), back)
+                    nodes[i].id.clone()
                 };
-                self.wait_heartbeat(&id.0, id.1, Duration::from_secs(15))
-                    .await;
+                self.start_node(i).await?;
                 self.record(
                     f.kind,
-                    Some(&id.0),
+                    Some(&id),
                     t0,
                     format!("restarted with skew {} s", f.skew_ms / 1000),
                 );
@@ -534,6 +852,8 @@ impl Round {
                 self.record(f.kind, None, t0, format!("down {:?} + restart", f.hold));
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
+            FaultKind::RedisEmpty => self.empty_redis(f).await?,
+            FaultKind::RedisFull => self.fill_redis(f).await?,
             FaultKind::MasterKill
             | FaultKind::ReplicaKill
             | FaultKind::SlotMigration
@@ -839,6 +1159,11 @@ struct Driver<'a> {
     /// Dynamic jobs: their version counter (never reset, so a re-created job's params are
     /// newer than any of its previous life) and state.
     dyn_jobs: Vec<(String, u64, DynState)>,
+    /// The static jobs: the spec, its version (bumped each time it is created again) and
+    /// whether it exists (it does not after Redis lost its data, until created again).
+    statics: Vec<(JobSpec, u64, bool)>,
+    /// The data losses the driver has seen ([`Round::data_losses`]).
+    losses_seen: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -853,7 +1178,25 @@ impl Driver<'_> {
         redis_ms(&mut self.conn).await
     }
 
-    async fn upsert(&mut self, spec: JobSpec, v: u64) -> anyhow::Result<()> {
+    /// Record a call Redis refused as full, once per job or task it named.
+    fn refused(&mut self, jobs: &[String], call: &str, v: u64, call_ms: i64, ret_ms: i64, e: &str) {
+        self.round.refused.fetch_add(1, Ordering::SeqCst);
+        for job in jobs {
+            self.ops.push(Op {
+                job: job.clone(),
+                call_ms,
+                ret_ms,
+                kind: OpKind::Refused {
+                    call: call.into(),
+                    v,
+                    error: e.to_string(),
+                },
+            });
+        }
+    }
+
+    /// Create or update a job; whether it was written (`false`: refused, Redis is full).
+    async fn upsert(&mut self, spec: JobSpec, v: u64) -> anyhow::Result<bool> {
         let id = spec.id.clone();
         let client = &self.client;
         let call = redis_ms(&mut self.conn).await;
@@ -861,6 +1204,13 @@ impl Driver<'_> {
         let record = loop {
             match client.upsert(spec.clone()).await {
                 Ok(r) => break r,
+                Err(e) if e.is_redis_full() => {
+                    self.round
+                        .note(format!("upsert {id} refused, Redis is full: {e}"));
+                    let ret = self.now().await;
+                    self.refused(&[id], "upsert", v, call, ret, &e.to_string());
+                    return Ok(false);
+                }
                 Err(e) if tries < 100 => {
                     tries += 1;
                     self.round
@@ -883,7 +1233,38 @@ impl Driver<'_> {
                 created_ms: record.created_ms,
             },
         });
+        Ok(true)
+    }
+
+    /// Create the static jobs that do not exist (all at first; after Redis lost its data,
+    /// those it lost, each under a new version).
+    async fn ensure_statics(&mut self) -> anyhow::Result<()> {
+        for i in 0..self.statics.len() {
+            let (spec, v, exists) = self.statics[i].clone();
+            if exists {
+                continue;
+            }
+            if self.upsert(spec, v).await? {
+                self.statics[i].2 = true;
+            }
+        }
         Ok(())
+    }
+
+    /// Redis lost its data: nothing the workload created before exists. Forget the dynamic
+    /// jobs (their versions go on) and create the static ones again, under new versions.
+    async fn after_data_loss(&mut self) -> anyhow::Result<()> {
+        self.round
+            .note("Redis lost its data: the workload creates its jobs again");
+        for job in &mut self.dyn_jobs {
+            job.2 = DynState::Absent;
+        }
+        for (spec, v, exists) in &mut self.statics {
+            *v += 1;
+            spec.params["v"] = json!(*v);
+            *exists = false;
+        }
+        self.ensure_statics().await
     }
 
     async fn enqueue_batch(&mut self) -> anyhow::Result<()> {
@@ -920,25 +1301,18 @@ impl Driver<'_> {
             specs.push(spec);
         }
         let client = &self.client;
-        let (call, ret, ids) = {
-            let call = redis_ms(&mut self.conn).await;
-            let mut ids = None;
-            for _ in 0..100 {
-                match client.enqueue_many(specs.clone()).await {
-                    Ok(v) => {
-                        ids = Some(v);
-                        break;
-                    }
-                    Err(e) => {
-                        self.round.note(format!("enqueue failed, retrying: {e}"));
-                        tokio::time::sleep(Duration::from_millis(200)).await;
-                    }
-                }
+        let (call, ret, ids) = retrying(&mut self.conn, self.round, "enqueue", || {
+            client.enqueue_many(specs.clone())
+        })
+        .await;
+        match ids {
+            Answer::Done(_) => {}
+            Answer::Full(e) => {
+                let ids: Vec<String> = specs.iter().map(|s| s.id.clone()).collect();
+                self.refused(&ids, "enqueue", 1, call, ret, &e);
+                return Ok(());
             }
-            (call, redis_ms(&mut self.conn).await, ids)
-        };
-        if ids.is_none() {
-            anyhow::bail!("enqueue_many kept failing");
+            Answer::Gone => anyhow::bail!("enqueue_many kept failing"),
         }
         for spec in specs {
             self.ops.push(Op {
@@ -976,23 +1350,30 @@ impl Driver<'_> {
         let i = self.rng.random_range(0..self.dyn_jobs.len());
         let (id, v, state) = self.dyn_jobs[i].clone();
         let roll: f64 = self.rng.random();
+        // A version is never used twice, even when Redis refused it.
         match state {
             DynState::Absent => {
                 let spec = self.dyn_spec(&id, v + 1);
-                self.upsert(spec, v + 1).await?;
-                self.dyn_jobs[i] = (id, v + 1, DynState::Active);
+                self.dyn_jobs[i].1 = v + 1;
+                if self.upsert(spec, v + 1).await? {
+                    self.dyn_jobs[i].2 = DynState::Active;
+                }
             }
             DynState::Active | DynState::Paused if roll < 0.3 => {
                 // Update (a paused job stays paused).
                 let spec = self.dyn_spec(&id, v + 1);
-                self.upsert(spec, v + 1).await?;
                 self.dyn_jobs[i].1 = v + 1;
+                self.upsert(spec, v + 1).await?;
             }
             DynState::Active if roll < 0.55 => {
-                let (call, ret, _) = retrying(&mut self.conn, self.round, "pause", || {
+                let (call, ret, answer) = retrying(&mut self.conn, self.round, "pause", || {
                     self.client.pause(&id)
                 })
                 .await;
+                if let Answer::Full(e) = answer {
+                    self.refused(&[id], "pause", 0, call, ret, &e);
+                    return Ok(());
+                }
                 self.ops.push(Op {
                     job: id,
                     call_ms: call,
@@ -1003,20 +1384,34 @@ impl Driver<'_> {
             }
             DynState::Active if roll < 0.8 => {
                 let call = self.now().await;
-                let firing = self.client.trigger(&id).await.ok();
+                let answer = self.client.trigger(&id).await;
                 let ret = self.now().await;
-                self.ops.push(Op {
-                    job: id,
-                    call_ms: call,
-                    ret_ms: ret,
-                    kind: OpKind::Trigger { firing },
-                });
+                match answer {
+                    Err(e) if e.is_redis_full() => {
+                        self.refused(&[id], "trigger", 0, call, ret, &e.to_string());
+                    }
+                    answer => self.ops.push(Op {
+                        job: id,
+                        call_ms: call,
+                        ret_ms: ret,
+                        kind: OpKind::Trigger {
+                            firing: answer.ok(),
+                        },
+                    }),
+                }
             }
             DynState::Paused if roll < 0.75 => {
                 let (call, ret, record) = retrying(&mut self.conn, self.round, "resume", || {
                     self.client.resume(&id)
                 })
                 .await;
+                let record = match record {
+                    Answer::Full(e) => {
+                        self.refused(&[id], "resume", 0, call, ret, &e);
+                        return Ok(());
+                    }
+                    record => record.done(),
+                };
                 let (status, next_ms) = record
                     .map(|r| (r.status, r.next_ms))
                     .unwrap_or((JobStatus::Paused, None));
@@ -1029,8 +1424,9 @@ impl Driver<'_> {
                 self.dyn_jobs[i].2 = DynState::Active;
             }
             _ => {
-                self.delete(&id).await;
-                self.dyn_jobs[i].2 = DynState::Absent;
+                if self.delete(&id).await {
+                    self.dyn_jobs[i].2 = DynState::Absent;
+                }
             }
         }
         Ok(())
@@ -1058,7 +1454,15 @@ impl Driver<'_> {
             queue.add_many(tasks.clone())
         })
         .await;
-        anyhow::ensure!(ids.is_some(), "queue add kept failing");
+        match ids {
+            Answer::Done(_) => {}
+            Answer::Full(e) => {
+                let ids: Vec<String> = tasks.iter().filter_map(|t| t.id.clone()).collect();
+                self.refused(&ids, "queue_add", 0, call, ret, &e);
+                return Ok(());
+            }
+            Answer::Gone => anyhow::bail!("queue add kept failing"),
+        }
         for t in tasks {
             let When::At(at) = t.when else { continue };
             self.ops.push(Op {
@@ -1087,33 +1491,41 @@ impl Driver<'_> {
         };
         let (id, v, state) = self.dyn_jobs[i].clone();
         self.round.note(format!("churn: delete and re-create {id}"));
-        if state != DynState::Absent {
-            self.delete(&id).await;
-        }
+        let gone = state == DynState::Absent || self.delete(&id).await;
         let spec = self.dyn_spec(&id, v + 1);
-        self.upsert(spec, v + 1).await?;
-        self.dyn_jobs[i] = (id, v + 1, DynState::Active);
+        self.dyn_jobs[i].1 = v + 1;
+        if self.upsert(spec, v + 1).await? {
+            self.dyn_jobs[i].2 = DynState::Active;
+        } else if gone {
+            self.dyn_jobs[i].2 = DynState::Absent;
+        }
         Ok(())
     }
 
-    /// Delete a job, keeping the history the delete drops.
-    async fn delete(&mut self, id: &str) {
+    /// Delete a job, keeping the history the delete drops; whether it is gone (`false`:
+    /// refused, Redis is full).
+    async fn delete(&mut self, id: &str) -> bool {
         let runs = self.client.runs(id, 100_000).await.unwrap_or_default();
         let dead = self
             .client
             .dead_letters(id, 100_000)
             .await
             .unwrap_or_default();
-        let (call, ret, _) = retrying(&mut self.conn, self.round, "delete", || {
+        let (call, ret, answer) = retrying(&mut self.conn, self.round, "delete", || {
             self.client.delete(id)
         })
         .await;
+        if let Answer::Full(e) = answer {
+            self.refused(&[id.to_string()], "delete", 0, call, ret, &e);
+            return false;
+        }
         self.ops.push(Op {
             job: id.to_string(),
             call_ms: call,
             ret_ms: ret,
             kind: OpKind::Delete { runs, dead },
         });
+        true
     }
 
     /// Tasks and lifecycle changes until `until`.
@@ -1131,6 +1543,14 @@ impl Driver<'_> {
                 break;
             }
             let _held = self.round.op_lock.lock().await;
+            let losses = self.round.data_losses.load(Ordering::SeqCst);
+            if losses != self.losses_seen {
+                self.losses_seen = losses;
+                self.after_data_loss().await?;
+            } else {
+                // Created again once Redis has room (a loss while it was full).
+                self.ensure_statics().await?;
+            }
             if churn {
                 self.churn().await?;
                 continue;
@@ -1295,12 +1715,18 @@ pub(super) async fn setup(cfg: &Config, dir: &Path, plan: &Plan) -> anyhow::Resu
             dir: dir.to_path_buf(),
             bin: cfg.node_bin.clone(),
             consumer_of: None,
+            frozen: false,
+            started_ms: 0,
         });
     }
     let shards = match &redis {
         Backend::Single(_) => Shards::new(PREFIX, 1),
         Backend::Cluster(_) => Shards::new(PREFIX, CLUSTER_SHARDS as usize),
     };
+    let tails = nodes
+        .iter()
+        .map(|n| RunTail::new(dir.join(format!("{}.jsonl", n.id))))
+        .collect();
     Ok(Round {
         cfg: cfg.clone(),
         dir: dir.to_path_buf(),
@@ -1314,6 +1740,9 @@ pub(super) async fn setup(cfg: &Config, dir: &Path, plan: &Plan) -> anyhow::Resu
         incidents: std::sync::Mutex::new(Vec::new()),
         op_lock: Mutex::new(()),
         churn: tokio::sync::Notify::new(),
+        data_losses: AtomicU64::new(0),
+        refused: AtomicUsize::new(0),
+        tails: std::sync::Mutex::new(tails),
         start: Instant::now(),
     })
 }
@@ -1459,6 +1888,14 @@ pub async fn run(cfg: Config) -> anyhow::Result<Outcome> {
     let (runs, torn) = read_events(&dir)?;
     history.runs = runs;
     history.torn = torn;
+    let ids: Vec<String> = round
+        .nodes
+        .lock()
+        .await
+        .iter()
+        .map(|n| n.id.clone())
+        .collect();
+    history.node_log = nodelog::read(&dir, &ids);
     let mut out = finish_round(&dir, None, workload, faults, history)?;
     out.incidents = incidents;
     if !out.report.ok() || !out.incidents.is_empty() {
@@ -1560,10 +1997,13 @@ async fn drive(round: &Round, plan: &Plan) -> anyhow::Result<(Workload, Vec<Faul
         dyn_jobs: (0..4)
             .map(|i| (format!("dyn-{i}"), 0, DynState::Absent))
             .collect(),
+        statics: static_jobs(start_ms)
+            .into_iter()
+            .map(|spec| (spec, 1, false))
+            .collect(),
+        losses_seen: 0,
     };
-    for spec in static_jobs(start_ms) {
-        driver.upsert(spec, 1).await?;
-    }
+    driver.ensure_statics().await?;
 
     // The round proper: the workload and both fault lanes, until the cutoff.
     let queue_events: Arc<std::sync::Mutex<Vec<QueueEvent>>> = Arc::default();
@@ -1611,7 +2051,14 @@ async fn drive(round: &Round, plan: &Plan) -> anyhow::Result<(Workload, Vec<Faul
         round.heal(rig).await?;
     }
     for n in round.nodes.lock().await.iter_mut() {
-        n.signal(Signal::SIGCONT);
+        n.freeze(false);
+        if let Some(status) = n.exit_status() {
+            round.incident(format!(
+                "node {} had exited ({status}; see {}.log): started again for the drain",
+                n.id, n.id
+            ));
+            n.child = None;
+        }
         if n.child.is_none() {
             n.spawn()?;
         }

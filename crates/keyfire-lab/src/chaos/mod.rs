@@ -6,9 +6,12 @@
 //!   (the `chaos_node` example) each behind a [`proxy`], a workload (cron with seconds, fixed
 //!   rate, one-shot tasks with retries, hangs and failures, jobs created, updated, paused,
 //!   resumed, triggered and deleted while running), and faults on a schedule planned from a
-//!   seed ([`plan`]): SIGKILL and SIGSTOP of nodes, clock skew, a node cut off from Redis,
-//!   `CLIENT KILL TYPE pubsub`, `CLIENT PAUSE`, Redis SIGTERM and SIGKILL with AOF recovery.
-//! - [`record`]: what handlers write, outside keyfire, one JSON line per event per node.
+//!   seed ([`plan`]): SIGKILL and SIGSTOP of nodes (past a lease, and short pauses while they
+//!   run firings), clock skew, a node cut off from Redis, `CLIENT KILL TYPE pubsub`,
+//!   `CLIENT PAUSE`, Redis SIGTERM and SIGKILL with AOF recovery, Redis restarted empty, and
+//!   Redis full (`maxmemory` reached, `noeviction`).
+//! - [`record`]: what handlers write, outside keyfire, one JSON line per event per node;
+//!   [`nodelog`]: the lines of the nodes' own logs the checker judges (data loss, fencing).
 //! - [`check()`]: the checker, pure code over the workload, the history and the faults; its
 //!   docs say exactly what counts as a violation and what is exempt.
 //!
@@ -29,6 +32,7 @@ pub mod check;
 pub mod consumer;
 pub mod harness;
 pub mod model;
+pub mod nodelog;
 pub mod plan;
 pub mod proxy;
 pub mod queue_round;
@@ -36,5 +40,7 @@ pub mod record;
 
 pub use check::{Report, Violation, ViolationKind, check};
 pub use harness::{Config, Outcome, node_bin_near, recheck, run};
-pub use model::{Bounds, FaultEvent, FaultKind, History, Op, OpKind, Workload};
+pub use model::{
+    Bounds, FaultEvent, FaultKind, History, NodeLogEvent, NodeLogKind, Op, OpKind, Workload,
+};
 pub use queue_round::run_queue;

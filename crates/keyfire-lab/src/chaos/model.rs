@@ -99,6 +99,20 @@ pub enum OpKind {
         /// The new firing.
         firing: Option<String>,
     },
+    /// A call Redis refused because it was full (`keyfire::Error::is_redis_full`, during a
+    /// `redis_full` fault): nothing of it was written (a script refused for memory writes
+    /// nothing), so whatever it would have created is not expected to run. One op per job,
+    /// task or delay-queue task it named.
+    Refused {
+        /// What the call was: `upsert`, `enqueue`, `queue_add`, `pause`, `resume`, `delete`,
+        /// `trigger`.
+        call: String,
+        /// The workload's version it would have written (`upsert`), else 0.
+        #[serde(default)]
+        v: u64,
+        /// Redis's answer.
+        error: String,
+    },
     /// `Queue::add_many`: a delay-queue task (the op's `job` is the task id), due at an instant.
     QueueAdd {
         /// Its topic.
@@ -157,6 +171,9 @@ pub enum FaultKind {
     NodeKill,
     /// SIGSTOP of a node process for longer than a lease, then SIGCONT.
     NodeStop,
+    /// SIGSTOP of a node process while it runs firings, for 0.3 to 0.7 × `node_ttl` (shorter
+    /// than its lease and than its time in the live set), then SIGCONT: it must keep its runs.
+    NodePause,
     /// A node restarted with its wall clock skewed by minutes.
     ClockSkew,
     /// A node cut off from Redis: its proxy closes and refuses connections.
@@ -171,6 +188,13 @@ pub enum FaultKind {
     RedisTerm,
     /// Redis killed with SIGKILL and restarted from its AOF.
     RedisKill,
+    /// Redis restarted empty (killed, its data directory wiped, started again) or emptied by
+    /// `FLUSHALL`: everything keyfire held is gone. The fault ends once every running node
+    /// logged the loss (it heals by writing back what it owns), at most 5 s after Redis is back.
+    RedisEmpty,
+    /// Redis full: `maxmemory` just above `used_memory` with `noeviction` for a few seconds,
+    /// so what adds data is refused with Redis's OOM error; then restored.
+    RedisFull,
     /// A handler failing on purpose (counted from the run log).
     HandlerFail,
     /// A handler hanging past its timeout (counted from the run log).
@@ -197,9 +221,10 @@ pub enum FaultKind {
 
 impl FaultKind {
     /// Every kind the harness schedules.
-    pub const SCHEDULED: [FaultKind; 9] = [
+    pub const SCHEDULED: [FaultKind; 12] = [
         FaultKind::NodeKill,
         FaultKind::NodeStop,
+        FaultKind::NodePause,
         FaultKind::ClockSkew,
         FaultKind::CutDrop,
         FaultKind::CutStall,
@@ -207,6 +232,8 @@ impl FaultKind {
         FaultKind::ClientPause,
         FaultKind::RedisTerm,
         FaultKind::RedisKill,
+        FaultKind::RedisEmpty,
+        FaultKind::RedisFull,
     ];
 
     /// Every kind the harness schedules in a delay-queue round.
@@ -239,6 +266,7 @@ impl FaultKind {
         match self {
             FaultKind::NodeKill => "node_kill",
             FaultKind::NodeStop => "node_stop",
+            FaultKind::NodePause => "node_pause",
             FaultKind::ClockSkew => "clock_skew",
             FaultKind::CutDrop => "cut_drop",
             FaultKind::CutStall => "cut_stall",
@@ -246,6 +274,8 @@ impl FaultKind {
             FaultKind::ClientPause => "client_pause",
             FaultKind::RedisTerm => "redis_term",
             FaultKind::RedisKill => "redis_kill",
+            FaultKind::RedisEmpty => "redis_empty",
+            FaultKind::RedisFull => "redis_full",
             FaultKind::HandlerFail => "handler_fail",
             FaultKind::HandlerHang => "handler_hang",
             FaultKind::ConsumerKill => "consumer_kill",
@@ -261,13 +291,14 @@ impl FaultKind {
     /// Whether no node can reach Redis, or some of its data, while it lasts. On a cluster a
     /// master down, cut off or moving a slot holds back only its own shards, but the meta keys
     /// (membership, the queue) live on one of the masters too: the checker counts each as an
-    /// outage of all.
+    /// outage of all. A full Redis is none: everything but new data goes on.
     pub fn is_outage(self) -> bool {
         matches!(
             self,
             FaultKind::ClientPause
                 | FaultKind::RedisTerm
                 | FaultKind::RedisKill
+                | FaultKind::RedisEmpty
                 | FaultKind::MasterKill
                 | FaultKind::SlotMigration
                 | FaultKind::MasterPartition
@@ -282,6 +313,8 @@ impl FaultKind {
                 | FaultKind::ClientPause
                 | FaultKind::RedisTerm
                 | FaultKind::RedisKill
+                | FaultKind::RedisEmpty
+                | FaultKind::RedisFull
                 | FaultKind::EventsLost
                 | FaultKind::MasterKill
                 | FaultKind::ReplicaKill
@@ -349,4 +382,28 @@ pub struct History {
     /// Delay-queue tasks by their state at the end (`done`, `dead`, `ready`, …).
     #[serde(default)]
     pub queue_states: BTreeMap<String, String>,
+    /// What the nodes logged that the checker judges (see [`NodeLogEvent`]).
+    #[serde(default)]
+    pub node_log: Vec<NodeLogEvent>,
+}
+
+/// A line of a node's log the checker judges.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeLogEvent {
+    /// The node.
+    pub node: String,
+    /// When it was logged, by the host (= Redis) clock (ms).
+    pub at_ms: i64,
+    /// What it said.
+    pub what: NodeLogKind,
+}
+
+/// The node log lines the checker judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeLogKind {
+    /// The node found that Redis lost keyfire's data (its ERROR line), and healed.
+    DataLoss,
+    /// The node fenced itself: no heartbeat succeeded for 3/5 of `node_ttl`.
+    Fenced,
 }

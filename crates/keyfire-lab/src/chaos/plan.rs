@@ -2,15 +2,17 @@
 //! the same faults at the same offsets every time (the processes' timing still varies).
 //!
 //! Two lanes run side by side, each one fault at a time, so faults of the two lanes overlap:
-//! the node lane (kill, stop, skew, cut off; one node at a time, so the others stay up) and
-//! the Redis lane (pub/sub kill, `CLIENT PAUSE`, restarts). Each lane first plays every one
-//! of its kinds once, in a shuffled order, then random kinds until the round ends.
+//! the node lane (kill, stop, short pause, skew, cut off; one node at a time, so the others
+//! stay up) and the Redis lane (pub/sub kill, `CLIENT PAUSE`, restarts, Redis restarted empty,
+//! Redis full). Each lane first plays every one of its kinds once, in a shuffled order, then
+//! random kinds until the round ends.
 
 use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
+use super::harness::NODE_TTL_MS;
 use super::model::FaultKind;
 
 /// One planned fault.
@@ -27,7 +29,8 @@ pub struct PlannedFault {
     /// The new clock skew (clock-skew faults), ms.
     pub skew_ms: i64,
     /// A free choice for Redis Cluster faults, taken modulo what is there when the fault
-    /// comes (which master, which replica, which shard).
+    /// comes (which master, which replica, which shard); for `redis_empty`, how Redis loses
+    /// its data (see `harness`).
     pub pick: usize,
 }
 
@@ -48,18 +51,21 @@ pub struct Plan {
     pub redis_lane: Vec<PlannedFault>,
 }
 
-const NODE_KINDS: [FaultKind; 5] = [
+const NODE_KINDS: [FaultKind; 6] = [
     FaultKind::NodeKill,
     FaultKind::NodeStop,
+    FaultKind::NodePause,
     FaultKind::ClockSkew,
     FaultKind::CutDrop,
     FaultKind::CutStall,
 ];
-const REDIS_KINDS: [FaultKind; 4] = [
+const REDIS_KINDS: [FaultKind; 6] = [
     FaultKind::PubsubKill,
     FaultKind::ClientPause,
     FaultKind::RedisTerm,
     FaultKind::RedisKill,
+    FaultKind::RedisEmpty,
+    FaultKind::RedisFull,
 ];
 
 /// The delay-queue round's process lane: consumers and the promoting node killed, expired
@@ -99,6 +105,10 @@ fn overhead(kind: FaultKind) -> Duration {
         FaultKind::NodeKill | FaultKind::ClockSkew => Duration::from_secs(2),
         FaultKind::RedisKill => Duration::from_secs(5),
         FaultKind::RedisTerm => Duration::from_secs(2),
+        // The restart, then up to 5 s for every node to notice and heal.
+        FaultKind::RedisEmpty => Duration::from_secs(6),
+        // Waiting (up to 2 s) for the node to run firings.
+        FaultKind::NodePause => Duration::from_millis(2_500),
         // Waiting for the consumer to hold reservations, then its restart.
         FaultKind::ConsumerKill => Duration::from_millis(1_500),
         // The burst's lead time, then the node's restart.
@@ -127,9 +137,19 @@ fn fault(rng: &mut StdRng, kind: FaultKind, nodes: usize, at: Duration) -> Plann
     let hold = match kind {
         FaultKind::NodeKill => ms(rng, 500, 4_000),
         FaultKind::NodeStop | FaultKind::CutDrop | FaultKind::CutStall => ms(rng, 2_500, 5_000),
+        // Shorter than its time in the live set (and its lease): it must keep its runs.
+        FaultKind::NodePause => ms(
+            rng,
+            NODE_TTL_MS as u64 * 3 / 10,
+            NODE_TTL_MS as u64 * 7 / 10,
+        ),
         FaultKind::ClockSkew | FaultKind::PubsubKill => Duration::ZERO,
         FaultKind::ClientPause => ms(rng, 500, 2_500),
         FaultKind::RedisTerm | FaultKind::RedisKill => ms(rng, 200, 2_000),
+        // How long Redis stays down before it starts again empty.
+        FaultKind::RedisEmpty => ms(rng, 200, 1_500),
+        // How long `maxmemory` stays reached.
+        FaultKind::RedisFull => ms(rng, 2_500, 5_000),
         FaultKind::HandlerFail | FaultKind::HandlerHang => Duration::ZERO,
         FaultKind::ConsumerKill => ms(rng, 300, 2_000),
         FaultKind::PromoteKill => ms(rng, 500, 3_000),
@@ -141,12 +161,14 @@ fn fault(rng: &mut StdRng, kind: FaultKind, nodes: usize, at: Duration) -> Plann
         // Longer than a lease: runs on its shards lose theirs.
         FaultKind::MasterPartition => ms(rng, 2_500, 5_000),
     };
-    // Drawn for the cluster's kinds only, so the plans of other rounds stay as they were.
+    // Drawn for the kinds that choose (the cluster's; how Redis loses its data) only, so the
+    // plans of rounds without them stay as they were.
     let pick = match kind {
         FaultKind::MasterKill
         | FaultKind::ReplicaKill
         | FaultKind::SlotMigration
-        | FaultKind::MasterPartition => rng.random_range(0..10_000),
+        | FaultKind::MasterPartition
+        | FaultKind::RedisEmpty => rng.random_range(0..10_000),
         _ => 0,
     };
     let node = (!kind.is_redis()).then(|| rng.random_range(0..nodes));
@@ -205,7 +227,8 @@ fn lane(
 }
 
 impl Plan {
-    /// Plan a round of `duration` with `nodes` node processes from `seed`.
+    /// Plan a round of `duration` with `nodes` node processes from `seed`. The Redis lane's
+    /// faults come 1.5 to 4.5 s apart, so its six kinds fit in a minute whatever their draws.
     pub fn new(seed: u64, duration: Duration, nodes: usize) -> Self {
         Self::build(
             seed,
@@ -213,7 +236,7 @@ impl Plan {
             duration,
             nodes,
             (&NODE_KINDS, &REDIS_KINDS),
-            (2_000, 6_000),
+            (1_500, 4_500),
         )
     }
 
@@ -328,12 +351,7 @@ impl Plan {
 
     /// Whether every scheduled kind appears at least once.
     pub fn covers_every_kind(&self) -> bool {
-        FaultKind::SCHEDULED.iter().all(|k| {
-            self.node_lane
-                .iter()
-                .chain(&self.redis_lane)
-                .any(|f| f.kind == *k)
-        })
+        self.covers(&FaultKind::SCHEDULED)
     }
 }
 
@@ -355,6 +373,30 @@ mod tests {
                 }
                 assert!(lane.iter().all(|f| f.at + f.hold <= p.duration));
             }
+            for f in p
+                .node_lane
+                .iter()
+                .filter(|f| f.kind == FaultKind::NodePause)
+            {
+                let ms = f.hold.as_millis() as i64;
+                assert!(
+                    (NODE_TTL_MS * 3 / 10..=NODE_TTL_MS * 7 / 10).contains(&ms),
+                    "a short pause of {ms} ms"
+                );
+            }
+        }
+    }
+
+    /// The cluster's plans are those of before the single-Redis round had its short pauses,
+    /// Redis restarted empty and Redis full: none of them is drawn there.
+    #[test]
+    fn cluster_plans_hold_none_of_the_single_redis_kinds() {
+        for seed in 0..50 {
+            let p = Plan::cluster(seed, Duration::from_secs(90), 4);
+            assert!(p.node_lane.iter().chain(&p.redis_lane).all(|f| !matches!(
+                f.kind,
+                FaultKind::NodePause | FaultKind::RedisEmpty | FaultKind::RedisFull
+            )));
         }
     }
 

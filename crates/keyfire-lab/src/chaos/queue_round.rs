@@ -23,7 +23,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
-use nix::sys::signal::Signal;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde_json::json;
@@ -90,7 +89,7 @@ impl QueueRound<'_> {
             queue.add_many(tasks.clone())
         })
         .await;
-        anyhow::ensure!(ids.is_some(), "queue add kept failing");
+        anyhow::ensure!(ids.done().is_some(), "queue add kept failing");
         let mut ops = self.ops.lock().expect("ops lock");
         for (t, due) in tasks.into_iter().zip(due_ms) {
             ops.push(Op {
@@ -322,6 +321,8 @@ pub async fn run_queue(cfg: Config) -> anyhow::Result<Outcome> {
             dir: dir.clone(),
             bin: cfg.node_bin.clone(),
             consumer_of: Some(topics.clone()),
+            frozen: false,
+            started_ms: 0,
         })
         .collect();
     let q = QueueRound {
@@ -374,7 +375,7 @@ async fn drive(
         p.set(Mode::Pass);
     }
     for n in round.nodes.lock().await.iter_mut() {
-        n.signal(Signal::SIGCONT);
+        n.freeze(false);
         if n.child.is_none() {
             n.spawn()?;
         }

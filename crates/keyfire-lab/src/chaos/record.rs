@@ -7,7 +7,8 @@
 //! (`TIME` reads the same `gettimeofday`); a node whose keyfire clock is skewed still writes
 //! the host's real time here (its known skew is taken off).
 
-use std::io::Write;
+use std::collections::HashMap;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -136,6 +137,63 @@ pub fn read_events(dir: &Path) -> std::io::Result<(Vec<RunEvent>, usize)> {
     Ok((events, torn))
 }
 
+/// Follows one node's run log as it grows, to tell which runs have started and not ended
+/// (the harness pauses a node while it runs firings). Reads only what was appended since
+/// the last poll.
+#[derive(Debug)]
+pub struct RunTail {
+    path: PathBuf,
+    offset: u64,
+    /// The start of a line not complete yet.
+    partial: Vec<u8>,
+    /// Runs started and not ended: run id → when it started (host ms).
+    open: HashMap<String, i64>,
+}
+
+impl RunTail {
+    /// Follow the run log at `path` (it may not exist yet).
+    pub fn new(path: PathBuf) -> Self {
+        Self {
+            path,
+            offset: 0,
+            partial: Vec::new(),
+            open: HashMap::new(),
+        }
+    }
+
+    /// Read what was appended; the start instants (host ms) of the runs in flight. A run of a
+    /// process that was SIGKILLed stays open for ever: callers look at recent starts only.
+    pub fn poll(&mut self) -> Vec<i64> {
+        if let Ok(mut f) = std::fs::File::open(&self.path)
+            && f.seek(SeekFrom::Start(self.offset)).is_ok()
+        {
+            let mut buf = Vec::new();
+            if f.read_to_end(&mut buf).is_ok() {
+                self.offset += buf.len() as u64;
+                self.partial.extend_from_slice(&buf);
+            }
+        }
+        let complete = match self.partial.iter().rposition(|b| *b == b'\n') {
+            Some(i) => self.partial.drain(..=i).collect::<Vec<u8>>(),
+            None => Vec::new(),
+        };
+        for line in complete.split(|b| *b == b'\n') {
+            let Ok(e) = serde_json::from_slice::<RunEvent>(line) else {
+                continue;
+            };
+            match e.ev {
+                Ev::Start => {
+                    self.open.insert(e.run, e.at_ms);
+                }
+                Ev::End => {
+                    self.open.remove(&e.run);
+                }
+            }
+        }
+        self.open.values().copied().collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,5 +225,53 @@ mod tests {
         let (events, torn) = read_events(dir.path()).unwrap();
         assert_eq!(events, vec![e]);
         assert_eq!(torn, 1);
+    }
+
+    #[test]
+    fn a_tail_sees_the_runs_in_flight() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("n1.jsonl");
+        let mut tail = RunTail::new(path.clone());
+        assert!(tail.poll().is_empty());
+        let log = RunLog::open(&path, "n1").unwrap();
+        let start = |run: String, at_ms: i64| RunEvent {
+            ev: Ev::Start,
+            run,
+            node: "n1".into(),
+            job: "j".into(),
+            firing: "j:1000".into(),
+            scheduled_ms: 1000,
+            claimed_ms: 1001,
+            attempt: 1,
+            v: 1,
+            at_ms,
+            outcome: None,
+        };
+        let (a, b) = (log.next_run(), log.next_run());
+        log.write(&start(a.clone(), 10)).unwrap();
+        log.write(&start(b.clone(), 20)).unwrap();
+        assert_eq!(tail.poll().len(), 2);
+        log.write(&RunEvent {
+            ev: Ev::End,
+            outcome: Some(Outcome::Ok),
+            ..start(a, 30)
+        })
+        .unwrap();
+        // Half a line: not read until it is whole.
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        let end_b = serde_json::to_string(&RunEvent {
+            ev: Ev::End,
+            outcome: Some(Outcome::Ok),
+            ..start(b, 40)
+        })
+        .unwrap();
+        let (head, rest) = end_b.split_at(10);
+        f.write_all(head.as_bytes()).unwrap();
+        assert_eq!(tail.poll(), vec![20]);
+        f.write_all(format!("{rest}\n").as_bytes()).unwrap();
+        assert!(tail.poll().is_empty());
     }
 }
