@@ -672,6 +672,29 @@ pub(crate) fn check_acl(f: &Facts) -> Finding {
     }
 }
 
+pub(crate) fn check_data_loss(f: &Facts) -> Finding {
+    const NAME: &str = "data-loss";
+    let Some(loss) = &f.data_loss else {
+        return Finding::ok(NAME, "no data loss noticed within the last hour");
+    };
+    let when = chrono::DateTime::from_timestamp_millis(loss.at_ms)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_else(|| loss.at_ms.to_string());
+    Finding::warn(
+        NAME,
+        format!(
+            "Redis lost keyfire's data at {when} (noticed by node {}: {}): jobs, tasks and queue \
+             tasks created at run time before then are gone; the nodes wrote back their \
+             registrations and declared jobs, topics and flow limits",
+            loss.node, loss.detail
+        ),
+        "re-create what was created at run time; keep it next time with Redis persistence \
+         (appendonly yes), replicas and redis.wait_replicas = 1 (docs/operations.md, \
+         \"When Redis loses data\"); `keyfire doctor --ack-data-loss` clears this finding \
+         (it goes by itself after an hour)",
+    )
+}
+
 #[cfg(test)]
 mod memory_tests {
     use super::*;
@@ -696,27 +719,4 @@ mod memory_tests {
             "no maxmemory, no warning"
         );
     }
-}
-
-pub(crate) fn check_data_loss(f: &Facts) -> Finding {
-    const NAME: &str = "data-loss";
-    let Some(loss) = &f.data_loss else {
-        return Finding::ok(NAME, "no data loss noticed within the last hour");
-    };
-    let when = chrono::DateTime::from_timestamp_millis(loss.at_ms)
-        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-        .unwrap_or_else(|| loss.at_ms.to_string());
-    Finding::warn(
-        NAME,
-        format!(
-            "Redis lost keyfire's data at {when} (noticed by node {}: {}): jobs, tasks and queue \
-             tasks created at run time before then are gone; the nodes wrote back their \
-             registrations and declared jobs, topics and flow limits",
-            loss.node, loss.detail
-        ),
-        "re-create what was created at run time; keep it next time with Redis persistence \
-         (appendonly yes), replicas and redis.wait_replicas = 1 (docs/operations.md, \
-         \"When Redis loses data\"); `keyfire doctor --ack-data-loss` clears this finding \
-         (it goes by itself after an hour)",
-    )
 }

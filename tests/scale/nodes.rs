@@ -613,3 +613,78 @@ async fn a_managed_cluster_is_probed_master_by_master() {
         "{text}"
     );
 }
+
+/// One master of a cluster comes back empty (`FLUSHALL` on it): the nodes notice by the
+/// shards' data markers within 5 s, first for a master holding shards only, then for the
+/// master holding the meta tag; after that one they register their handlers again, so a
+/// delayed topic add (refused while no node serves topics) is taken again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn nodes_notice_a_cluster_master_that_lost_its_data_and_heal() {
+    let _turn = crate::TOPOLOGY.lock().await;
+    let cluster = RedisCluster::start(3, 0).expect("cluster");
+    let clock = RedisServer::start().unwrap();
+    let recorder = Recorder::new(&clock.url()).await;
+    let mut s = settings("kl");
+    s.redis.mode = RedisMode::Cluster;
+    s.redis.nodes = cluster.nodes();
+    s.redis.shards = 3;
+    let mut nodes = Vec::new();
+    for id in ["a", "b"] {
+        let mut ns = s.clone();
+        ns.node.id = id.into();
+        let mut registry = registry(&recorder);
+        keyfire::queue::serve_topics(&mut registry, &s.redis);
+        nodes.push(Node::new(ns, registry).start().await.unwrap());
+    }
+    let mut losses: Vec<_> = nodes.iter().map(|n| n.data_losses()).collect();
+    let store = Store::open(&s.redis).await.unwrap();
+    let meta = store
+        .connection()
+        .master_of_keys(&[store.keys().nodes()])
+        .await
+        .unwrap()[0]
+        .clone();
+    let tags: Vec<String> = store.shards().iter().map(|k| k.due()).collect();
+    let owners = store.connection().master_of_keys(&tags).await.unwrap();
+    let shard_only = owners
+        .iter()
+        .find(|m| **m != meta)
+        .expect("a master with shards and not the meta tag")
+        .clone();
+    // Let every node learn the markers first.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    for (round, master) in [shard_only, meta].into_iter().enumerate() {
+        let mut c = redis::Client::open(format!("redis://{master}"))
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let _: () = redis::cmd("FLUSHALL").query_async(&mut c).await.unwrap();
+        for (i, rx) in losses.iter_mut().enumerate() {
+            tokio::time::timeout(Duration::from_secs(5), rx.changed())
+                .await
+                .unwrap_or_else(|_| panic!("node {i} did not notice round {round} in 5 s"))
+                .unwrap();
+            assert_eq!(*rx.borrow(), round as u64 + 1, "node {i}");
+        }
+    }
+    // A fresh client (nothing cached): a delayed add needs a node that serves topics.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let queue = keyfire::queue::Queue::connect(&s).await.unwrap();
+    loop {
+        let task = keyfire::queue::NewTask::new("after-loss", serde_json::json!({}))
+            .delay(Duration::from_secs(60));
+        match queue.add_task(task).await {
+            Ok(_) => break,
+            Err(e) => assert!(
+                tokio::time::Instant::now() < deadline,
+                "delayed adds still refused 5 s after the loss: {e}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for n in nodes {
+        n.shutdown().await;
+    }
+}
