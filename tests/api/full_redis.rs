@@ -1,21 +1,24 @@
 //! A full Redis: `maxmemory` reached under `maxmemory-policy noeviction`. What is refused and
 //! how that is said (507 `redis_full` with `Retry-After`, the CLI's exit code 6, the library's
-//! `Error::is_redis_full`, `/readyz`, the memory metric), what still works, and that all of it
-//! comes back once memory is freed.
+//! `Error::is_redis_full`, `/readyz`, the memory metric), what keeps working, and that new
+//! writes go through again once memory is freed.
 //!
 //! Redis refuses a command that may grow memory (`SET`, `HSET`, `ZADD`, …) once `used_memory`
-//! is past `maxmemory`. A script is refused at its first such write, unless it wrote with a
-//! command that cannot grow memory first (`ZREM`, `DEL`, …): from then on Redis lets it finish.
-//! So what keyfire can still do at the limit follows from each script's first write.
+//! is past `maxmemory`, and a script at its first such write. The scripts that do not grow
+//! memory in steady state, or only by a bounded, trimmed amount, are flagged
+//! `#!lua flags=allow-oom`, and Redis runs them at the limit: heartbeats (no node fences itself
+//! because Redis is full), claims and outcomes of the firings already pending, one-shot and
+//! recurring alike, retries, renewals, takeovers, the delay queue's pop, touch, finish and
+//! promotion, deletes. What adds work (creating a job or a task, adding to a topic) is not
+//! flagged: refused, 507.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use keyfire::queue::{NewTask, Queue};
-use keyfire::{Firing, Node, Registry};
+use keyfire::queue::{NewTask, Queue, TaskState};
+use keyfire::{Firing, HandlerError, Node, Registry};
 use keyfire_server::api::{ApiState, router};
-use keyfire_server::settings::ServerSettings;
 use keyfire_testkit::RedisOptions;
 use serde_json::{Value, json};
 
@@ -24,12 +27,21 @@ use crate::support::World;
 
 const BIN: &str = env!("CARGO_BIN_EXE_keyfire");
 
+/// A run the `mem` handler saw: its job id, attempt, and when it started.
+type Fired = Arc<Mutex<Vec<(String, u32, tokio::time::Instant)>>>;
+
+/// The job ids of the runs in `fired`, sorted.
+fn fired_ids(fired: &Fired) -> Vec<String> {
+    let mut ids: Vec<String> = fired.lock().unwrap().iter().map(|r| r.0.clone()).collect();
+    ids.sort();
+    ids
+}
+
 /// A world on a Redis of 3 MB with noeviction, an API over it with figures read every
-/// 100 ms, and a registry whose `mem` handler records firing ids in memory (a recorder that
-/// writes to Redis would be refused with everything else).
-async fn full_world(
-    node: impl FnOnce(&mut ServerSettings),
-) -> (Api, Registry, Arc<Mutex<Vec<String>>>) {
+/// 100 ms, and a registry whose `mem` handler records its runs in memory (a recorder that
+/// writes to Redis would be refused with everything else); with params `{"fail_first": true}`
+/// its first attempt fails.
+async fn full_world() -> (Api, Registry, Fired) {
     let options = RedisOptions {
         extra: vec![
             ("maxmemory".into(), "3mb".into()),
@@ -39,14 +51,20 @@ async fn full_world(
     };
     let mut world = World::with(options).await;
     world.settings.metrics.min_interval = Duration::from_millis(100);
-    node(&mut world.settings);
-    let fired: Arc<Mutex<Vec<String>>> = Arc::default();
+    let fired: Fired = Arc::default();
     let mut registry = Registry::with_builtins();
     let f = fired.clone();
     registry.register("mem", move |firing: Firing| {
         let f = f.clone();
         async move {
-            f.lock().unwrap().push(firing.job_id.clone());
+            f.lock().unwrap().push((
+                firing.job_id.clone(),
+                firing.attempt,
+                tokio::time::Instant::now(),
+            ));
+            if firing.attempt == 1 && firing.params["fail_first"] == json!(true) {
+                return Err(HandlerError::retry("the first attempt fails"));
+            }
             Ok(())
         }
     });
@@ -157,8 +175,8 @@ async fn metrics_text(api: &Api) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_full_redis_is_said_plainly_and_everything_comes_back_when_memory_is_freed() {
-    let (api, registry, fired) = full_world(|_| {}).await;
+async fn a_full_redis_is_said_plainly_and_writes_come_back_when_memory_is_freed() {
+    let (api, registry, fired) = full_world().await;
     let mut s = api.world.settings.clone();
     s.node.id = "full-1".into();
     let node = Node::new(s.library(), registry).start().await.unwrap();
@@ -190,12 +208,14 @@ async fn a_full_redis_is_said_plainly_and_everything_comes_back_when_memory_is_f
 
     let (refused, added) = fill(&api).await;
     assert!(added > 50, "only {added} tasks of 8 KB went into 3 MB");
+    assert!(
+        tokio::time::Instant::now() < later_due,
+        "filling took past the one-shot firings' instant"
+    );
     // The add goes as a script in a pipeline: the refusal is found inside the pipeline's error.
     assert_redis_full(&refused, "the add that filled Redis");
 
-    // Every write that would grow memory is refused the same way: adds, creates, pops (a pop
-    // writes the reservation), finishes (a finish keeps a record of the task, without its
-    // payload, for the retention).
+    // Every write that adds work is refused the same way: adds, creates, enqueues.
     let task = json!({"payload": {"n": 1}});
     assert_redis_full(
         &api.post("/v1/topics/fill/tasks", Some(task.clone())).await,
@@ -211,25 +231,31 @@ async fn a_full_redis_is_said_plainly_and_everything_comes_back_when_memory_is_f
             .await,
         "enqueue a one-shot task",
     );
-    assert_redis_full(&api.post("/v1/topics/fill/pop", None).await, "pop");
-    assert_redis_full(
-        &api.post(
-            &format!("/v1/topics/work/tasks/{}/finish", held[0].id),
-            Some(json!({"token": held[0].token})),
-        )
-        .await,
-        "finish",
-    );
     // The library says the same.
     let e = queue
         .add_task(NewTask::new("fill", json!({"n": 1})))
         .await
         .unwrap_err();
     assert!(e.is_redis_full(), "{e:?}");
-    let e = queue.finish(&held[0].id, &held[0].token).await.unwrap_err();
-    assert!(e.is_redis_full(), "{e:?}");
 
-    // Deleting frees memory and starts with a removal, which Redis lets through.
+    // Consumers drain the queue: a pop (it moves a task to the reserved set and writes its
+    // token), a finish (it drops the payload), a delete (it drops the task).
+    let popped = api.post("/v1/topics/fill/pop", None).await;
+    assert_eq!(popped.status, StatusCode::OK, "{}", popped.body);
+    let finished = api
+        .post(
+            &format!("/v1/topics/work/tasks/{}/finish", held[0].id),
+            Some(json!({"token": held[0].token})),
+        )
+        .await;
+    assert_eq!(finished.status, StatusCode::NO_CONTENT, "{}", finished.body);
+    queue
+        .finish(
+            popped.body["id"].as_str().unwrap(),
+            popped.body["token"].as_str().unwrap(),
+        )
+        .await
+        .unwrap();
     let deleted = api
         .delete(&format!("/v1/topics/work/tasks/{}", held[1].id))
         .await;
@@ -282,39 +308,30 @@ async fn a_full_redis_is_said_plainly_and_everything_comes_back_when_memory_is_f
     assert_eq!(out.status.code(), Some(6), "{stderr}");
     assert!(stderr.contains("maxmemory"), "{stderr}");
 
-    // The node's heartbeat is refused too (its first write adds to the live set): the node
-    // leaves the live set and fences itself, so the firings due meanwhile wait.
+    // The node's heartbeat runs at the limit: it stays in the live set, claims the firings
+    // that come due, and their runs are recorded, all while Redis is full.
+    let nodes = api.get("/v1/nodes").await;
+    assert_eq!(nodes.status, StatusCode::OK, "{}", nodes.body);
+    assert!(nodes.body.to_string().contains("full-1"), "{}", nodes.body);
     eventually(
-        Duration::from_secs(10),
-        "the node to leave the live set",
-        || async {
-            let nodes = api.get("/v1/nodes").await;
-            (nodes.status == StatusCode::OK && nodes.body["nodes"] == json!([])).then_some(())
-        },
+        Duration::from_secs(8) + later_due.saturating_duration_since(tokio::time::Instant::now()),
+        "the firings due once Redis was full",
+        || async { (fired_ids(&fired) == ["later0", "later1", "later2"]).then_some(()) },
     )
     .await;
-    tokio::time::sleep_until(later_due + Duration::from_millis(1_500)).await;
-    assert_eq!(
-        fired.lock().unwrap().clone(),
-        Vec::<String>::new(),
-        "nothing fires while the node is fenced"
+    let runs: Value = eventually(Duration::from_secs(5), "their run records", || async {
+        let r = api.get("/v1/jobs/later2/runs").await;
+        (r.body["runs"][0]["outcome"] == "ok").then_some(r.body)
+    })
+    .await;
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 1, "{runs}");
+    assert_redis_full(
+        &api.post("/v1/topics/fill/tasks", Some(task.clone())).await,
+        "still full",
     );
 
-    // Memory freed (here: a higher limit): the node is back, the waiting firings fire and
-    // their runs are recorded, writes go through, /readyz says ready.
+    // Memory freed (here: a higher limit): writes go through, /readyz says ready.
     set_maxmemory(&api, 64 * 1024 * 1024).await;
-    eventually(
-        Duration::from_secs(15),
-        "the late firings to fire",
-        || async {
-            let mut f = fired.lock().unwrap().clone();
-            f.sort();
-            (f == ["later0", "later1", "later2"]).then_some(())
-        },
-    )
-    .await;
-    let runs = api.get("/v1/jobs/later0/runs").await;
-    assert_eq!(runs.body["runs"][0]["outcome"], "ok", "{}", runs.body);
     let added = api.post("/v1/topics/fill/tasks", Some(task)).await;
     assert_eq!(added.status, StatusCode::CREATED, "{}", added.body);
     let ready: Value = eventually(Duration::from_secs(5), "ready again", || async {
@@ -335,76 +352,338 @@ async fn a_full_redis_is_said_plainly_and_everything_comes_back_when_memory_is_f
     node.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn while_the_node_is_live_one_shot_firings_run_and_recurring_ones_wait() {
-    // A node_ttl long enough that the node does not fence itself during the test (it fences
-    // 3/5 of node_ttl after its last heartbeat that succeeded, and a full Redis refuses them).
-    let (api, registry, fired) = full_world(|s| s.node.node_ttl = Duration::from_secs(60)).await;
-    let mut s = api.world.settings.clone();
-    s.node.id = "full-2".into();
-    let node = Node::new(s.library(), registry).start().await.unwrap();
-    let due = tokio::time::Instant::now() + Duration::from_secs(4);
-    let r = api
-        .put("/v1/jobs/soon", json!({"after": "4s", "handler": "mem"}))
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    let r = api
-        .put("/v1/jobs/tick", json!({"every": "1s", "handler": "mem"}))
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    fill(&api).await;
-    assert!(
-        tokio::time::Instant::now() < due,
-        "filling took past the one-shot firing's instant"
-    );
+/// Fill Redis with junk keys outside keyfire's prefix (16 KB each) until it refuses one, then
+/// put `maxmemory` below what Redis uses (as [`fill`] does). Returns the junk keys.
+async fn fill_with_junk(api: &Api) -> Vec<String> {
+    let mut c = api.world.conn().await;
+    let value = "j".repeat(16 * 1024);
+    let mut keys = Vec::new();
+    loop {
+        let key = format!("junk:{}", keys.len());
+        match redis::cmd("SET")
+            .arg(&key)
+            .arg(&value)
+            .query_async::<()>(&mut c)
+            .await
+        {
+            Ok(()) => keys.push(key),
+            Err(e) => {
+                assert!(e.to_string().contains("OOM"), "{e}");
+                break;
+            }
+        }
+        assert!(keys.len() < 1_000, "3 MB took over 1,000 keys of 16 KB");
+    }
+    let used = used_memory(api).await;
+    set_maxmemory(api, used - 256 * 1024).await;
+    keys
+}
 
-    // A one-shot task's claim starts by taking its due entry out, and its outcome by taking
-    // its lease out: Redis lets both through, and the run is recorded.
-    eventually(Duration::from_secs(10), "the one-shot firing", || async {
-        fired
-            .lock()
-            .unwrap()
-            .contains(&"soon".to_string())
-            .then_some(())
-    })
-    .await;
-    let runs: Value = eventually(Duration::from_secs(5), "its run record", || async {
-        let r = api.get("/v1/jobs/soon/runs").await;
-        (r.body["runs"][0]["outcome"] == "ok").then_some(r.body)
-    })
-    .await;
-    assert_eq!(runs["runs"].as_array().unwrap().len(), 1, "{runs}");
-    // A recurring job's claim starts by writing the job's record (its next firing): refused,
-    // so its firings wait, growing overdue, while Redis stays full.
-    assert!(
-        !fired.lock().unwrap().contains(&"tick".to_string()),
-        "a recurring firing ran on a full Redis"
-    );
-    assert_eq!(api.get("/v1/jobs/tick/runs").await.body["runs"], json!([]));
-    let overdue: f64 = eventually(Duration::from_secs(5), "the overdue figure", || async {
-        let text = metrics_text(&api).await;
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("keyfire_oldest_overdue_firing_seconds{shard=\"0\"}"))?;
-        let v: f64 = line.rsplit_once(' ')?.1.parse().ok()?;
-        (v >= 1.0).then_some(v)
-    })
-    .await;
-    assert!(overdue < 60.0, "{overdue}");
+/// Whether Redis refuses a junk key for memory.
+async fn refuses_junk(api: &Api) -> bool {
+    redis::cmd("SET")
+        .arg("junk:probe")
+        .arg("x")
+        .query_async::<()>(&mut api.world.conn().await)
+        .await
+        .is_err_and(|e| e.to_string().contains("OOM"))
+}
+
+/// Creating a job, enqueuing a one-shot task and adding a topic task: each answered 507.
+async fn assert_new_work_refused(api: &Api, when: &str) {
     assert_redis_full(
-        &api.post("/v1/topics/fill/tasks", Some(json!({"payload": 1})))
+        &api.put("/v1/jobs/new", json!({"every": "1s", "handler": "mem"}))
             .await,
-        "still full",
+        &format!("create a job, {when}"),
     );
+    assert_redis_full(
+        &api.post("/v1/tasks", Some(json!({"handler": "mem", "after": "1s"})))
+            .await,
+        &format!("enqueue a one-shot task, {when}"),
+    );
+    assert_redis_full(
+        &api.post("/v1/topics/work/tasks", Some(json!({"payload": 1})))
+            .await,
+        &format!("add a topic task, {when}"),
+    );
+}
 
-    // Memory freed: the recurring job's firing is claimed and runs.
-    set_maxmemory(&api, 64 * 1024 * 1024).await;
-    eventually(Duration::from_secs(10), "the recurring firing", || async {
-        fired
-            .lock()
-            .unwrap()
-            .contains(&"tick".to_string())
-            .then_some(())
+/// The warnings and errors logged on a test's own runtime (its node, its API, its clients):
+/// each thread of that runtime logs here, and no other thread does.
+#[derive(Clone, Default)]
+struct Logged(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logged {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Logged {
+    fn lines(&self) -> Vec<String> {
+        String::from_utf8_lossy(&self.0.lock().unwrap())
+            .lines()
+            .map(String::from)
+            .collect()
+    }
+
+    /// Run `test` on a runtime of 4 worker threads whose warnings and errors go here.
+    fn run(&self, test: impl std::future::Future<Output = ()>) {
+        let writer = self.clone();
+        let dispatch = tracing::Dispatch::new(
+            tracing_subscriber::fmt()
+                .with_max_level(tracing::Level::WARN)
+                .with_ansi(false)
+                .with_writer(move || writer.clone())
+                .finish(),
+        );
+        let each = dispatch.clone();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(4)
+            .enable_all()
+            // The thread's default for its whole life (the guard is never dropped).
+            .on_thread_start(move || std::mem::forget(tracing::dispatcher::set_default(&each)))
+            .build()
+            .unwrap();
+        tracing::dispatcher::with_default(&dispatch, || runtime.block_on(test));
+    }
+}
+
+/// How long the test keeps Redis full.
+const FULL_FOR: Duration = Duration::from_secs(60);
+
+/// A minute at `maxmemory`, Redis filled with keys that are not keyfire's: the work already
+/// there runs (one-shot tasks, a retry, a cron job every second, a consumer draining a topic),
+/// the node never fences itself, and new work is refused with 507 until the junk is deleted.
+#[test]
+fn a_minute_at_maxmemory_runs_pending_work_fences_no_node_and_refuses_new_work() {
+    let logged = Logged::default();
+    logged.run(a_minute_at_maxmemory(logged.clone()));
+}
+
+async fn a_minute_at_maxmemory(logged: Logged) {
+    let (api, mut registry, fired) = full_world().await;
+    // The node promotes the delay queue's topics.
+    keyfire::queue::serve_topics(&mut registry, &api.world.settings.redis);
+    let mut s = api.world.settings.clone();
+    s.node.id = "full-minute".into();
+    let node = Node::new(s.library(), registry).start().await.unwrap();
+    let node_id = node.id().to_string();
+
+    // Before Redis is full: one-shot tasks due during the full minute (filling takes well
+    // under a second), one that fails its first attempt, a cron job every second, and four
+    // topic tasks, two ready and two due in 15 s.
+    let start = tokio::time::Instant::now();
+    let mut once = Vec::new();
+    for after in [5, 20, 35, 50] {
+        let r = api
+            .post(
+                "/v1/tasks",
+                Some(json!({"handler": "mem", "after": format!("{after}s")})),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+        let id = r.body["id"].as_str().unwrap().to_string();
+        once.push((id, start + Duration::from_secs(after)));
+    }
+    let r = api
+        .post(
+            "/v1/tasks",
+            Some(
+                json!({"handler": "mem", "after": "10s", "params": {"fail_first": true},
+                "retry": {"max_attempts": 3, "backoff": "fixed", "interval": "1s"}}),
+            ),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let flaky = r.body["id"].as_str().unwrap().to_string();
+    let r = api
+        .put(
+            "/v1/jobs/tick",
+            json!({"cron": "* * * * * *", "handler": "mem"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let queue = Queue::connect(&api.world.settings.library()).await.unwrap();
+    let mut topic_tasks = Vec::new();
+    for i in 0..4 {
+        let task = NewTask::new("work", json!({"n": i}));
+        let task = if i < 2 {
+            task
+        } else {
+            task.delay(Duration::from_secs(15))
+        };
+        topic_tasks.push(queue.add_task(task).await.unwrap());
+    }
+
+    let junk = fill_with_junk(&api).await;
+    let full_at = tokio::time::Instant::now();
+    assert!(
+        full_at < start + Duration::from_secs(5),
+        "filling took past the first one-shot firing's instant"
+    );
+    assert_new_work_refused(&api, "once full").await;
+
+    // A consumer drains the topic: it pops the ready tasks, touches one, finishes both, then
+    // pops and finishes the delayed ones once the node's promotion made them ready.
+    let consumer = {
+        let queue = queue.clone();
+        tokio::spawn(async move {
+            let mut done = queue.pop_many("work", 2, Duration::ZERO).await.unwrap();
+            assert_eq!(done.len(), 2, "the ready tasks");
+            queue
+                .touch(&done[0].id, &done[0].token, Some(Duration::from_secs(60)))
+                .await
+                .unwrap();
+            while done.len() < 4 {
+                let got = queue
+                    .pop_many("work", 2, Duration::from_secs(25))
+                    .await
+                    .unwrap();
+                assert!(!got.is_empty(), "the delayed tasks did not become ready");
+                done.extend(got);
+            }
+            for t in &done {
+                queue.finish(&t.id, &t.token).await.unwrap();
+            }
+            done.into_iter().map(|t| t.id).collect::<Vec<_>>()
+        })
+    };
+
+    // The full minute: the node stays in the live set (as Redis says, and as it saw it at its
+    // last heartbeat); new work is refused half way too.
+    let mut used_half_way = None;
+    while full_at.elapsed() < FULL_FOR {
+        let nodes = api.get("/v1/nodes").await;
+        assert_eq!(nodes.status, StatusCode::OK, "{}", nodes.body);
+        assert_eq!(
+            nodes.body["nodes"][0]["id"],
+            node_id.as_str(),
+            "{}",
+            nodes.body
+        );
+        assert!(node.live_nodes().contains(&node_id));
+        if used_half_way.is_none() && full_at.elapsed() >= FULL_FOR / 2 {
+            assert_new_work_refused(&api, "half way").await;
+            used_half_way = Some(used_memory(&api).await);
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let end = tokio::time::Instant::now();
+    // The second half minute added little (run records, trimmed to their cap; the first also
+    // loaded scripts and reserved tasks), and Redis stayed full.
+    let (half_way, used_at_end) = (used_half_way.unwrap(), used_memory(&api).await);
+    assert!(
+        used_at_end < half_way + 128 * 1024,
+        "{half_way} bytes used half way, {used_at_end} at the end"
+    );
+    assert!(refuses_junk(&api).await, "Redis was no longer full");
+    assert_new_work_refused(&api, "after a minute").await;
+
+    // No node fenced itself: every heartbeat went through.
+    let lines = logged.lines();
+    let fenced: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("fencing this node") || l.contains("heartbeat failed"))
+        .collect();
+    assert!(fenced.is_empty(), "{fenced:#?}");
+    // Nor did any outcome fail to be recorded.
+    let unrecorded: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("could not record runs"))
+        .collect();
+    assert!(unrecorded.is_empty(), "{unrecorded:#?}");
+
+    // The cron job fired every second all minute long, and its runs were recorded.
+    let during: Vec<tokio::time::Instant> = fired
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(id, _, at)| id == "tick" && *at >= full_at && *at < end)
+        .map(|r| r.2)
+        .collect();
+    let mut gaps = vec![during.first().map_or(FULL_FOR, |t| *t - full_at)];
+    gaps.extend(during.windows(2).map(|w| w[1] - w[0]));
+    gaps.push(during.last().map_or(FULL_FOR, |t| end - *t));
+    let longest = gaps.iter().max().unwrap();
+    assert!(
+        during.len() >= 55 && *longest < Duration::from_secs(3),
+        "{} ticks in the full minute, the longest gap {longest:?}",
+        during.len()
+    );
+    let now_ms = api.world.redis_ms().await;
+    let runs: Value = eventually(Duration::from_secs(3), "the tick's latest run", || async {
+        let r = api.get("/v1/jobs/tick/runs").await;
+        let finished =
+            chrono::DateTime::parse_from_rfc3339(r.body["runs"][0]["finished_at"].as_str()?)
+                .ok()?;
+        (finished.timestamp_millis() >= now_ms - 2_000).then_some(r.body)
+    })
+    .await;
+    assert_eq!(runs["runs"][0]["outcome"], "ok", "{runs}");
+
+    // The one-shot tasks fired on time, and their runs were recorded; the one that fails its
+    // first attempt was retried and succeeded.
+    let seen = fired.lock().unwrap().clone();
+    for (id, due) in &once {
+        let at = seen.iter().find(|r| &r.0 == id).map(|r| r.2);
+        assert!(
+            at.is_some_and(|at| at < *due + Duration::from_secs(2)),
+            "{id} due {:?} after the start fired at {:?}",
+            *due - start,
+            at.map(|at| at - start)
+        );
+        let runs = api.get(&format!("/v1/jobs/{id}/runs")).await;
+        assert_eq!(runs.body["runs"][0]["outcome"], "ok", "{}", runs.body);
+    }
+    let attempts: Vec<u32> = seen.iter().filter(|r| r.0 == flaky).map(|r| r.1).collect();
+    assert_eq!(attempts, [1, 2], "{seen:?}");
+    let runs = api.get(&format!("/v1/jobs/{flaky}/runs")).await;
+    let fates: Vec<&Value> = runs.body["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["fate"])
+        .collect();
+    assert_eq!(fates, [&json!("done"), &json!("retry")], "{}", runs.body);
+
+    // The consumer popped and finished the four topic tasks.
+    let mut drained = consumer.await.unwrap();
+    drained.sort();
+    topic_tasks.sort();
+    assert_eq!(drained, topic_tasks);
+    for id in &topic_tasks {
+        assert_eq!(queue.get(id).await.unwrap().state, TaskState::Done, "{id}");
+    }
+
+    // Memory freed (the junk deleted): new work goes in and runs.
+    let _: () = redis::cmd("DEL")
+        .arg(&junk)
+        .query_async(&mut api.world.conn().await)
+        .await
+        .unwrap();
+    assert!(!refuses_junk(&api).await);
+    let r = api
+        .put("/v1/jobs/after", json!({"after": "1s", "handler": "mem"}))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let r = api
+        .post("/v1/tasks", Some(json!({"handler": "mem", "after": "1s"})))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let task = r.body["id"].as_str().unwrap().to_string();
+    let r = api
+        .post("/v1/topics/work/tasks", Some(json!({"payload": 1})))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    eventually(Duration::from_secs(10), "the new work to fire", || async {
+        let f = fired_ids(&fired);
+        (f.contains(&"after".to_string()) && f.contains(&task)).then_some(())
     })
     .await;
     node.shutdown().await;
