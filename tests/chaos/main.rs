@@ -1,6 +1,9 @@
-//! A 60-second chaos round with a fixed seed and at least one fault of
-//! every kind, and a 90-second one on a Redis Cluster; the checker must find no violation. (The checker's own tests, with a planted
-//! double, miss and early run, are unit tests in `src/chaos/check.rs`.)
+//! A 60-second chaos round with a fixed seed and at least one fault of every kind (Redis
+//! restarted empty, Redis full and a short node pause among them), a 30-second delay-queue
+//! round, and a 90-second one on a Redis Cluster; the checker must find no violation. (The
+//! checker's own tests, with a planted double, miss and early run, a firing lost with Redis's
+//! data, a create refused as full and a re-run after a short pause, are unit tests in
+//! `crates/keyfire-lab/src/chaos/check.rs`.)
 //!
 //! The node processes are the `chaos_node` example, which `cargo test` builds next to this
 //! test binary. Longer rounds: `cargo run --release -- chaos --minutes 10 --seed N`.
@@ -44,6 +47,17 @@ async fn a_minute_of_every_fault_loses_and_doubles_nothing() {
         "chaos round (seed {SEED}), files in {}:\n{r}",
         out.dir.display()
     );
+    for f in &out.faults {
+        eprintln!(
+            "  {} {}: {}",
+            f.kind,
+            f.node.as_deref().unwrap_or("-"),
+            f.detail
+        );
+    }
+    for i in &out.incidents {
+        eprintln!("  harness incident: {i}");
+    }
     for kind in FaultKind::SCHEDULED
         .into_iter()
         .chain([FaultKind::HandlerFail, FaultKind::HandlerHang])
