@@ -69,6 +69,10 @@ async fn a_minute_of_every_fault_loses_and_doubles_nothing() {
     }
     assert!(r.required > 200, "too few firings to mean much: {r}");
     assert!(
+        r.refused > 0,
+        "Redis full refused no call of the workload: {r}"
+    );
+    assert!(
         r.ok(),
         "{} violations (seed {SEED}; files in {}):\n{r}",
         r.violations.len(),
