@@ -570,6 +570,51 @@ mod tests {
         assert_eq!(moved, 0, "jobs of staying nodes moved");
     }
 
+    /// The fence loop's verdicts, with real time: a node that was frozen and wakes before
+    /// node_ttl confirms instead of fencing; one that kept running, or woke after node_ttl,
+    /// fences.
+    #[test]
+    fn a_frozen_node_confirms_before_node_ttl_and_fences_after_it() {
+        use std::thread::sleep;
+        let (after, ttl) = (Duration::from_millis(300), Duration::from_millis(1_500));
+        // Running all along (the loop ticks every 100 ms) and silent past `after`: fenced.
+        let fence = Fence::new();
+        let mut verdicts = Vec::new();
+        for _ in 0..5 {
+            sleep(Duration::from_millis(100));
+            verdicts.push(fence.check(after, ttl));
+        }
+        assert!(
+            matches!(verdicts.last(), Some(Verdict::Fine))
+                && verdicts.iter().any(|v| matches!(v, Verdict::Fenced(_))),
+            "{verdicts:?}"
+        );
+        assert!(fence.is_fenced());
+
+        // Frozen for 700 ms (no tick), woke before ttl: confirming, not fenced; a heartbeat
+        // sent after waking ends it.
+        let fence = Fence::new();
+        fence.check(after, ttl);
+        sleep(Duration::from_millis(700));
+        assert_eq!(fence.check(after, ttl), Verdict::Confirming);
+        assert!(!fence.is_fenced());
+        sleep(Duration::from_millis(100));
+        assert_eq!(
+            fence.check(after, ttl),
+            Verdict::Confirming,
+            "still waiting"
+        );
+        fence.beat_ok(Instant::now());
+        assert_eq!(fence.check(after, ttl), Verdict::Fine);
+        assert!(!fence.is_fenced());
+
+        // Frozen past ttl: fenced at once on waking.
+        let fence = Fence::new();
+        fence.check(after, ttl);
+        sleep(Duration::from_millis(1_600));
+        assert!(matches!(fence.check(after, ttl), Verdict::Fenced(_)));
+    }
+
     #[test]
     fn hash_is_stable() {
         // Pinned: a change here would make mixed-version clusters disagree about owners.
