@@ -13,7 +13,8 @@
 //! hour ([`DATA_LOSS_SHOWN`]: `/readyz` and `keyfire doctor` show it), and writes back what it
 //! owns: the key-layout markers, its handler registrations (without them a delayed topic add
 //! is refused), expired-key events (a restarted Redis forgot a `CONFIG SET`); it forgets the
-//! timers it armed and sweeps. What the embedding application declared (the server's
+//! specs it cached and the timers it armed, seeds the job generations from Redis's time (a job
+//! created again under its old id must not look like the one cached), and sweeps. What the embedding application declared (the server's
 //! `[[jobs]]`, `[[topics]]`, `[[flow_limits]]`) it writes back itself when
 //! [`NodeHandle::data_losses`](super::NodeHandle::data_losses) changes. Jobs, tasks and
 //! queue tasks created at run time are gone with the data: only Redis's persistence keeps
@@ -27,6 +28,7 @@ use tokio::sync::watch;
 
 use super::context::{NodeCore, SweepState};
 use super::flow_limiter::FlowLimiter;
+use super::specs::Specs;
 use crate::metrics::name;
 use crate::store::notify;
 
@@ -77,6 +79,7 @@ impl DataWatch {
 pub(super) struct Healer {
     pub(super) core: Arc<NodeCore>,
     pub(super) limiter: Arc<FlowLimiter>,
+    pub(super) specs: Arc<Specs>,
     pub(super) sweep: Arc<SweepState>,
     /// The handlers this node runs.
     pub(super) handlers: Vec<String>,
@@ -104,6 +107,13 @@ impl Healer {
              expired-key events and declared jobs, topics and flow limits"
         );
         metrics::counter!(name::DATA_LOSS, "node" => core.id.clone()).increment(1);
+        // The cached specs name jobs that are gone; a job created again under the same id
+        // starts at version 1 again, like the one cached. And generations go on from Redis's
+        // time, not from 1: a job created again never takes a generation a node has seen.
+        self.specs.clear();
+        if let Err(e) = store.seed_generations().await {
+            tracing::error!(error = %e, "could not seed the job generations");
+        }
         if let Err(e) = store.check_layout().await {
             tracing::error!(error = %e, "could not write the key layout back");
         }

@@ -293,6 +293,7 @@ impl Engine {
         let healer = Arc::new(Healer {
             core: core.clone(),
             limiter: limiter.clone(),
+            specs: specs.clone(),
             sweep: sweep.clone(),
             handlers: handlers.clone(),
             notifications_allowed: settings.redis.enable_notifications,

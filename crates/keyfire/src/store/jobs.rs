@@ -476,14 +476,26 @@ impl Store {
         .await
     }
 
-    /// Add handler names to the set of known handlers.
+    /// Add handler names to the set of known handlers (only those missing: a full Redis
+    /// refuses even an SADD of members it has, and a node must start there).
     pub async fn register_handlers(&self, names: &[String]) -> Result<()> {
-        if !names.is_empty() {
-            let _: i64 = self
-                .conn
-                .clone()
-                .sadd(self.keys().handlers(), names)
-                .await?;
+        if names.is_empty() {
+            return Ok(());
+        }
+        let key = self.keys().handlers();
+        let known: Vec<bool> = redis::cmd("SMISMEMBER")
+            .arg(&key)
+            .arg(names)
+            .query_async(&mut self.conn.clone())
+            .await?;
+        let missing: Vec<&String> = names
+            .iter()
+            .zip(known)
+            .filter(|(_, k)| !k)
+            .map(|(n, _)| n)
+            .collect();
+        if !missing.is_empty() {
+            let _: i64 = self.conn.clone().sadd(key, missing).await?;
         }
         Ok(())
     }

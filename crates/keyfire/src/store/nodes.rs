@@ -152,6 +152,21 @@ impl Store {
         let n: i64 = self.conn.clone().del(self.keys().data_loss()).await?;
         Ok(n > 0)
     }
+
+    /// Seed each shard's job-generation counter from Redis's time (ms) where it is missing
+    /// (gone with the data): jobs created from now on take generations no node has seen.
+    pub async fn seed_generations(&self) -> Result<()> {
+        let now = self.time_ms().await?;
+        for k in self.shards().iter() {
+            let _: Option<String> = redis::cmd("SET")
+                .arg(k.generation())
+                .arg(now)
+                .arg("NX")
+                .query_async(&mut self.conn.clone())
+                .await?;
+        }
+        Ok(())
+    }
 }
 
 /// A data loss a node noticed (see [`Store::data_loss`]).

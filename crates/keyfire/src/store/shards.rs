@@ -21,17 +21,27 @@ impl Store {
         let n = self.shards.len() as i64;
         let mut c = self.conn.clone();
         let mine = if n == 1 { 1 } else { LAYOUT_VERSION };
-        let mut pipe = redis::pipe();
-        pipe.set_nx(k.layout(), mine).ignore();
-        if n > 1 {
-            // Layout 1 has no shard count: one shard.
-            pipe.set_nx(k.shard_count(), n).ignore();
-        }
-        let (stored, shards): (i64, Option<i64>) = pipe
+        // Read first, and write only what is missing: a full Redis refuses even a SET NX of
+        // a key that exists, and a node must start there.
+        let (mut stored, mut shards): (Option<i64>, Option<i64>) = redis::pipe()
             .get(k.layout())
             .get(k.shard_count())
             .query_async(&mut c)
             .await?;
+        if stored.is_none() || (n > 1 && shards.is_none()) {
+            let mut pipe = redis::pipe();
+            pipe.set_nx(k.layout(), mine).ignore();
+            if n > 1 {
+                // Layout 1 has no shard count: one shard.
+                pipe.set_nx(k.shard_count(), n).ignore();
+            }
+            (stored, shards) = pipe
+                .get(k.layout())
+                .get(k.shard_count())
+                .query_async(&mut c)
+                .await?;
+        }
+        let stored = stored.unwrap_or(mine);
         if !LAYOUTS_UNDERSTOOD.contains(&stored) {
             return Err(Error::Setup(format!(
                 "the data under this prefix uses key layout {stored}; this keyfire understands {LAYOUTS_UNDERSTOOD:?}: upgrade keyfire"
