@@ -16,7 +16,8 @@ use crate::clock::RedisClock;
 use crate::config::NodeSettings;
 use crate::store::{HistoryLimits, Store};
 
-/// Counters a node keeps about itself (for tests, logs and, later, metrics).
+/// Counters a node keeps about itself, for tests and logs ([`crate::metrics`] names the
+/// series the same events are recorded to).
 #[derive(Debug, Default)]
 pub struct Stats {
     /// Firings this node claimed.

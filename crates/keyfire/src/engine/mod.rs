@@ -396,7 +396,8 @@ impl NodeHandle {
         self.engine.live.nodes()
     }
 
-    /// Runs in progress on this node.
+    /// Run permits taken on this node: runs in progress, and runs ended whose outcomes are
+    /// recorded on their run's permit.
     pub fn running(&self) -> usize {
         self.engine.executor.running()
     }
