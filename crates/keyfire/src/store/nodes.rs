@@ -169,7 +169,7 @@ impl Store {
     }
 }
 
-/// A data loss a node noticed (see [`Store::data_loss`]).
+/// A data loss a node noticed (see [`Client::data_loss`](crate::Client::data_loss)).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct DataLoss {
     /// When it was noticed (Redis time, ms).
