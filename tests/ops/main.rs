@@ -10,6 +10,7 @@ mod support;
 mod browser;
 mod dashboard;
 mod data_loss;
+mod docs;
 mod doctor;
 mod image;
 mod logs;
