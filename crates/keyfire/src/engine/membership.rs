@@ -169,6 +169,7 @@ impl Membership {
                 _ = self.beat_now.notified() => {}
             }
             if let Err(e) = self.beat(Beat::Alive).await {
+                self.fence.beat_failed();
                 tracing::warn!(error = %e, "heartbeat failed");
             }
             beats += 1;
@@ -303,7 +304,10 @@ impl Membership {
                 .await
             {
                 Ok(_) => self.beat_ok(sent_at),
-                Err(e) => tracing::warn!(error = %e, "heartbeat while draining failed"),
+                Err(e) => {
+                    self.fence.beat_failed();
+                    tracing::warn!(error = %e, "heartbeat while draining failed")
+                }
             }
         }
     }
@@ -398,6 +402,9 @@ pub(super) struct Fence {
     /// heartbeat that succeeded.
     ticked: Mutex<Instant>,
     frozen: Mutex<Option<Instant>>,
+    /// A heartbeat failed since the last that succeeded: the node is cut off from Redis (or
+    /// Redis is away), so a pause on top of it earns no confirmation: it fences as usual.
+    failing: AtomicBool,
 }
 
 /// A gap this long between two runs of the fence loop (which runs every 100 ms) means the
@@ -409,8 +416,9 @@ pub(super) const FROZEN_GAP: Duration = Duration::from_millis(500);
 pub(super) enum Verdict {
     /// Heartbeats are recent enough (or the node is fenced already).
     Fine,
-    /// The node was frozen and woke with its last good heartbeat older than the fence's
-    /// bound but younger than node_ttl: nobody may have taken its runs yet. It keeps them and
+    /// The node was frozen (with no heartbeat failed since the last good one) and woke with
+    /// its last good heartbeat older than the fence's bound but younger than node_ttl: nobody
+    /// may have taken its runs yet. It keeps them and
     /// asks Redis at once; it fences if the answer says its entry lapsed, or if no answer
     /// comes before its last good heartbeat is node_ttl old.
     Confirming,
@@ -429,6 +437,7 @@ impl Fence {
             lifted: Mutex::new(None),
             ticked: Mutex::new(Instant::now()),
             frozen: Mutex::new(None),
+            failing: AtomicBool::new(false),
         }
     }
 
@@ -493,6 +502,7 @@ impl Fence {
                 *frozen = None;
             }
         }
+        self.failing.store(false, Ordering::SeqCst);
         let was_fenced = self.fenced.swap(false, Ordering::SeqCst);
         if was_fenced {
             *self.token.lock().expect("fence lock") = CancellationToken::new();
@@ -525,7 +535,7 @@ impl Fence {
         if since <= after || self.is_fenced() {
             return Verdict::Fine;
         }
-        if frozen && since < ttl {
+        if frozen && since < ttl && !self.failing.load(Ordering::SeqCst) {
             return Verdict::Confirming;
         }
         if self.fence_now() {
@@ -533,6 +543,11 @@ impl Fence {
         } else {
             Verdict::Fine
         }
+    }
+
+    /// A heartbeat failed: until one succeeds, the node is cut off, not merely paused.
+    fn beat_failed(&self) {
+        self.failing.store(true, Ordering::SeqCst);
     }
 
     /// Fence the node now, if it is not fenced: cancel every run. Whether it fenced.
@@ -607,6 +622,13 @@ mod tests {
         fence.beat_ok(Instant::now());
         assert_eq!(fence.check(after, ttl), Verdict::Fine);
         assert!(!fence.is_fenced());
+
+        // Frozen while heartbeats were failing (cut off, not merely paused): fenced as usual.
+        let fence = Fence::new();
+        fence.check(after, ttl);
+        fence.beat_failed();
+        sleep(Duration::from_millis(700));
+        assert!(matches!(fence.check(after, ttl), Verdict::Fenced(_)));
 
         // Frozen past ttl: fenced at once on waking.
         let fence = Fence::new();
