@@ -299,9 +299,11 @@ async fn rate_is_paced_after_the_burst() {
             other => panic!("{fid}: {other:?}"),
         }
     }
+    // Each ask runs at Redis's time, so a slow machine shortens the later waits by the time
+    // the asks took (seen: 78 ms for the first under load): generous below, tight above.
     for (i, w) in waits.iter().enumerate() {
         let want = 100 * (i as i64 + 1);
-        assert!((want - 20..=want + 5).contains(w), "{waits:?}");
+        assert!((want - 50..=want + 5).contains(w), "{waits:?}");
     }
     // The rate's turn coming round is what this is about: wall time, on purpose.
     tokio::time::sleep(Duration::from_millis(110)).await;
