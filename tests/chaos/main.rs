@@ -3,10 +3,10 @@
 //! round, and a 90-second one on a Redis Cluster; the checker must find no violation. (The
 //! checker's own tests, with a planted double, miss and early run, a firing lost with Redis's
 //! data, a create refused as full and a re-run after a short pause, are unit tests in
-//! `crates/keyfire-lab/src/chaos/check.rs`.)
+//! `crates/keyfire-lab/src/chaos/check/`, next to the code they test.)
 //!
-//! The node processes are the `chaos_node` example, which `cargo test` builds next to this
-//! test binary. Longer rounds: `cargo run --release -- chaos --minutes 10 --seed N`.
+//! The node processes are keyfire-lab's `chaos_node` example, which `cargo test` builds next to
+//! this test binary. Longer rounds: `cargo run --release -- chaos --minutes 10 --seed N`.
 
 mod repro;
 

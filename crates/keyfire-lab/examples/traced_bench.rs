@@ -5,7 +5,7 @@
 //! as a baseline). Arguments as `keyfire bench`'s:
 //!
 //! ```text
-//! cargo run --release --example traced_bench -- burst --n 50000
+//! cargo run --release -p keyfire-lab --example traced_bench -- burst --n 50000
 //! ```
 
 use clap::Parser;
