@@ -6,7 +6,8 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use keyfire::queue::{Finished, NewTask, TaskState};
-use keyfire_testkit::world::{World, poll_until};
+use keyfire_testkit::wait;
+use keyfire_testkit::world::World;
 use serde_json::json;
 
 use crate::{Consumers, blocked_clients, past_deadlines, summary};
@@ -132,7 +133,7 @@ async fn a_waiting_batch_pop_wakes_for_tasks() {
         })
     };
     // The pop is waiting: Redis counts it among its blocked clients.
-    poll_until("the pop to block", Duration::from_secs(5), || async {
+    wait::until("the pop to block", Duration::from_secs(5), || async {
         blocked_clients(&w).await > 0
     })
     .await;
