@@ -248,6 +248,19 @@ impl<S: WorldSettings> WorldOf<S> {
             .unwrap()
     }
 
+    /// How many clients Redis has blocked (a waiting `BLPOP`, say): `INFO clients`. A test
+    /// waits for it (rather than sleeps) before it adds to a pop it wants to find waiting.
+    pub async fn blocked_clients(&self) -> u64 {
+        let info: String = redis::cmd("INFO")
+            .arg("clients")
+            .query_async(&mut self.conn().await)
+            .await
+            .unwrap();
+        crate::info_field(&info, "blocked_clients")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
     /// Redis's clock now (ms).
     pub async fn redis_ms(&self) -> i64 {
         redis_ms(&mut self.conn().await).await

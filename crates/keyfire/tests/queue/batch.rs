@@ -10,7 +10,7 @@ use keyfire_testkit::wait;
 use keyfire_testkit::world::World;
 use serde_json::json;
 
-use crate::{Consumers, blocked_clients, past_deadlines, summary};
+use crate::{Consumers, past_deadlines, summary};
 
 fn pairs(rs: &[keyfire::queue::Reserved]) -> Vec<(String, String)> {
     rs.iter().map(|r| (r.id.clone(), r.token.clone())).collect()
@@ -134,7 +134,7 @@ async fn a_waiting_batch_pop_wakes_for_tasks() {
     };
     // The pop is waiting: Redis counts it among its blocked clients.
     wait::until("the pop to block", Duration::from_secs(5), || async {
-        blocked_clients(&w).await > 0
+        wait::at_least(w.blocked_clients().await, 1)
     })
     .await;
     q.add_many(
