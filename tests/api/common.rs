@@ -1,8 +1,6 @@
 //! An API over a real Redis, driven through the router (`oneshot`), and helpers to look at
 //! what Redis holds.
 
-use std::time::Duration;
-
 use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
@@ -160,23 +158,4 @@ pub(crate) async fn snapshot(w: &World) -> Vec<(String, Vec<u8>)> {
         out.push((k, dump.unwrap_or_default()));
     }
     out
-}
-
-/// Poll `f` every 50 ms until it returns Some, for at most `limit`.
-pub(crate) async fn eventually<T, F, Fut>(limit: Duration, what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {limit:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }

@@ -18,8 +18,8 @@ use keyfire::{Client, Error, JobSpec, Node, Registry};
 use keyfire_server::settings::ServerSettings;
 use serde_json::{Value, json};
 
-use crate::common::{Api, eventually};
-use crate::support::World;
+use crate::common::Api;
+use crate::support::{World, wait};
 
 const NO_MATCH: &str = "No matching signature found";
 const TOO_OLD: &str = "Message timestamp too old";
@@ -66,9 +66,9 @@ async fn deliver(client: &Client, id: &str, params: Value, attempts: u32) {
 
 /// Wait for `n` run records of `id`; oldest first.
 async fn runs(client: &Client, id: &str, n: usize) -> Vec<RunRecord> {
-    let mut runs = eventually(
-        Duration::from_secs(20),
+    let mut runs = wait::until(
         &format!("{n} runs of {id}"),
+        Duration::from_secs(20),
         || async {
             let r = client.runs(id, 10).await.unwrap();
             (r.len() >= n).then_some(r)
@@ -608,7 +608,7 @@ async fn callbacks_fire_once_per_outcome_signed_and_never_change_it() {
         (failed[0].outcome.as_str(), failed[1].outcome.as_str()),
         ("failed", "failed")
     );
-    let cbs = eventually(Duration::from_secs(10), "two callbacks", || async {
+    let cbs = wait::until("two callbacks", Duration::from_secs(10), || async {
         let cbs = seen_at(&seen, "/cb");
         (cbs.len() >= 2).then_some(cbs)
     })
@@ -654,9 +654,9 @@ async fn callbacks_fire_once_per_outcome_signed_and_never_change_it() {
     // A callback endpoint that always fails: retried on its own, bounded (5 attempts over
     // about 15 s), and the run stays a success.
     assert_eq!(runs(&client, "cb-broken", 1).await[0].outcome, "ok");
-    eventually(
-        Duration::from_secs(30),
+    wait::until(
         "five callback attempts",
+        Duration::from_secs(30),
         || async { (seen_at(&seen, "/broken").len() >= 5).then_some(()) },
     )
     .await;
@@ -688,9 +688,9 @@ async fn a_callback_whose_node_dies_mid_send_is_sent_by_another_node() {
     let run = runs(&client, "cb-crash", 1).await.remove(0);
     assert_eq!(run.outcome, "ok");
     // Node a sends the callback and hangs on it; it dies before an answer comes.
-    eventually(
-        Duration::from_secs(10),
+    wait::until(
         "the first callback attempt",
+        Duration::from_secs(10),
         || async { (!seen_at(&seen, "/hang").is_empty()).then_some(()) },
     )
     .await;
@@ -706,9 +706,9 @@ async fn a_callback_whose_node_dies_mid_send_is_sent_by_another_node() {
     // Node b takes it once its lease (node.lease) is over, and sends it again: the same
     // webhook-id, signed, its second attempt.
     let (b, _) = node_with(&w, |s| s.node.id = "b".into()).await;
-    let cbs = eventually(
-        Duration::from_secs(30),
+    let cbs = wait::until(
         "the callback sent again",
+        Duration::from_secs(30),
         || async {
             let cbs = seen_at(&seen, "/hang");
             (cbs.len() >= 2).then_some(cbs)
@@ -727,7 +727,7 @@ async fn a_callback_whose_node_dies_mid_send_is_sent_by_another_node() {
         (v["data"]["status"].as_u64(), v["data"]["body"].as_str()),
         (Some(200), Some("fine"))
     );
-    eventually(Duration::from_secs(10), "the outbox emptied", || async {
+    wait::until("the outbox emptied", Duration::from_secs(10), || async {
         (store.pending_callbacks().await.unwrap() == 0).then_some(())
     })
     .await;

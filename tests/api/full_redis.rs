@@ -22,8 +22,9 @@ use keyfire_server::api::{ApiState, router};
 use keyfire_testkit::RedisOptions;
 use serde_json::{Value, json};
 
-use crate::common::{Answer, Api, eventually};
+use crate::common::{Answer, Api};
 use crate::support::World;
+use crate::support::wait;
 
 const BIN: &str = env!("CARGO_BIN_EXE_keyfire");
 
@@ -313,13 +314,13 @@ async fn a_full_redis_is_said_plainly_and_writes_come_back_when_memory_is_freed(
     let nodes = api.get("/v1/nodes").await;
     assert_eq!(nodes.status, StatusCode::OK, "{}", nodes.body);
     assert!(nodes.body.to_string().contains("full-1"), "{}", nodes.body);
-    eventually(
-        Duration::from_secs(8) + later_due.saturating_duration_since(tokio::time::Instant::now()),
+    wait::until(
         "the firings due once Redis was full",
+        Duration::from_secs(8) + later_due.saturating_duration_since(tokio::time::Instant::now()),
         || async { (fired_ids(&fired) == ["later0", "later1", "later2"]).then_some(()) },
     )
     .await;
-    let runs: Value = eventually(Duration::from_secs(5), "their run records", || async {
+    let runs: Value = wait::until("their run records", Duration::from_secs(5), || async {
         let r = api.get("/v1/jobs/later2/runs").await;
         (r.body["runs"][0]["outcome"] == "ok").then_some(r.body)
     })
@@ -334,7 +335,7 @@ async fn a_full_redis_is_said_plainly_and_writes_come_back_when_memory_is_freed(
     set_maxmemory(&api, 64 * 1024 * 1024).await;
     let added = api.post("/v1/topics/fill/tasks", Some(task)).await;
     assert_eq!(added.status, StatusCode::CREATED, "{}", added.body);
-    let ready: Value = eventually(Duration::from_secs(5), "ready again", || async {
+    let ready: Value = wait::until("ready again", Duration::from_secs(5), || async {
         let r = api.get("/readyz").await;
         (r.status == StatusCode::OK).then_some(r.body)
     })
@@ -617,7 +618,7 @@ async fn a_minute_at_maxmemory(logged: Logged) {
         during.len()
     );
     let now_ms = api.world.redis_ms().await;
-    let runs: Value = eventually(Duration::from_secs(3), "the tick's latest run", || async {
+    let runs: Value = wait::until("the tick's latest run", Duration::from_secs(3), || async {
         let r = api.get("/v1/jobs/tick/runs").await;
         let finished =
             chrono::DateTime::parse_from_rfc3339(r.body["runs"][0]["finished_at"].as_str()?)
@@ -681,7 +682,7 @@ async fn a_minute_at_maxmemory(logged: Logged) {
         .post("/v1/topics/work/tasks", Some(json!({"payload": 1})))
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    eventually(Duration::from_secs(10), "the new work to fire", || async {
+    wait::until("the new work to fire", Duration::from_secs(10), || async {
         let f = fired_ids(&fired);
         (f.contains(&"after".to_string()) && f.contains(&task)).then_some(())
     })

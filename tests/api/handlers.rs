@@ -12,8 +12,8 @@ use keyfire::store::RunRecord;
 use keyfire::{Client, Error, JobSpec, Node, Registry};
 use serde_json::json;
 
-use crate::common::eventually;
 use crate::support::World;
+use crate::support::wait;
 
 type Seen = Arc<Mutex<Vec<(HeaderMap, String)>>>;
 
@@ -79,9 +79,9 @@ async fn run_once(
         ..Default::default()
     });
     client.upsert(spec).await.unwrap();
-    eventually(
-        Duration::from_secs(15),
+    wait::until(
         &format!("a run of {id}"),
+        Duration::from_secs(15),
         || async { client.runs(id, 10).await.unwrap().pop() },
     )
     .await

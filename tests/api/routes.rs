@@ -5,7 +5,8 @@ use std::time::Duration;
 use axum::http::{Method, StatusCode};
 use serde_json::json;
 
-use crate::common::{Api, eventually};
+use crate::common::Api;
+use crate::support::wait;
 
 /// Create, replace, read, list, page, filter and delete.
 #[tokio::test]
@@ -142,7 +143,7 @@ async fn pause_resume_runs_and_tasks() {
         )
         .await;
     assert_eq!(t.status, StatusCode::CREATED, "{:#}", t.body);
-    let runs = eventually(Duration::from_secs(10), "the task's run", || async {
+    let runs = wait::until("the task's run", Duration::from_secs(10), || async {
         let r = api.get("/v1/jobs/t1/runs").await;
         r.body["runs"].as_array().filter(|a| !a.is_empty()).cloned()
     })

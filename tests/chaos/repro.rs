@@ -7,7 +7,7 @@ use std::time::Duration;
 use keyfire::store::Keys;
 use keyfire::{Client, Firing, JobSpec, Node, Registry, Settings};
 use keyfire_lab::chaos::proxy::{Mode, Proxy};
-use keyfire_testkit::RedisServer;
+use keyfire_testkit::{RedisServer, wait};
 use serde_json::json;
 
 /// (firing id, `v` param) of every run.
@@ -65,17 +65,6 @@ fn registry(seen: &Seen) -> Registry {
     r
 }
 
-async fn wait_for(what: &str, limit: Duration, cond: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + limit;
-    while !cond() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// Found by `keyfire chaos` (seeds 9 and 11, 1 minute): a node that misses a job's delete
 /// (its subscriber was disconnected: a network cut, a Redis restart, a pub/sub kill) keeps
 /// the job's spec cached under its version. A job created again with the same id starts
@@ -127,9 +116,11 @@ async fn a_node_that_missed_a_delete_runs_the_recreated_job_with_the_deleted_spe
         .upsert(JobSpec::every("j", "1s", "rec").params(json!({"v": 1})))
         .await
         .unwrap();
-    wait_for("two runs of the first job", Duration::from_secs(10), || {
-        runs.lock().unwrap().len() >= 2
-    })
+    wait::until(
+        "two runs of the first job",
+        Duration::from_secs(10),
+        async || runs.lock().unwrap().len() >= 2,
+    )
     .await;
 
     // The node is cut off; meanwhile `j` is deleted and created again, every 2 s, v2.
@@ -151,10 +142,10 @@ async fn a_node_that_missed_a_delete_runs_the_recreated_job_with_the_deleted_spe
 
     // The node comes back and runs the new job's first firing.
     let fid = format!("j:{first}");
-    wait_for(
+    wait::until(
         "the new job's first firing",
         Duration::from_secs(10),
-        || runs.lock().unwrap().iter().any(|(f, _)| *f == fid),
+        async || runs.lock().unwrap().iter().any(|(f, _)| *f == fid),
     )
     .await;
     let ran: Vec<(String, u64)> = runs.lock().unwrap()[before..].to_vec();
@@ -213,7 +204,7 @@ async fn a_run_whose_lease_expired_during_a_client_pause_is_never_retried() {
         .enqueue(JobSpec::after("t", "0s", "run").params(json!({"sleep_ms": 3_000})))
         .await
         .unwrap();
-    wait_for("the run to start", Duration::from_secs(10), || {
+    wait::until("the run to start", Duration::from_secs(10), async || {
         node.running() > 0
     })
     .await;
@@ -275,7 +266,7 @@ async fn a_retry_of_a_deleted_job_runs_under_the_job_created_again() {
         .await
         .unwrap();
     let fid = format!("j:{}", first.next_ms.unwrap());
-    wait_for("attempt 1 to fail", Duration::from_secs(10), || {
+    wait::until("attempt 1 to fail", Duration::from_secs(10), async || {
         seen.lock()
             .unwrap()
             .iter()

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 use keyfire_testkit::RedisServer;
 use serde_json::{Value, json};
 
+use crate::support::wait;
+
 const BIN: &str = env!("CARGO_BIN_EXE_keyfire");
 const LOST: &str = "Redis lost keyfire's data";
 
@@ -127,24 +129,6 @@ in_flight = 10
     }
 }
 
-/// Poll `check` every 100 ms until it holds or `within` passes; how long it took.
-async fn within<F, Fut>(what: &str, within: Duration, mut check: F) -> Duration
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<(), String>>,
-{
-    let start = Instant::now();
-    let mut last = String::new();
-    while start.elapsed() < within {
-        match check().await {
-            Ok(()) => return start.elapsed(),
-            Err(e) => last = e,
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{what}: not within {within:?}; last: {last}");
-}
-
 async fn status(r: reqwest::Result<reqwest::Response>) -> Result<(u16, Value), String> {
     let r = r.map_err(|e| e.to_string())?;
     let code = r.status().as_u16();
@@ -218,27 +202,29 @@ async fn lose_and_heal(http: &reqwest::Client, nodes: &[Served], n: usize, lose:
     lose();
     let back_ms = now_ms();
     for node in nodes {
-        let took = within(
+        let started = Instant::now();
+        wait::until(
             &format!("{} healed", node.id),
             Duration::from_secs(5),
             || healed(http, node),
         )
         .await;
+        let took = started.elapsed();
         eprintln!("{}: healed {took:?} after Redis was back", node.id);
     }
-    within(
+    wait::until(
         "the declared job fires again",
         Duration::from_secs(10),
         || async {
             match runs_after(http, &nodes[0], back_ms).await {
-                0 => Err("no run of the declared job since the loss".into()),
+                0 => Err("no run of the declared job since the loss"),
                 _ => Ok(()),
             }
         },
     )
     .await;
     for node in nodes {
-        within(
+        wait::until(
             &format!("{}: the loss counted and logged", node.id),
             Duration::from_secs(5),
             || async {
@@ -274,7 +260,7 @@ async fn nodes_heal_after_redis_restarts_empty_and_after_flushall() {
     crate::support::install_tls_provider();
     let http = reqwest::Client::new();
     for node in &nodes {
-        within(
+        wait::until(
             &format!("{} serves", node.id),
             Duration::from_secs(30),
             || healed(&http, node),

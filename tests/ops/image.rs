@@ -13,13 +13,15 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use keyfire::Client;
 use keyfire_testkit::RedisServer;
+
+use crate::support::wait;
 
 const BIN: &str = env!("CARGO_BIN_EXE_keyfire");
 const TOKEN: &str = "image-token";
@@ -68,14 +70,14 @@ impl Receiver {
 
     /// Wait until a line starting with `prefix` came.
     fn wait_for(&mut self, prefix: &str, within: Duration) {
-        let deadline = Instant::now() + within;
-        while !self.seen.iter().any(|l| l.starts_with(prefix)) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => self.seen.push(line),
-                Err(_) => panic!("no '{prefix}' within {within:?}; saw {:?}", self.seen),
+        let (seen, lines) = (&mut self.seen, &self.lines);
+        wait::until_blocking(&format!("a '{prefix}' line"), within, || {
+            seen.extend(lines.try_iter());
+            match seen.iter().any(|l| l.starts_with(prefix)) {
+                true => Ok(()),
+                false => Err(format!("saw {seen:?}")),
             }
-        }
+        });
     }
 }
 
@@ -240,24 +242,19 @@ ca_file = "/mnt/etc-keyfire/ca.pem"
     let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
 
     // Up: its API answers the CLI (run from outside, as an operator would).
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    wait::until_blocking("serve to come up", Duration::from_secs(30), || {
         if let Some(status) = node.try_wait().unwrap() {
             panic!(
                 "serve exited ({status}) as the image runs it:\n{}",
                 read_log()
             );
         }
-        if cli(api_port, &["nodes"]).status.success() {
-            break;
+        let nodes = cli(api_port, &["nodes"]);
+        match nodes.status.success() {
+            true => Ok(()),
+            false => Err(format!("{}\n{}", text(&nodes), read_log())),
         }
-        assert!(
-            Instant::now() < deadline,
-            "serve did not come up:\n{}",
-            read_log()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    });
     // It really ran without a CA store (the bundled roots), as 10001, with no home.
     let status = std::fs::read_to_string(format!("/proc/{}/status", node.id())).unwrap();
     assert!(
@@ -300,10 +297,8 @@ ca_file = "/mnt/etc-keyfire/ca.pem"
         );
         assert!(add.status.success(), "{}", text(&add));
     }
-    tokio::task::block_in_place(|| {
-        plain.wait_for("done /plain", Duration::from_secs(20));
-        secure.wait_for("done /secure", Duration::from_secs(20));
-    });
+    plain.wait_for("done /plain", Duration::from_secs(20));
+    secure.wait_for("done /secure", Duration::from_secs(20));
 
     // SIGTERM while a run is in progress: the node finishes it, records it, and exits 0.
     let add = cli(
@@ -325,22 +320,14 @@ ca_file = "/mnt/etc-keyfire/ca.pem"
         ],
     );
     assert!(add.status.success(), "{}", text(&add));
-    tokio::task::block_in_place(|| plain.wait_for("start /slow", Duration::from_secs(20)));
+    plain.wait_for("start /slow", Duration::from_secs(20));
     kill(Pid::from_raw(node.id() as i32), Signal::SIGTERM).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let code = loop {
-        if let Some(status) = node.try_wait().unwrap() {
-            break status.code();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no exit after SIGTERM:\n{}",
-            read_log()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let code = wait::until_blocking("an exit after SIGTERM", Duration::from_secs(30), || {
+        node.try_wait().unwrap().ok_or_else(read_log)
+    })
+    .code();
     assert_eq!(code, Some(0), "{}", read_log());
-    tokio::task::block_in_place(|| plain.wait_for("done /slow", Duration::from_secs(5)));
+    plain.wait_for("done /slow", Duration::from_secs(5));
 
     let mut settings = keyfire::Settings::default();
     settings.redis.url = redis.url();

@@ -27,6 +27,8 @@ use opentelemetry_proto::tonic::trace::v1::status::StatusCode as OtlpStatus;
 use prost::Message;
 use serde_json::{Value, json};
 
+use crate::support::wait;
+
 /// The trace of the request that creates the traced job.
 const CREATOR: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 /// The trace of the request that adds a task to a topic.
@@ -145,6 +147,8 @@ struct Node {
     child: Child,
     api: String,
     lines: Arc<Mutex<Vec<String>>>,
+    /// Reads stdout into `lines` until it closes (the process exited).
+    reader: Option<std::thread::JoinHandle<()>>,
     _dir: tempfile::TempDir,
 }
 
@@ -181,7 +185,7 @@ level = "info"
         let lines = Arc::new(Mutex::new(Vec::new()));
         let stdout = child.stdout.take().unwrap();
         let sink = lines.clone();
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
                 sink.lock().unwrap().push(line);
@@ -191,21 +195,22 @@ level = "info"
             child,
             api: format!("http://127.0.0.1:{port}"),
             lines,
+            reader: Some(reader),
             _dir: dir,
         }
     }
 
     async fn ready(&self, http: &reqwest::Client) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Ok(r) = http.get(format!("{}/readyz", self.api)).send().await
-                && r.status().is_success()
-            {
-                return;
-            }
-            assert!(Instant::now() < deadline, "the node never became ready");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        wait::until(
+            "the node to be ready",
+            Duration::from_secs(30),
+            async || match http.get(format!("{}/readyz", self.api)).send().await {
+                Ok(r) if r.status().is_success() => Ok(()),
+                Ok(r) => Err(format!("/readyz: {}", r.status())),
+                Err(e) => Err(e.to_string()),
+            },
+        )
+        .await;
     }
 
     async fn create(&self, http: &reqwest::Client, job: Value, traceparent: Option<&str>) {
@@ -222,7 +227,8 @@ level = "info"
         let _ = kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM);
         let status = self.child.wait().unwrap();
         assert!(status.success(), "keyfire serve exited with {status}");
-        std::thread::sleep(Duration::from_millis(200));
+        // Every line it wrote: its stdout read to the end.
+        self.reader.take().unwrap().join().unwrap();
         self.lines.lock().unwrap().clone()
     }
 }
@@ -242,14 +248,6 @@ fn serve(config: &std::path::Path) -> Command {
 fn client() -> reqwest::Client {
     crate::support::install_tls_provider();
     reqwest::Client::new()
-}
-
-async fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -315,7 +313,7 @@ async fn attempts_are_exported_with_the_ids_the_receiver_saw() {
         None,
     )
     .await;
-    wait_for("the deliveries", Duration::from_secs(30), || {
+    wait::until("the deliveries", Duration::from_secs(30), async || {
         receiver.of("/ok").len() == 1 && receiver.of("/flaky").len() == 2
     })
     .await;
@@ -348,7 +346,7 @@ async fn attempts_are_exported_with_the_ids_the_receiver_saw() {
         .unwrap();
     assert_eq!(finished.status(), 204);
     // Three attempts: a run span each, with its handler and http children; the queue's three.
-    wait_for("the spans", Duration::from_secs(30), || {
+    wait::until("the spans", Duration::from_secs(30), async || {
         let spans = collector.spans.lock().unwrap();
         spans.iter().filter(|s| s.name == "run").count() >= 3
             && spans.iter().filter(|s| s.name == "GET").count() >= 3
@@ -509,7 +507,7 @@ async fn telemetry_off_sends_nothing() {
         Some(CREATOR),
     )
     .await;
-    wait_for("the delivery", Duration::from_secs(30), || {
+    wait::until("the delivery", Duration::from_secs(30), async || {
         receiver.of("/ok").len() == 1
     })
     .await;
@@ -557,7 +555,7 @@ async fn a_collector_that_never_answers_does_not_delay_firings() {
         None,
     )
     .await;
-    wait_for("six beats", Duration::from_secs(30), || {
+    wait::until("six beats", Duration::from_secs(30), async || {
         receiver.of("/ok").len() >= 6
     })
     .await;

@@ -11,7 +11,7 @@ use keyfire::store::{Store, slot_of};
 use keyfire::{Client, Firing, JobSpec, Node, Registry, Settings};
 use keyfire_testkit::{RedisCluster, RedisSentinelSet, RedisServer};
 
-use crate::support::{Recorder, Seen, assert_exactly_once, doubles, fast_node, wait_for};
+use crate::support::{Recorder, Seen, assert_exactly_once, doubles, fast_node, wait};
 
 /// Node settings as in the other suites: fast heartbeats and sweeps.
 fn settings(prefix: &str) -> Settings {
@@ -48,7 +48,18 @@ async fn start_nodes(s: &Settings, recorder: &Recorder) -> Vec<NodeHandle> {
                 .expect("node"),
         );
     }
-    wait_for(|| nodes.iter().all(|n| n.live_nodes().len() == 3)).await;
+    wait::until(
+        "every node to see all nodes",
+        Duration::from_secs(10),
+        async || {
+            let seen: Vec<usize> = nodes.iter().map(|n| n.live_nodes().len()).collect();
+            match seen.iter().all(|&k| k == 3) {
+                true => Ok(()),
+                false => Err(format!("live nodes seen: {seen:?}")),
+            }
+        },
+    )
+    .await;
     nodes
 }
 

@@ -11,7 +11,7 @@ use keyfire::store::{Store, slot_of};
 use keyfire::{Client, Firing, JobSpec, Node, Registry, Settings};
 use keyfire_testkit::{RedisCluster, RedisServer};
 
-use crate::support::{Recorder, fast_node, wait_for};
+use crate::support::{Recorder, fast_node, wait};
 
 /// Settings for one node on `cluster` with one shard per master, and a sweep interval far
 /// longer than any wait below: a firing that arrives in time came by a message, not a sweep.
@@ -44,7 +44,18 @@ async fn start_nodes(s: &Settings, recorder: &Recorder, ids: &[&str]) -> Vec<Nod
         s.node.id = id.to_string();
         nodes.push(Node::new(s, r).start().await.expect("node"));
     }
-    wait_for(|| nodes.iter().all(|n| n.live_nodes().len() == ids.len())).await;
+    wait::until(
+        "every node to see all nodes",
+        Duration::from_secs(10),
+        async || {
+            let seen: Vec<usize> = nodes.iter().map(|n| n.live_nodes().len()).collect();
+            match seen.iter().all(|&k| k == ids.len()) {
+                true => Ok(()),
+                false => Err(format!("live nodes seen: {seen:?}")),
+            }
+        },
+    )
+    .await;
     nodes
 }
 
@@ -111,7 +122,10 @@ async fn ssubscribe_resubscribed_after_a_failover() {
             .await
             .unwrap();
     }
-    wait_for(|| node.stats().subscribed.load(Relaxed) >= 3).await;
+    wait::until("three subscriptions", Duration::from_secs(10), async || {
+        wait::at_least(node.stats().subscribed.load(Relaxed), 3)
+    })
+    .await;
     for (i, id) in ids.iter().enumerate() {
         trigger_reaches_the_node(&client, &recorder, id, &format!("shard {i}")).await;
     }

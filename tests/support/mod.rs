@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use keyfire_testkit::{RedisOptions, RedisServer};
 
+pub(crate) use keyfire_testkit::wait;
 pub(crate) use keyfire_testkit::world::*;
 
 /// A test's world on the server's settings (its `api`, `log` and `jobs` sections beside the

@@ -11,15 +11,16 @@
 //!
 //! [`world`] holds what keyfire's own tests build on those servers: a test's [`World`] (its
 //! Redis, settings and key prefix), a [`Recorder`] its handlers write to, and waits on
-//! observable conditions.
+//! observable conditions ([`wait`]).
 
 use std::io;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub mod chaos_cluster;
 mod cluster;
 mod sentinel;
 mod server;
+pub mod wait;
 pub mod world;
 
 pub use cluster::RedisCluster;
@@ -51,28 +52,23 @@ fn info_field(info: &str, field: &str) -> Option<String> {
 }
 
 /// Poll `check` every 50 ms until it gives `Some`, for at most `limit`; on timeout the error
-/// says what was awaited and the last state seen.
+/// says what was awaited and the last state seen ([`wait`]'s loop, as an error).
 fn wait_until<T>(
     what: &str,
     limit: Duration,
     mut check: impl FnMut() -> io::Result<Option<T>>,
 ) -> io::Result<T> {
-    let started = Instant::now();
-    let mut last: String;
-    loop {
-        match check() {
-            Ok(Some(v)) => return Ok(v),
-            Ok(None) => last = "not yet".into(),
-            Err(e) => last = e.to_string(),
-        }
-        if started.elapsed() > limit {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!("{what}: not done after {limit:?} (last: {last})"),
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait::poll_blocking(limit, Duration::from_millis(50), || match check() {
+        Ok(Some(v)) => Ok(v),
+        Ok(None) => Err("not yet".to_string()),
+        Err(e) => Err(e.to_string()),
+    })
+    .map_err(|last| {
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("{what}: not done after {limit:?} (last: {last})"),
+        )
+    })
 }
 
 /// Run blocking fixture work (process start, polling waits, synchronous Redis calls, redis-cli)

@@ -1,11 +1,10 @@
 //! What keyfire's own tests build on a [`RedisServer`]: a test's [`World`] (its own Redis,
 //! settings with a key prefix of its own and fast node timings), a [`Recorder`] the test
 //! handlers write to (outside keyfire) so tests can count and time firings, and waits on
-//! observable conditions ([`wait_for`], [`poll_until`], [`Recorder::wait_until`]) rather than
-//! on wall time.
+//! observable conditions ([`crate::wait`], [`Recorder::wait_until`]) rather than on wall
+//! time.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -249,6 +248,19 @@ impl<S: WorldSettings> WorldOf<S> {
             .unwrap()
     }
 
+    /// How many clients Redis has blocked (a waiting `BLPOP`, say): `INFO clients`. A test
+    /// waits for it (rather than sleeps) before it adds to a pop it wants to find waiting.
+    pub async fn blocked_clients(&self) -> u64 {
+        let info: String = redis::cmd("INFO")
+            .arg("clients")
+            .query_async(&mut self.conn().await)
+            .await
+            .unwrap();
+        crate::info_field(&info, "blocked_clients")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
     /// Redis's clock now (ms).
     pub async fn redis_ms(&self) -> i64 {
         redis_ms(&mut self.conn().await).await
@@ -273,8 +285,7 @@ impl<S: WorldSettings> WorldOf<S> {
         let mut c = self.conn().await;
         let r = self.settings.redis();
         let shards = keyfire::store::Shards::new(&r.prefix, r.shards as usize);
-        let deadline = tokio::time::Instant::now() + limit;
-        loop {
+        crate::wait::until("nothing due, queued or running", limit, async || {
             let now = redis_ms(&mut c).await;
             let (mut due, mut retry, mut running) = (0, 0, 0);
             for keys in shards.iter() {
@@ -287,15 +298,12 @@ impl<S: WorldSettings> WorldOf<S> {
                     .unwrap();
                 (due, retry, running) = (due + d, retry + q, running + n);
             }
-            if due == 0 && retry == 0 && running == 0 {
-                return;
+            match (due, retry, running) {
+                (0, 0, 0) => Ok(()),
+                _ => Err(format!("{due} due, {retry} queued, {running} running")),
             }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "still {due} due, {retry} queued and {running} running after {limit:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        })
+        .await;
     }
 }
 
@@ -508,41 +516,6 @@ pub fn lateness_summary(seen: &[Seen]) -> (i64, i64, i64, String) {
             late.len()
         ),
     )
-}
-
-/// Poll a condition on in-process state (node counters) every 10 ms, for at most 10 s.
-pub async fn wait_for(cond: impl Fn() -> bool) {
-    wait_for_within("a condition", Duration::from_secs(10), cond).await;
-}
-
-/// Poll a condition on in-process state (node counters, a log file) every 10 ms until it
-/// holds, or fail after `limit` naming `what`.
-pub async fn wait_for_within(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + limit;
-    while !cond() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {limit:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-/// Poll an async condition (a Redis read, say) every 20 ms until it holds, or fail after
-/// `limit` naming `what`.
-pub async fn poll_until<F, Fut>(what: &str, limit: Duration, mut cond: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + limit;
-    while !cond().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {limit:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// Delay-queue fixtures: nodes that serve the `topic` handler, and queues.

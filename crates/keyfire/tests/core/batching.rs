@@ -274,7 +274,12 @@ async fn outcomes_wait_behind_a_burst_of_claims_and_are_all_recorded() {
     let stats = node.stats();
     // The leases are gone once Redis recorded the outcomes; the node counts each when the
     // script's reply comes back, a moment later.
-    keyfire_testkit::world::wait_for(|| stats.completed.load(Relaxed) >= n as u64).await;
+    keyfire_testkit::wait::until(
+        "every outcome completed",
+        Duration::from_secs(10),
+        async || keyfire_testkit::wait::at_least(stats.completed.load(Relaxed), n as u64),
+    )
+    .await;
     let deferred = stats.deferred.load(Relaxed);
     eprintln!(
         "{deferred} of {n} outcomes waited behind claims; {} recorded",

@@ -5,7 +5,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use keyfire::JobSpec;
-use keyfire_testkit::world::{World, wait_for_within};
+use keyfire_testkit::wait;
+use keyfire_testkit::world::World;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::json;
@@ -43,10 +44,10 @@ async fn sigkilled_node_runs_are_taken_over_as_attempt_two() {
         .map(|i| JobSpec::after(format!("t{i}"), "0s", "slow").params(json!({"sleep_ms": 1_500})))
         .collect();
     client.enqueue_many(specs).await.unwrap();
-    wait_for_within(
+    wait::until(
         "the victim to start 50 runs",
         Duration::from_secs(20),
-        || log_lines(&log).iter().filter(|l| l.0 == "start").count() >= 50,
+        async || log_lines(&log).iter().filter(|l| l.0 == "start").count() >= 50,
     )
     .await;
     kill(Pid::from_raw(victim.id() as i32), Signal::SIGKILL).unwrap();
@@ -120,7 +121,7 @@ async fn frozen_node_cannot_record_over_the_takeover() {
         .enqueue(JobSpec::after("t", "0s", "slow").params(json!({"sleep_ms": 1_000})))
         .await
         .unwrap();
-    wait_for_within("a run to start", Duration::from_secs(10), || {
+    wait::until("a run to start", Duration::from_secs(10), async || {
         !log_lines(&log).is_empty()
     })
     .await;
@@ -136,9 +137,11 @@ async fn frozen_node_cannot_record_over_the_takeover() {
         .await;
     kill(pid, Signal::SIGCONT).unwrap();
     // The frozen node's handler finishes its sleep and tries to record; wait for its "end".
-    wait_for_within("the frozen run to end", Duration::from_secs(10), || {
-        log_lines(&log).iter().any(|l| l.0 == "end")
-    })
+    wait::until(
+        "the frozen run to end",
+        Duration::from_secs(10),
+        async || log_lines(&log).iter().any(|l| l.0 == "end"),
+    )
     .await;
     kill(pid, Signal::SIGTERM).unwrap();
     frozen.wait().unwrap();
@@ -170,7 +173,7 @@ async fn sigkilled_node_runs_are_taken_over_within_seconds_not_after_the_lease()
     // kill, which would look at every holder as it starts).
     let nodes = [w.node("b").await, w.node("c").await];
     let mut victim = spawn_node_with_lease(&w, "victim", &log, "120s");
-    wait_for_within("the victim to join", Duration::from_secs(20), || {
+    wait::until("the victim to join", Duration::from_secs(20), async || {
         nodes[0].live_nodes().iter().any(|n| n == "victim")
     })
     .await;
@@ -190,10 +193,14 @@ async fn sigkilled_node_runs_are_taken_over_within_seconds_not_after_the_lease()
             .map(|l| l.1)
             .collect()
     };
-    wait_for_within("the runs to all start", Duration::from_secs(20), || {
-        let on_victim = started().len();
-        on_victim > 0 && w.recorder.seen().len() + on_victim >= n
-    })
+    wait::until(
+        "the runs to all start",
+        Duration::from_secs(20),
+        async || {
+            let on_victim = started().len();
+            on_victim > 0 && w.recorder.seen().len() + on_victim >= n
+        },
+    )
     .await;
     let victim_runs = started();
     kill(Pid::from_raw(victim.id() as i32), Signal::SIGKILL).unwrap();
@@ -307,9 +314,11 @@ async fn a_node_paused_for_less_than_node_ttl_keeps_its_runs() {
         .map(|i| JobSpec::after(format!("p{i}"), "0s", "slow").params(json!({"sleep_ms": 6_000})))
         .collect();
     client.enqueue_many(specs).await.unwrap();
-    wait_for_within("the node to start 50 runs", Duration::from_secs(20), || {
-        log_lines(&log).iter().filter(|l| l.0 == "start").count() >= 50
-    })
+    wait::until(
+        "the node to start 50 runs",
+        Duration::from_secs(20),
+        async || log_lines(&log).iter().filter(|l| l.0 == "start").count() >= 50,
+    )
     .await;
     let peer = w.node("peer").await;
     let pid = Pid::from_raw(paused.id() as i32);
@@ -319,7 +328,7 @@ async fn a_node_paused_for_less_than_node_ttl_keeps_its_runs() {
         kill(pid, Signal::SIGCONT).unwrap();
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    wait_for_within("50 runs to end", Duration::from_secs(20), || {
+    wait::until("50 runs to end", Duration::from_secs(20), async || {
         log_lines(&log).iter().filter(|l| l.0 == "end").count() >= 50
     })
     .await;

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use keyfire::{Firing, JobSpec, Node, NodeHandle, Registry};
 use keyfire_lab::chaos::proxy::{Mode, Proxy};
-use keyfire_testkit::world::{World, poll_until, wait_for_within};
+use keyfire_testkit::wait;
+use keyfire_testkit::world::World;
 
 /// One thing the handler saw: node, attempt, "start" or "end", when.
 type Event = (String, u32, &'static str, Instant);
@@ -84,9 +85,11 @@ async fn run_on_a(w: &World, log: &Log) {
         .enqueue(JobSpec::after("t", "0s", "hold"))
         .await
         .unwrap();
-    wait_for_within("node a to start the run", Duration::from_secs(15), || {
-        log.find("a", "start").is_some()
-    })
+    wait::until(
+        "node a to start the run",
+        Duration::from_secs(15),
+        async || log.find("a", "start").is_some(),
+    )
     .await;
 }
 
@@ -108,10 +111,10 @@ async fn cut_off_node_stops_before_the_takeover(mode: Mode) {
 
     let cut = Instant::now();
     proxy.set(mode);
-    wait_for_within(
+    wait::until(
         "node b to take the run over",
         node_ttl + Duration::from_secs(15),
-        || log.find("b", "start").is_some(),
+        async || log.find("b", "start").is_some(),
     )
     .await;
     let (attempt_b, start_b) = log.find("b", "start").unwrap();
@@ -196,16 +199,16 @@ async fn a_node_back_from_an_outage_waits_node_ttl_before_taking_over() {
     let store = client.store();
     let (cut_ms, _) = store.nodes_seen(&["b"]).await.unwrap();
     proxies[1].set(Mode::Pass);
-    poll_until("node b to beat again", Duration::from_secs(30), || async {
+    wait::until("node b to beat again", Duration::from_secs(30), || async {
         let (_, seen) = store.nodes_seen(&["b"]).await.unwrap();
         seen[0].is_some_and(|s| s > cut_ms)
     })
     .await;
     let back = Instant::now();
-    wait_for_within(
+    wait::until(
         "node b to take the run over",
         node_ttl + Duration::from_secs(15),
-        || log.find("b", "start").is_some(),
+        async || log.find("b", "start").is_some(),
     )
     .await;
     let (attempt, start_b) = log.find("b", "start").unwrap();

@@ -217,7 +217,7 @@ async fn a_deduplicated_task_runs_once() {
     }
     assert_eq!(ids.len(), 1);
     let id = ids.into_iter().next().unwrap();
-    keyfire_testkit::world::wait_for(|| !w.recorder.seen().is_empty()).await;
+    w.recorder.wait_count(1, Duration::from_secs(10)).await;
     w.wait_idle(Duration::from_secs(20)).await;
     let seen = w.recorder.seen();
     assert_eq!(seen.len(), 1, "{seen:?}");

@@ -5,7 +5,8 @@ use std::time::Duration;
 use chrono::DateTime;
 use futures::future::try_join_all;
 use keyfire::JobSpec;
-use keyfire_testkit::world::{World, doubles, lateness_summary, wait_for};
+use keyfire_testkit::wait;
+use keyfire_testkit::world::{World, doubles, lateness_summary};
 
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -117,7 +118,10 @@ async fn a_backlog_being_claimed_is_not_read_again_each_sweep() {
     w.settings.node.max_concurrent_runs = 1;
     w.settings.node.sweep_interval = Duration::from_secs(3_600);
     let node = w.node("a").await;
-    wait_for(|| node.stats().sweeps.load(Relaxed) >= 2).await;
+    wait::until("two sweeps", Duration::from_secs(10), async || {
+        wait::at_least(node.stats().sweeps.load(Relaxed), 2)
+    })
+    .await;
     let client = w.client().await;
     let now = w.redis_ms().await;
     let mut slow = JobSpec::at(
@@ -138,14 +142,20 @@ async fn a_backlog_being_claimed_is_not_read_again_each_sweep() {
     };
     client.enqueue_many(tasks(0, 50)).await.unwrap();
     let pending = || node.stats().claims_pending.load(Relaxed);
-    wait_for(|| pending() >= 50).await;
+    wait::until("50 pending", Duration::from_secs(10), async || {
+        wait::at_least(pending(), 50)
+    })
+    .await;
     let read = || node.stats().due_read.load(Relaxed);
     let r = read();
     node.sweep_once().await.unwrap();
     assert!(read() - r >= 50, "a sweep read the few: {}", read() - r);
     // 10,050 in all: a backlog.
     client.enqueue_many(tasks(50, 10_050)).await.unwrap();
-    wait_for(|| pending() >= 10_050).await;
+    wait::until("10,050 pending", Duration::from_secs(10), async || {
+        wait::at_least(pending(), 10_050)
+    })
+    .await;
     let r0 = read();
     node.sweep_once().await.unwrap();
     let r1 = read();
@@ -167,7 +177,10 @@ async fn past_instant_is_claimed_directly() {
     w.settings.node.claim_grace = Duration::from_secs(30);
     let node = w.node("a").await;
     // The sweeps at start (first tick, and after subscribing) are done; the next is 30 s away.
-    wait_for(|| node.stats().sweeps.load(Relaxed) >= 2).await;
+    wait::until("two sweeps", Duration::from_secs(10), async || {
+        wait::at_least(node.stats().sweeps.load(Relaxed), 2)
+    })
+    .await;
     let client = w.client().await;
     let past = DateTime::from_timestamp_millis(w.redis_ms().await - 5_000).unwrap();
     client

@@ -14,7 +14,8 @@ use axum::http::HeaderMap;
 use axum::routing::any;
 use keyfire::store::Store;
 use keyfire::{FlowLimitSpec, JobSpec};
-use keyfire_testkit::world::{World, poll_until};
+use keyfire_testkit::wait;
+use keyfire_testkit::world::World;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::json;
@@ -135,7 +136,7 @@ async fn limits_hold_across_three_nodes_and_a_node_killed_mid_run() {
         spawn_node(&w, "victim", &log),
     ];
     let store = Store::open(&w.settings.redis).await.unwrap();
-    poll_until("the nodes to join", Duration::from_secs(20), || async {
+    wait::until("the nodes to join", Duration::from_secs(20), || async {
         store.live_nodes(1_000).await.unwrap().len() >= 3
     })
     .await;

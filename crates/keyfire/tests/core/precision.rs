@@ -103,12 +103,16 @@ async fn two_nodes_with_only_timers() -> (World, NodeHandle, NodeHandle) {
     w.settings.node.claim_grace = Duration::from_secs(60);
     let a = w.node("a").await;
     let b = w.node("b").await;
-    keyfire_testkit::world::wait_for(|| {
-        a.stats().sweeps.load(Relaxed) >= 2
-            && b.stats().sweeps.load(Relaxed) >= 2
-            && a.live_nodes().len() == 2
-            && b.live_nodes().len() == 2
-    })
+    keyfire_testkit::wait::until(
+        "both nodes to sweep twice and see each other",
+        Duration::from_secs(10),
+        async || {
+            a.stats().sweeps.load(Relaxed) >= 2
+                && b.stats().sweeps.load(Relaxed) >= 2
+                && a.live_nodes().len() == 2
+                && b.live_nodes().len() == 2
+        },
+    )
     .await;
     let mut conn = w.conn().await;
     let _: () = w
@@ -238,7 +242,10 @@ async fn sweeps_read_each_due_entry_about_once() {
     let mut w = World::new().await;
     w.settings.node.sweep_interval = Duration::from_millis(300);
     let a = w.node("a").await;
-    keyfire_testkit::world::wait_for(|| a.stats().sweeps.load(Relaxed) >= 2).await;
+    keyfire_testkit::wait::until("two sweeps", Duration::from_secs(10), async || {
+        keyfire_testkit::wait::at_least(a.stats().sweeps.load(Relaxed), 2)
+    })
+    .await;
     let client = w.client().await;
     let base = w.redis_ms().await + 1_500;
     let tasks: Vec<JobSpec> = (0..1_000)

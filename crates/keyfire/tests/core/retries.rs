@@ -5,7 +5,8 @@ use std::time::Duration;
 use keyfire::JobSpec;
 use keyfire::job::RetrySpec;
 use keyfire::store::JobStatus;
-use keyfire_testkit::world::{World, poll_until};
+use keyfire_testkit::wait;
+use keyfire_testkit::world::World;
 use serde_json::json;
 
 fn fixed(max_attempts: u32, interval: &str) -> RetrySpec {
@@ -222,7 +223,7 @@ async fn finished_tasks_are_cleaned_up_after_retention() {
         .await
         .unwrap();
     w.recorder.wait_count(2, Duration::from_secs(5)).await;
-    poll_until(
+    wait::until(
         "the finished task to be cleaned up",
         Duration::from_secs(10),
         || async { client.get("done").await.is_err() },

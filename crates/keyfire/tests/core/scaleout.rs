@@ -7,10 +7,22 @@ use std::time::Duration;
 use chrono::DateTime;
 use keyfire::JobSpec;
 use keyfire::engine::NodeHandle;
-use keyfire_testkit::world::{World, doubles, lateness_summary, poll_until, wait_for};
+use keyfire_testkit::wait;
+use keyfire_testkit::world::{World, doubles, lateness_summary};
 
 async fn all_see(nodes: &[&NodeHandle], n: usize) {
-    wait_for(|| nodes.iter().all(|h| h.live_nodes().len() == n)).await;
+    wait::until(
+        "every node to see all nodes",
+        Duration::from_secs(10),
+        async || {
+            let seen: Vec<usize> = nodes.iter().map(|h| h.live_nodes().len()).collect();
+            match seen.iter().all(|&k| k == n) {
+                true => Ok(()),
+                false => Err(format!("live nodes seen: {seen:?}")),
+            }
+        },
+    )
+    .await;
 }
 
 fn one_shots(prefix: &str, n: usize, from_ms: i64, over_ms: i64) -> Vec<JobSpec> {
@@ -77,7 +89,7 @@ async fn three_nodes_share_30000_firings_evenly() {
             })
             .collect::<Vec<(String, u64)>>()
     };
-    poll_until(
+    wait::until(
         "the nodes' heartbeats to report every run",
         Duration::from_secs(5),
         || async { reported().await.iter().map(|(_, n)| n).sum::<u64>() >= 30_000 },

@@ -6,10 +6,11 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use keyfire::queue::{Finished, NewTask, TaskState};
-use keyfire_testkit::world::{World, poll_until};
+use keyfire_testkit::wait;
+use keyfire_testkit::world::World;
 use serde_json::json;
 
-use crate::{Consumers, blocked_clients, past_deadlines, summary};
+use crate::{Consumers, past_deadlines, summary};
 
 fn pairs(rs: &[keyfire::queue::Reserved]) -> Vec<(String, String)> {
     rs.iter().map(|r| (r.id.clone(), r.token.clone())).collect()
@@ -132,8 +133,8 @@ async fn a_waiting_batch_pop_wakes_for_tasks() {
         })
     };
     // The pop is waiting: Redis counts it among its blocked clients.
-    poll_until("the pop to block", Duration::from_secs(5), || async {
-        blocked_clients(&w).await > 0
+    wait::until("the pop to block", Duration::from_secs(5), || async {
+        wait::at_least(w.blocked_clients().await, 1)
     })
     .await;
     q.add_many(

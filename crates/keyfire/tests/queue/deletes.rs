@@ -6,7 +6,8 @@ use std::time::Duration;
 use futures::future::join_all;
 use keyfire::Error;
 use keyfire::queue::{NewTask, Queue, TaskState, When};
-use keyfire_testkit::world::{World, poll_until};
+use keyfire_testkit::wait;
+use keyfire_testkit::world::World;
 use serde_json::json;
 
 use crate::past_deadlines;
@@ -168,7 +169,7 @@ async fn records_go_after_the_retention() {
         .unwrap();
     q.delete(&id).await.unwrap();
     assert_eq!(q.get(&id).await.unwrap().state, TaskState::Deleted);
-    poll_until(
+    wait::until(
         "the record to go after its retention",
         Duration::from_secs(5),
         || async { matches!(q.get(&id).await, Err(Error::TaskNotFound(_))) },

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use keyfire::queue::{NewTask, TaskState, TopicCounts};
-use keyfire_testkit::world::{World, poll_until};
+use keyfire_testkit::wait;
+use keyfire_testkit::world::World;
 use serde_json::json;
 
 use crate::{Consumers, Delivery, summary};
@@ -51,7 +52,7 @@ async fn counts(q: &keyfire::queue::Queue, topic: &str) -> TopicCounts {
 async fn wait_no_jobs(w: &World, limit: Duration) {
     let keys = keyfire::store::Keys::new(&w.settings.redis.prefix);
     let c = w.conn().await;
-    poll_until("no keyfire job left behind", limit, || {
+    wait::until("no keyfire job left behind", limit, || {
         let mut c = c.clone();
         let jobs = keys.jobs();
         async move {

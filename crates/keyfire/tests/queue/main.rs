@@ -17,7 +17,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use keyfire::queue::{Finished, Queue, Reserved};
-use keyfire_testkit::World;
 
 /// One delivery, as a consumer saw it (instants: Redis time, ms).
 #[derive(Debug, Clone)]
@@ -136,19 +135,6 @@ pub(crate) fn past_deadlines(reserved: &[Reserved]) -> i64 {
         .max()
         .expect("a reservation")
         + 1
-}
-
-/// How many clients Redis has blocked (a waiting `BLPOP`, say): `INFO clients`.
-pub(crate) async fn blocked_clients(w: &World) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("clients")
-        .query_async(&mut w.conn().await)
-        .await
-        .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("blocked_clients:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
 }
 
 /// p50 / p99 / max of `values`, as a line.

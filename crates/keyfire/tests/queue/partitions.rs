@@ -11,6 +11,7 @@ use keyfire::queue::{MAX_PARTITIONS, NewTask, TaskState};
 use keyfire::store::Keys;
 use serde_json::json;
 
+use keyfire_testkit::wait;
 use keyfire_testkit::world::World;
 
 /// Every key under the world's prefix (sorted): equal before and after means nothing written.
@@ -148,7 +149,11 @@ async fn pops_take_from_every_partition_in_turn_and_each_task_once() {
         let q = q.clone();
         tokio::spawn(async move { q.pop("hot", Duration::from_secs(5)).await })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The pop is waiting: Redis counts it among its blocked clients.
+    wait::until("the pop to block", Duration::from_secs(5), async || {
+        wait::at_least(w.blocked_clients().await, 1)
+    })
+    .await;
     let started = tokio::time::Instant::now();
     q.add_task(NewTask::new("hot", json!(1)).id("late"))
         .await

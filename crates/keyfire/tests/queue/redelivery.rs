@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use keyfire::Error;
 use keyfire::queue::{TaskState, When};
-use keyfire_testkit::world::{World, poll_until};
+use keyfire_testkit::wait;
+use keyfire_testkit::world::World;
 use serde_json::json;
 
 use crate::past_deadlines;
@@ -154,7 +155,7 @@ async fn a_finish_in_time_wins_and_the_late_one_is_refused() {
     assert_eq!((t.state, t.deliveries), (TaskState::Done, 2));
     assert!(t.finished_at.is_some());
     // The done record goes after the retention.
-    poll_until("the done record to go", Duration::from_secs(5), || async {
+    wait::until("the done record to go", Duration::from_secs(5), || async {
         matches!(q.get(&id).await, Err(Error::TaskNotFound(_)))
     })
     .await;

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use keyfire::JobSpec;
 use keyfire::queue::{NewTask, TOPIC_HANDLER, TaskState, job_id};
-use keyfire_testkit::world::{World, poll_until};
+use keyfire_testkit::wait;
+use keyfire_testkit::world::World;
 use redis::AsyncCommands;
 use serde_json::json;
 
@@ -67,7 +68,7 @@ async fn tasks_queued_as_one_shot_jobs_are_delivered_once() {
     }
     // Each job did its work and is gone.
     for id in &ids {
-        poll_until(
+        wait::until(
             &format!("the job of {id} to go"),
             Duration::from_secs(10),
             || async { client.get(&job_id(id)).await.is_err() },
