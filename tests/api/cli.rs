@@ -1,7 +1,6 @@
 //! The CLI client, black box: `keyfire serve` as a child process with a TOML file, driven by
 //! the `keyfire` binary only. Checks output and exit codes.
 
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -11,16 +10,9 @@ use nix::unistd::Pid;
 use serde_json::Value;
 
 use crate::support::World;
+use keyfire_testkit::free_port;
 
 const BIN: &str = env!("CARGO_BIN_EXE_keyfire");
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn write_config(w: &World, dir: &Path, port: u16, extra: &str) -> std::path::PathBuf {
     let path = dir.join("keyfire.toml");

@@ -10,6 +10,7 @@ use serde_json::json;
 
 use crate::common::Api;
 use crate::support::World;
+use keyfire_testkit::free_port;
 
 const BIN: &str = env!("CARGO_BIN_EXE_keyfire");
 
@@ -81,14 +82,6 @@ async fn rest_sets_and_shows_partitions_and_refuses_bad_counts_writing_nothing()
         (orders["partitions"].as_u64(), orders["ready"].as_u64()),
         (Some(4), Some(1))
     );
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 struct Serve(std::process::Child);

@@ -12,17 +12,10 @@ use keyfire_testkit::RedisServer;
 use serde_json::{Value, json};
 
 use crate::support::wait;
+use keyfire_testkit::free_port;
 
 const BIN: &str = env!("CARGO_BIN_EXE_keyfire");
 const LOST: &str = "Redis lost keyfire's data";
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// A `keyfire serve` process, killed when dropped; its JSON log lines go to `log`.
 struct Served {

@@ -22,6 +22,7 @@ use keyfire::Client;
 use keyfire_testkit::RedisServer;
 
 use crate::support::wait;
+use keyfire_testkit::free_port;
 
 const BIN: &str = env!("CARGO_BIN_EXE_keyfire");
 const TOKEN: &str = "image-token";
@@ -103,14 +104,6 @@ fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Whether this process may build the image's conditions: root, with unshare and setpriv.

@@ -5,7 +5,7 @@
 //! `redis/keyfire.acl`; and refused, with the setting named, where the events are off.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -14,18 +14,11 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
 
+use keyfire_testkit::free_port;
 use keyfire_testkit::{RedisOptions, RedisServer};
 
 const BIN: &str = env!("CARGO_BIN_EXE_keyfire");
 const TOKEN: &str = "managed-token";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// How the node reaches Redis.
 struct Access {

@@ -28,6 +28,7 @@ use prost::Message;
 use serde_json::{Value, json};
 
 use crate::support::wait;
+use keyfire_testkit::free_port;
 
 /// The trace of the request that creates the traced job.
 const CREATOR: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
@@ -132,14 +133,6 @@ async fn start_receiver() -> (SocketAddr, Receiver) {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });
     (addr, r)
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A running `keyfire serve` and its stdout lines.

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use keyfire_server::cli::exit::{Exit, HELP};
 use keyfire_testkit::RedisServer;
+use keyfire_testkit::free_port;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
@@ -39,15 +40,6 @@ fn clean_env(cmd: &mut Command) {
             "KEYFIRE__REDIS__URL",
             format!("redis://127.0.0.1:{}/0", free_port()),
         );
-}
-
-/// A port nothing listens on (bound, then let go).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Run `cmd` to its end (at most a minute: it must fail, not serve), and return its exit code

@@ -83,3 +83,12 @@ fn off_runtime<T>(f: impl FnOnce() -> T) -> T {
         _ => f(),
     }
 }
+
+/// A port free on 127.0.0.1 now (the OS picks it; another process may take it before the
+/// caller binds it, which tests accept): for the APIs and receivers tests start.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port on 127.0.0.1")
+        .port()
+}
