@@ -50,7 +50,7 @@ impl RedisCluster {
     }
 
     /// [`RedisCluster::start`] as a managed service offers a cluster: the commands of
-    /// [`MANAGED_RENAMES`] renamed away, except `CLUSTER` (a cluster client needs its
+    /// [`MANAGED_RENAMES`](crate::MANAGED_RENAMES) renamed away, except `CLUSTER` (a cluster client needs its
     /// `CLUSTER SLOTS`). Reach the renamed ones with [`RedisServer::admin`] of a node.
     pub fn start_managed(masters: usize, replicas_per_master: usize) -> io::Result<Self> {
         let mut options = Self::options().as_managed();
