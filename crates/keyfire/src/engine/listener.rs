@@ -82,46 +82,19 @@ impl<'a> NextFirings<'a> {
 
 /// The listener: hands expired events and change messages to the components they are for.
 pub(super) struct Listener {
-    core: Arc<NodeCore>,
-    claimer: Arc<Claimer>,
-    timers: TimerQueue,
-    live: Arc<Live>,
-    membership: Arc<Membership>,
-    executor: Arc<Executor>,
-    specs: Arc<Specs>,
-    limiter: Arc<FlowLimiter>,
-    hooks: Arc<Hooks>,
-    sweep: Arc<SweepState>,
+    pub(super) core: Arc<NodeCore>,
+    pub(super) claimer: Arc<Claimer>,
+    pub(super) timers: TimerQueue,
+    pub(super) live: Arc<Live>,
+    pub(super) membership: Arc<Membership>,
+    pub(super) executor: Arc<Executor>,
+    pub(super) specs: Arc<Specs>,
+    pub(super) limiter: Arc<FlowLimiter>,
+    pub(super) hooks: Arc<Hooks>,
+    pub(super) sweep: Arc<SweepState>,
 }
 
 impl Listener {
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(
-        core: Arc<NodeCore>,
-        claimer: Arc<Claimer>,
-        timers: TimerQueue,
-        live: Arc<Live>,
-        membership: Arc<Membership>,
-        executor: Arc<Executor>,
-        specs: Arc<Specs>,
-        limiter: Arc<FlowLimiter>,
-        hooks: Arc<Hooks>,
-        sweep: Arc<SweepState>,
-    ) -> Self {
-        Self {
-            core,
-            claimer,
-            timers,
-            live,
-            membership,
-            executor,
-            specs,
-            limiter,
-            hooks,
-            sweep,
-        }
-    }
-
     /// Follow the store's subscription (expired events of every server that holds data, and
     /// the change channels) until the node stops claiming.
     pub(super) async fn run(self: Arc<Self>) {
