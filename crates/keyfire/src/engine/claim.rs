@@ -350,8 +350,7 @@ impl Claimer {
                 Step::Done
             }
             ClaimReply::Stale | ClaimReply::Locked | ClaimReply::Dropped => {
-                bump(&self.core.stats.stale);
-                metrics::counter!(name::CONFLICTS, "node" => self.core.id.clone()).increment(1);
+                self.core.stats.claim_conflict(&self.core.id);
                 Step::Done
             }
         }
@@ -466,8 +465,7 @@ impl Claimer {
             )
             .await?
         {
-            bump(&self.core.stats.recovered);
-            metrics::counter!(name::TAKEOVERS, "node" => self.core.id.clone()).increment(1);
+            self.core.stats.takeover(&self.core.id);
             // The lost run's limit slot comes back now, not when its lease runs out.
             self.limiter
                 .release_taken_over(cached.as_deref(), &crate::store::firing_id(job_id, at_ms))

@@ -148,9 +148,7 @@ impl FlowLimiter {
                 }
             }
         };
-        metrics::counter!(name::LIMIT_HELD, "node" => self.core.id.clone(), "key" => key.clone(), "reason" => reason.clone())
-            .increment(1);
-        bump(&self.core.stats.held);
+        self.core.stats.limit_held(&self.core.id, &key, &reason);
         match self.hold(job_id, c, wait_ms).await {
             Ok(Some(due)) => {
                 tracing::debug!(key, firing = %fid, wait_ms, reason, "held back by its limit");

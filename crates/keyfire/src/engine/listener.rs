@@ -120,16 +120,7 @@ impl Listener {
     /// A server's subscriptions are in place (again): what was announced or expired there
     /// meanwhile is lost.
     fn on_subscribed(self: &Arc<Self>, changes: bool) {
-        if self
-            .core
-            .stats
-            .subscribed
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            > 0
-        {
-            metrics::counter!(crate::metrics::name::RECONNECTS, "node" => self.core.id.clone())
-                .increment(1);
-        }
+        self.core.stats.subscribed(&self.core.id);
         // Forget every cached spec (a change or a delete may have been missed) and sweep
         // now (G2).
         if changes {

@@ -68,8 +68,7 @@ impl Runner {
         metrics::counter!(name::CLAIMED, "node" => self.core.id.clone(), "kind" => kind)
             .increment(1);
         if source == Source::Sweep {
-            bump(&self.core.stats.swept);
-            metrics::counter!(name::SWEPT, "node" => self.core.id.clone()).increment(1);
+            self.core.stats.sweeper_claim(&self.core.id);
         }
         let me = self.clone();
         self.core.runs.spawn(me.execute(permit, claimed, epoch));
