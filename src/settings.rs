@@ -17,6 +17,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerSettings {
+    // The library's `Settings` (crates/keyfire/src/config.rs), repeated: serde cannot combine
+    // `#[serde(flatten)]` with `deny_unknown_fields`.
     /// Where Redis is and how keyfire uses it.
     pub redis: RedisSettings,
     /// How this node claims and runs firings.
@@ -258,23 +260,6 @@ fn check_http_url(url: &str) -> std::result::Result<(), &'static str> {
     Ok(())
 }
 
-/// List settings that the environment gives as comma-separated values: (variable, key).
-const LIST_VARS: &[(&str, &str)] = &[
-    ("KEYFIRE__REDIS__NODES", "redis.nodes"),
-    (
-        "KEYFIRE__HANDLERS__HTTP__ALLOWED_HOSTS",
-        "handlers.http.allowed_hosts",
-    ),
-    (
-        "KEYFIRE__HANDLERS__HTTP__BLOCKED_NETWORKS",
-        "handlers.http.blocked_networks",
-    ),
-    (
-        "KEYFIRE__HANDLERS__COMMAND__ALLOWED_PROGRAMS",
-        "handlers.command.allowed_programs",
-    ),
-];
-
 /// Whether `filter` is a `tracing` filter as `RUST_LOG` takes it: comma-separated
 /// directives, each a level or `target[span{field=value}]=level`. A bare word that is not a
 /// level would be read as a target name and silence everything, so it is refused.
@@ -330,8 +315,9 @@ impl ServerSettings {
         // The `config` crate splits lists only with `try_parsing`, which would also turn
         // every numeric-looking string (a token, a password) into a number; split the list
         // settings here instead.
-        for (var, key) in LIST_VARS {
-            if let Some((_, value)) = env.iter().find(|(k, _)| k.eq_ignore_ascii_case(var)) {
+        for key in Settings::LIST_KEYS {
+            let var = format!("KEYFIRE__{}", key.replace('.', "__").to_ascii_uppercase());
+            if let Some((_, value)) = env.iter().find(|(k, _)| k.eq_ignore_ascii_case(&var)) {
                 let items: Vec<String> = value
                     .split(',')
                     .map(str::trim)
@@ -484,31 +470,28 @@ mod tests {
 
     #[test]
     fn the_file_format_is_the_library_sections_plus_the_servers() {
-        let text = serde_json::to_value(ServerSettings::default()).unwrap();
-        let mut sections: Vec<&str> = text
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(String::as_str)
-            .collect();
-        sections.sort_unstable();
-        assert_eq!(
-            sections,
-            [
-                "api",
-                "flow_limits",
-                "handlers",
-                "jobs",
-                "limits",
-                "log",
-                "metrics",
-                "node",
-                "prune",
-                "redis",
-                "telemetry",
-                "topics",
-            ]
-        );
+        // The sections of each, from their serialized defaults.
+        let server = ServerSettings::default();
+        let serialized = serde_json::to_value(&server).unwrap();
+        let all = serialized.as_object().unwrap();
+        let library = serde_json::to_value(server.library()).unwrap();
+        let library = library.as_object().unwrap();
+        assert!(!library.is_empty());
+        // Each of the library's sections is the server's section of that name...
+        let mut part = all.clone();
+        part.retain(|k, _| library.contains_key(k));
+        assert_eq!(&part, library);
+        // ...and the library refuses each of the server's own.
+        let own: Vec<&String> = all.keys().filter(|k| !library.contains_key(*k)).collect();
+        assert!(!own.is_empty());
+        for key in own {
+            let mut one = serde_json::Map::new();
+            one.insert(key.clone(), all[key].clone());
+            let err = serde_json::from_value::<Settings>(one.into())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key.as_str()), "{key}: {err}");
+        }
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("k.toml");
         std::fs::write(&path, "[apii]\nenabled = false\n").unwrap();

@@ -18,6 +18,8 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
+    // The server's `ServerSettings` (src/settings.rs) repeats these four fields: serde cannot
+    // combine `#[serde(flatten)]` with `deny_unknown_fields`.
     /// Where Redis is and how keyfire uses it.
     pub redis: RedisSettings,
     /// How this node claims and runs firings.
@@ -431,7 +433,7 @@ impl RedisSettings {
         Ok(())
     }
 
-    /// Refuse connection settings that cannot work, naming the setting.
+    /// Refuse connection and layout settings that cannot work, naming the setting.
     pub fn check(&self) -> Result<()> {
         let bad = |name: &str, why: String| Err(Error::Config(format!("{name}: {why}")));
         match self.mode {
@@ -492,7 +494,14 @@ impl RedisSettings {
                 "must be more than 0 when redis.wait_replicas is set (WAIT 0 waits forever)".into(),
             );
         }
-        self.check_features()
+        self.check_features()?;
+        if self.prefix.is_empty() || self.prefix.contains(['{', '}', ' ']) {
+            return bad(
+                "redis.prefix",
+                "must be non-empty without '{', '}' or spaces".into(),
+            );
+        }
+        Ok(())
     }
 }
 
@@ -600,41 +609,68 @@ impl Default for InputLimits {
 }
 
 impl Settings {
+    /// The list-valued settings, by their dotted names: a configuration source without lists
+    /// (the `keyfire` server's `KEYFIRE__` environment variables) gives them as
+    /// comma-separated values.
+    pub const LIST_KEYS: &'static [&'static str] = &[
+        "redis.nodes",
+        "handlers.http.allowed_hosts",
+        "handlers.http.blocked_networks",
+        "handlers.command.allowed_programs",
+    ];
+
     /// Refuse settings that cannot work, naming the setting (`redis.shards`,
     /// `handlers.http.timeout`, ...). A node and a client check their settings when they
     /// start; call it first to report a bad one early.
     pub fn check(&self) -> Result<()> {
+        self.node.check()?;
+        self.redis.check()?;
+        self.handlers.check()
+    }
+}
+
+impl NodeSettings {
+    /// Refuse node settings that cannot work, naming the setting.
+    pub fn check(&self) -> Result<()> {
         let bad = |name: &str, why: &str| Err(Error::Config(format!("{name}: {why}")));
-        if self.node.max_concurrent_runs == 0 {
+        if self.max_concurrent_runs == 0 {
             return bad("node.max_concurrent_runs", "must be at least 1");
         }
         for (name, d) in [
-            ("node.heartbeat_interval", self.node.heartbeat_interval),
-            ("node.sweep_interval", self.node.sweep_interval),
-            ("node.lease", self.node.lease),
+            ("node.heartbeat_interval", self.heartbeat_interval),
+            ("node.sweep_interval", self.sweep_interval),
+            ("node.lease", self.lease),
         ] {
             if d.is_zero() {
                 return bad(name, "must be greater than zero");
             }
         }
-        if self.node.node_ttl <= self.node.heartbeat_interval {
+        if self.node_ttl <= self.heartbeat_interval {
             return bad(
                 "node.node_ttl",
                 "must be longer than node.heartbeat_interval",
             );
         }
-        self.redis.check()?;
-        if self.redis.prefix.is_empty() || self.redis.prefix.contains(['{', '}', ' ']) {
-            return bad(
-                "redis.prefix",
-                "must be non-empty without '{', '}' or spaces",
-            );
-        }
-        self.handlers.http.check()?;
-        if self.handlers.command.timeout.is_zero() {
+        Ok(())
+    }
+}
+
+impl HandlerSettings {
+    /// Refuse handler settings that cannot work, naming the setting.
+    pub fn check(&self) -> Result<()> {
+        self.http.check()?;
+        self.command.check()
+    }
+}
+
+impl CommandHandlerSettings {
+    /// Refuse `command` handler settings that cannot work, naming the setting.
+    pub fn check(&self) -> Result<()> {
+        let bad = |name: &str, why: &str| Err(Error::Config(format!("{name}: {why}")));
+        if self.timeout.is_zero() {
             return bad("handlers.command.timeout", "must be greater than zero");
         }
-        if self.handlers.command.enabled && self.handlers.command.allowed_programs.is_empty() {
+        if self.enabled && self.allowed_programs.is_empty() {
             return bad(
                 "handlers.command.allowed_programs",
                 "name at least one program (or \"*\") when handlers.command.enabled is true",
@@ -855,21 +891,34 @@ mod tests {
     }
 
     #[test]
-    fn library_settings_hold_no_server_section() {
-        let text = serde_json::to_value(Settings::default()).unwrap();
-        let mut sections: Vec<&str> = text
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(String::as_str)
-            .collect();
-        sections.sort_unstable();
-        assert_eq!(sections, ["handlers", "limits", "node", "redis"]);
+    fn the_list_keys_are_the_list_valued_settings() {
+        // Every list in the defaults' serialization (the maps, empty by default, add none).
+        fn lists(prefix: &str, value: &serde_json::Value, out: &mut Vec<String>) {
+            match value {
+                serde_json::Value::Array(_) => out.push(prefix.to_string()),
+                serde_json::Value::Object(map) => {
+                    for (key, v) in map {
+                        let name = if prefix.is_empty() {
+                            key.clone()
+                        } else {
+                            format!("{prefix}.{key}")
+                        };
+                        lists(&name, v, out);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut found = Vec::new();
+        lists(
+            "",
+            &serde_json::to_value(Settings::default()).unwrap(),
+            &mut found,
+        );
+        found.sort_unstable();
+        let mut declared = Settings::LIST_KEYS.to_vec();
+        declared.sort_unstable();
+        assert_eq!(found, declared);
         Settings::default().check().unwrap();
-        let err =
-            serde_json::from_value::<Settings>(serde_json::json!({"api": {"enabled": false}}))
-                .unwrap_err()
-                .to_string();
-        assert!(err.contains("api"), "{err}");
     }
 }

@@ -49,42 +49,14 @@ pub(super) struct Claimer {
     pub(super) runner: Arc<Runner>,
     pub(super) limiter: Arc<FlowLimiter>,
     /// Told when a takeover failed (the next sweep looks at the runs' holders again).
-    sweep: Arc<SweepState>,
+    pub(super) sweep: Arc<SweepState>,
     /// Firings this node is claiming right now, and those to arm again when their claim ends.
-    book: ClaimBook,
+    pub(super) book: ClaimBook,
     /// Queues a scheduled claim for its shard's batcher.
-    claims: Vec<mpsc::UnboundedSender<ClaimRequest>>,
+    pub(super) claims: Vec<mpsc::UnboundedSender<ClaimRequest>>,
 }
 
 impl Claimer {
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(
-        core: Arc<NodeCore>,
-        specs: Arc<Specs>,
-        executor: Arc<Executor>,
-        live: Arc<Live>,
-        fence: Arc<Fence>,
-        timers: TimerQueue,
-        runner: Arc<Runner>,
-        limiter: Arc<FlowLimiter>,
-        sweep: Arc<SweepState>,
-        claims: Vec<mpsc::UnboundedSender<ClaimRequest>>,
-    ) -> Self {
-        Self {
-            core,
-            specs,
-            executor,
-            live,
-            fence,
-            timers,
-            runner,
-            limiter,
-            sweep,
-            book: ClaimBook::default(),
-            claims,
-        }
-    }
-
     /// Claim in the background, unless this node is already claiming the same thing.
     pub(super) fn spawn_claim(
         self: &Arc<Self>,
@@ -378,8 +350,7 @@ impl Claimer {
                 Step::Done
             }
             ClaimReply::Stale | ClaimReply::Locked | ClaimReply::Dropped => {
-                bump(&self.core.stats.stale);
-                metrics::counter!(name::CONFLICTS, "node" => self.core.id.clone()).increment(1);
+                self.core.stats.claim_conflict(&self.core.id);
                 Step::Done
             }
         }
@@ -494,8 +465,7 @@ impl Claimer {
             )
             .await?
         {
-            bump(&self.core.stats.recovered);
-            metrics::counter!(name::TAKEOVERS, "node" => self.core.id.clone()).increment(1);
+            self.core.stats.takeover(&self.core.id);
             // The lost run's limit slot comes back now, not when its lease runs out.
             self.limiter
                 .release_taken_over(cached.as_deref(), &crate::store::firing_id(job_id, at_ms))

@@ -43,33 +43,17 @@ pub(super) const HOLD_MAX: Duration = Duration::from_millis(250);
 
 /// The completer: records the outcomes of this node's runs, one loop per shard.
 pub(super) struct Completer {
-    core: Arc<NodeCore>,
+    pub(super) core: Arc<NodeCore>,
     /// Its record permits: outcomes are not held while they run short.
-    executor: Arc<Executor>,
+    pub(super) executor: Arc<Executor>,
     /// Arms the next attempt's timer when this node owns the job.
-    timers: TimerQueue,
-    live: Arc<Live>,
+    pub(super) timers: TimerQueue,
+    pub(super) live: Arc<Live>,
     /// Woken when an outcome queued a callback.
-    callbacks: Arc<Callbacks>,
+    pub(super) callbacks: Arc<Callbacks>,
 }
 
 impl Completer {
-    pub(super) fn new(
-        core: Arc<NodeCore>,
-        executor: Arc<Executor>,
-        timers: TimerQueue,
-        live: Arc<Live>,
-        callbacks: Arc<Callbacks>,
-    ) -> Self {
-        Self {
-            core,
-            executor,
-            timers,
-            live,
-            callbacks,
-        }
-    }
-
     /// Attempts that end around the same time are recorded in one script call. Runs until
     /// the node's runs are cancelled (the end of shutdown), then records what is left.
     ///

@@ -14,6 +14,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::clock::RedisClock;
 use crate::config::NodeSettings;
+use crate::metrics::name;
 use crate::store::{HistoryLimits, Store};
 
 /// Counters a node keeps about itself, for tests and logs ([`crate::metrics`] names the
@@ -62,6 +63,46 @@ pub struct Stats {
     pub ahead_held: AtomicU64,
     /// Firings claimed ahead waiting for a run permit now (a gauge).
     pub ahead_waiting: AtomicU64,
+}
+
+/// Events counted both here and in metrics: one call bumps the counter and records the
+/// series (labelled with the node's id, `node`).
+impl Stats {
+    /// A claim found the firing already taken or changed: [`Stats::stale`] and
+    /// [`name::CONFLICTS`].
+    pub(super) fn claim_conflict(&self, node: &str) {
+        bump(&self.stale);
+        metrics::counter!(name::CONFLICTS, "node" => node.to_string()).increment(1);
+    }
+
+    /// A run taken over after its lease expired: [`Stats::recovered`] and
+    /// [`name::TAKEOVERS`].
+    pub(super) fn takeover(&self, node: &str) {
+        bump(&self.recovered);
+        metrics::counter!(name::TAKEOVERS, "node" => node.to_string()).increment(1);
+    }
+
+    /// A firing the sweeper claimed: [`Stats::swept`] and [`name::SWEPT`].
+    pub(super) fn sweeper_claim(&self, node: &str) {
+        bump(&self.swept);
+        metrics::counter!(name::SWEPT, "node" => node.to_string()).increment(1);
+    }
+
+    /// A claimed firing held back by limit key `key` for `reason`: [`Stats::held`] and
+    /// [`name::LIMIT_HELD`].
+    pub(super) fn limit_held(&self, node: &str, key: &str, reason: &str) {
+        metrics::counter!(name::LIMIT_HELD, "node" => node.to_string(), "key" => key.to_string(), "reason" => reason.to_string())
+            .increment(1);
+        bump(&self.held);
+    }
+
+    /// The subscriber connected: [`Stats::subscribed`], and [`name::RECONNECTS`] when it
+    /// connected before.
+    pub(super) fn subscribed(&self, node: &str) {
+        if self.subscribed.fetch_add(1, Ordering::Relaxed) > 0 {
+            metrics::counter!(name::RECONNECTS, "node" => node.to_string()).increment(1);
+        }
+    }
 }
 
 /// The node's identity, its shared handles and its lifecycle, held by every component.

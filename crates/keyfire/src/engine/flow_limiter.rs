@@ -24,12 +24,12 @@ use crate::store::{Acquired, Hold, firing_id};
 /// The flow-control limiter: the limit keys that have a limit, as this node last read them,
 /// the batcher of each key's asks and of each shard's holds.
 pub(super) struct FlowLimiter {
-    core: Arc<NodeCore>,
+    pub(super) core: Arc<NodeCore>,
     /// Arms the timer of a held firing for its turn.
-    timers: TimerQueue,
-    keys: RwLock<Arc<HashSet<String>>>,
-    asks: Mutex<HashMap<String, mpsc::UnboundedSender<Ask>>>,
-    holds: Mutex<HashMap<usize, mpsc::UnboundedSender<HoldAsk>>>,
+    pub(super) timers: TimerQueue,
+    pub(super) keys: RwLock<Arc<HashSet<String>>>,
+    pub(super) asks: Mutex<HashMap<String, mpsc::UnboundedSender<Ask>>>,
+    pub(super) holds: Mutex<HashMap<usize, mpsc::UnboundedSender<HoldAsk>>>,
 }
 
 /// A denied firing to hold back, waiting for its shard's next hold call. None back: the
@@ -69,16 +69,6 @@ pub(super) enum Gate {
 }
 
 impl FlowLimiter {
-    pub(super) fn new(core: Arc<NodeCore>, timers: TimerQueue) -> Self {
-        Self {
-            core,
-            timers,
-            keys: RwLock::default(),
-            asks: Mutex::default(),
-            holds: Mutex::default(),
-        }
-    }
-
     fn get(&self) -> Arc<HashSet<String>> {
         self.keys.read().expect("limited keys lock").clone()
     }
@@ -158,9 +148,7 @@ impl FlowLimiter {
                 }
             }
         };
-        metrics::counter!(name::LIMIT_HELD, "node" => self.core.id.clone(), "key" => key.clone(), "reason" => reason.clone())
-            .increment(1);
-        bump(&self.core.stats.held);
+        self.core.stats.limit_held(&self.core.id, &key, &reason);
         match self.hold(job_id, c, wait_ms).await {
             Ok(Some(due)) => {
                 tracing::debug!(key, firing = %fid, wait_ms, reason, "held back by its limit");

@@ -42,16 +42,12 @@ impl NodeView for View {
 
 /// The registry's hooks (see [`NodeHook`]).
 pub(super) struct Hooks {
-    core: Arc<NodeCore>,
-    live: Arc<Live>,
-    hooks: Vec<Arc<dyn NodeHook>>,
+    pub(super) core: Arc<NodeCore>,
+    pub(super) live: Arc<Live>,
+    pub(super) hooks: Vec<Arc<dyn NodeHook>>,
 }
 
 impl Hooks {
-    pub(super) fn new(core: Arc<NodeCore>, live: Arc<Live>, hooks: Vec<Arc<dyn NodeHook>>) -> Self {
-        Self { core, live, hooks }
-    }
-
     /// Start every hook, each stopping with the node's claiming.
     pub(super) fn start(&self, tasks: &mut tokio::task::JoinSet<()>) {
         for hook in self.hooks.iter().cloned() {

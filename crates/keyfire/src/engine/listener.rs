@@ -82,46 +82,19 @@ impl<'a> NextFirings<'a> {
 
 /// The listener: hands expired events and change messages to the components they are for.
 pub(super) struct Listener {
-    core: Arc<NodeCore>,
-    claimer: Arc<Claimer>,
-    timers: TimerQueue,
-    live: Arc<Live>,
-    membership: Arc<Membership>,
-    executor: Arc<Executor>,
-    specs: Arc<Specs>,
-    limiter: Arc<FlowLimiter>,
-    hooks: Arc<Hooks>,
-    sweep: Arc<SweepState>,
+    pub(super) core: Arc<NodeCore>,
+    pub(super) claimer: Arc<Claimer>,
+    pub(super) timers: TimerQueue,
+    pub(super) live: Arc<Live>,
+    pub(super) membership: Arc<Membership>,
+    pub(super) executor: Arc<Executor>,
+    pub(super) specs: Arc<Specs>,
+    pub(super) limiter: Arc<FlowLimiter>,
+    pub(super) hooks: Arc<Hooks>,
+    pub(super) sweep: Arc<SweepState>,
 }
 
 impl Listener {
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(
-        core: Arc<NodeCore>,
-        claimer: Arc<Claimer>,
-        timers: TimerQueue,
-        live: Arc<Live>,
-        membership: Arc<Membership>,
-        executor: Arc<Executor>,
-        specs: Arc<Specs>,
-        limiter: Arc<FlowLimiter>,
-        hooks: Arc<Hooks>,
-        sweep: Arc<SweepState>,
-    ) -> Self {
-        Self {
-            core,
-            claimer,
-            timers,
-            live,
-            membership,
-            executor,
-            specs,
-            limiter,
-            hooks,
-            sweep,
-        }
-    }
-
     /// Follow the store's subscription (expired events of every server that holds data, and
     /// the change channels) until the node stops claiming.
     pub(super) async fn run(self: Arc<Self>) {
@@ -147,16 +120,7 @@ impl Listener {
     /// A server's subscriptions are in place (again): what was announced or expired there
     /// meanwhile is lost.
     fn on_subscribed(self: &Arc<Self>, changes: bool) {
-        if self
-            .core
-            .stats
-            .subscribed
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            > 0
-        {
-            metrics::counter!(crate::metrics::name::RECONNECTS, "node" => self.core.id.clone())
-                .increment(1);
-        }
+        self.core.stats.subscribed(&self.core.id);
         // Forget every cached spec (a change or a delete may have been missed) and sweep
         // now (G2).
         if changes {

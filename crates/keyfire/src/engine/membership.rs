@@ -104,58 +104,29 @@ pub(super) type Handover = Box<dyn Fn(String, i64, String) + Send + Sync>;
 
 /// Heartbeats, the live set and the fence.
 pub(super) struct Membership {
-    core: Arc<NodeCore>,
-    live: Arc<Live>,
-    fence: Arc<Fence>,
-    executor: Arc<Executor>,
-    sweep: Arc<SweepState>,
+    pub(super) core: Arc<NodeCore>,
+    pub(super) live: Arc<Live>,
+    pub(super) fence: Arc<Fence>,
+    pub(super) executor: Arc<Executor>,
+    pub(super) sweep: Arc<SweepState>,
     /// The handlers this node runs, told in its heartbeat.
-    handlers: Vec<String>,
+    pub(super) handlers: Vec<String>,
     /// Whether this node may turn expiry events on.
-    notifications_allowed: bool,
+    pub(super) notifications_allowed: bool,
     /// Set once the node left the live set; held during each heartbeat.
-    left: tokio::sync::Mutex<bool>,
+    pub(super) left: tokio::sync::Mutex<bool>,
     /// Hands over the runs the fence cut off (the claimer takes them over).
-    handover: Handover,
+    pub(super) handover: Handover,
     /// The data markers this node knows, and what it writes back when Redis lost them.
-    data: DataWatch,
+    pub(super) data: DataWatch,
     pub(super) healer: Arc<Healer>,
     /// Wakes the heartbeat loop for a beat now (a node that woke from a pause asks Redis).
-    beat_now: tokio::sync::Notify,
+    pub(super) beat_now: tokio::sync::Notify,
     /// Whether the node is confirming its place after a pause (logged once per pause).
-    confirming: AtomicBool,
+    pub(super) confirming: AtomicBool,
 }
 
 impl Membership {
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(
-        core: Arc<NodeCore>,
-        live: Arc<Live>,
-        fence: Arc<Fence>,
-        executor: Arc<Executor>,
-        sweep: Arc<SweepState>,
-        handlers: Vec<String>,
-        notifications_allowed: bool,
-        handover: Handover,
-        healer: Arc<Healer>,
-    ) -> Self {
-        Self {
-            core,
-            live,
-            fence,
-            executor,
-            sweep,
-            handlers,
-            notifications_allowed,
-            left: tokio::sync::Mutex::new(false),
-            handover,
-            data: DataWatch::default(),
-            healer,
-            beat_now: tokio::sync::Notify::new(),
-            confirming: AtomicBool::new(false),
-        }
-    }
-
     /// Beat every heartbeat interval until the node stops claiming; now and then, check
     /// that expiry events are on.
     pub(super) async fn run(self: Arc<Self>) {

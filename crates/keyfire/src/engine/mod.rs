@@ -244,46 +244,54 @@ impl Engine {
         let executor = Arc::new(Executor::new(settings.node.max_concurrent_runs));
         let specs = Arc::new(Specs::new(core.clone()));
         let (timer_queue, timers) = TimerQueue::new(core.clone(), specs.clone());
-        let limiter = Arc::new(FlowLimiter::new(core.clone(), timer_queue.clone()));
+        let limiter = Arc::new(FlowLimiter {
+            core: core.clone(),
+            timers: timer_queue.clone(),
+            keys: Default::default(),
+            asks: Default::default(),
+            holds: Default::default(),
+        });
         let callbacks = Arc::new(Callbacks::new(core.clone(), sender));
-        let completer = Arc::new(Completer::new(
-            core.clone(),
-            executor.clone(),
-            timer_queue.clone(),
-            live.clone(),
-            callbacks.clone(),
-        ));
-        let runner = Arc::new(Runner::new(
-            core.clone(),
+        let completer = Arc::new(Completer {
+            core: core.clone(),
+            executor: executor.clone(),
+            timers: timer_queue.clone(),
+            live: live.clone(),
+            callbacks: callbacks.clone(),
+        });
+        let runner = Arc::new(Runner {
+            core: core.clone(),
             registry,
-            executor.clone(),
-            fence.clone(),
-            limiter.clone(),
-            specs.clone(),
-            done_tx,
-            completer.clone(),
-        ));
-        let claimer = Arc::new(Claimer::new(
-            core.clone(),
-            specs.clone(),
-            executor.clone(),
-            live.clone(),
-            fence.clone(),
-            timer_queue.clone(),
-            runner.clone(),
-            limiter.clone(),
-            sweep.clone(),
-            claim_tx,
-        ));
-        let sweeper = Arc::new(Sweeper::new(
-            core.clone(),
-            claimer.clone(),
-            timer_queue.clone(),
-            live.clone(),
-            fence.clone(),
-            limiter.clone(),
-            sweep.clone(),
-        ));
+            executor: executor.clone(),
+            fence: fence.clone(),
+            limiter: limiter.clone(),
+            specs: specs.clone(),
+            completions: done_tx,
+            completer: completer.clone(),
+        });
+        let claimer = Arc::new(Claimer {
+            core: core.clone(),
+            specs: specs.clone(),
+            executor: executor.clone(),
+            live: live.clone(),
+            fence: fence.clone(),
+            timers: timer_queue.clone(),
+            runner: runner.clone(),
+            limiter: limiter.clone(),
+            sweep: sweep.clone(),
+            book: Default::default(),
+            claims: claim_tx,
+        });
+        let sweeper = Arc::new(Sweeper {
+            core: core.clone(),
+            claimer: claimer.clone(),
+            timers: timer_queue.clone(),
+            live: live.clone(),
+            fence: fence.clone(),
+            limiter: limiter.clone(),
+            state: sweep.clone(),
+            running: Default::default(),
+        });
         let handover = {
             let claimer = claimer.clone();
             Box::new(move |job_id, at_ms, holder| {
@@ -299,30 +307,38 @@ impl Engine {
             notifications_allowed: settings.redis.enable_notifications,
             losses: tokio::sync::watch::channel(0).0,
         });
-        let membership = Arc::new(Membership::new(
-            core.clone(),
-            live.clone(),
+        let membership = Arc::new(Membership {
+            core: core.clone(),
+            live: live.clone(),
             fence,
-            executor.clone(),
-            sweep.clone(),
+            executor: executor.clone(),
+            sweep: sweep.clone(),
             handlers,
-            settings.redis.enable_notifications,
+            notifications_allowed: settings.redis.enable_notifications,
+            left: Default::default(),
             handover,
+            data: Default::default(),
             healer,
-        ));
-        let hooks = Arc::new(Hooks::new(core.clone(), live.clone(), hook_list));
-        let listener = Arc::new(Listener::new(
-            core.clone(),
-            claimer.clone(),
-            timer_queue,
-            live.clone(),
-            membership.clone(),
-            executor.clone(),
+            beat_now: Default::default(),
+            confirming: Default::default(),
+        });
+        let hooks = Arc::new(Hooks {
+            core: core.clone(),
+            live: live.clone(),
+            hooks: hook_list,
+        });
+        let listener = Arc::new(Listener {
+            core: core.clone(),
+            claimer: claimer.clone(),
+            timers: timer_queue,
+            live: live.clone(),
+            membership: membership.clone(),
+            executor: executor.clone(),
             specs,
-            limiter.clone(),
-            hooks.clone(),
+            limiter: limiter.clone(),
+            hooks: hooks.clone(),
             sweep,
-        ));
+        });
         let engine = Engine {
             core,
             live,

@@ -37,43 +37,20 @@ pub(super) enum RunOutcome {
 
 /// The runner: runs claimed firings on the executor's permits.
 pub(super) struct Runner {
-    core: Arc<NodeCore>,
-    registry: Arc<Registry>,
+    pub(super) core: Arc<NodeCore>,
+    pub(super) registry: Arc<Registry>,
     pub(super) executor: Arc<Executor>,
-    fence: Arc<Fence>,
-    limiter: Arc<FlowLimiter>,
+    pub(super) fence: Arc<Fence>,
+    pub(super) limiter: Arc<FlowLimiter>,
     /// Drops a one-shot job's spec once it ran.
-    specs: Arc<Specs>,
+    pub(super) specs: Arc<Specs>,
     /// Queues an ended attempt for its shard's completer.
-    completions: Vec<mpsc::UnboundedSender<Done>>,
+    pub(super) completions: Vec<mpsc::UnboundedSender<Done>>,
     /// Records an outcome itself when its shard's completer stopped.
-    completer: Arc<Completer>,
+    pub(super) completer: Arc<Completer>,
 }
 
 impl Runner {
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(
-        core: Arc<NodeCore>,
-        registry: Arc<Registry>,
-        executor: Arc<Executor>,
-        fence: Arc<Fence>,
-        limiter: Arc<FlowLimiter>,
-        specs: Arc<Specs>,
-        completions: Vec<mpsc::UnboundedSender<Done>>,
-        completer: Arc<Completer>,
-    ) -> Self {
-        Self {
-            core,
-            registry,
-            executor,
-            fence,
-            limiter,
-            specs,
-            completions,
-            completer,
-        }
-    }
-
     /// Count a claimed firing and run it.
     pub(super) fn start_run(
         self: &Arc<Self>,
@@ -91,8 +68,7 @@ impl Runner {
         metrics::counter!(name::CLAIMED, "node" => self.core.id.clone(), "kind" => kind)
             .increment(1);
         if source == Source::Sweep {
-            bump(&self.core.stats.swept);
-            metrics::counter!(name::SWEPT, "node" => self.core.id.clone()).increment(1);
+            self.core.stats.sweeper_claim(&self.core.id);
         }
         let me = self.clone();
         self.core.runs.spawn(me.execute(permit, claimed, epoch));

@@ -33,42 +33,20 @@ const CLEANUP_EVERY_MS: i64 = 60_000;
 
 /// The sweeper: one sweep every `node.sweep_interval`, or at once when asked.
 pub(super) struct Sweeper {
-    core: Arc<NodeCore>,
-    claimer: Arc<Claimer>,
-    timers: TimerQueue,
-    live: Arc<Live>,
-    fence: Arc<Fence>,
-    limiter: Arc<FlowLimiter>,
+    pub(super) core: Arc<NodeCore>,
+    pub(super) claimer: Arc<Claimer>,
+    pub(super) timers: TimerQueue,
+    pub(super) live: Arc<Live>,
+    pub(super) fence: Arc<Fence>,
+    pub(super) limiter: Arc<FlowLimiter>,
     /// What to sweep next and how far the sweeps read (shared with membership and the
     /// listener, which reset it).
-    state: Arc<SweepState>,
+    pub(super) state: Arc<SweepState>,
     /// Shards whose sweep is in progress.
-    running: Mutex<HashSet<usize>>,
+    pub(super) running: Mutex<HashSet<usize>>,
 }
 
 impl Sweeper {
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(
-        core: Arc<NodeCore>,
-        claimer: Arc<Claimer>,
-        timers: TimerQueue,
-        live: Arc<Live>,
-        fence: Arc<Fence>,
-        limiter: Arc<FlowLimiter>,
-        state: Arc<SweepState>,
-    ) -> Self {
-        Self {
-            core,
-            claimer,
-            timers,
-            live,
-            fence,
-            limiter,
-            state,
-            running: Mutex::default(),
-        }
-    }
-
     /// Sweep every interval (or when asked) until the node stops claiming; clean up
     /// finished tasks now and then.
     pub(super) async fn run(self: Arc<Self>) {
