@@ -13,7 +13,7 @@ mod repro;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use keyfire_lab::chaos::{Config, FaultKind, node_bin_near};
+use keyfire_lab::chaos::{Config, FaultKind, Outcome, node_bin_near};
 
 /// The seed of the round `cargo test` runs (any seed plans every fault kind in a minute).
 const SEED: u64 = 9;
@@ -27,6 +27,27 @@ fn node_bin() -> PathBuf {
             exe.display()
         )
     })
+}
+
+/// What a round found, its faults and the harness's incidents, on stderr (shown when the
+/// test fails).
+fn print_round(name: &str, seed: u64, out: &Outcome) {
+    eprintln!(
+        "{name} (seed {seed}), files in {}:\n{}",
+        out.dir.display(),
+        out.report
+    );
+    for f in &out.faults {
+        eprintln!(
+            "  {} {}: {}",
+            f.kind,
+            f.node.as_deref().unwrap_or("-"),
+            f.detail
+        );
+    }
+    for i in &out.incidents {
+        eprintln!("  harness incident: {i}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -43,21 +64,7 @@ async fn a_minute_of_every_fault_loses_and_doubles_nothing() {
     .await
     .expect("the round ran");
     let r = &out.report;
-    eprintln!(
-        "chaos round (seed {SEED}), files in {}:\n{r}",
-        out.dir.display()
-    );
-    for f in &out.faults {
-        eprintln!(
-            "  {} {}: {}",
-            f.kind,
-            f.node.as_deref().unwrap_or("-"),
-            f.detail
-        );
-    }
-    for i in &out.incidents {
-        eprintln!("  harness incident: {i}");
-    }
+    print_round("chaos round", SEED, &out);
     for kind in FaultKind::SCHEDULED
         .into_iter()
         .chain([FaultKind::HandlerFail, FaultKind::HandlerHang])
@@ -160,21 +167,7 @@ async fn a_cluster_round_of_failovers_migrations_and_partitions_loses_and_double
     .await
     .expect("the round ran");
     let r = &out.report;
-    eprintln!(
-        "cluster chaos round (seed {CLUSTER_SEED}), files in {}:\n{r}",
-        out.dir.display()
-    );
-    for f in &out.faults {
-        eprintln!(
-            "  {} {}: {}",
-            f.kind,
-            f.node.as_deref().unwrap_or("-"),
-            f.detail
-        );
-    }
-    for i in &out.incidents {
-        eprintln!("  harness incident: {i}");
-    }
+    print_round("cluster chaos round", CLUSTER_SEED, &out);
     for kind in FaultKind::CLUSTER_SCHEDULED {
         assert!(
             r.faults.get(&kind).copied().unwrap_or(0) >= 1,
