@@ -1,0 +1,218 @@
+//! What consumers do: pop (long-polling), finish and touch reservations.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::check::{check_max, check_ttr, check_wait};
+use super::lane;
+use super::reply::fenced;
+use super::traced;
+use super::wait::Backoff;
+use super::{
+    CANDIDATES, Finished, Lane, MAX_POP, Queue, Reserved, check_task_id, check_topic, duration_ms,
+    instant, ms_duration, token_topic,
+};
+use crate::error::{Error, Result};
+use crate::job::ValidationError;
+
+impl Queue {
+    /// Pop the oldest ready task of `topic` and reserve it for its ttr, waiting up to `wait`
+    /// for one (long poll); `None` when none came. See [`Queue::pop_many`].
+    pub async fn pop(&self, topic: &str, wait: Duration) -> Result<Option<Reserved>> {
+        Ok(self.pop_many(topic, 1, wait).await?.pop())
+    }
+
+    /// Pop up to `max` ready tasks of `topic` (the longest ready first) in one round trip,
+    /// each reserved for its ttr under a token of its own. When none is ready, waits up to
+    /// `wait` for some (long poll) and returns an empty list if none came. Reservations of the
+    /// topic past their deadline are taken back first (to ready, or to the dead letters), and a
+    /// waiting pop wakes when one expires.
+    ///
+    /// Refused, naming the field: `max` of 0 or above [`MAX_POP`], `wait` above [`MAX_WAIT`](super::MAX_WAIT),
+    /// a bad topic name.
+    pub async fn pop_many(&self, topic: &str, max: usize, wait: Duration) -> Result<Vec<Reserved>> {
+        traced::pop(self, topic, max, wait).await
+    }
+
+    pub(super) async fn pop_waiting(
+        &self,
+        topic: &str,
+        max: usize,
+        wait: Duration,
+    ) -> Result<Vec<Reserved>> {
+        check_topic(topic)?;
+        check_max(max)?;
+        check_wait(wait)?;
+        let end = tokio::time::Instant::now() + wait;
+        let mut backoff = Backoff::new();
+        loop {
+            // The partitions in turn, from a start that moves on with each pop, so that no
+            // partition is served before the others for long.
+            let lanes = self.lanes(topic, false).await?;
+            let start = self.next_lane.fetch_add(1, Ordering::Relaxed) % lanes.len();
+            let mut out = Vec::new();
+            let mut left = 0;
+            let mut earliest: Option<i64> = None;
+            for i in 0..lanes.len() {
+                let lane = &lanes[(start + i) % lanes.len()];
+                let want = max - out.len();
+                let candidates = self
+                    .read_candidates(lane, want + want.clamp(16, 256))
+                    .await?;
+                let reply = self.pop_script(lane, want, &candidates).await?;
+                left += reply.left;
+                if let Some(d) = reply.earliest_deadline {
+                    let wait = (d - reply.now_ms).max(0);
+                    earliest = Some(earliest.map_or(wait, |e: i64| e.min(wait)));
+                }
+                if !reply.taken.is_empty() {
+                    traced::link_adds(&reply.taken);
+                }
+                for t in reply.taken {
+                    out.push(Reserved {
+                        payload: serde_json::from_str(&t.payload)?,
+                        id: t.id,
+                        topic: topic.to_string(),
+                        deliveries: t.deliveries,
+                        token: t.token,
+                        ttr: ms_duration(t.ttr_ms),
+                        due_at: instant(t.due_ms),
+                        ready_at: instant(t.ready_ms),
+                        reserved_at: instant(reply.now_ms),
+                        deadline: instant(t.deadline_ms),
+                    });
+                }
+                if out.len() >= max {
+                    break;
+                }
+            }
+            if !out.is_empty() {
+                return Ok(out);
+            }
+            if left > 0 {
+                // Others took the candidates read: read the heads again.
+                continue;
+            }
+            let remaining = end.saturating_duration_since(tokio::time::Instant::now());
+            if remaining.is_zero() {
+                return Ok(Vec::new());
+            }
+            let until_expiry = earliest.map(|ms| ms_duration(ms + 1));
+            let limit = until_expiry.map_or(remaining, |e| e.min(remaining));
+            self.waiter.wait(self, &lanes, limit, &mut backoff).await?;
+        }
+    }
+
+    /// The head of a lane's ready set (`n` ids), after taking back the expired reservations at
+    /// the head of its reserved set (those made ready are candidates too).
+    async fn read_candidates(&self, lane: &Lane, n: usize) -> Result<Vec<String>> {
+        let (mut candidates, reserved, now) = self.read_heads(lane, n, CANDIDATES).await?;
+        let expired: Vec<String> = reserved
+            .into_iter()
+            .filter(|(_, deadline)| *deadline as i64 <= now)
+            .map(|(id, _)| id)
+            .collect();
+        if !expired.is_empty() {
+            self.requeue(lane, &expired).await?;
+            // They went to the tail of the ready set: read the head again.
+            candidates = self.read_ready_head(lane, n).await?;
+        }
+        Ok(candidates)
+    }
+
+    /// Acknowledge a reserved task with the token its pop returned: it is done. Refused with
+    /// [`Error::ReservationLost`] when the reservation is no longer this token's (it expired and
+    /// the task went back to ready or to another consumer, went to the dead letters, or the
+    /// token is wrong); [`Error::TaskNotFound`] when there is no such task (or it was deleted).
+    /// Finishing again with the token that finished it succeeds (a retried request).
+    pub async fn finish(&self, id: &str, token: &str) -> Result<()> {
+        traced::finish(self, id, token).await
+    }
+
+    pub(super) async fn finish_one(&self, id: &str, token: &str) -> Result<()> {
+        let lane = self.lane_for(id, token).await?;
+        let reply = self.finish_script(&lane, &[(id, token)]).await?;
+        match reply.0.first().copied() {
+            Some(1) => Ok(()),
+            Some(0) => Err(Error::ReservationLost(id.to_string())),
+            Some(_) => Err(Error::TaskNotFound(id.to_string())),
+            None => Err(Error::Corrupt("empty finish reply".into())),
+        }
+    }
+
+    /// Acknowledge many reserved tasks, `(id, token)` pairs as pops returned them, in one
+    /// script call per topic. The input is checked first, all or nothing: an empty list, more
+    /// than [`MAX_POP`] pairs, a bad id or a token no pop could have given is refused naming
+    /// the pair (`tasks[2].token`) and nothing changes. Then each pair is answered on its own,
+    /// in order ([`Finished`]): a stale token does not keep the others from finishing.
+    pub async fn finish_many(&self, tasks: &[(String, String)]) -> Result<Vec<Finished>> {
+        traced::finish_many(self, tasks).await
+    }
+
+    pub(super) async fn finish_batch(&self, tasks: &[(String, String)]) -> Result<Vec<Finished>> {
+        if tasks.is_empty() || tasks.len() > MAX_POP {
+            return Err(Error::Invalid(ValidationError::new(
+                "tasks",
+                format!("give 1 to {MAX_POP} tasks, not {}", tasks.len()),
+            )));
+        }
+        let mut by_topic: BTreeMap<(&str, Option<usize>), Vec<usize>> = BTreeMap::new();
+        for (i, (id, token)) in tasks.iter().enumerate() {
+            check_task_id(id).map_err(|_| {
+                Error::Invalid(ValidationError::new(
+                    format!("tasks[{i}].id"),
+                    "not a task id",
+                ))
+            })?;
+            let topic = token_topic(&format!("tasks[{i}].token"), token)?;
+            by_topic
+                .entry((topic, lane::token_part(token)))
+                .or_default()
+                .push(i);
+        }
+        let mut out = vec![Finished::Lost; tasks.len()];
+        for ((topic, _), idx) in by_topic {
+            let items: Vec<(&str, &str)> = idx
+                .iter()
+                .map(|&i| (tasks[i].0.as_str(), tasks[i].1.as_str()))
+                .collect();
+            let lane = self.token_lane(topic, items[0].1).await?;
+            let reply = self.finish_script(&lane, &items).await?;
+            if reply.0.len() != idx.len() {
+                return Err(Error::Corrupt(format!(
+                    "finish answered {reply:?}",
+                    reply = reply.0
+                )));
+            }
+            for (&i, &c) in idx.iter().zip(&reply.0) {
+                out[i] = match c {
+                    1 => Finished::Done,
+                    0 => Finished::Lost,
+                    _ => Finished::NotFound,
+                };
+            }
+        }
+        Ok(out)
+    }
+
+    /// Extend a reservation: its deadline becomes now plus `ttr` (or the task's own ttr).
+    /// Returns the new deadline. Refused like [`Queue::finish`].
+    pub async fn touch(
+        &self,
+        id: &str,
+        token: &str,
+        ttr: Option<Duration>,
+    ) -> Result<DateTime<Utc>> {
+        if let Some(t) = ttr {
+            check_ttr(t)?;
+        }
+        let lane = self.lane_for(id, token).await?;
+        let reply = self
+            .touch_script(&lane, id, token, ttr.map(duration_ms))
+            .await?;
+        fenced(id, &reply).map(instant)
+    }
+}
