@@ -10,12 +10,19 @@
 //!   and from each promotion's answer (the next due instant), it promotes right after the
 //!   instant, by the node's estimate of Redis's clock; the script decides by Redis's own, so a
 //!   timer that fires early moves nothing and is armed again;
-//! - the sweep, every sweep interval on every node, reads the head of each topic's delayed and
-//!   reserved sets: the owner promotes an overdue topic at once and arms timers for those due
-//!   within the horizon; any node promotes a topic overdue by the grace period (its owner is
-//!   gone or behind). The same sweep takes back expired reservations of every topic (at most
-//!   [`RECOVER_BUDGET`] per topic and sweep), so a topic nobody pops still redelivers and dead-
-//!   letters, and its counts stay current.
+//! - the sweep, every sweep interval on every node, reads the *due index* of each hash tag
+//!   (`Keys::qdue`: lane → its earliest work, a delayed task's instant or a reservation's
+//!   deadline, kept by the queue's scripts), up to the timer horizon: the owner visits a lane
+//!   whose work is due at once and arms timers for those due within the horizon; any node
+//!   visits a lane overdue by the grace period (its owner is gone or behind). A visit takes back
+//!   the lane's expired reservations (at most [`RECOVER_BUDGET`]) and promotes it, and the
+//!   promotion sets the lane's entry to its next work or removes it. So a topic nobody pops
+//!   still redelivers and dead-letters, and an idle node asks Redis for one read per tag and
+//!   sweep, whatever the number of topics and tasks it holds.
+//! - until the index is complete (a marker, `Keys::qindexed`, written once every live node
+//!   keeps the index and a walk filled in what earlier releases had queued), the sweep walks
+//!   the heads of every topic's lanes instead, as earlier releases did, and lowers their index
+//!   entries as it goes.
 //!
 //! The promotion script's move is the claim, so all of these may race: a task becomes ready
 //! once, never early.
@@ -23,7 +30,8 @@
 //! The sweep also runs the queue's upgrade: until the switch to the sharded layout, each node
 //! says it serves it and switches it once every live node does (`switch.lua`); after it, the
 //! owner of a topic's meta-tag lane moves what is left there to the partitions
-//! ([`Queue::migrate`]).
+//! ([`Queue::migrate`]). The switch deletes the due index's marker, so that the sweeps walk
+//! every topic (and find those lanes) until nothing is left under the meta tag.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -37,7 +45,7 @@ use super::Queue;
 use super::lane::Layout;
 use crate::config::RedisSettings;
 use crate::handler::{NodeHook, NodeView};
-use crate::store::{Shards, Store};
+use crate::store::{DueFrom, Shards, Store};
 
 /// Nodes whose heartbeat is this recent count as live for the switch to the sharded layout.
 const SWITCH_WINDOW: Duration = Duration::from_secs(30);
@@ -46,6 +54,10 @@ const SWITCH_WINDOW: Duration = Duration::from_secs(30);
 const RECOVER_BUDGET: usize = 1_000;
 /// Topics whose heads one pipelined read covers.
 const HEADS_PER_READ: usize = 500;
+/// Due-index entries one read covers, and the reads one sweep makes per tag at most (what is
+/// left is read by the next sweep; events and timers do not wait for it).
+const INDEX_PAGE: usize = 1_000;
+const INDEX_PAGES: usize = 10;
 
 /// The hook that promotes topics (see the module docs). Register it with
 /// [`super::serve_topics`].
@@ -110,6 +122,7 @@ impl NodeHook for TopicPromoter {
                 promoting: HashSet::new(),
                 again: HashSet::new(),
                 upgraded: false,
+                indexed: None,
             }
             .run(rx, stop)
             .await;
@@ -174,6 +187,8 @@ struct Loop {
     again: HashSet<String>,
     /// This node said it serves the sharded layout.
     upgraded: bool,
+    /// The due index was seen complete, under this layout.
+    indexed: Option<Layout>,
 }
 
 impl Loop {
@@ -236,6 +251,16 @@ impl Loop {
     /// Promote a topic in a task of its own (one at a time per topic; a request that comes
     /// meanwhile runs once the current one ends). Its answer arms the next instant.
     fn promote(&mut self, topic: String) {
+        self.start(topic, false);
+    }
+
+    /// Take back a lane's expired reservations (at most [`RECOVER_BUDGET`]) and promote it: what
+    /// a sweep does for a lane whose index entry (or reserved head) is due.
+    fn visit(&mut self, topic: String) {
+        self.start(topic, true);
+    }
+
+    fn start(&mut self, topic: String, recover: bool) {
         if self.promoting.contains(&topic) {
             self.again.insert(topic);
             return;
@@ -243,26 +268,38 @@ impl Loop {
         self.promoting.insert(topic.clone());
         let (queue, view, tx) = (self.queue.clone(), self.view.clone(), self.tx.clone());
         tokio::spawn(async move {
-            match queue.promote_id(&topic).await {
-                Ok(p) => {
-                    if p.moved > 0 {
-                        tracing::debug!(topic, moved = p.moved, "topic promoted");
-                    }
-                    if let Some(next) = p.next_due_ms
-                        && view.owns(&topic)
-                    {
-                        let _ = tx.send(Work::Arm(topic.clone(), next.max(p.now_ms)));
-                    }
+            if recover {
+                match queue.recover_id(&topic, RECOVER_BUDGET).await {
+                    Ok(r) if r.requeued + r.dead + r.promoted > 0 => tracing::debug!(
+                        lane = topic,
+                        requeued = r.requeued,
+                        dead = r.dead,
+                        promoted = r.promoted,
+                        "lane visited"
+                    ),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(lane = topic, error = %e, "recovery failed"),
                 }
-                Err(e) => tracing::warn!(topic, error = %e, "topic promotion failed"),
+            } else {
+                match queue.promote_id(&topic).await {
+                    Ok(p) => {
+                        if p.moved > 0 {
+                            tracing::debug!(topic, moved = p.moved, "topic promoted");
+                        }
+                        if let Some(next) = p.next_due_ms
+                            && view.owns(&topic)
+                        {
+                            let _ = tx.send(Work::Arm(topic.clone(), next.max(p.now_ms)));
+                        }
+                    }
+                    Err(e) => tracing::warn!(topic, error = %e, "topic promotion failed"),
+                }
             }
             let _ = tx.send(Work::Done(topic));
         });
     }
 
-    /// Read the heads of every topic's delayed and reserved sets: promote the overdue topics
-    /// (the owner's at once, any after the grace period), arm the owner's timers within the
-    /// horizon, take back expired reservations.
+    /// One sweep: of the due index once it is complete, else a walk over every topic.
     async fn sweep(&mut self) {
         if let Err(e) = self.sweep_once().await {
             tracing::warn!(error = %e, "topic sweep failed");
@@ -271,6 +308,79 @@ impl Loop {
 
     async fn sweep_once(&mut self) -> crate::Result<()> {
         self.upgrade().await?;
+        if self.indexed().await? {
+            self.sweep_index().await
+        } else {
+            self.walk().await
+        }
+    }
+
+    /// Whether the due index is complete (read until seen, and again when the layout changed:
+    /// the switch to the sharded layout deletes the marker).
+    async fn indexed(&mut self) -> crate::Result<bool> {
+        let layout = self.queue.layout().await?;
+        if self.indexed == Some(layout) {
+            return Ok(true);
+        }
+        if self.queue.index_marked().await? {
+            tracing::debug!("the delay queue's due index is complete: sweeps read it alone");
+            self.indexed = Some(layout);
+            return Ok(true);
+        }
+        self.indexed = None;
+        Ok(false)
+    }
+
+    /// The sweep once the due index is complete: read each tag's index up to the horizon (a
+    /// page per tag and sweep), visit the lanes whose work is due (the owner at once, any node
+    /// after the grace period) and arm the owner's timers for those due within the horizon.
+    /// Nothing due: one read per tag, whatever the number of topics and tasks.
+    async fn sweep_index(&mut self) -> crate::Result<()> {
+        let grace = self.view.grace().as_millis() as i64;
+        let horizon = self.view.timer_horizon().as_millis() as i64;
+        let now = self.view.redis_now_ms();
+        let shards = self.queue.store.shards().len();
+        let tags: Vec<Option<usize>> = if shards > 1 {
+            std::iter::once(None).chain((0..shards).map(Some)).collect()
+        } else {
+            vec![None]
+        };
+        for tag in tags {
+            let mut from = DueFrom::Start;
+            for _ in 0..INDEX_PAGES {
+                let page = self
+                    .queue
+                    .index_page(tag, &from, now + horizon, INDEX_PAGE)
+                    .await?;
+                let full = page.len() == INDEX_PAGE;
+                for (id, at) in page {
+                    let owner = self.view.owns(&id);
+                    if at <= now && (owner || at <= now - grace) {
+                        self.visit(id.clone());
+                    } else if owner && at > now {
+                        self.arm(id.clone(), at);
+                    }
+                    from = DueFrom::Past(at, id);
+                }
+                if !full {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The sweep until the due index is complete: read the heads of every topic's delayed and
+    /// reserved sets (promote the overdue, arm the owner's timers within the horizon, take back
+    /// expired reservations, move what is left under the meta tag) and lower each lane's index
+    /// entry to what it found. A walk that began with every live node keeping the index, and
+    /// found nothing left under the meta tag to move, marks the index complete.
+    async fn walk(&mut self) -> crate::Result<()> {
+        let node = self.view.node_id().to_string();
+        let may_mark = self
+            .queue
+            .index_script("join", &node, SWITCH_WINDOW)
+            .await?;
         let names = self.queue.topic_names().await?;
         let grace = self.view.grace().as_millis() as i64;
         let horizon = self.view.timer_horizon().as_millis() as i64;
@@ -278,9 +388,11 @@ impl Loop {
         for topic in &names {
             lanes.extend(self.queue.lanes(topic, true).await?);
         }
+        let mut legacy = false;
         for chunk in lanes.chunks(HEADS_PER_READ) {
             let heads = self.queue.read_first_due(chunk).await?;
             let now = self.view.redis_now_ms();
+            let mut found = Vec::new();
             for (lane, (first_due, first_deadline)) in chunk.iter().zip(heads) {
                 let id = lane.id();
                 let owner = self.view.owns(&id);
@@ -295,42 +407,55 @@ impl Loop {
                 if let Some(deadline) = first_deadline {
                     let deadline = deadline as i64;
                     if deadline <= now && (owner || deadline <= now - grace) {
-                        let (queue, id) = (self.queue.clone(), id.clone());
-                        tokio::spawn(async move {
-                            match queue.recover_id(&id, RECOVER_BUDGET).await {
-                                Ok(r) if r.requeued + r.dead > 0 => tracing::debug!(
-                                    lane = id,
-                                    requeued = r.requeued,
-                                    dead = r.dead,
-                                    "expired reservations taken back"
-                                ),
-                                Ok(_) => {}
-                                Err(e) => tracing::warn!(lane = id, error = %e, "recovery failed"),
-                            }
-                        });
+                        self.visit(id.clone());
                     }
                 }
-                if lane.part.is_none() && owner {
-                    // Move what is left under the meta tag to the partitions (nothing before
-                    // the switch).
-                    let (queue, topic) = (self.queue.clone(), lane.topic.clone());
-                    tokio::spawn(async move {
-                        match queue.migrate(&topic).await {
-                            Ok(0) => {}
-                            Ok(moved) => tracing::info!(
-                                topic,
-                                moved,
-                                "tasks moved to the topic's partitions"
-                            ),
-                            Err(e) => {
-                                tracing::warn!(topic, error = %e, "moving tasks to partitions failed")
-                            }
-                        }
-                    });
+                let work = match (first_due, first_deadline) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                if let Some(at) = work {
+                    found.push((lane.clone(), at as i64));
+                }
+                if lane.part.is_none() && self.queue.store.shards().len() > 1 {
+                    legacy = true;
+                    if owner {
+                        self.migrate(lane.topic.clone());
+                    }
                 }
             }
+            if may_mark {
+                // Only a walk that may mark needs them: before, a node that does not keep the
+                // index may add work after it.
+                self.queue.write_index(&found).await?;
+            }
+        }
+        if may_mark
+            && !(legacy && self.queue.legacy_left(&names).await?)
+            && self
+                .queue
+                .index_script("mark", &node, SWITCH_WINDOW)
+                .await?
+        {
+            tracing::info!(
+                topics = names.len(),
+                "the delay queue's due index is complete: sweeps read it instead of every topic"
+            );
         }
         Ok(())
+    }
+
+    /// Move what is left of a topic under the meta tag to its partitions (nothing before the
+    /// switch), in a task of its own.
+    fn migrate(&self, topic: String) {
+        let queue = self.queue.clone();
+        tokio::spawn(async move {
+            match queue.migrate(&topic).await {
+                Ok(0) => {}
+                Ok(moved) => tracing::info!(topic, moved, "tasks moved to the topic's partitions"),
+                Err(e) => tracing::warn!(topic, error = %e, "moving tasks to partitions failed"),
+            }
+        });
     }
 
     /// Until the queue has switched to the sharded layout: say this node serves it, and switch

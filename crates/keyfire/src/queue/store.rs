@@ -18,7 +18,7 @@ use super::lane::{Lane, token_hex};
 use super::reply::{AddReply, FinishReply, PopReply, PromoteReply, RequeueReply};
 use super::{DEFAULT_MAX_DELIVERIES, DEFAULT_TTR, NOTIFY_CAP, PROMOTE_BATCH, Queue, duration_ms};
 use crate::error::{Error, Result};
-use crate::store::script;
+use crate::store::{DueFrom, script};
 
 script!(ADD, "add.lua");
 script!(PROMOTE, "promote.lua");
@@ -32,6 +32,7 @@ script!(TAKE, "take.lua");
 script!(ADOPT, "adopt.lua");
 script!(SWITCH, "switch.lua");
 script!(DECLARE, "declare.lua");
+script!(INDEX, "index.lua");
 
 impl Queue {
     /// `add.lua` over tasks of one lane.
@@ -45,12 +46,13 @@ impl Queue {
         let n = lane.name();
         let mut cmd = redis::cmd("EVALSHA");
         cmd.arg(ADD.get_hash())
-            .arg(5 + tasks.len())
+            .arg(6 + tasks.len())
             .arg(k.qdelayed(&n))
             .arg(k.qready(&n))
             .arg(k.qnotify(&n))
             .arg(k.qstats(&n))
-            .arg(k.qwake(&n));
+            .arg(k.qwake(&n))
+            .arg(k.qdue());
         for t in tasks {
             cmd.arg(k.qtask(&t.id));
         }
@@ -136,8 +138,11 @@ impl Queue {
             .key(k.qready(&n))
             .key(k.qnotify(&n))
             .key(k.qwake(&n))
+            .key(k.qreserved(&n))
+            .key(k.qdue())
             .arg(PROMOTE_BATCH)
             .arg(NOTIFY_CAP)
+            .arg(lane.id())
             .invoke_async(&mut self.store.connection())
             .await?)
     }
@@ -155,13 +160,15 @@ impl Queue {
         inv.key(k.qready(&n))
             .key(k.qreserved(&n))
             .key(k.qnotify(&n))
-            .key(k.qstats(&n));
+            .key(k.qstats(&n))
+            .key(k.qdue());
         for id in candidates {
             inv.key(k.qtask(id));
         }
         inv.arg(max)
             .arg(DEFAULT_MAX_DELIVERIES)
-            .arg(duration_ms(DEFAULT_TTR));
+            .arg(duration_ms(DEFAULT_TTR))
+            .arg(lane.id());
         for id in candidates {
             // The topic (and the partition) ride in the token, so finish and touch need not
             // read them first.
@@ -323,10 +330,12 @@ impl Queue {
             .key(k.qready(&n))
             .key(k.qnotify(&n))
             .key(k.qwake(&n))
+            .key(k.qdue())
             .arg(id)
             .arg(kind)
             .arg(score as i64)
-            .arg(NOTIFY_CAP);
+            .arg(NOTIFY_CAP)
+            .arg(lane.id());
         for (f, v) in record {
             inv.arg(f).arg(v);
         }
@@ -379,6 +388,86 @@ impl Queue {
         Ok(pipe.query_async(&mut self.store.connection()).await?)
     }
 
+    /// `index.lua`: `join` the nodes that keep the due index, or `mark` it complete after a
+    /// walk. Whether every node seen within `window` keeps it (and, for `mark`, it is marked).
+    pub(super) async fn index_script(
+        &self,
+        mode: &str,
+        node: &str,
+        window: Duration,
+    ) -> Result<bool> {
+        let k = self.store.keys();
+        let done: i64 = INDEX
+            .key(k.qindexed())
+            .key(k.qindexers())
+            .key(k.nodes())
+            .arg(mode)
+            .arg(node)
+            .arg(duration_ms(window))
+            .invoke_async(&mut self.store.connection())
+            .await?;
+        Ok(done == 1)
+    }
+
+    /// Whether the due index is marked complete.
+    pub(super) async fn index_marked(&self) -> Result<bool> {
+        Ok(self
+            .store
+            .connection()
+            .exists(self.store.keys().qindexed())
+            .await?)
+    }
+
+    /// Lower the due-index entries of these lanes to these instants (`ZADD LT`: never raised),
+    /// pipelined per slot: what a walk over every topic found.
+    pub(super) async fn write_index(&self, entries: &[(Lane, i64)]) -> Result<()> {
+        let shards = self.store.shards();
+        let lanes: Vec<Lane> = entries.iter().map(|(l, _)| l.clone()).collect();
+        let at: HashMap<String, i64> = entries.iter().map(|(l, a)| (l.id(), *a)).collect();
+        self.per_slot(&lanes, 1, |pipe, lane| {
+            pipe.cmd("ZADD")
+                .arg(lane.keys(shards).qdue())
+                .arg("LT")
+                .arg(at[&lane.id()])
+                .arg(lane.id());
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// A page of a tag's due index (`None`: the meta tag's), as [`crate::store::Store::zset_page`].
+    pub(super) async fn index_page(
+        &self,
+        shard: Option<usize>,
+        from: &DueFrom,
+        max_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<(String, i64)>> {
+        let keys = Lane::on_shard(shard).keys(self.store.shards());
+        self.store.zset_page(keys.qdue(), from, max_ms, limit).await
+    }
+
+    /// Whether any of these topics still holds tasks in its lane under the meta tag (delayed,
+    /// ready, reserved, or being moved): one `EXISTS` per topic.
+    pub(super) async fn legacy_left(&self, topics: &[String]) -> Result<bool> {
+        let k = self.store.keys();
+        for chunk in topics.chunks(500) {
+            let mut pipe = redis::pipe();
+            for t in chunk {
+                pipe.cmd("EXISTS")
+                    .arg(k.qdelayed(t))
+                    .arg(k.qready(t))
+                    .arg(k.qreserved(t))
+                    .arg(k.qmoving(t));
+            }
+            let found: Vec<i64> = pipe.query_async(&mut self.store.connection()).await?;
+            if found.iter().any(|&n| n > 0) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// `switch.lua`: switch to the sharded layout if every node seen within `window` is in
     /// the upgraded set. Whether the layout is sharded now.
     pub(super) async fn switch_script(&self, window: Duration) -> Result<bool> {
@@ -387,6 +476,7 @@ impl Queue {
             .key(k.qlayout())
             .key(k.qupgraded())
             .key(k.nodes())
+            .key(k.qindexed())
             .arg(duration_ms(window))
             .invoke_async(&mut self.store.connection())
             .await?;

@@ -405,6 +405,28 @@ impl Keys {
         format!("{}:q:topics", self.tag)
     }
 
+    /// ZSET lane id → when the lane's earliest work is due (ms, Redis time): its first delayed
+    /// task or its first reservation deadline, whichever comes first. The delay queue's due
+    /// index of the lanes under this tag: the scripts that add work lower an entry (`ZADD LT`),
+    /// a promotion sets it to the lane's next instant or removes it, so an entry is never later
+    /// than the lane's work (it may be earlier: a visit then finds nothing and corrects it).
+    /// The promotion's sweep reads its head instead of every topic.
+    pub fn qdue(&self) -> String {
+        format!("{}:q:due", self.tag)
+    }
+
+    /// The due index is complete (meta key, `1:<ms>`): written once every live node kept it
+    /// and a walk over every topic filled in what earlier releases had queued. Until then the
+    /// sweep walks every topic.
+    pub fn qindexed(&self) -> String {
+        format!("{}:q:indexed", self.tag)
+    }
+
+    /// SET of the ids of nodes that keep the due index (meta key).
+    pub fn qindexers(&self) -> String {
+        format!("{}:q:indexers", self.tag)
+    }
+
     /// A topic's sentinel key: it expires at the topic's earliest due instant, and its
     /// `expired` event (the name carries the topic) asks for the topic's promotion.
     pub fn qwake(&self, topic: &str) -> String {

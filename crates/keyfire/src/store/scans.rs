@@ -233,7 +233,19 @@ impl Store {
         max_ms: i64,
         limit: usize,
     ) -> Result<Vec<(String, i64)>> {
-        let key = self.shards.keys(shard).due();
+        self.zset_page(self.shards.keys(shard).due(), from, max_ms, limit)
+            .await
+    }
+
+    /// A page of any ZSET scored by instants (ms), as [`Store::due_page`] reads a shard's due
+    /// firings: the entries from `from` up to `max_ms`, at most `limit` of them, with scores.
+    pub async fn zset_page(
+        &self,
+        key: String,
+        from: &DueFrom,
+        max_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<(String, i64)>> {
         let mut conn = self.conn.clone();
         let min = match from {
             DueFrom::Start => "-inf".to_string(),

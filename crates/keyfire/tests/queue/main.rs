@@ -5,6 +5,7 @@ mod batch;
 mod deletes;
 mod delivery;
 mod feed;
+mod idle;
 mod input;
 mod partitions;
 mod recovery;

@@ -141,11 +141,12 @@ async fn write_previous(w: &World, topic: &str, id: &str, due_ms: i64, ttr_ms: i
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn records_of_the_previous_version_are_served_and_new_ones_are_compact() {
     let w = World::new().await;
-    let _node = w.queue_node("a").await;
     let q = w.queue().await;
     let due = w.redis_ms().await + 300;
     write_previous(&w, "prev", "p-done", due, 30_000, 3).await;
     write_previous(&w, "prev", "p-dies", due, 100, 2).await;
+    // The upgraded node starts after the previous version wrote them.
+    let _node = w.queue_node("a").await;
     let mut got = q
         .pop_many("prev", 10, Duration::from_secs(10))
         .await
@@ -178,8 +179,10 @@ async fn records_of_the_previous_version_are_served_and_new_ones_are_compact() {
     assert_eq!((again.id.as_str(), again.deliveries), ("p-dies", 2));
     w.until_redis_ms(past_deadlines(std::slice::from_ref(&again)))
         .await;
+    // Taken back by this call or, as soon, by the node's sweep: dead either way, never ready.
     let r = q.requeue_expired("prev").await.unwrap();
-    assert_eq!((r.requeued, r.dead), (0, 1));
+    assert_eq!(r.requeued, 0, "{r:?}");
+    assert!(r.dead <= 1, "{r:?}");
     assert_eq!(q.get("p-dies").await.unwrap().state, TaskState::Dead);
 
     // This version's records: no `deliveries`, no `created` (`c`: due minus creation), no

@@ -4,13 +4,14 @@
 -- later goes into the topic's delayed set (the topic's promotion makes it ready), one already
 -- due (by Redis's clock) into the ready set at once. When the adds bring the topic's earliest
 -- due instant forward, the topic's sentinel key is set to expire at it and a `wake` message on
--- the change channel tells the topic's owner to arm its precision timer.
+-- the change channel tells the topic's owner to arm its precision timer. The lane's entry in
+-- the due index is lowered to its earliest delayed instant (never raised).
 -- Idempotent by id: an id that exists, in any state, is left as it is.
 -- All of one lane of the topic (a partition, or the topic's keys under the meta tag); the
 -- caller put the topic into the topic set first (a meta key: another slot).
 -- KEYS[1] delayed zset   KEYS[2] ready zset   KEYS[3] notify list
--- KEYS[4] lane stats hash   KEYS[5] lane sentinel key
--- KEYS[6..] task hashes, one per task
+-- KEYS[4] lane stats hash   KEYS[5] lane sentinel key   KEYS[6] the tag's due index
+-- KEYS[7..] task hashes, one per task
 -- ARGV[1] topic   ARGV[2] most wake-up tokens kept   ARGV[3] the lane's shard change channel
 --   (its tag is the lane's, so SPUBLISH stays in the script's slot)
 -- ARGV[4] the lane's name in `wake` messages (the topic, or `<topic>:<partition>`)
@@ -23,7 +24,7 @@
 -- readers take both.)
 -- Reply: {now, then per task: added (1|0), state, due}; an existing id answers 0 and its
 --        stored state and due, having written nothing
-assert(#KEYS >= 6 and #ARGV == 4 + 7 * (#KEYS - 5), 'add: wrong arity')
+assert(#KEYS >= 7 and #ARGV == 4 + 7 * (#KEYS - 6), 'add: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local topic = ARGV[1]
@@ -31,8 +32,8 @@ local reply = {now}
 local delayed, ready = {}, {}
 local earliest
 local added = 0
-for i = 6, #KEYS do
-  local a = 5 + 7 * (i - 6)
+for i = 7, #KEYS do
+  local a = 5 + 7 * (i - 7)
   local id = ARGV[a]
   local f = redis.call('HMGET', KEYS[i], 'state', 'due')
   if f[1] then
@@ -89,6 +90,7 @@ if earliest then
   for j = 1, #delayed, 1000 do
     redis.call('ZADD', KEYS[1], unpack(delayed, j, math.min(j + 999, #delayed)))
   end
+  redis.call('ZADD', KEYS[6], 'LT', earliest, ARGV[4])
 end
 if #ready > 0 then
   for j = 1, #ready, 1000 do

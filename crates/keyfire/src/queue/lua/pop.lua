@@ -8,32 +8,35 @@
 -- The caller read the head of the ready set (the candidates) just before: the first `max`
 -- candidates still ready are taken, so concurrent pops that read the same head each take
 -- different tasks.
+-- The lane's entry in the due index is lowered to its earliest reservation deadline, so the
+-- promotion's sweep takes back a reservation nobody finishes.
 -- KEYS[1] ready zset   KEYS[2] reserved zset   KEYS[3] notify list   KEYS[4] topic stats hash
--- KEYS[5..] task hashes of the candidates
+-- KEYS[5] the tag's due index   KEYS[6..] task hashes of the candidates
 -- ARGV[1] max   ARGV[2] the default max deliveries   ARGV[3] the default ttr ms (each written
 -- into a record that stores none, for touch and for a node of the previous release)
--- ARGV[4..] pairs: candidate id (as KEYS[5..]), the token it gets if taken
+-- ARGV[4] the lane's id in the due index
+-- ARGV[5..] pairs: candidate id (as KEYS[6..]), the token it gets if taken
 -- Reply: {taken, now, ready left, earliest reservation deadline or -1,
 --         then per task taken: id, payload, deliveries, ttr, due, ready_at, deadline, token,
 --         the add's traceparent or ''}
 --        with nothing taken and nothing ready the notify list is cleared (its tokens announce
 --        nothing any more)
-assert(#KEYS >= 4 and #ARGV == 3 + 2 * (#KEYS - 4), 'pop: wrong arity')
+assert(#KEYS >= 5 and #ARGV == 4 + 2 * (#KEYS - 5), 'pop: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local max = tonumber(ARGV[1])
 local out = {}
 local taken = 0
-if #KEYS > 4 then
+if #KEYS > 5 then
   local ids = {}
-  for i = 5, #KEYS do ids[#ids + 1] = ARGV[2 * (i - 4) + 2] end
+  for i = 6, #KEYS do ids[#ids + 1] = ARGV[2 * (i - 5) + 3] end
   local scores = redis.call('ZMSCORE', KEYS[1], unpack(ids))
   local chosen, reserved = {}, {}
   for i = 1, #ids do
     if taken >= max then break end
     local score = scores[i]
     if score then
-      local key = KEYS[i + 4]
+      local key = KEYS[i + 5]
       chosen[#chosen + 1] = ids[i]
       local f = redis.call('HMGET', key, 'state', 'ttr', 'payload', 'due', 'deliveries', 'max', 'tp')
       -- An entry whose record is not waiting (gone with its retention) is only dropped.
@@ -41,7 +44,7 @@ if #KEYS > 4 then
         local deliveries = (tonumber(f[5]) or 0) + 1
         local ttr = tonumber(f[2]) or tonumber(ARGV[3])
         local deadline = now + ttr
-        local token = ARGV[2 * i + 3]
+        local token = ARGV[2 * i + 4]
         local ready_at = tonumber(score)
         local fields = {'state', 'reserved', 'token', token, 'reserved_at', now,
           'deadline', deadline, 'deliveries', deliveries, 'ready_at', ready_at}
@@ -85,7 +88,10 @@ elseif taken > 0 and redis.call('LLEN', KEYS[3]) == 0 then
 end
 local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
 local earliest = -1
-if first[2] then earliest = tonumber(first[2]) end
+if first[2] then
+  earliest = tonumber(first[2])
+  if taken > 0 then redis.call('ZADD', KEYS[5], 'LT', earliest, ARGV[4]) end
+end
 local reply = {taken, now, left, earliest}
 for _, v in ipairs(out) do reply[#reply + 1] = v end
 return reply

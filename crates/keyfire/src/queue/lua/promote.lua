@@ -1,17 +1,21 @@
 #!lua flags=allow-oom
 -- allow-oom: it moves due tasks from the delayed set to the ready set (the removal before the add),
--- with a capped wake-up list and one sentinel key per lane.
+-- with a capped wake-up list, one sentinel key and one due-index entry per lane.
 -- Promote a topic: move every task of its delayed set that is due by Redis's clock (up to a
 -- batch) to its ready set, scored by this instant (when they became ready). The move is the
 -- claim: a task leaves the delayed set once, so concurrent promotions (an expiry event on one
 -- node, a timer or a sweep on another) never make it ready twice, and one found not yet due
 -- stays where it is. Task records are not touched: a record whose state says 'delayed' is
 -- ready while its id is in the ready set.
--- Then the topic's sentinel key is set to expire at the next due instant, if any.
+-- Then the topic's sentinel key is set to expire at the next due instant, if any, and the
+-- lane's entry in the due index is set to its earliest work (the next due instant or the first
+-- reservation deadline), or removed when it holds none.
 -- KEYS[1] delayed zset   KEYS[2] ready zset   KEYS[3] notify list   KEYS[4] topic sentinel key
--- ARGV[1] most tasks moved   ARGV[2] most wake-up tokens kept
+-- KEYS[5] reserved zset   KEYS[6] the tag's due index
+-- ARGV[1] most tasks moved   ARGV[2] most wake-up tokens kept   ARGV[3] the lane's id in the
+-- due index
 -- Reply: {moved, now, next due instant or -1, more due now (1|0)}
-assert(#KEYS == 4 and #ARGV == 2, 'promote: wrong arity')
+assert(#KEYS == 6 and #ARGV == 3, 'promote: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
@@ -43,5 +47,13 @@ if head[2] then
   else
     redis.call('SET', KEYS[4], next_due, 'PXAT', next_due)
   end
+end
+local work = next_due
+local first = redis.call('ZRANGE', KEYS[5], 0, 0, 'WITHSCORES')
+if first[2] and (work < 0 or tonumber(first[2]) < work) then work = tonumber(first[2]) end
+if work < 0 then
+  redis.call('ZREM', KEYS[6], ARGV[3])
+else
+  redis.call('ZADD', KEYS[6], work, ARGV[3])
 end
 return {moved, now, next_due, more}
