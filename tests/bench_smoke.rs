@@ -127,12 +127,31 @@ async fn enqueue_reports_its_rate() {
     assert!(r.redis_commands_per_task.unwrap() > 0.0);
 }
 
+/// Two idle nodes holding 2,000 topics (two delayed tasks and a reserved one each), 2,000 cron
+/// jobs and 20,000 one-shot tasks ask Redis for at most twice what they ask holding nothing
+/// (and a few commands): what is held costs nothing until it is due.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn idle_measures_cpu_without_firing() {
-    let r = smoke(opts(Scenario::Idle, 200, 1_000)).await;
-    assert_eq!(r.firings, 0);
-    assert!(r.measured_s >= 1.0);
+async fn idle_nodes_holding_work_cost_redis_what_empty_ones_do() {
+    let r = smoke(opts(Scenario::Idle, 2_000, 3_000)).await;
+    assert_eq!((r.firings, r.nodes), (0, 2));
+    assert!(r.measured_s >= 3.0);
     assert!(r.cpu_s_redis.is_some());
+    let (held, empty) = (
+        r.redis_commands_per_s.unwrap(),
+        r.redis_commands_per_s_empty.unwrap(),
+    );
+    assert!(
+        held <= 2.0 * empty + 10.0,
+        "holding work costs Redis {held} commands/s against {empty} holding nothing: {r:?}"
+    );
+    for bytes in [
+        r.redis_memory_bytes_per_pending_job,
+        r.redis_memory_bytes_per_cron_job,
+        r.redis_memory_bytes_per_topic_task,
+        r.redis_memory_bytes_per_reserved_task,
+    ] {
+        assert!(bytes.unwrap() > 0.0, "{r:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

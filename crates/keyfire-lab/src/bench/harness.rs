@@ -27,7 +27,7 @@ use keyfire_testkit::{RedisCluster, RedisOptions, RedisServer};
 pub const HANDLER: &str = "bench";
 
 /// Concurrent requests while loading jobs one by one.
-const LOAD_CONCURRENCY: usize = 256;
+pub(super) const LOAD_CONCURRENCY: usize = 256;
 
 /// One run of the bench handler.
 #[derive(Debug, Clone)]

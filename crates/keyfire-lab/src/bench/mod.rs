@@ -50,7 +50,9 @@ pub enum Scenario {
     Enqueue,
     /// `n` cron jobs firing every second, measured over `duration`, 3 nodes.
     Cron,
-    /// `n` jobs pending, none due, for `duration`: CPU of node and Redis.
+    /// Nothing held, then `n` topics (two delayed tasks and a reserved one each), `n` cron jobs
+    /// and `10 n` one-shot tasks held, none due, each for `duration`, 2 nodes: Redis commands
+    /// and CPU, the nodes' CPU, memory per held item.
     Idle,
     /// `queue` with its consumers popping and finishing batches over HTTP, from `keyfire serve`
     /// processes the bench starts on free ports (see [`queue`]).
@@ -84,9 +86,9 @@ impl Scenario {
     /// Default `n` (the scenario's standard scale).
     pub fn default_n(self) -> usize {
         match self {
-            Scenario::Sparse | Scenario::Enqueue | Scenario::Idle => 1_000_000,
+            Scenario::Sparse | Scenario::Enqueue => 1_000_000,
             Scenario::Steady | Scenario::Burst | Scenario::Queue | Scenario::QueueRest => 100_000,
-            Scenario::Cron | Scenario::Flow => 10_000,
+            Scenario::Cron | Scenario::Flow | Scenario::Idle => 10_000,
         }
     }
 
@@ -94,18 +96,15 @@ impl Scenario {
     pub fn default_nodes(self) -> usize {
         match self {
             Scenario::Steady | Scenario::Burst | Scenario::Cron | Scenario::Flow => 3,
-            Scenario::Sparse
-            | Scenario::Enqueue
-            | Scenario::Idle
-            | Scenario::Queue
-            | Scenario::QueueRest => 1,
+            Scenario::Idle => 2,
+            Scenario::Sparse | Scenario::Enqueue | Scenario::Queue | Scenario::QueueRest => 1,
         }
     }
 
     /// Default length of the measured phase (unused by `burst` and `enqueue`).
     pub fn default_duration(self) -> Duration {
         match self {
-            Scenario::Idle => Duration::from_secs(30),
+            Scenario::Idle => Duration::from_secs(20),
             _ => Duration::from_secs(10),
         }
     }
@@ -279,6 +278,28 @@ pub struct Report {
     pub redis_commands_per_s: Option<f64>,
     /// Change of `used_memory` (client buffers left out) over loading the pending jobs, per job.
     pub redis_memory_bytes_per_pending_job: Option<f64>,
+    /// `idle`: the same per cron job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redis_memory_bytes_per_cron_job: Option<f64>,
+    /// `idle`: the same per topic holding one delayed task, the task left out (the topic's
+    /// first task less a second one's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redis_memory_bytes_per_topic: Option<f64>,
+    /// `idle`: the same per delayed task of a topic (its second).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redis_memory_bytes_per_topic_task: Option<f64>,
+    /// `idle`: the same per reserved task of a topic (added ready, then popped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redis_memory_bytes_per_reserved_task: Option<f64>,
+    /// `idle`: commands per second with nothing held (the first phase).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redis_commands_per_s_empty: Option<f64>,
+    /// `idle`: Redis's CPU with nothing held, % of one core.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_pct_redis_empty: Option<f64>,
+    /// `idle`: the nodes' CPU with nothing held, per node, % of one core.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_pct_node_empty: Option<f64>,
     /// CPU seconds of this process (all nodes and the harness) in the measured phase.
     pub cpu_s_node: f64,
     /// CPU seconds of Redis in the measured phase (every master's, summed).

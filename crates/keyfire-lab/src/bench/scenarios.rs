@@ -6,7 +6,11 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::harness::{HANDLER, Harness, load_jobs};
+use futures::StreamExt;
+use keyfire::queue::NewTask;
+use serde_json::json;
+
+use super::harness::{HANDLER, Harness, LOAD_CONCURRENCY, load_jobs};
 use super::metrics::{Delta, Percentiles, Snapshot, round2, shares};
 use super::timeline::{self, Point};
 use super::{BenchOptions, BenchRun, Report, Scenario};
@@ -153,6 +157,12 @@ pub(super) struct Memory {
 }
 
 impl Memory {
+    /// The change over every master, per item of `n`.
+    fn total(&self, n: usize) -> Option<f64> {
+        let each = self.each()?;
+        (n > 0).then(|| (each.iter().sum::<f64>() / n as f64).round())
+    }
+
     /// Each master's change.
     fn each(&self) -> Option<Vec<f64>> {
         let (b, a) = (self.before.as_ref()?, self.after.as_ref()?);
@@ -198,6 +208,13 @@ fn blank(p: &Params) -> Report {
         redis_script_usec_per_firing: None,
         redis_commands_per_s: None,
         redis_memory_bytes_per_pending_job: None,
+        redis_memory_bytes_per_cron_job: None,
+        redis_memory_bytes_per_topic: None,
+        redis_memory_bytes_per_topic_task: None,
+        redis_memory_bytes_per_reserved_task: None,
+        redis_commands_per_s_empty: None,
+        cpu_pct_redis_empty: None,
+        cpu_pct_node_empty: None,
         cpu_s_node: 0.0,
         cpu_s_redis: None,
         cpu_pct_node: 0.0,
@@ -512,11 +529,57 @@ async fn cron(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
     })
 }
 
-/// n jobs pending, none due: CPU of node and Redis over the duration.
+/// Work held, none due: measured first with nothing held, then holding `n` topics (each with
+/// two tasks delayed an hour and one reserved for an hour), `n` cron jobs (next firing weeks
+/// away) and `10 n` one-shot tasks an hour away; each phase over the duration. Redis commands
+/// and CPU, the nodes' CPU, and Redis memory per held item.
 async fn idle(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
-    let mem = load_pending(h, p.n).await?;
-    // Let the node finish with the load (change messages, timers) before measuring.
+    // Let the nodes start (first heartbeats, registrations, the first sweeps) before measuring.
     tokio::time::sleep(Duration::from_secs(2)).await;
+    let empty = idle_phase(h, p, "idle, nothing held").await;
+    let mut held = Held {
+        tasks: load_pending(h, 10 * p.n).await?.total(10 * p.n),
+        cron: load_cron_far(h, p.n).await?,
+        ..Held::default()
+    };
+    load_idle_topics(h, p.n, &mut held).await?;
+    // Let the nodes finish with the load (change messages, timers) before measuring.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let d = idle_phase(h, p, "idle, work held").await;
+    let mut report = blank(p);
+    apply_delta(&mut report, &d, p.nodes);
+    let wall = empty.wall_s.max(1e-6);
+    report.redis_commands_per_s_empty = empty.total_calls().map(|c| round2(c as f64 / wall));
+    report.cpu_pct_redis_empty = empty.cpu_redis_s.map(|c| round2(c / wall * 100.0));
+    report.cpu_pct_node_empty = Some(round2(
+        empty.cpu_node_s / wall / p.nodes.max(1) as f64 * 100.0,
+    ));
+    report.redis_memory_bytes_per_pending_job = held.tasks;
+    report.redis_memory_bytes_per_cron_job = held.cron;
+    report.redis_memory_bytes_per_topic = held.topic;
+    report.redis_memory_bytes_per_topic_task = held.topic_task;
+    report.redis_memory_bytes_per_reserved_task = held.reserved;
+    Ok(BenchRun {
+        report,
+        lateness_ms: Vec::new(),
+    })
+}
+
+/// Bytes of Redis data memory per held item, by kind (`idle`).
+#[derive(Default)]
+struct Held {
+    tasks: Option<f64>,
+    cron: Option<f64>,
+    /// A topic with one delayed task, the task left out.
+    topic: Option<f64>,
+    /// A delayed task of a topic.
+    topic_task: Option<f64>,
+    /// A reserved task of a topic.
+    reserved: Option<f64>,
+}
+
+/// One idle phase over the duration: what changed between its snapshots.
+async fn idle_phase(h: &mut Harness, p: &Params, what: &str) -> Delta {
     let snap0 = h.snapshot().await;
     let secs = (p.duration_ms as u64).div_ceil(1000);
     let pb = h.progress.bar(secs, "idle s");
@@ -529,17 +592,95 @@ async fn idle(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
     pb.finish_and_clear();
     let snap1 = h.snapshot().await;
     let d = Delta::between(&snap0, &snap1);
-    let mut report = blank(p);
-    apply_delta(&mut report, &d, p.nodes);
-    mem.apply(&mut report, p.n);
     h.progress.note(format!(
-        "idle: {:.1} redis commands/s; calls in {:.0} s: {}",
+        "{what}: {:.1} redis commands/s; calls in {:.0} s: {}",
         d.total_calls().unwrap_or(0) as f64 / d.wall_s.max(1e-6),
         d.wall_s,
         d.mix(1)
     ));
-    Ok(BenchRun {
-        report,
-        lateness_ms: Vec::new(),
+    d
+}
+
+/// `n` cron jobs whose next firing is weeks away (at midnight on the 1st of a month 13 months
+/// out of step with now is not expressible; the 31st of February is not valid: so 00:00 on
+/// January 1st, at least three weeks away on any day but those three weeks). Bytes per job.
+async fn load_cron_far(h: &mut Harness, n: usize) -> anyhow::Result<Option<f64>> {
+    let before = h.data_memory().await;
+    let specs: Vec<JobSpec> = (0..n)
+        .map(|i| JobSpec::cron(format!("held-c{i}"), "0 0 1 1 *", HANDLER))
+        .collect();
+    let pb = h.progress.bar(n as u64, "cron jobs");
+    load_jobs(&h.client, specs, &pb).await?;
+    pb.finish_and_clear();
+    h.settle().await?;
+    Ok(Memory {
+        before,
+        after: h.data_memory().await,
+    }
+    .total(n))
+}
+
+/// `n` topics: one task delayed an hour each (bytes per topic and task), a second one (bytes
+/// per delayed task), then one reserved for an hour (bytes per reserved task).
+async fn load_idle_topics(h: &mut Harness, n: usize, held: &mut Held) -> anyhow::Result<()> {
+    let queue = keyfire::queue::Queue::connect(&h.settings).await?;
+    let hour = Duration::from_millis(HOUR_MS as u64);
+    let topic = |i: usize| format!("held-t{i}");
+    let step = async |h: &mut Harness, what: &str, task: &dyn Fn(usize) -> NewTask| {
+        let before = h.data_memory().await;
+        let pb = h.progress.bar(n as u64, what);
+        let chunks: Vec<Vec<NewTask>> = (0..n)
+            .map(task)
+            .collect::<Vec<_>>()
+            .chunks(500)
+            .map(|c| c.to_vec())
+            .collect();
+        let mut adds = futures::stream::iter(chunks.into_iter().map(|c| {
+            let (queue, len) = (queue.clone(), c.len());
+            async move { queue.add_many(c).await.map(|_| len) }
+        }))
+        .buffer_unordered(8);
+        while let Some(r) = adds.next().await {
+            pb.inc(r? as u64);
+        }
+        pb.finish_and_clear();
+        anyhow::Ok(Memory {
+            before,
+            after: h.data_memory().await,
+        })
+    };
+    let first = step(h, "topics", &|i| {
+        NewTask::new(topic(i), json!(i)).delay(hour)
     })
+    .await?
+    .total(n);
+    let second = step(h, "delayed tasks", &|i| {
+        NewTask::new(topic(i), json!(i)).delay(hour)
+    })
+    .await?
+    .total(n);
+    let ready = step(h, "ready tasks", &|i| {
+        NewTask::new(topic(i), json!(i)).ttr(hour)
+    })
+    .await?;
+    let pb = h.progress.bar(n as u64, "reservations");
+    let mut pops = futures::stream::iter((0..n).map(|i| {
+        let queue = queue.clone();
+        async move { queue.pop(&topic(i), Duration::ZERO).await }
+    }))
+    .buffer_unordered(LOAD_CONCURRENCY);
+    while let Some(r) = pops.next().await {
+        anyhow::ensure!(r?.is_some(), "a topic had no ready task to reserve");
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    let reserved = Memory {
+        before: ready.before,
+        after: h.data_memory().await,
+    }
+    .total(n);
+    held.topic_task = second;
+    held.topic = first.zip(second).map(|(a, b)| (a - b).round());
+    held.reserved = reserved;
+    Ok(())
 }

@@ -28,17 +28,18 @@ pub struct BenchArgs {
     /// master in cluster mode).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub shards: Option<u32>,
-    /// In-process nodes (default: 3 for steady, burst and cron; 1 otherwise).
+    /// In-process nodes (default: 3 for steady, burst and cron; 2 for idle; 1 otherwise).
     #[arg(long)]
     pub nodes: Option<usize>,
-    /// The scenario's main count: pending jobs (sparse, idle), tasks (steady, burst,
-    /// enqueue, queue) or cron jobs (cron). Defaults to the scenario's standard scale (see docs/benchmarks.md).
+    /// The scenario's main count: pending jobs (sparse), tasks (steady, burst, enqueue,
+    /// queue), cron jobs (cron), or topics and cron jobs held beside 10 n one-shot tasks
+    /// (idle). Defaults to the scenario's standard scale (see docs/benchmarks.md).
     #[arg(long = "n")]
     pub n: Option<usize>,
     /// sparse: tasks due during the measured phase (default 1000).
     #[arg(long)]
     pub due: Option<usize>,
-    /// Length of the measured phase, such as `10s` (default 10s; idle 30s).
+    /// Length of the measured phase, such as `10s` (default 10s; idle 20s for each of its two).
     #[arg(long, value_parser = humantime::parse_duration)]
     pub duration: Option<Duration>,
     /// Write the lateness distribution (CDF) to this SVG file.

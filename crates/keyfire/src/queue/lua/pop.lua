@@ -19,7 +19,7 @@
 -- Reply: {taken, now, ready left, earliest reservation deadline or -1,
 --         then per task taken: id, payload, deliveries, ttr, due, ready_at, deadline, token,
 --         the add's traceparent or ''}
---        with nothing taken and nothing ready the notify list is cleared (its tokens announce
+--        with nothing ready left the notify list is cleared (its tokens announce
 --        nothing any more)
 assert(#KEYS >= 5 and #ARGV == 4 + 2 * (#KEYS - 5), 'pop: wrong arity')
 local t = redis.call('TIME')
@@ -81,7 +81,9 @@ if #KEYS > 5 then
 end
 local left = redis.call('ZCARD', KEYS[1])
 if left == 0 then
-  if taken == 0 then redis.call('DEL', KEYS[3]) end
+  -- Nothing ready: the tokens announce nothing any more (kept, they held a list per topic
+  -- that had ever had a ready task).
+  redis.call('DEL', KEYS[3])
 elseif taken > 0 and redis.call('LLEN', KEYS[3]) == 0 then
   -- Pass the wake-up on: another waiting consumer can take the next ready tasks.
   redis.call('RPUSH', KEYS[3], 1)
