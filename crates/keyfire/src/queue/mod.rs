@@ -24,10 +24,11 @@
 //! [`crate::Registry::for_node`] runs): a sentinel key per topic expiring at its earliest due
 //! instant (set by the add or the previous promotion), its `expired` event on every node, the
 //! owner's precision timer (armed from the add's `wake` message and from each promotion's next
-//! due instant), and every node's sweep of the topics' heads as the fallback: the owner
-//! promotes an overdue topic at once, any node after the grace period, so a lost event or a
-//! dead owner loses nothing (G2). The same sweep takes back expired reservations of topics
-//! nobody pops, bounded per sweep.
+//! due instant), and every node's sweep as the fallback: the owner promotes an overdue topic
+//! at once, any node after the grace period, so a lost event or a dead owner loses nothing
+//! (G2). The same sweep takes back expired reservations of topics nobody pops, bounded per
+//! sweep. The sweep finds both through a *due index* per hash tag (lane → its earliest work)
+//! that the scripts keep, so what an idle node asks of Redis does not grow with topics.
 //!
 //! **Reservations are fenced.** Every reserved task gets a fresh token of its own; `finish` and
 //! `touch` must show it. When a reservation expired and the task went back to ready (and maybe
@@ -66,7 +67,8 @@
 //! **Redis layout** (names in the store's `Keys`, one Lua script per change in `lua/`, the
 //! calls and the blocking waits in `store.rs`): a hash per task; per lane a `delayed` ZSET, a
 //! `ready` ZSET, a `reserved` ZSET (by deadline, Redis time), a `dead` ZSET, a notify list that
-//! wakes blocked pops, a counters hash and a sentinel key; a SET of topic names. A task's
+//! wakes blocked pops, a counters hash and a sentinel key; per hash tag the due index; a SET of
+//! topic names. A task's
 //! record is not written when it is promoted (a record that says `delayed` is ready while its
 //! id is in the ready set), which keeps a task to about ten Redis commands end to end. Done and
 //! deleted tasks keep a small record without their payload for a retention (10 minutes by
