@@ -600,19 +600,7 @@ async fn a_managed_cluster_is_probed_master_by_master() {
         .iter()
         .find(|r| &r.addr() == off)
         .expect("the master's process");
-    let mut c = redis::Client::open(server.url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    let _: () = server
-        .admin("CONFIG")
-        .arg("SET")
-        .arg("notify-keyspace-events")
-        .arg("")
-        .query_async(&mut c)
-        .await
-        .unwrap();
+    server.config_set("notify-keyspace-events", "").await;
     let err = Node::new(s.clone(), registry(&recorder))
         .start()
         .await
