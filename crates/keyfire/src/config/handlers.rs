@@ -226,13 +226,7 @@ impl HttpHandlerSettings {
         }
         self.blocked_nets()?;
         for (host, secrets) in &self.signing_secrets {
-            let name = format!("handlers.http.signing_secrets.\"{host}\"");
-            if host.trim().is_empty() {
-                return bad(
-                    &name,
-                    "name a host pattern (example.com, *.example.com or *)".into(),
-                );
-            }
+            let name = host_setting("handlers.http.signing_secrets", host)?;
             if secrets.is_empty() || secrets.len() > crate::webhook::MAX_ACTIVE_SECRETS {
                 return bad(
                     &name,
@@ -247,13 +241,7 @@ impl HttpHandlerSettings {
         }
         self.default_tls().check("handlers.http")?;
         for (host, tls) in &self.tls {
-            let name = format!("handlers.http.tls.\"{host}\"");
-            if host.trim().is_empty() {
-                return bad(
-                    &name,
-                    "name a host pattern (example.com, *.example.com or *)".into(),
-                );
-            }
+            let name = host_setting("handlers.http.tls", host)?;
             if *tls == HttpTlsSettings::default() {
                 return bad(&name, "set ca_file, or client_cert and client_key".into());
             }
@@ -261,6 +249,18 @@ impl HttpHandlerSettings {
         }
         Ok(())
     }
+}
+
+/// The name of the setting `map."<host>"` of a map keyed by host pattern; refused when the
+/// key names no host.
+fn host_setting(map: &str, host: &str) -> Result<String> {
+    let name = format!("{map}.\"{host}\"");
+    if host.trim().is_empty() {
+        return Err(Error::Config(format!(
+            "{name}: name a host pattern (example.com, *.example.com or *)"
+        )));
+    }
+    Ok(name)
 }
 
 /// The `command` handler: runs a program (no shell). Off unless enabled.
@@ -310,14 +310,11 @@ impl CommandHandlerSettings {
 mod tests {
     use super::*;
     use crate::config::Settings;
+    use crate::config::tests::refusal;
 
     #[test]
     fn http_handler_settings_are_checked_by_name_and_secrets_never_debug_printed() {
-        let refused = |f: &dyn Fn(&mut HttpHandlerSettings)| {
-            let mut s = Settings::default();
-            f(&mut s.handlers.http);
-            s.check().unwrap_err().to_string()
-        };
+        let refused = |f: &dyn Fn(&mut HttpHandlerSettings)| refusal(|s| f(&mut s.handlers.http));
         let err = refused(&|h| h.blocked_networks.push("10.0.0.0/33".into()));
         assert!(
             err.contains("handlers.http.blocked_networks") && err.contains("10.0.0.0/33"),
@@ -358,11 +355,7 @@ mod tests {
 
     #[test]
     fn http_tls_settings_are_checked_by_name() {
-        let refused = |f: &dyn Fn(&mut HttpHandlerSettings)| {
-            let mut s = Settings::default();
-            f(&mut s.handlers.http);
-            s.check().unwrap_err().to_string()
-        };
+        let refused = |f: &dyn Fn(&mut HttpHandlerSettings)| refusal(|s| f(&mut s.handlers.http));
         let err = refused(&|h| h.client_cert = Some("/c.pem".into()));
         assert!(
             err.contains("handlers.http.client_key: must be set"),

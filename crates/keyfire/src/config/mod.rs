@@ -82,8 +82,16 @@ pub(crate) fn missing_feature(setting: &str, feature: &str) -> Error {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// The error [`Settings::check`] gives for the defaults as `change` leaves them (the
+    /// sections' tests of refused settings).
+    pub(crate) fn refusal(change: impl FnOnce(&mut Settings)) -> String {
+        let mut s = Settings::default();
+        change(&mut s);
+        s.check().unwrap_err().to_string()
+    }
 
     #[test]
     fn the_list_keys_are_the_list_valued_settings() {

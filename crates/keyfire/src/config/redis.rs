@@ -229,14 +229,11 @@ pub fn node_addr(node: &str) -> Option<(String, u16)> {
 mod tests {
     use super::*;
     use crate::config::Settings;
+    use crate::config::tests::refusal;
 
     #[test]
     fn bad_redis_deployment_settings_are_refused_by_name() {
-        let refused = |f: &dyn Fn(&mut RedisSettings)| {
-            let mut s = Settings::default();
-            f(&mut s.redis);
-            s.check().unwrap_err().to_string()
-        };
+        let refused = |f: &dyn Fn(&mut RedisSettings)| refusal(|s| f(&mut s.redis));
         let err = refused(&|r| r.mode = RedisMode::Cluster);
         assert!(err.contains("redis.nodes"), "{err}");
         let err = refused(&|r| r.mode = RedisMode::Sentinel);
