@@ -21,6 +21,15 @@ fn settings(prefix: &str) -> Settings {
     s
 }
 
+/// [`settings`] on `cluster`, keyfire's keys spread over `shards` shards.
+fn cluster_settings(prefix: &str, cluster: &RedisCluster, shards: u32) -> Settings {
+    let mut s = settings(prefix);
+    s.redis.mode = RedisMode::Cluster;
+    s.redis.nodes = cluster.nodes();
+    s.redis.shards = shards;
+    s
+}
+
 fn registry(recorder: &Recorder) -> Registry {
     let mut r = Registry::with_builtins();
     let rec = recorder.clone();
@@ -127,10 +136,7 @@ async fn cluster_runs_10000_firings_exactly_once_over_three_masters() {
     let cluster = RedisCluster::start(3, 1).expect("cluster");
     let clock = RedisServer::start().unwrap();
     let recorder = Recorder::new(&clock.url()).await;
-    let mut s = settings("kc1");
-    s.redis.mode = RedisMode::Cluster;
-    s.redis.nodes = cluster.nodes();
-    s.redis.shards = 12;
+    let s = cluster_settings("kc1", &cluster, 12);
     let nodes = start_nodes(&s, &recorder).await;
     let client = Client::connect(&s).await.unwrap().allow_handlers(["rec"]);
     let store = Store::open(&s.redis).await.unwrap();
@@ -272,10 +278,7 @@ async fn cluster_master_failover_loses_no_firing() {
     let _turn = crate::TOPOLOGY.lock().await;
     let mut cluster = RedisCluster::start(3, 1).expect("cluster");
     let clock = RedisServer::start().unwrap();
-    let mut s = settings("kc2");
-    s.redis.mode = RedisMode::Cluster;
-    s.redis.nodes = cluster.nodes();
-    s.redis.shards = 12;
+    let mut s = cluster_settings("kc2", &cluster, 12);
     // Claims wait for the replica's acknowledgement (WAIT, routed to the shard's master).
     s.redis.wait_replicas = 1;
     let shard0 = slot_of(Store::open(&s.redis).await.unwrap().shards().keys(0).tag());
@@ -413,10 +416,7 @@ async fn delay_queue_works_on_a_sharded_cluster() {
     let cluster = RedisCluster::start(3, 0).expect("cluster");
     let clock = RedisServer::start().unwrap();
     let recorder = Recorder::new(&clock.url()).await;
-    let mut s = settings("kq");
-    s.redis.mode = RedisMode::Cluster;
-    s.redis.nodes = cluster.nodes();
-    s.redis.shards = 12;
+    let s = cluster_settings("kq", &cluster, 12);
     let mut registry = registry(&recorder);
     keyfire::queue::serve_topics(&mut registry, &s.redis);
     let mut node_settings = s.clone();
@@ -478,10 +478,7 @@ async fn cluster_resharding_onto_a_new_master_loses_and_doubles_nothing() {
     let mut cluster = RedisCluster::start(3, 0).expect("cluster");
     let clock = RedisServer::start().unwrap();
     let recorder = Recorder::new(&clock.url()).await;
-    let mut s = settings("kr");
-    s.redis.mode = RedisMode::Cluster;
-    s.redis.nodes = cluster.nodes();
-    s.redis.shards = 12;
+    let s = cluster_settings("kr", &cluster, 12);
     let nodes = start_nodes(&s, &recorder).await;
     let client = Client::connect(&s).await.unwrap().allow_handlers(["rec"]);
     let store = Store::open(&s.redis).await.unwrap();
@@ -576,10 +573,7 @@ async fn a_managed_cluster_is_probed_master_by_master() {
     let cluster = RedisCluster::start_managed(3, 0).expect("cluster");
     let clock = RedisServer::start().unwrap();
     let recorder = Recorder::new(&clock.url()).await;
-    let mut s = settings("kmc");
-    s.redis.mode = RedisMode::Cluster;
-    s.redis.nodes = cluster.nodes();
-    s.redis.shards = 6;
+    let mut s = cluster_settings("kmc", &cluster, 6);
     s.node.id = "a".into();
     let node = Node::new(s.clone(), registry(&recorder))
         .start()
@@ -623,10 +617,7 @@ async fn nodes_notice_a_cluster_master_that_lost_its_data_and_heal() {
     let cluster = RedisCluster::start(3, 0).expect("cluster");
     let clock = RedisServer::start().unwrap();
     let recorder = Recorder::new(&clock.url()).await;
-    let mut s = settings("kl");
-    s.redis.mode = RedisMode::Cluster;
-    s.redis.nodes = cluster.nodes();
-    s.redis.shards = 3;
+    let s = cluster_settings("kl", &cluster, 3);
     let mut nodes = Vec::new();
     for id in ["a", "b"] {
         let mut ns = s.clone();
