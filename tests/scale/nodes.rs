@@ -12,6 +12,7 @@ use keyfire::{Client, Firing, JobSpec, Node, Registry, Settings};
 use keyfire_testkit::{RedisCluster, RedisSentinelSet, RedisServer};
 
 use crate::support::{Recorder, Seen, assert_exactly_once, doubles, fast_node, wait};
+use crate::wait_idle;
 
 /// Node settings as in the other suites: fast heartbeats and sweeps.
 fn settings(prefix: &str) -> Settings {
@@ -83,38 +84,6 @@ fn one_shots(n: usize, from_ms: i64, over_ms: i64) -> Vec<JobSpec> {
             )
         })
         .collect()
-}
-
-/// Wait until nothing is overdue, queued for another attempt or running, on any shard.
-async fn wait_idle(store: &Store, limit: Duration) {
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        // After a failover the first call on an old connection may fail: ask again.
-        let busy = async {
-            let now = store.time_ms().await?;
-            let mut busy = 0usize;
-            for k in store.shards().iter() {
-                let (d, q, r): (usize, usize, usize) = redis::pipe()
-                    .zcount(k.due(), "-inf", now)
-                    .zcard(k.retry())
-                    .zcard(k.running())
-                    .query_async(&mut store.connection())
-                    .await?;
-                busy += d + q + r;
-            }
-            Ok::<_, keyfire::Error>(busy)
-        }
-        .await
-        .unwrap_or(usize::MAX);
-        if busy == 0 {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{busy} firings still due, queued or running after {limit:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// Redis time (ms) from the recorder's own server (same machine clock as the others).
@@ -347,22 +316,15 @@ async fn wait_replicas_acknowledges_claims_or_counts_them() {
         .query_async(&mut r)
         .await
         .unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
+    wait::until("the replica in sync", Duration::from_secs(20), async || {
         let info: String = redis::cmd("INFO")
             .arg("replication")
             .query_async(&mut r)
             .await
             .unwrap();
-        if info.contains("master_link_status:up") {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "replica not in sync"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        info.contains("master_link_status:up")
+    })
+    .await;
     let recorder = Recorder::new(&master.url()).await;
     let mut s = settings("kw");
     s.redis.url = master.url();
@@ -517,8 +479,8 @@ async fn cluster_resharding_onto_a_new_master_loses_and_doubles_nothing() {
         .get_multiplexed_async_connection()
         .await
         .unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
+    let what = format!("three subscribers on {added}");
+    wait::until(&what, Duration::from_secs(10), async || {
         let list: String = redis::cmd("CLIENT")
             .arg("LIST")
             .arg("TYPE")
@@ -526,15 +488,12 @@ async fn cluster_resharding_onto_a_new_master_loses_and_doubles_nothing() {
             .query_async(&mut c)
             .await
             .unwrap();
-        if list.lines().count() >= 3 {
-            break;
+        match list.lines().count() >= 3 {
+            true => Ok(()),
+            false => Err(format!("subscribers: {list}")),
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "nodes did not subscribe on {added}: {list}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await;
 
     recorder.wait_count(4_000, Duration::from_secs(60)).await;
     wait_idle(&store, Duration::from_secs(20)).await;
@@ -641,8 +600,20 @@ async fn nodes_notice_a_cluster_master_that_lost_its_data_and_heal() {
         .find(|m| **m != meta)
         .expect("a master with shards and not the meta tag")
         .clone();
-    // Let every node learn the markers first.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Every node learns the markers at its heartbeat: wait for a beat of each that saw both
+    // nodes (the live set is read in the same beat, after the markers).
+    wait::until(
+        "each node to see both nodes (a heartbeat after both started)",
+        Duration::from_secs(10),
+        async || {
+            let seen: Vec<usize> = nodes.iter().map(|n| n.live_nodes().len()).collect();
+            match seen.iter().all(|&k| k == 2) {
+                true => Ok(()),
+                false => Err(format!("live nodes seen: {seen:?}")),
+            }
+        },
+    )
+    .await;
 
     for (round, master) in [shard_only, meta].into_iter().enumerate() {
         let mut c = redis::Client::open(format!("redis://{master}"))
@@ -660,20 +631,17 @@ async fn nodes_notice_a_cluster_master_that_lost_its_data_and_heal() {
         }
     }
     // A fresh client (nothing cached): a delayed add needs a node that serves topics.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     let queue = keyfire::queue::Queue::connect(&s).await.unwrap();
-    loop {
-        let task = keyfire::queue::NewTask::new("after-loss", serde_json::json!({}))
-            .delay(Duration::from_secs(60));
-        match queue.add_task(task).await {
-            Ok(_) => break,
-            Err(e) => assert!(
-                tokio::time::Instant::now() < deadline,
-                "delayed adds still refused 5 s after the loss: {e}"
-            ),
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait::until(
+        "a delayed add taken again after the loss",
+        Duration::from_secs(5),
+        async || {
+            let task = keyfire::queue::NewTask::new("after-loss", serde_json::json!({}))
+                .delay(Duration::from_secs(60));
+            queue.add_task(task).await
+        },
+    )
+    .await;
     for n in nodes {
         n.shutdown().await;
     }
