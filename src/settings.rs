@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerSettings {
-    // The library's `Settings` (crates/keyfire/src/config.rs), repeated: serde cannot combine
+    // The library's `Settings` (crates/keyfire/src/config/mod.rs), repeated: serde cannot combine
     // `#[serde(flatten)]` with `deny_unknown_fields`.
     /// Where Redis is and how keyfire uses it.
     pub redis: RedisSettings,

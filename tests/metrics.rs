@@ -15,7 +15,7 @@ use keyfire_server::api::{ApiState, router};
 use serde_json::json;
 use tower::ServiceExt;
 
-use support::World;
+use support::{World, wait};
 
 /// The tests share the process's recorder, and some gauges carry no label that tells their
 /// Redis apart (`shard`): one test at a time.
@@ -229,7 +229,10 @@ async fn queue_overdue_and_memory_figures_are_read_from_redis() {
     queue.add_task(task("mq-c", 60_000, 5)).await.unwrap();
     queue.add_task(task("mq-d", 60_000, 5)).await.unwrap();
     queue.add_task(task("mq-d", 60_000, 5)).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    // 1.2 s on Redis's clock (the one the figures' ages are read by) past every add: mq-b's
+    // reservations run out, and the ages below are at least that.
+    let added = w.redis_ms().await;
+    w.until_redis_ms(added + 1_200).await;
     let requeued = queue.requeue_expired("mq-b").await.unwrap();
     assert_eq!((requeued.requeued, requeued.dead), (1, 1));
 
@@ -256,7 +259,7 @@ async fn queue_overdue_and_memory_figures_are_read_from_redis() {
     assert_eq!(counter("keyfire_queue_dead_total", "mq-b"), 1.0);
     assert_eq!(counter("keyfire_queue_added_total", "_other"), 3.0);
     assert_eq!(one(&text, "keyfire_queue_topics", &[]), 4.0);
-    // The oldest ready task of mq-a was added before the 1.2 s pause; mq-b's went back to
+    // The oldest ready task of mq-a was added before the 1.2 s wait; mq-b's went back to
     // ready just now.
     let oldest = counter("keyfire_queue_oldest_ready_seconds", "mq-a");
     assert!((1.2..30.0).contains(&oldest), "{oldest}");
@@ -303,6 +306,7 @@ async fn queue_overdue_and_memory_figures_are_read_from_redis() {
         2.0,
         "read again within the interval"
     );
+    // Past `min_interval` (100 ms): time passing is what this part is about.
     tokio::time::sleep(Duration::from_millis(150)).await;
     assert_eq!(
         now_ready(&scrape(&app).await),
@@ -314,16 +318,23 @@ async fn queue_overdue_and_memory_figures_are_read_from_redis() {
     // A node id of its own: the other test counts the runs of m1 and m2.
     let node = w.node("figures").await;
     w.recorder.wait_count(1, Duration::from_secs(10)).await;
-    tokio::time::sleep(Duration::from_millis(150)).await;
-    let text = scrape(&app).await;
-    assert_eq!(
-        one(
-            &text,
-            "keyfire_oldest_overdue_firing_seconds",
-            &[("shard", "0")]
-        ),
-        0.0
-    );
+    wait::until(
+        "the figures to show nothing overdue",
+        Duration::from_secs(10),
+        async || {
+            let text = scrape(&app).await;
+            let overdue = one(
+                &text,
+                "keyfire_oldest_overdue_firing_seconds",
+                &[("shard", "0")],
+            );
+            match overdue == 0.0 {
+                true => Ok(()),
+                false => Err(format!("{overdue} s overdue")),
+            }
+        },
+    )
+    .await;
     node.shutdown().await;
 }
 
@@ -361,6 +372,8 @@ async fn topics_past_the_cap_are_read_in_turn_and_summed() {
     assert!(!first.contains("topic=\"rot-00001\""), "past the cap");
     assert_eq!(other_ready(&first), 1_000.0, "the first 1,000 past the cap");
     assert_eq!(one(&first, "keyfire_queue_topics", &[]), 1_101.0);
+    // Past `min_interval` (100 ms) before each scrape, so it reads: on purpose, the interval
+    // is what is waited for.
     tokio::time::sleep(Duration::from_millis(150)).await;
     let second = scrape(&app).await;
     assert_eq!(other_ready(&second), 1_100.0, "the other 100 read next");

@@ -77,14 +77,17 @@ pub(super) fn parse_if_match(text: &str) -> Option<Option<u64>> {
     digits.parse().ok().map(Some)
 }
 
-/// Upsert `spec`; with `expected`, only if the stored version is still that one (0: must not
-/// exist). 201 when created, 200 when replaced or unchanged (a spec equal to the stored one
-/// writes nothing and keeps the version).
+/// Upsert the job spec `body` (carrying the request's trace); with `expected`, only if the
+/// stored version is still that one (0: must not exist). 201 when created, 200 when replaced
+/// or unchanged (a spec equal to the stored one writes nothing and keeps the version).
 async fn upsert(
     state: &ApiState,
-    spec: JobSpec,
+    headers: &HeaderMap,
+    body: Value,
     expected: Option<u64>,
 ) -> Result<Response, ApiError> {
+    let spec: JobSpec = decode(body, "")?;
+    let spec = crate::telemetry::traced_job(spec, headers);
     let (record, outcome) = state.client().upsert_with_outcome(spec, expected).await?;
     let status = match outcome {
         Upserted::Created => StatusCode::CREATED,
@@ -144,9 +147,7 @@ pub(super) async fn put_job(
             ));
         }
     }
-    let spec: JobSpec = decode(body, "")?;
-    let spec = crate::telemetry::traced_job(spec, &headers);
-    upsert(&state, spec, expected).await
+    upsert(&state, &headers, body, expected).await
 }
 
 /// Create or replace a job, the id given in the body (idempotent, like `PUT /v1/jobs/{id}`).
@@ -178,9 +179,7 @@ pub(super) async fn post_job(
             "the body must be a JSON object (a job spec)",
         ));
     }
-    let spec: JobSpec = decode(body, "")?;
-    let spec = crate::telemetry::traced_job(spec, &headers);
-    upsert(&state, spec, expected).await
+    upsert(&state, &headers, body, expected).await
 }
 
 /// Read a job, with its next five firings.
@@ -361,11 +360,8 @@ pub(super) async fn job_runs(
     ApiQuery(q): ApiQuery<RunsQuery>,
 ) -> Result<Json<RunList>, ApiError> {
     let limit = limit_param("limit", q.limit.as_deref(), 20, MAX_PAGE)?;
-    let client = state.client();
-    if client.find(&id).await?.is_none() {
-        return Err(Error::NotFound(id).into());
-    }
-    let runs = client.runs(&id, limit).await?;
+    require_job(&state, &id).await?;
+    let runs = state.client().runs(&id, limit).await?;
     Ok(Json(RunList {
         runs: runs.iter().map(RunView::from).collect(),
     }))

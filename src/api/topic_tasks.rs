@@ -10,15 +10,18 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 
+use keyfire::queue::TaskInfo;
+
 use super::ApiState;
 use super::error::{ApiError, ErrorBody};
 use super::extract::ApiJson;
 use super::topics::{self, FinishBody, TaskView, TouchBody, Touched};
 
-/// 404 unless task `id` is in `topic` (looked for in the topic's partitions only).
-async fn in_topic(state: &ApiState, topic: &str, id: &str) -> Result<(), ApiError> {
+/// Task `id`, found in `topic` (looked for in the topic's partitions only); 404 when it is not
+/// there.
+async fn in_topic(state: &ApiState, topic: &str, id: &str) -> Result<TaskInfo, ApiError> {
     match state.queue().get_in(topic, id).await {
-        Ok(_) => Ok(()),
+        Ok(task) => Ok(task),
         Err(keyfire::Error::TaskNotFound(_)) => Err(ApiError::not_found(format!(
             "no task '{id}' in topic '{topic}'"
         ))),
@@ -47,13 +50,7 @@ pub(super) async fn get_topic_task(
     State(state): State<ApiState>,
     Path((topic, id)): Path<(String, String)>,
 ) -> Result<Json<TaskView>, ApiError> {
-    match state.queue().get_in(&topic, &id).await {
-        Ok(task) => Ok(Json(task.into())),
-        Err(keyfire::Error::TaskNotFound(_)) => Err(ApiError::not_found(format!(
-            "no task '{id}' in topic '{topic}'"
-        ))),
-        Err(e) => Err(e.into()),
-    }
+    Ok(Json(in_topic(&state, &topic, &id).await?.into()))
 }
 
 /// Delete a task in any state, for good: it is never delivered (again).

@@ -7,9 +7,8 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use serde_json::Value;
 
-use crate::support::World;
+use crate::support::{World, keyfire_cli, printed, printed_json};
 use keyfire_testkit::free_port;
 
 const BIN: &str = env!("CARGO_BIN_EXE_keyfire");
@@ -69,42 +68,28 @@ fn serve(config: &Path) -> Serve {
 
 /// Run the CLI against the served API.
 fn cli(url: &str, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .env("KEYFIRE_URL", url)
-        .env("KEYFIRE_TOKEN", "cli-token")
-        .output()
-        .expect("run keyfire")
+    keyfire_cli(url, Some("cli-token"), args)
 }
 
 fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn json(o: &Output) -> Value {
-    assert_eq!(code(o), 0, "{}", text(o));
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(o)))
-}
-
 fn wait_ready(url: &str) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let o = cli(url, &["nodes", "--json"]);
-        if code(&o) == 0 && json(&o)["nodes"].as_array().is_some_and(|n| !n.is_empty()) {
+        if code(&o) == 0
+            && printed_json(&o)["nodes"]
+                .as_array()
+                .is_some_and(|n| !n.is_empty())
+        {
             return;
         }
         assert!(
             Instant::now() < deadline,
             "serve did not come up: {}",
-            text(&o)
+            printed(&o)
         );
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -124,7 +109,7 @@ async fn the_cli_drives_a_served_node() {
 
     let nodes = cli(&url, &["nodes"]);
     assert_eq!(code(&nodes), 0);
-    assert!(text(&nodes).contains("cli-node"), "{}", text(&nodes));
+    assert!(printed(&nodes).contains("cli-node"), "{}", printed(&nodes));
 
     let add = cli(
         &url,
@@ -139,18 +124,18 @@ async fn the_cli_drives_a_served_node() {
             "noop",
         ],
     );
-    assert_eq!(code(&add), 0, "{}", text(&add));
+    assert_eq!(code(&add), 0, "{}", printed(&add));
     assert!(
-        text(&add).contains("created job tick (version 1)"),
+        printed(&add).contains("created job tick (version 1)"),
         "{}",
-        text(&add)
+        printed(&add)
     );
-    assert!(text(&add).contains("next firings"), "{}", text(&add));
+    assert!(printed(&add).contains("next firings"), "{}", printed(&add));
 
     // It runs.
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        let runs = json(&cli(&url, &["job", "runs", "tick", "--json"]));
+        let runs = printed_json(&cli(&url, &["job", "runs", "tick", "--json"]));
         if runs["runs"]
             .as_array()
             .is_some_and(|r| r.iter().any(|r| r["outcome"] == "ok"))
@@ -164,11 +149,11 @@ async fn the_cli_drives_a_served_node() {
     let pause = cli(&url, &["job", "pause", "tick"]);
     assert_eq!(code(&pause), 0);
     assert!(
-        text(&pause).contains("job tick is paused"),
+        printed(&pause).contains("job tick is paused"),
         "{}",
-        text(&pause)
+        printed(&pause)
     );
-    let got = json(&cli(&url, &["job", "get", "tick", "--json"]));
+    let got = printed_json(&cli(&url, &["job", "get", "tick", "--json"]));
     assert_eq!(got["status"], "paused");
 
     let edit = cli(
@@ -183,29 +168,29 @@ async fn the_cli_drives_a_served_node() {
             "Europe/Berlin",
         ],
     );
-    assert_eq!(code(&edit), 0, "{}", text(&edit));
-    let got = json(&cli(&url, &["job", "get", "tick", "--json"]));
+    assert_eq!(code(&edit), 0, "{}", printed(&edit));
+    let got = printed_json(&cli(&url, &["job", "get", "tick", "--json"]));
     assert_eq!(got["spec"]["cron"], "0 0 9 * * *");
     assert_eq!(got["spec"]["tz"], "Europe/Berlin");
     let human = cli(&url, &["job", "get", "tick"]);
     assert!(
-        text(&human).contains("cron '0 0 9 * * *' Europe/Berlin"),
+        printed(&human).contains("cron '0 0 9 * * *' Europe/Berlin"),
         "{}",
-        text(&human)
+        printed(&human)
     );
 
     let ls = cli(&url, &["job", "ls"]);
-    assert!(text(&ls).starts_with("ID"), "{}", text(&ls));
-    assert!(text(&ls).contains("tick"), "{}", text(&ls));
+    assert!(printed(&ls).starts_with("ID"), "{}", printed(&ls));
+    assert!(printed(&ls).contains("tick"), "{}", printed(&ls));
     let runs = cli(&url, &["job", "runs", "tick"]);
     assert_eq!(code(&runs), 0);
-    assert!(text(&runs).contains("ok"), "{}", text(&runs));
+    assert!(printed(&runs).contains("ok"), "{}", printed(&runs));
 
     // Trigger runs it now although paused schedules nothing.
     let trig = cli(&url, &["job", "trigger", "tick"]);
-    assert_eq!(code(&trig), 0, "{}", text(&trig));
-    assert!(text(&trig).starts_with("tick:"), "{}", text(&trig));
-    let dead = json(&cli(&url, &["dead", "ls", "tick", "--json"]));
+    assert_eq!(code(&trig), 0, "{}", printed(&trig));
+    assert!(printed(&trig).starts_with("tick:"), "{}", printed(&trig));
+    let dead = printed_json(&cli(&url, &["dead", "ls", "tick", "--json"]));
     assert_eq!(dead["dead"], serde_json::json!([]));
     assert_eq!(code(&cli(&url, &["dead", "purge", "tick"])), 0);
 
@@ -223,10 +208,10 @@ async fn the_cli_drives_a_served_node() {
             "noop",
         ],
     );
-    assert_eq!(code(&bad), 2, "{}", text(&bad));
-    assert!(text(&bad).contains("cron"), "{}", text(&bad));
+    assert_eq!(code(&bad), 2, "{}", printed(&bad));
+    assert!(printed(&bad).contains("cron"), "{}", printed(&bad));
     let missing = cli(&url, &["job", "get", "nope"]);
-    assert_eq!(code(&missing), 3, "{}", text(&missing));
+    assert_eq!(code(&missing), 3, "{}", printed(&missing));
     let dup = cli(
         &url,
         &[
@@ -241,15 +226,15 @@ async fn the_cli_drives_a_served_node() {
             "--create-only",
         ],
     );
-    assert_eq!(code(&dup), 4, "{}", text(&dup));
+    assert_eq!(code(&dup), 4, "{}", printed(&dup));
     let gone = cli("http://127.0.0.1:1", &["job", "ls"]);
-    assert_eq!(code(&gone), 5, "{}", text(&gone));
+    assert_eq!(code(&gone), 5, "{}", printed(&gone));
     let mut unauth = Command::new(BIN);
     unauth
         .args(["job", "ls", "--url", &url, "--token", "wrong"])
         .env_remove("KEYFIRE_TOKEN");
     let unauth = unauth.output().unwrap();
-    assert_eq!(code(&unauth), 1, "{}", text(&unauth));
+    assert_eq!(code(&unauth), 1, "{}", printed(&unauth));
     let usage = cli(&url, &["job", "add", "--cron", "x", "--every", "1s"]);
     assert_eq!(code(&usage), 2);
 
@@ -261,17 +246,17 @@ async fn the_cli_drives_a_served_node() {
     )
     .unwrap();
     let from_file = cli(&url, &["job", "add", file.to_str().unwrap()]);
-    assert_eq!(code(&from_file), 0, "{}", text(&from_file));
-    let got = json(&cli(&url, &["job", "get", "at-file", "--json"]));
+    assert_eq!(code(&from_file), 0, "{}", printed(&from_file));
+    let got = printed_json(&cli(&url, &["job", "get", "at-file", "--json"]));
     assert_eq!(got["spec"]["at"], "2099-01-01T00:00:00Z");
     let task = cli(&url, &["task", "add", "--handler", "noop", "--after", "1h"]);
-    assert_eq!(code(&task), 0, "{}", text(&task));
-    let task_id = text(&task).lines().next().unwrap().to_string();
+    assert_eq!(code(&task), 0, "{}", printed(&task));
+    let task_id = printed(&task).lines().next().unwrap().to_string();
     assert_eq!(
-        json(&cli(&url, &["job", "get", &task_id, "--json"]))["id"],
+        printed_json(&cli(&url, &["job", "get", &task_id, "--json"]))["id"],
         task_id
     );
-    let listed = json(&cli(&url, &["job", "ls", "--json", "--limit", "2"]));
+    let listed = printed_json(&cli(&url, &["job", "ls", "--json", "--limit", "2"]));
     assert_eq!(listed["jobs"].as_array().unwrap().len(), 2);
     assert!(listed["next_cursor"].is_string());
 
@@ -325,7 +310,7 @@ async fn the_cli_drives_the_delay_queue() {
         wait_ready(&url);
 
         let one_shot = cli(&url, &["task", "add", "--handler", "noop", "--after", "1h"]);
-        assert_eq!(code(&one_shot), 0, "{}", text(&one_shot));
+        assert_eq!(code(&one_shot), 0, "{}", printed(&one_shot));
 
         let add = cli(
             &url,
@@ -342,43 +327,43 @@ async fn the_cli_drives_the_delay_queue() {
                 "2",
             ],
         );
-        assert_eq!(code(&add), 0, "{}", text(&add));
+        assert_eq!(code(&add), 0, "{}", printed(&add));
         let id = String::from_utf8_lossy(&add.stdout).trim().to_string();
         assert!(!id.is_empty());
         // A task of another topic, to delete (ready at once: this test needs no node serving the
         // `topic` handler, which delayed tasks do).
         let spare = cli(&url, &["task", "add", "--topic", "spare", "--payload", "1"]);
-        assert_eq!(code(&spare), 0, "{}", text(&spare));
+        assert_eq!(code(&spare), 0, "{}", printed(&spare));
         let spare_id = String::from_utf8_lossy(&spare.stdout).trim().to_string();
 
-        let popped = json(&cli(&url, &["task", "pop", "orders", "--json"]));
+        let popped = printed_json(&cli(&url, &["task", "pop", "orders", "--json"]));
         assert_eq!(popped["id"], id.as_str());
         assert_eq!(popped["payload"]["order"], 7);
         let token = popped["token"].as_str().unwrap().to_string();
 
         let wrong = cli(&url, &["task", "finish", &id, "--reservation", "nope"]);
-        assert_eq!(code(&wrong), 4, "{}", text(&wrong));
+        assert_eq!(code(&wrong), 4, "{}", printed(&wrong));
         let fin = cli(&url, &["task", "finish", &id, "--reservation", &token]);
-        assert_eq!(code(&fin), 0, "{}", text(&fin));
-        let got = json(&cli(&url, &["task", "get", &id, "--json"]));
+        assert_eq!(code(&fin), 0, "{}", printed(&fin));
+        let got = printed_json(&cli(&url, &["task", "get", &id, "--json"]));
         assert_eq!(got["state"], "done");
 
         // Nothing ready: exit 3 after the wait.
         let start = Instant::now();
         let none = cli(&url, &["task", "pop", "orders", "--wait", "1s"]);
-        assert_eq!(code(&none), 3, "{}", text(&none));
+        assert_eq!(code(&none), 3, "{}", printed(&none));
         assert!(start.elapsed() >= Duration::from_secs(1));
 
         let rm = cli(&url, &["task", "rm", &spare_id]);
-        assert_eq!(code(&rm), 0, "{}", text(&rm));
+        assert_eq!(code(&rm), 0, "{}", printed(&rm));
         let again = cli(&url, &["task", "rm", &spare_id]);
-        assert_eq!(code(&again), 3, "{}", text(&again));
+        assert_eq!(code(&again), 3, "{}", printed(&again));
 
         let topics = cli(&url, &["topics"]);
-        assert_eq!(code(&topics), 0, "{}", text(&topics));
-        let out = text(&topics);
+        assert_eq!(code(&topics), 0, "{}", printed(&topics));
+        let out = printed(&topics);
         assert!(out.contains("TOPIC") && out.contains("orders"), "{out}");
-        let list = json(&cli(&url, &["topics", "--json"]));
+        let list = printed_json(&cli(&url, &["topics", "--json"]));
         assert_eq!(list["topics"][0]["topic"], "orders");
         assert_eq!(list["topics"][0]["added"], 1);
         assert_eq!(list["topics"][0]["done"], 1);
@@ -386,12 +371,12 @@ async fn the_cli_drives_the_delay_queue() {
         assert_eq!(list["topics"][1]["deleted"], 1);
 
         let bad = cli(&url, &["task", "add", "--topic", "a:b", "--payload", "1"]);
-        assert_eq!(code(&bad), 2, "{}", text(&bad));
-        assert!(text(&bad).contains("topic"), "{}", text(&bad));
+        assert_eq!(code(&bad), 2, "{}", printed(&bad));
+        assert!(printed(&bad).contains("topic"), "{}", printed(&bad));
         let bad = cli(&url, &["task", "add", "--topic", "t", "--ttr", "0s"]);
-        assert_eq!(code(&bad), 2, "{}", text(&bad));
+        assert_eq!(code(&bad), 2, "{}", printed(&bad));
         let usage = cli(&url, &["task", "add", "--payload", "1"]);
-        assert_eq!(code(&usage), 2, "{}", text(&usage));
+        assert_eq!(code(&usage), 2, "{}", printed(&usage));
     });
 }
 
@@ -414,7 +399,7 @@ async fn the_cli_enqueues_with_dedup() {
         args.extend_from_slice(extra);
         cli(&url, &args)
     };
-    let first = json(&add(&[
+    let first = printed_json(&add(&[
         "--dedup-key",
         "nightly:42",
         "--dedup-window",
@@ -424,7 +409,7 @@ async fn the_cli_enqueues_with_dedup() {
     let id = first["id"].as_str().unwrap().to_string();
     assert!(first.get("duplicate").is_none(), "{first:#}");
     assert_eq!(first["spec"]["dedup"]["key"], "nightly:42");
-    let again = json(&add(&[
+    let again = printed_json(&add(&[
         "--dedup-key",
         "nightly:42",
         "--dedup-window",
@@ -434,18 +419,18 @@ async fn the_cli_enqueues_with_dedup() {
     assert_eq!(again["id"], id.as_str());
     assert_eq!(again["duplicate"], true);
     let text_mode = add(&["--dedup-key", "nightly:42", "--dedup-window", "10m"]);
-    assert_eq!(code(&text_mode), 0, "{}", text(&text_mode));
+    assert_eq!(code(&text_mode), 0, "{}", printed(&text_mode));
     let stdout = String::from_utf8_lossy(&text_mode.stdout);
     assert_eq!(stdout.lines().next(), Some(id.as_str()), "{stdout}");
     assert!(
         String::from_utf8_lossy(&text_mode.stderr).contains("duplicate"),
         "{}",
-        text(&text_mode)
+        printed(&text_mode)
     );
 
     // By content: same params, same task; other params, another.
     let by_content = |p: &str| {
-        json(&add(&[
+        printed_json(&add(&[
             "--params",
             p,
             "--dedup-content",
@@ -459,18 +444,18 @@ async fn the_cli_enqueues_with_dedup() {
     assert_ne!(by_content(r#"{"n": 2}"#)["id"], a["id"]);
 
     let bad = add(&["--dedup-key", "k", "--dedup-window", "0s"]);
-    assert_eq!(code(&bad), 2, "{}", text(&bad));
-    assert!(text(&bad).contains("dedup.window"), "{}", text(&bad));
+    assert_eq!(code(&bad), 2, "{}", printed(&bad));
+    assert!(printed(&bad).contains("dedup.window"), "{}", printed(&bad));
     let bad = add(&["--dedup-key", "k", "--dedup-window", "1m", "--id", "mine"]);
-    assert_eq!(code(&bad), 2, "{}", text(&bad));
+    assert_eq!(code(&bad), 2, "{}", printed(&bad));
     let bad = add(&["--dedup-key", "k"]);
     assert_eq!(
         code(&bad),
         2,
         "--dedup-key needs --dedup-window: {}",
-        text(&bad)
+        printed(&bad)
     );
-    let listed = json(&cli(&url, &["job", "ls", "--json"]));
+    let listed = printed_json(&cli(&url, &["job", "ls", "--json"]));
     assert_eq!(
         listed["jobs"].as_array().map(Vec::len),
         Some(3),
@@ -491,12 +476,12 @@ async fn the_cli_manages_flow_limits() {
     let url = format!("http://127.0.0.1:{port}");
     wait_ready(&url);
 
-    let got = json(&cli(
+    let got = printed_json(&cli(
         &url,
         &["limits", "get", "host:declared.example", "--json"],
     ));
     assert_eq!(got["rate"], 7, "{got:#}");
-    let set = json(&cli(
+    let set = printed_json(&cli(
         &url,
         &[
             "limits",
@@ -520,7 +505,7 @@ async fn the_cli_manages_flow_limits() {
         (Some(20), Some(5), Some(3))
     );
     let ls = cli(&url, &["limits", "ls"]);
-    assert_eq!(code(&ls), 0, "{}", text(&ls));
+    assert_eq!(code(&ls), 0, "{}", printed(&ls));
     let table = String::from_utf8_lossy(&ls.stdout);
     assert!(
         table.contains("host:declared.example") && table.contains("mail"),
@@ -528,15 +513,15 @@ async fn the_cli_manages_flow_limits() {
     );
 
     let bad = cli(&url, &["limits", "set", "mail", "--in-flight", "0"]);
-    assert_eq!(code(&bad), 2, "{}", text(&bad));
-    assert!(text(&bad).contains("in_flight"), "{}", text(&bad));
+    assert_eq!(code(&bad), 2, "{}", printed(&bad));
+    assert!(printed(&bad).contains("in_flight"), "{}", printed(&bad));
     assert_eq!(
-        json(&cli(&url, &["limits", "get", "mail", "--json"]))["in_flight"],
+        printed_json(&cli(&url, &["limits", "get", "mail", "--json"]))["in_flight"],
         3
     );
 
     let rm = cli(&url, &["limits", "rm", "mail"]);
-    assert_eq!(code(&rm), 0, "{}", text(&rm));
+    assert_eq!(code(&rm), 0, "{}", printed(&rm));
     let gone = cli(&url, &["limits", "get", "mail"]);
-    assert_eq!(code(&gone), 3, "{}", text(&gone));
+    assert_eq!(code(&gone), 3, "{}", printed(&gone));
 }

@@ -140,12 +140,7 @@ impl Api {
 
 pub(crate) async fn snapshot(w: &World) -> Vec<(String, Vec<u8>)> {
     let mut c = w.conn().await;
-    let mut keys: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{{{}}}*", w.settings.redis.prefix))
-        .query_async(&mut c)
-        .await
-        .unwrap();
-    keys.sort();
+    let mut keys = w.keys().await;
     // Node heartbeats change on their own; they are not what a request writes.
     keys.retain(|k| !k.contains(":node") && !k.ends_with(":layout") && !k.ends_with(":handlers"));
     let mut out = Vec::new();

@@ -7,6 +7,7 @@ use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::common::Api;
+use crate::support::printed;
 
 fn job(id: &str) -> Value {
     json!({"id": id, "every": "1h", "handler": "noop"})
@@ -317,14 +318,6 @@ fn run(args: &[&str]) -> std::process::Output {
         .expect("run keyfire")
 }
 
-fn out(o: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 #[test]
 fn cron_next_previews_from_a_given_instant() {
     let o = run(&[
@@ -338,7 +331,7 @@ fn cron_next_previews_from_a_given_instant() {
         "-n",
         "2",
     ]);
-    assert!(o.status.success(), "{}", out(&o));
+    assert!(o.status.success(), "{}", printed(&o));
     let lines: Vec<String> = String::from_utf8_lossy(&o.stdout)
         .lines()
         .map(str::to_string)
@@ -359,29 +352,33 @@ fn cron_next_previews_from_a_given_instant() {
         "-n",
         "1",
     ]);
-    assert!(o.status.success(), "{}", out(&o));
+    assert!(o.status.success(), "{}", printed(&o));
     assert!(
         String::from_utf8_lossy(&o.stdout).starts_with("2027-03-13T05:00:00Z"),
         "{}",
-        out(&o)
+        printed(&o)
     );
     let bad = run(&["cron", "next", "* * * * *", "--from", "next tuesday"]);
-    assert_eq!(bad.status.code(), Some(2), "{}", out(&bad));
-    assert!(out(&bad).contains("RFC 3339"), "{}", out(&bad));
-    assert!(out(&bad).contains("a date (2027-03-13"), "{}", out(&bad));
+    assert_eq!(bad.status.code(), Some(2), "{}", printed(&bad));
+    assert!(printed(&bad).contains("RFC 3339"), "{}", printed(&bad));
+    assert!(
+        printed(&bad).contains("a date (2027-03-13"),
+        "{}",
+        printed(&bad)
+    );
 }
 
 #[test]
 fn cron_next_names_the_field_at_fault() {
     let o = run(&["cron", "next", "0 0 32 * *"]);
-    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", printed(&o));
     assert!(
-        out(&o).contains("day-of-month: 32 is outside 1\u{2013}31"),
+        printed(&o).contains("day-of-month: 32 is outside 1\u{2013}31"),
         "{}",
-        out(&o)
+        printed(&o)
     );
     let o = run(&["cron", "next", "0 0 31 2 *"]);
-    assert!(out(&o).contains("never fires"), "{}", out(&o));
+    assert!(printed(&o).contains("never fires"), "{}", printed(&o));
 }
 
 #[test]
@@ -390,8 +387,8 @@ fn serve_refuses_a_host_name_without_a_token() {
     let path = dir.path().join("k.toml");
     std::fs::write(&path, "[api]\nlisten = \"myhost:8080\"\n").unwrap();
     let o = run(&["serve", "--config", path.to_str().unwrap()]);
-    assert!(!o.status.success(), "{}", out(&o));
-    let text = out(&o);
+    assert!(!o.status.success(), "{}", printed(&o));
+    let text = printed(&o);
     assert!(
         text.contains("api.listen") && text.contains("host name") && text.contains("api.token"),
         "{text}"
@@ -423,7 +420,7 @@ async fn resume_runs_what_a_short_pause_skipped_and_says_so() {
     let text = format!("{} {}", op["summary"], op["description"]);
     assert!(text.contains(words), "{text}");
     assert!(!text.contains("computed from now"), "{text}");
-    let help = out(&run(&["job", "resume", "--help"]));
+    let help = printed(&run(&["job", "resume", "--help"]));
     assert!(help.contains("after the pause began"), "{help}");
     assert!(!help.contains("computed from now"), "{help}");
 }

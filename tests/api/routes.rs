@@ -205,14 +205,10 @@ async fn nodes_health_and_readiness() {
     assert_eq!(api.get("/v1/nodes").await.body["nodes"], json!([]));
 
     // Expired events off: not ready, and it says why.
-    let mut c = api.world.conn().await;
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("notify-keyspace-events")
-        .arg("")
-        .query_async(&mut c)
-        .await
-        .unwrap();
+    api.world
+        .redis
+        .config_set("notify-keyspace-events", "")
+        .await;
     let r = api.get("/readyz").await;
     assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(r.body["status"], "not_ready");

@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use serde_json::json;
 
 use crate::common::Api;
-use crate::support::World;
+use crate::support::{World, keyfire_cli, printed};
 use keyfire_testkit::free_port;
 
 const BIN: &str = env!("CARGO_BIN_EXE_keyfire");
@@ -108,19 +108,7 @@ fn config(w: &World, dir: &std::path::Path, port: u16, topics: &str) -> std::pat
 }
 
 fn cli(url: &str, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .env("KEYFIRE_URL", url)
-        .output()
-        .expect("run keyfire")
-}
-
-fn out(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    keyfire_cli(url, None, args)
 }
 
 /// `[[topics]]` in the TOML file declares partitions when the node starts; a bad count stops
@@ -143,7 +131,11 @@ async fn toml_and_cli_take_partitions_and_refuse_bad_counts() {
         .output()
         .unwrap();
     assert!(!o.status.success());
-    assert!(out(&o).contains("topics[0].partitions"), "{}", out(&o));
+    assert!(
+        printed(&o).contains("topics[0].partitions"),
+        "{}",
+        printed(&o)
+    );
     assert!(
         crate::common::snapshot(&w).await.is_empty(),
         "a refused start wrote something"
@@ -174,15 +166,15 @@ async fn toml_and_cli_take_partitions_and_refuse_bad_counts() {
             assert_eq!(v["partitions"], 3, "{v}");
             break;
         }
-        assert!(Instant::now() < end, "{}", out(&o));
+        assert!(Instant::now() < end, "{}", printed(&o));
         std::thread::sleep(Duration::from_millis(200));
     }
     let o = cli(&url, &["topics", "set", "mail", "--partitions", "2"]);
-    assert!(o.status.success(), "{}", out(&o));
-    assert!(out(&o).contains("partitions 2"), "{}", out(&o));
+    assert!(o.status.success(), "{}", printed(&o));
+    assert!(printed(&o).contains("partitions 2"), "{}", printed(&o));
     let o = cli(&url, &["topics", "set", "mail", "--partitions", "65"]);
     assert!(!o.status.success());
-    assert!(out(&o).contains("partitions"), "{}", out(&o));
+    assert!(printed(&o).contains("partitions"), "{}", printed(&o));
     let o = cli(&url, &["topics", "get", "mail", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["partitions"], 2, "the refused count changed it");

@@ -64,32 +64,9 @@ fn the_shipped_redis_conf_passes() {
     for f in report["findings"].as_array().unwrap() {
         assert_eq!(f["status"], "ok", "{f:#}");
     }
-    let checks: Vec<&str> = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["check"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        checks,
-        [
-            "connection",
-            "version",
-            "notifications",
-            "eviction",
-            "memory",
-            "persistence",
-            "hz",
-            "replication",
-            "clock",
-            "pubsub-buffer",
-            "hash-encoding",
-            "config-access",
-            "layout",
-            "data-loss",
-            "acl"
-        ]
-    );
+    let checks = check_names(report["findings"].as_array().unwrap());
+    let deployment_checks = ["layout", "data-loss", "acl"];
+    assert_eq!(checks, [PER_SERVER_CHECKS, &deployment_checks].concat());
 
     // The text form says the same, and exits the same way.
     let (code, text) = doctor(&["--redis", &redis.url()]);
@@ -219,6 +196,30 @@ fn an_unreachable_redis_fails() {
     assert!(!json.contains("s3cret"), "the password is hidden: {json}");
 }
 
+/// The checks doctor runs on each server, in their order (then come the deployment's).
+const PER_SERVER_CHECKS: &[&str] = &[
+    "connection",
+    "version",
+    "notifications",
+    "eviction",
+    "memory",
+    "persistence",
+    "hz",
+    "replication",
+    "clock",
+    "pubsub-buffer",
+    "hash-encoding",
+    "config-access",
+];
+
+/// The names of `findings`' checks, in their order.
+fn check_names<'a>(findings: impl IntoIterator<Item = &'a Value>) -> Vec<&'a str> {
+    findings
+        .into_iter()
+        .map(|f| f["check"].as_str().unwrap())
+        .collect()
+}
+
 /// The findings about `server` (`None`: about the deployment).
 fn findings_on<'a>(report: &'a Value, server: Option<&str>) -> Vec<&'a Value> {
     report["findings"]
@@ -251,28 +252,8 @@ fn assert_one_section_per_master(report: &Value, text: &str, masters: &[String])
     want.sort();
     assert_eq!(sorted, want, "{report:#}");
     for master in masters {
-        let checks: Vec<&str> = findings_on(report, Some(master))
-            .iter()
-            .map(|f| f["check"].as_str().unwrap())
-            .collect();
-        assert_eq!(
-            checks,
-            [
-                "connection",
-                "version",
-                "notifications",
-                "eviction",
-                "memory",
-                "persistence",
-                "hz",
-                "replication",
-                "clock",
-                "pubsub-buffer",
-                "hash-encoding",
-                "config-access",
-            ],
-            "{master}: {report:#}"
-        );
+        let checks = check_names(findings_on(report, Some(master)));
+        assert_eq!(checks, PER_SERVER_CHECKS, "{master}: {report:#}");
         assert_eq!(
             text.lines()
                 .filter(|l| *l == format!("master {master}"))
@@ -456,13 +437,13 @@ fn a_sentinel_deployment_is_checked_through_its_sentinels() {
         "{report:#}"
     );
     // RedisSentinelSet's servers run without persistence: the only failure.
-    let failed: Vec<&str> = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["status"] == "fail")
-        .map(|f| f["check"].as_str().unwrap())
-        .collect();
+    let failed = check_names(
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["status"] == "fail"),
+    );
     assert_eq!(failed, ["persistence"], "{report:#}");
     assert_eq!(code, 1);
 }

@@ -21,7 +21,7 @@ use nix::unistd::Pid;
 use keyfire::Client;
 use keyfire_testkit::RedisServer;
 
-use crate::support::wait;
+use crate::support::{keyfire_cli, printed, wait};
 use keyfire_testkit::free_port;
 
 const BIN: &str = env!("CARGO_BIN_EXE_keyfire");
@@ -90,20 +90,7 @@ impl Drop for Receiver {
 }
 
 fn cli(port: u16, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .env("KEYFIRE_URL", format!("http://127.0.0.1:{port}"))
-        .env("KEYFIRE_TOKEN", TOKEN)
-        .output()
-        .expect("run keyfire")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    keyfire_cli(&format!("http://127.0.0.1:{port}"), Some(TOKEN), args)
 }
 
 /// Whether this process may build the image's conditions: root, with unshare and setpriv.
@@ -245,7 +232,7 @@ ca_file = "/mnt/etc-keyfire/ca.pem"
         let nodes = cli(api_port, &["nodes"]);
         match nodes.status.success() {
             true => Ok(()),
-            false => Err(format!("{}\n{}", text(&nodes), read_log())),
+            false => Err(format!("{}\n{}", printed(&nodes), read_log())),
         }
     });
     // It really ran without a CA store (the bundled roots), as 10001, with no home.
@@ -288,7 +275,7 @@ ca_file = "/mnt/etc-keyfire/ca.pem"
                 &params,
             ],
         );
-        assert!(add.status.success(), "{}", text(&add));
+        assert!(add.status.success(), "{}", printed(&add));
     }
     plain.wait_for("done /plain", Duration::from_secs(20));
     secure.wait_for("done /secure", Duration::from_secs(20));
@@ -312,7 +299,7 @@ ca_file = "/mnt/etc-keyfire/ca.pem"
             ),
         ],
     );
-    assert!(add.status.success(), "{}", text(&add));
+    assert!(add.status.success(), "{}", printed(&add));
     plain.wait_for("start /slow", Duration::from_secs(20));
     kill(Pid::from_raw(node.id() as i32), Signal::SIGTERM).unwrap();
     let code = wait::until_blocking("an exit after SIGTERM", Duration::from_secs(30), || {

@@ -14,6 +14,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
 
+use crate::support::{keyfire_cli, printed, printed_json};
 use keyfire_testkit::free_port;
 use keyfire_testkit::{RedisOptions, RedisServer};
 
@@ -104,25 +105,7 @@ impl Drop for Serve {
 }
 
 fn cli(url: &str, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .env("KEYFIRE_URL", url)
-        .env("KEYFIRE_TOKEN", TOKEN)
-        .output()
-        .expect("run keyfire")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn json(o: &Output) -> Value {
-    assert_eq!(o.status.code(), Some(0), "{}", text(o));
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(o)))
+    keyfire_cli(url, Some(TOKEN), args)
 }
 
 /// `GET path` on the node's API: (status, body).
@@ -155,7 +138,7 @@ fn doctor(config: &Path) -> (i32, Value) {
     }
     let out = cmd.output().expect("run keyfire doctor");
     let report = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("doctor --json: {e}: {}", text(&out)));
+        .unwrap_or_else(|e| panic!("doctor --json: {e}: {}", printed(&out)));
     (out.status.code().unwrap_or(-1), report)
 }
 
@@ -215,7 +198,7 @@ async fn serve_cli_and_doctor(redis: &RedisServer, access: Access, enable_notifi
             assert!(
                 Instant::now() < deadline,
                 "serve did not come up on a managed Redis: {}\n{}",
-                text(&o),
+                printed(&o),
                 serve.log()
             );
             std::thread::sleep(Duration::from_millis(100));
@@ -248,11 +231,11 @@ async fn serve_cli_and_doctor(redis: &RedisServer, access: Access, enable_notifi
             "noop",
         ],
     );
-    assert!(add.status.success(), "{}", text(&add));
+    assert!(add.status.success(), "{}", printed(&add));
     let deadline = Instant::now() + Duration::from_secs(15);
     tokio::task::block_in_place(|| {
         loop {
-            let runs = json(&cli(&url, &["job", "runs", "once", "--json"]));
+            let runs = printed_json(&cli(&url, &["job", "runs", "once", "--json"]));
             if runs["runs"]
                 .as_array()
                 .is_some_and(|r| r.iter().any(|r| r["outcome"] == "ok"))

@@ -13,6 +13,8 @@ use keyfire_testkit::{RedisCluster, RedisOptions, RedisSentinelSet, RedisServer}
 use redis::AsyncCommands;
 use tokio::task::block_in_place;
 
+use crate::support::wait;
+
 /// `host:port` of a client's server.
 fn addr_of(client: &redis::Client) -> String {
     match client.get_connection_info().addr() {
@@ -172,15 +174,12 @@ async fn cluster_runs_scripts_and_pipelines_spreads_tags_and_follows_failover() 
     assert!(!want.contains(&promoted), "a replica took over: {promoted}");
 
     // Commands, scripts and pipelines work again (the first may still see the old map).
-    let mut ok = false;
-    for _ in 0..20 {
-        if conn.set::<_, _, ()>("{t}:after", "1").await.is_ok() {
-            ok = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    assert!(ok, "writes succeed after the failover");
+    wait::until(
+        "writes to succeed after the failover",
+        Duration::from_secs(5),
+        async || conn.set::<_, _, ()>("{t}:after", "1").await,
+    )
+    .await;
     // The replica was in sync: what was written before the kill is there.
     let before: Option<String> = conn.get("{t}:before").await.unwrap();
     assert_eq!(before.as_deref(), Some("1"));

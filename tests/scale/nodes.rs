@@ -12,12 +12,22 @@ use keyfire::{Client, Firing, JobSpec, Node, Registry, Settings};
 use keyfire_testkit::{RedisCluster, RedisSentinelSet, RedisServer};
 
 use crate::support::{Recorder, Seen, assert_exactly_once, doubles, fast_node, wait};
+use crate::wait_idle;
 
 /// Node settings as in the other suites: fast heartbeats and sweeps.
 fn settings(prefix: &str) -> Settings {
     let mut s = Settings::default();
     s.redis.prefix = prefix.to_string();
     fast_node(&mut s.node);
+    s
+}
+
+/// [`settings`] on `cluster`, keyfire's keys spread over `shards` shards.
+fn cluster_settings(prefix: &str, cluster: &RedisCluster, shards: u32) -> Settings {
+    let mut s = settings(prefix);
+    s.redis.mode = RedisMode::Cluster;
+    s.redis.nodes = cluster.nodes();
+    s.redis.shards = shards;
     s
 }
 
@@ -76,38 +86,6 @@ fn one_shots(n: usize, from_ms: i64, over_ms: i64) -> Vec<JobSpec> {
         .collect()
 }
 
-/// Wait until nothing is overdue, queued for another attempt or running, on any shard.
-async fn wait_idle(store: &Store, limit: Duration) {
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        // After a failover the first call on an old connection may fail: ask again.
-        let busy = async {
-            let now = store.time_ms().await?;
-            let mut busy = 0usize;
-            for k in store.shards().iter() {
-                let (d, q, r): (usize, usize, usize) = redis::pipe()
-                    .zcount(k.due(), "-inf", now)
-                    .zcard(k.retry())
-                    .zcard(k.running())
-                    .query_async(&mut store.connection())
-                    .await?;
-                busy += d + q + r;
-            }
-            Ok::<_, keyfire::Error>(busy)
-        }
-        .await
-        .unwrap_or(usize::MAX);
-        if busy == 0 {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{busy} firings still due, queued or running after {limit:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 /// Redis time (ms) from the recorder's own server (same machine clock as the others).
 async fn clock_ms(clock: &RedisServer) -> i64 {
     let mut c = redis::Client::open(clock.url())
@@ -127,10 +105,7 @@ async fn cluster_runs_10000_firings_exactly_once_over_three_masters() {
     let cluster = RedisCluster::start(3, 1).expect("cluster");
     let clock = RedisServer::start().unwrap();
     let recorder = Recorder::new(&clock.url()).await;
-    let mut s = settings("kc1");
-    s.redis.mode = RedisMode::Cluster;
-    s.redis.nodes = cluster.nodes();
-    s.redis.shards = 12;
+    let s = cluster_settings("kc1", &cluster, 12);
     let nodes = start_nodes(&s, &recorder).await;
     let client = Client::connect(&s).await.unwrap().allow_handlers(["rec"]);
     let store = Store::open(&s.redis).await.unwrap();
@@ -272,10 +247,7 @@ async fn cluster_master_failover_loses_no_firing() {
     let _turn = crate::TOPOLOGY.lock().await;
     let mut cluster = RedisCluster::start(3, 1).expect("cluster");
     let clock = RedisServer::start().unwrap();
-    let mut s = settings("kc2");
-    s.redis.mode = RedisMode::Cluster;
-    s.redis.nodes = cluster.nodes();
-    s.redis.shards = 12;
+    let mut s = cluster_settings("kc2", &cluster, 12);
     // Claims wait for the replica's acknowledgement (WAIT, routed to the shard's master).
     s.redis.wait_replicas = 1;
     let shard0 = slot_of(Store::open(&s.redis).await.unwrap().shards().keys(0).tag());
@@ -344,22 +316,15 @@ async fn wait_replicas_acknowledges_claims_or_counts_them() {
         .query_async(&mut r)
         .await
         .unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
+    wait::until("the replica in sync", Duration::from_secs(20), async || {
         let info: String = redis::cmd("INFO")
             .arg("replication")
             .query_async(&mut r)
             .await
             .unwrap();
-        if info.contains("master_link_status:up") {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "replica not in sync"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        info.contains("master_link_status:up")
+    })
+    .await;
     let recorder = Recorder::new(&master.url()).await;
     let mut s = settings("kw");
     s.redis.url = master.url();
@@ -413,10 +378,7 @@ async fn delay_queue_works_on_a_sharded_cluster() {
     let cluster = RedisCluster::start(3, 0).expect("cluster");
     let clock = RedisServer::start().unwrap();
     let recorder = Recorder::new(&clock.url()).await;
-    let mut s = settings("kq");
-    s.redis.mode = RedisMode::Cluster;
-    s.redis.nodes = cluster.nodes();
-    s.redis.shards = 12;
+    let s = cluster_settings("kq", &cluster, 12);
     let mut registry = registry(&recorder);
     keyfire::queue::serve_topics(&mut registry, &s.redis);
     let mut node_settings = s.clone();
@@ -478,10 +440,7 @@ async fn cluster_resharding_onto_a_new_master_loses_and_doubles_nothing() {
     let mut cluster = RedisCluster::start(3, 0).expect("cluster");
     let clock = RedisServer::start().unwrap();
     let recorder = Recorder::new(&clock.url()).await;
-    let mut s = settings("kr");
-    s.redis.mode = RedisMode::Cluster;
-    s.redis.nodes = cluster.nodes();
-    s.redis.shards = 12;
+    let s = cluster_settings("kr", &cluster, 12);
     let nodes = start_nodes(&s, &recorder).await;
     let client = Client::connect(&s).await.unwrap().allow_handlers(["rec"]);
     let store = Store::open(&s.redis).await.unwrap();
@@ -520,8 +479,8 @@ async fn cluster_resharding_onto_a_new_master_loses_and_doubles_nothing() {
         .get_multiplexed_async_connection()
         .await
         .unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
+    let what = format!("three subscribers on {added}");
+    wait::until(&what, Duration::from_secs(10), async || {
         let list: String = redis::cmd("CLIENT")
             .arg("LIST")
             .arg("TYPE")
@@ -529,15 +488,12 @@ async fn cluster_resharding_onto_a_new_master_loses_and_doubles_nothing() {
             .query_async(&mut c)
             .await
             .unwrap();
-        if list.lines().count() >= 3 {
-            break;
+        match list.lines().count() >= 3 {
+            true => Ok(()),
+            false => Err(format!("subscribers: {list}")),
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "nodes did not subscribe on {added}: {list}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await;
 
     recorder.wait_count(4_000, Duration::from_secs(60)).await;
     wait_idle(&store, Duration::from_secs(20)).await;
@@ -576,10 +532,7 @@ async fn a_managed_cluster_is_probed_master_by_master() {
     let cluster = RedisCluster::start_managed(3, 0).expect("cluster");
     let clock = RedisServer::start().unwrap();
     let recorder = Recorder::new(&clock.url()).await;
-    let mut s = settings("kmc");
-    s.redis.mode = RedisMode::Cluster;
-    s.redis.nodes = cluster.nodes();
-    s.redis.shards = 6;
+    let mut s = cluster_settings("kmc", &cluster, 6);
     s.node.id = "a".into();
     let node = Node::new(s.clone(), registry(&recorder))
         .start()
@@ -600,19 +553,7 @@ async fn a_managed_cluster_is_probed_master_by_master() {
         .iter()
         .find(|r| &r.addr() == off)
         .expect("the master's process");
-    let mut c = redis::Client::open(server.url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    let _: () = server
-        .admin("CONFIG")
-        .arg("SET")
-        .arg("notify-keyspace-events")
-        .arg("")
-        .query_async(&mut c)
-        .await
-        .unwrap();
+    server.config_set("notify-keyspace-events", "").await;
     let err = Node::new(s.clone(), registry(&recorder))
         .start()
         .await
@@ -635,10 +576,7 @@ async fn nodes_notice_a_cluster_master_that_lost_its_data_and_heal() {
     let cluster = RedisCluster::start(3, 0).expect("cluster");
     let clock = RedisServer::start().unwrap();
     let recorder = Recorder::new(&clock.url()).await;
-    let mut s = settings("kl");
-    s.redis.mode = RedisMode::Cluster;
-    s.redis.nodes = cluster.nodes();
-    s.redis.shards = 3;
+    let s = cluster_settings("kl", &cluster, 3);
     let mut nodes = Vec::new();
     for id in ["a", "b"] {
         let mut ns = s.clone();
@@ -662,8 +600,20 @@ async fn nodes_notice_a_cluster_master_that_lost_its_data_and_heal() {
         .find(|m| **m != meta)
         .expect("a master with shards and not the meta tag")
         .clone();
-    // Let every node learn the markers first.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Every node learns the markers at its heartbeat: wait for a beat of each that saw both
+    // nodes (the live set is read in the same beat, after the markers).
+    wait::until(
+        "each node to see both nodes (a heartbeat after both started)",
+        Duration::from_secs(10),
+        async || {
+            let seen: Vec<usize> = nodes.iter().map(|n| n.live_nodes().len()).collect();
+            match seen.iter().all(|&k| k == 2) {
+                true => Ok(()),
+                false => Err(format!("live nodes seen: {seen:?}")),
+            }
+        },
+    )
+    .await;
 
     for (round, master) in [shard_only, meta].into_iter().enumerate() {
         let mut c = redis::Client::open(format!("redis://{master}"))
@@ -681,20 +631,17 @@ async fn nodes_notice_a_cluster_master_that_lost_its_data_and_heal() {
         }
     }
     // A fresh client (nothing cached): a delayed add needs a node that serves topics.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     let queue = keyfire::queue::Queue::connect(&s).await.unwrap();
-    loop {
-        let task = keyfire::queue::NewTask::new("after-loss", serde_json::json!({}))
-            .delay(Duration::from_secs(60));
-        match queue.add_task(task).await {
-            Ok(_) => break,
-            Err(e) => assert!(
-                tokio::time::Instant::now() < deadline,
-                "delayed adds still refused 5 s after the loss: {e}"
-            ),
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait::until(
+        "a delayed add taken again after the loss",
+        Duration::from_secs(5),
+        async || {
+            let task = keyfire::queue::NewTask::new("after-loss", serde_json::json!({}))
+                .delay(Duration::from_secs(60));
+            queue.add_task(task).await
+        },
+    )
+    .await;
     for n in nodes {
         n.shutdown().await;
     }

@@ -73,13 +73,11 @@ async fn trigger_reaches_the_node(client: &Client, recorder: &Recorder, id: &str
     let before = recorder.seen_of(id).len();
     let started = Instant::now();
     // Right after a failover the client's first write may meet the old master: ask again.
-    let mut tries = 0;
-    while let Err(e) = client.trigger(id).await {
-        eprintln!("trigger of {id} ({what}): {e}");
-        tries += 1;
-        assert!(tries < 20, "trigger of {id} ({what}) failed: {e}");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    let trigger = format!("the trigger of {id} ({what}) accepted");
+    wait::until(&trigger, Duration::from_secs(5), async || {
+        client.trigger(id).await
+    })
+    .await;
     recorder
         .wait_until(Duration::from_secs(10), what, |seen| {
             seen.iter().filter(|r| r.job_id == id).count() > before
@@ -131,6 +129,7 @@ async fn ssubscribe_resubscribed_after_a_failover() {
     }
 
     let subscribed = node.stats().subscribed.load(Relaxed);
+    let sweeps = node.stats().sweeps.load(Relaxed);
     let old = cluster
         .kill_master_of_slot(slot_of(store.shards().keys(0).tag()))
         .unwrap();
@@ -139,17 +138,21 @@ async fn ssubscribe_resubscribed_after_a_failover() {
         .unwrap();
     eprintln!("killed {old}; masters now {now:?}");
     // The node subscribes again on the new layout: on every master, the new one included.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while node.stats().subscribed.load(Relaxed) < subscribed + 3 {
-        assert!(
-            Instant::now() < deadline,
-            "not resubscribed after the failover: {} subscriptions, {subscribed} before",
-            node.stats().subscribed.load(Relaxed)
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    // Past the sweep that follows a resubscribe: from here only a message brings a trigger.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    wait::until(
+        "resubscribed after the failover",
+        Duration::from_secs(30),
+        async || wait::at_least(node.stats().subscribed.load(Relaxed), subscribed + 3),
+    )
+    .await;
+    // Past the sweep that follows a resubscribe (the sweep interval is minutes: a sweep since
+    // the failover is one a resubscription asked for): from here only a message brings a
+    // trigger.
+    wait::until(
+        "the sweep that follows the resubscribe",
+        Duration::from_secs(10),
+        async || wait::at_least(node.stats().sweeps.load(Relaxed), sweeps + 1),
+    )
+    .await;
     trigger_reaches_the_node(&client, &recorder, &ids[0], "shard 0 after its failover").await;
     for (i, id) in ids.iter().enumerate().skip(1) {
         trigger_reaches_the_node(&client, &recorder, id, &format!("shard {i} after")).await;

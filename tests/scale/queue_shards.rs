@@ -14,7 +14,7 @@ use keyfire::{Node, Registry, Settings};
 use keyfire_testkit::RedisCluster;
 use redis::aio::MultiplexedConnection;
 
-use crate::support::fast_node;
+use crate::support::{fast_node, wait};
 
 /// An HTTP client (reqwest is built without a default TLS provider).
 fn http() -> reqwest::Client {
@@ -42,14 +42,10 @@ async fn queue_node(s: &Settings, id: &str) -> NodeHandle {
 
 /// Wait (up to `limit`) until the queue has switched to the sharded layout.
 async fn wait_sharded(queue: &Queue, limit: Duration) {
-    let end = tokio::time::Instant::now() + limit;
-    while !queue.is_sharded().await.unwrap() {
-        assert!(
-            tokio::time::Instant::now() < end,
-            "the queue did not switch to the sharded layout in {limit:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait::until("the queue on the sharded layout", limit, async || {
+        queue.is_sharded().await.unwrap()
+    })
+    .await;
 }
 
 async fn master_conns(cluster: &RedisCluster) -> Vec<(String, MultiplexedConnection)> {
@@ -463,19 +459,19 @@ impl OldNode {
             .expect("run the previous release's keyfire");
         let url = format!("http://127.0.0.1:{port}");
         let http = http();
-        let end = tokio::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Ok(r) = http.get(format!("{url}/readyz")).send().await
-                && r.status().is_success()
-            {
-                break;
-            }
-            assert!(
-                tokio::time::Instant::now() < end,
-                "the old node did not start"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        wait::until(
+            "the old node ready (/readyz)",
+            Duration::from_secs(30),
+            async || {
+                let r = http.get(format!("{url}/readyz")).send().await;
+                let status = r.map_err(|e| e.to_string())?.status();
+                match status.is_success() {
+                    true => Ok(()),
+                    false => Err(format!("status {status}")),
+                }
+            },
+        )
+        .await;
         Self {
             child,
             url,

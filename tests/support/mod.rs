@@ -75,6 +75,35 @@ pub(crate) fn run_keyfire_dev(args: &[&str]) -> Vec<String> {
     lines
 }
 
+/// The `keyfire` binary under test.
+pub(crate) const KEYFIRE_BIN: &str = env!("CARGO_BIN_EXE_keyfire");
+
+/// Run the `keyfire` CLI against the API at `url`, with `token` as `KEYFIRE_TOKEN` when
+/// given, and wait for it to exit.
+pub(crate) fn keyfire_cli(url: &str, token: Option<&str>, args: &[&str]) -> std::process::Output {
+    let mut cmd = std::process::Command::new(KEYFIRE_BIN);
+    cmd.args(args).env("KEYFIRE_URL", url);
+    if let Some(token) = token {
+        cmd.env("KEYFIRE_TOKEN", token);
+    }
+    cmd.output().expect("run keyfire")
+}
+
+/// What a run printed: its stdout, then its stderr.
+pub(crate) fn printed(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A run's stdout as JSON, once it exited 0 (else the test fails with what it printed).
+pub(crate) fn printed_json(o: &std::process::Output) -> serde_json::Value {
+    assert_eq!(o.status.code(), Some(0), "{}", printed(o));
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", printed(o)))
+}
+
 /// A CA and a server certificate for `localhost` and `127.0.0.1`, written as PEM files.
 pub(crate) fn write_certs(
     dir: &std::path::Path,

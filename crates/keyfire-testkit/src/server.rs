@@ -407,6 +407,42 @@ impl RedisServer {
         })
     }
 
+    /// `CONFIG SET name value` through [`RedisServer::admin`], over a connection of its own:
+    /// a test's fault, such as expired key events turned off
+    /// (`config_set("notify-keyspace-events", "")`).
+    pub async fn config_set(&self, name: &str, value: &str) {
+        let _: () = self
+            .admin("CONFIG")
+            .arg("SET")
+            .arg(name)
+            .arg(value)
+            .query_async(&mut self.admin_conn().await)
+            .await
+            .unwrap_or_else(|e| panic!("CONFIG SET {name}: {e}"));
+    }
+
+    /// `ACL SETUSER user rules...` through [`RedisServer::admin`], over a connection of its
+    /// own: a user kept to what `rules` allow (`["on", ">pw", "~*", "+@all"]`).
+    pub async fn acl_setuser(&self, user: &str, rules: &[String]) {
+        let _: () = self
+            .admin("ACL")
+            .arg("SETUSER")
+            .arg(user)
+            .arg(rules)
+            .query_async(&mut self.admin_conn().await)
+            .await
+            .unwrap_or_else(|e| panic!("ACL SETUSER {user}: {e}"));
+    }
+
+    /// A connection of the fixture's own, as the default user.
+    async fn admin_conn(&self) -> redis::aio::MultiplexedConnection {
+        redis::Client::open(self.url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap()
+    }
+
     /// `redis://127.0.0.1:<port>/0`.
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/0", self.port)

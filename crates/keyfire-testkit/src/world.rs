@@ -77,19 +77,7 @@ pub async fn confined_user(redis: &RedisServer, prefix: &str) -> String {
                 .replace("{keyfire", &format!("{{{prefix}"))
         })
         .collect();
-    let mut admin = redis::Client::open(redis.url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    let _: () = redis
-        .admin("ACL")
-        .arg("SETUSER")
-        .arg("confined")
-        .arg(&rule)
-        .query_async(&mut admin)
-        .await
-        .expect("ACL SETUSER");
+    redis.acl_setuser("confined", &rule).await;
     format!("redis://confined:confined-pw@127.0.0.1:{}/0", redis.port())
 }
 
@@ -246,6 +234,45 @@ impl<S: WorldSettings> WorldOf<S> {
             .get_connection_manager()
             .await
             .unwrap()
+    }
+
+    /// Every key under this world's prefix, sorted: equal before and after means nothing
+    /// was written.
+    pub async fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{{{}}}*", self.settings.redis().prefix))
+            .query_async(&mut self.conn().await)
+            .await
+            .unwrap();
+        keys.sort();
+        keys
+    }
+
+    /// Kill every subscriber connection (`CLIENT KILL TYPE pubsub`) `times` times, `every` so
+    /// often, in a task of its own: expired key events lost while firings come due. The task
+    /// gives back how many connections it killed.
+    pub async fn kill_subscribers(
+        &self,
+        times: usize,
+        every: Duration,
+    ) -> tokio::task::JoinHandle<i64> {
+        let mut conn = self.conn().await;
+        tokio::spawn(async move {
+            let mut killed = 0;
+            for _ in 0..times {
+                let k: i64 = redis::cmd("CLIENT")
+                    .arg("KILL")
+                    .arg("TYPE")
+                    .arg("pubsub")
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+                killed += k;
+                // The fault's pace, not a wait for something to happen.
+                tokio::time::sleep(every).await;
+            }
+            killed
+        })
     }
 
     /// How many clients Redis has blocked (a waiting `BLPOP`, say): `INFO clients`. A test

@@ -165,20 +165,7 @@ async fn one_server_is_read_directly() {
         "the shipped redis.conf emits expired events"
     );
     // With the events off, the probe waits its bound and says so.
-    let _: () = redis
-        .admin("CONFIG")
-        .arg("SET")
-        .arg("notify-keyspace-events")
-        .arg("")
-        .query_async(
-            &mut redis::Client::open(redis.url())
-                .unwrap()
-                .get_multiplexed_async_connection()
-                .await
-                .unwrap(),
-        )
-        .await
-        .unwrap();
+    redis.config_set("notify-keyspace-events", "").await;
     let key = inspect::probe_key("direct");
     let took = server
         .probe_expired_events(&key, Duration::from_millis(300))
@@ -234,23 +221,8 @@ async fn the_data_under_a_prefix_is_read_as_stored() {
     assert_eq!(deployment.data("sharded").job_count(4).await.unwrap(), 11);
 
     // A user kept to other keys is refused what keyfire needs, each probe named.
-    let mut admin = redis::Client::open(redis.url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    let _: () = redis
-        .admin("ACL")
-        .arg("SETUSER")
-        .arg("narrow")
-        .arg("on")
-        .arg(">secret")
-        .arg("~other:*")
-        .arg("&other:*")
-        .arg("+@all")
-        .query_async(&mut admin)
-        .await
-        .unwrap();
+    let rules = ["on", ">secret", "~other:*", "&other:*", "+@all"].map(String::from);
+    redis.acl_setuser("narrow", &rules).await;
     let narrow = Server::open(&format!("redis://narrow:secret@{}/0", redis.addr())).unwrap();
     let denied = narrow
         .connect()

@@ -60,23 +60,8 @@ async fn killed_subscribers_lose_no_firing() {
     let n = 600;
     enqueue_spread(&w, n, 1_000, 4_000).await;
 
-    let mut conn = w.conn().await;
-    let killer = tokio::spawn(async move {
-        let mut killed = 0;
-        for _ in 0..20 {
-            let k: i64 = redis::cmd("CLIENT")
-                .arg("KILL")
-                .arg("TYPE")
-                .arg("pubsub")
-                .query_async(&mut conn)
-                .await
-                .unwrap();
-            killed += k;
-            // The fault's pace: a kill every 250 ms while the firings come due.
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
-        killed
-    });
+    // The fault's pace: a kill every 250 ms while the firings come due.
+    let killer = w.kill_subscribers(20, Duration::from_millis(250)).await;
     w.recorder.wait_count(n, Duration::from_secs(30)).await;
     let killed = killer.await.unwrap();
     w.wait_idle(Duration::from_secs(10)).await;
@@ -109,22 +94,13 @@ async fn notifications_off_mid_run_lose_no_firing() {
     let n = 400;
     let base = enqueue_spread(&w, n, 500, 3_000).await;
 
-    let mut conn = w.conn().await;
     // Turn events off one second into the run.
     w.recorder
         .wait_until(Duration::from_secs(10), "first runs", |s| {
             s.iter().any(|r| r.scheduled_ms >= base + 1_000)
         })
         .await;
-    let _: () = w
-        .redis
-        .admin("CONFIG")
-        .arg("SET")
-        .arg("notify-keyspace-events")
-        .arg("")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    w.redis.config_set("notify-keyspace-events", "").await;
     w.recorder.wait_count(n, Duration::from_secs(30)).await;
     w.wait_idle(Duration::from_secs(10)).await;
 
@@ -226,16 +202,7 @@ async fn one_sweep_claims_what_events_and_timers_missed() {
     w.settings.node.sweep_interval = Duration::from_secs(3_600);
     w.settings.redis.enable_notifications = false;
     let node = w.node("stepped").await;
-    let mut conn = w.conn().await;
-    let _: () = w
-        .redis
-        .admin("CONFIG")
-        .arg("SET")
-        .arg("notify-keyspace-events")
-        .arg("")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    w.redis.config_set("notify-keyspace-events", "").await;
     let client = w.client().await;
     client
         .enqueue(JobSpec::after("stepped-task", "100ms", "rec"))

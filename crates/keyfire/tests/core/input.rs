@@ -5,24 +5,13 @@ use keyfire::{Error, JobSpec};
 use keyfire_testkit::world::World;
 use serde_json::json;
 
-async fn keys_under(w: &World) -> Vec<String> {
-    let mut c = w.conn().await;
-    let mut keys: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{{{}}}*", w.settings.redis.prefix))
-        .query_async(&mut c)
-        .await
-        .unwrap();
-    keys.sort();
-    keys
-}
-
 /// Every kind of bad input is refused with the field it concerns, and writes nothing.
 #[tokio::test]
 async fn each_validation_error_is_named_and_writes_nothing() {
     let mut w = World::new().await;
     w.settings.limits.max_params_bytes = 1_024;
     let client = w.client().await;
-    let before = keys_under(&w).await;
+    let before = w.keys().await;
     let now = Utc::now();
     let cases = [
         (JobSpec::cron("j", "61 * * * *", "rec"), "cron"),
@@ -53,11 +42,7 @@ async fn each_validation_error_is_named_and_writes_nothing() {
             }
             other => panic!("{spec:?} was not refused on {field}: {other:?}"),
         }
-        assert_eq!(
-            keys_under(&w).await,
-            before,
-            "{field}: something was written"
-        );
+        assert_eq!(w.keys().await, before, "{field}: something was written");
     }
     // Updating an existing job with a bad spec leaves the stored one as it was.
     let good = client
@@ -83,7 +68,7 @@ async fn bad_dedup_input_is_named_and_writes_nothing() {
     use keyfire::job::DedupSpec;
     let w = World::new().await;
     let client = w.client().await;
-    let before = keys_under(&w).await;
+    let before = w.keys().await;
     let task = |d: DedupSpec| JobSpec::after("", "1h", "rec").dedup(d);
     let mut both = DedupSpec::key("k", "1m");
     both.content = true;
@@ -120,11 +105,7 @@ async fn bad_dedup_input_is_named_and_writes_nothing() {
                 Err(Error::Invalid(e)) => assert_eq!(e.field, want, "{spec:?} → {e}"),
                 other => panic!("{spec:?} was not refused on {want}: {other:?}"),
             }
-            assert_eq!(
-                keys_under(&w).await,
-                before,
-                "{want}: something was written"
-            );
+            assert_eq!(w.keys().await, before, "{want}: something was written");
         }
     }
     // A job written by id is idempotent by its id: dedup is refused there, named.
@@ -141,7 +122,7 @@ async fn bad_dedup_input_is_named_and_writes_nothing() {
             Err(Error::Invalid(ref e)) if e.field == "dedup"
         ));
     }
-    assert_eq!(keys_under(&w).await, before, "something was written");
+    assert_eq!(w.keys().await, before, "something was written");
     // The edges are accepted: a window of 1 ms and of exactly a day, a key of 256 bytes.
     for d in [
         DedupSpec::key("k", "1ms"),

@@ -114,16 +114,7 @@ async fn two_nodes_with_only_timers() -> (World, NodeHandle, NodeHandle) {
         },
     )
     .await;
-    let mut conn = w.conn().await;
-    let _: () = w
-        .redis
-        .admin("CONFIG")
-        .arg("SET")
-        .arg("notify-keyspace-events")
-        .arg("")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    w.redis.config_set("notify-keyspace-events", "").await;
     (w, a, b)
 }
 

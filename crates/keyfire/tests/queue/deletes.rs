@@ -10,7 +10,7 @@ use keyfire_testkit::wait;
 use keyfire_testkit::world::World;
 use serde_json::json;
 
-use crate::past_deadlines;
+use crate::{add_ready, past_deadlines};
 
 async fn assert_gone_for_good(q: &Queue, id: &str, topic: &str) {
     let t = q.get(id).await.unwrap();
@@ -157,16 +157,7 @@ async fn a_delete_racing_the_firing_never_lets_the_task_become_ready() {
 async fn records_go_after_the_retention() {
     let w = World::new().await;
     let q = w.queue().await.with_retention(Duration::from_millis(300));
-    let id = q
-        .add(
-            "t",
-            json!(1),
-            When::Delay(Duration::ZERO),
-            Duration::from_secs(5),
-            1,
-        )
-        .await
-        .unwrap();
+    let id = add_ready(&q, Duration::from_secs(5), 1).await;
     q.delete(&id).await.unwrap();
     assert_eq!(q.get(&id).await.unwrap().state, TaskState::Deleted);
     wait::until(
@@ -177,16 +168,7 @@ async fn records_go_after_the_retention() {
     .await;
 
     let q = q.with_retention(Duration::ZERO);
-    let id = q
-        .add(
-            "t",
-            json!(1),
-            When::Delay(Duration::ZERO),
-            Duration::from_secs(5),
-            1,
-        )
-        .await
-        .unwrap();
+    let id = add_ready(&q, Duration::from_secs(5), 1).await;
     let r = q.pop("t", Duration::ZERO).await.unwrap().unwrap();
     q.finish(&id, &r.token).await.unwrap();
     assert!(matches!(q.get(&id).await, Err(Error::TaskNotFound(_))));

@@ -183,23 +183,8 @@ async fn killed_subscribers_still_make_every_task_ready_once() {
         .collect();
     let ids = q.add_many(tasks).await.unwrap();
 
-    let mut conn = w.conn().await;
-    let killer = tokio::spawn(async move {
-        let mut killed = 0;
-        for _ in 0..20 {
-            let k: i64 = redis::cmd("CLIENT")
-                .arg("KILL")
-                .arg("TYPE")
-                .arg("pubsub")
-                .query_async(&mut conn)
-                .await
-                .unwrap();
-            killed += k;
-            // The fault's pace: a kill every 250 ms while the tasks come due.
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
-        killed
-    });
+    // The fault's pace: a kill every 250 ms while the tasks come due.
+    let killer = w.kill_subscribers(20, Duration::from_millis(250)).await;
     let queues = vec![w.queue().await, w.queue().await];
     let deliveries = Consumers::start(queues, "lossy", n, Duration::from_secs(30))
         .join()

@@ -7,6 +7,8 @@ use keyfire::queue::{NewTask, When};
 use keyfire_testkit::world::World;
 use serde_json::json;
 
+use crate::add_ready;
+
 fn field<T: std::fmt::Debug>(r: keyfire::Result<T>) -> String {
     match r {
         Err(Error::Invalid(v)) => v.field,
@@ -112,16 +114,7 @@ async fn a_delayed_add_without_a_topic_node_is_refused() {
     assert!(matches!(q.get("later").await, Err(Error::TaskNotFound(_))));
     assert!(q.topics().await.unwrap().is_empty(), "nothing written");
     // Due now: no node needed.
-    let id = q
-        .add(
-            "t",
-            json!(1),
-            When::Delay(Duration::ZERO),
-            Duration::from_secs(1),
-            1,
-        )
-        .await
-        .unwrap();
+    let id = add_ready(&q, Duration::from_secs(1), 1).await;
     assert_eq!(q.pop("t", Duration::ZERO).await.unwrap().unwrap().id, id);
 }
 

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use keyfire::queue::{Finished, Queue, Reserved};
+use keyfire::queue::{Finished, Queue, Reserved, When};
 
 /// One delivery, as a consumer saw it (instants: Redis time, ms).
 #[derive(Debug, Clone)]
@@ -126,6 +126,20 @@ impl Consumers {
         let _ = self.finished;
         Arc::try_unwrap(self.log).unwrap().into_inner().unwrap()
     }
+}
+
+/// Add a task to topic `t` with payload `1`, ready at once, reserved for `ttr` per delivery
+/// and delivered at most `max_deliveries` times (`Queue::add`, its arguments in order); its id.
+pub(crate) async fn add_ready(q: &Queue, ttr: Duration, max_deliveries: u32) -> String {
+    q.add(
+        "t",
+        serde_json::json!(1),
+        When::Delay(Duration::ZERO),
+        ttr,
+        max_deliveries,
+    )
+    .await
+    .unwrap()
 }
 
 /// Redis's clock just past the deadlines of `reserved` (ms): their reservations have run out.

@@ -9,7 +9,7 @@ use keyfire_testkit::wait;
 use keyfire_testkit::world::World;
 use serde_json::json;
 
-use crate::past_deadlines;
+use crate::{add_ready, past_deadlines};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn unfinished_reservations_are_redelivered_then_dead_lettered() {
@@ -167,16 +167,7 @@ async fn a_finish_in_time_wins_and_the_late_one_is_refused() {
 async fn an_expired_reservation_not_yet_taken_back_can_still_be_finished() {
     let w = World::new().await;
     let q = w.queue().await;
-    let id = q
-        .add(
-            "t",
-            json!(1),
-            When::Delay(Duration::ZERO),
-            Duration::from_millis(100),
-            5,
-        )
-        .await
-        .unwrap();
+    let id = add_ready(&q, Duration::from_millis(100), 5).await;
     let r = q.pop("t", Duration::ZERO).await.unwrap().unwrap();
     w.until_redis_ms(past_deadlines(std::slice::from_ref(&r)) + 100)
         .await;

@@ -7,6 +7,8 @@ use keyfire::queue::{Queue, When};
 use keyfire_testkit::world::World;
 use serde_json::json;
 
+use crate::add_ready;
+
 async fn empty_wait_is_bounded(q: &Queue, label: &str) {
     for wait in [
         Duration::ZERO,
@@ -101,16 +103,7 @@ async fn a_cancelled_pop_takes_nothing() {
     )
     .await;
     assert!(waiting.is_err(), "the pop was still waiting");
-    let id = q
-        .add(
-            "t",
-            json!(1),
-            When::Delay(Duration::ZERO),
-            Duration::from_secs(5),
-            1,
-        )
-        .await
-        .unwrap();
+    let id = add_ready(&q, Duration::from_secs(5), 1).await;
     let r = q
         .pop("t", Duration::from_secs(1))
         .await
