@@ -8,7 +8,7 @@ use keyfire::config::RedisMode;
 use keyfire::{Client, Firing, FlowLimitSpec, JobSpec, Node, Registry, Settings};
 use keyfire_testkit::{RedisCluster, RedisServer};
 
-use crate::support::{Recorder, assert_exactly_once, fast_node, wait};
+use crate::support::{Recorder, assert_exactly_once, fast_node};
 
 /// 30 tasks due at once over 12 shards, limited to 10 a second one at a time (burst 1):
 /// each runs once, none early, and at most 10 start within any second.
@@ -41,18 +41,7 @@ async fn a_limit_holds_across_the_shards_of_a_cluster() {
         ns.node.id = id.into();
         nodes.push(Node::new(ns, r).start().await.unwrap());
     }
-    wait::until(
-        "every node to see all nodes",
-        Duration::from_secs(10),
-        async || {
-            let seen: Vec<usize> = nodes.iter().map(|n| n.live_nodes().len()).collect();
-            match seen.iter().all(|&k| k == 2) {
-                true => Ok(()),
-                false => Err(format!("live nodes seen: {seen:?}")),
-            }
-        },
-    )
-    .await;
+    crate::wait_all_seen(&nodes, 2).await;
     let at = client.store().time_ms().await.unwrap() + 500;
     let specs: Vec<JobSpec> = (0..30)
         .map(|i| {

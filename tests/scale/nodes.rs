@@ -58,18 +58,7 @@ async fn start_nodes(s: &Settings, recorder: &Recorder) -> Vec<NodeHandle> {
                 .expect("node"),
         );
     }
-    wait::until(
-        "every node to see all nodes",
-        Duration::from_secs(10),
-        async || {
-            let seen: Vec<usize> = nodes.iter().map(|n| n.live_nodes().len()).collect();
-            match seen.iter().all(|&k| k == 3) {
-                true => Ok(()),
-                false => Err(format!("live nodes seen: {seen:?}")),
-            }
-        },
-    )
-    .await;
+    crate::wait_all_seen(&nodes, 3).await;
     nodes
 }
 
@@ -602,18 +591,7 @@ async fn nodes_notice_a_cluster_master_that_lost_its_data_and_heal() {
         .clone();
     // Every node learns the markers at its heartbeat: wait for a beat of each that saw both
     // nodes (the live set is read in the same beat, after the markers).
-    wait::until(
-        "each node to see both nodes (a heartbeat after both started)",
-        Duration::from_secs(10),
-        async || {
-            let seen: Vec<usize> = nodes.iter().map(|n| n.live_nodes().len()).collect();
-            match seen.iter().all(|&k| k == 2) {
-                true => Ok(()),
-                false => Err(format!("live nodes seen: {seen:?}")),
-            }
-        },
-    )
-    .await;
+    crate::wait_all_seen(&nodes, 2).await;
 
     for (round, master) in [shard_only, meta].into_iter().enumerate() {
         let mut c = redis::Client::open(format!("redis://{master}"))

@@ -44,18 +44,7 @@ async fn start_nodes(s: &Settings, recorder: &Recorder, ids: &[&str]) -> Vec<Nod
         s.node.id = id.to_string();
         nodes.push(Node::new(s, r).start().await.expect("node"));
     }
-    wait::until(
-        "every node to see all nodes",
-        Duration::from_secs(10),
-        async || {
-            let seen: Vec<usize> = nodes.iter().map(|n| n.live_nodes().len()).collect();
-            match seen.iter().all(|&k| k == ids.len()) {
-                true => Ok(()),
-                false => Err(format!("live nodes seen: {seen:?}")),
-            }
-        },
-    )
-    .await;
+    crate::wait_all_seen(&nodes, ids.len()).await;
     nodes
 }
 
