@@ -322,7 +322,14 @@ impl Queue {
         Ok(Lane::part(self.store.shards(), topic, p, n.max(p + 1)))
     }
 
-    /// The lane a sentinel key of the queue names (its `expired` event), if it is one.
+    /// The tag (None: the meta tag) whose sentinel key ([`Keys::qnext`]) `key` is, if it is one.
+    pub(super) fn next_tag(shards: &Shards, key: &str) -> Option<Option<usize>> {
+        let close = key.find('}')?;
+        let group = shards.shard_of_tag(&key[..=close])?;
+        (&key[close + 1..] == ":q:next").then_some(group)
+    }
+
+    /// The lane a sentinel key of an earlier release names (its `expired` event), if it is one.
     pub(super) fn wake_lane(shards: &Shards, key: &str) -> Option<String> {
         let close = key.find('}')?;
         let group = shards.shard_of_tag(&key[..=close])?;

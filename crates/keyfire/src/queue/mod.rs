@@ -21,8 +21,9 @@
 //! the claim, so a task becomes ready exactly once however many nodes promote the topic at
 //! once, and never before its instant (G1, G3). What triggers the promotion is keyfire's firing
 //! shape at topic granularity ([`TopicPromoter`], a hook every node built by
-//! [`crate::Registry::for_node`] runs): a sentinel key per topic expiring at its earliest due
-//! instant (set by the add or the previous promotion), its `expired` event on every node, the
+//! [`crate::Registry::for_node`] runs): a sentinel key per hash tag expiring at the earliest due
+//! instant of the tag's topics (brought forward by the adds, set by each promotion), its
+//! `expired` event on every node, the
 //! owner's precision timer (armed from the add's `wake` message and from each promotion's next
 //! due instant), and every node's sweep as the fallback: the owner promotes an overdue topic
 //! at once, any node after the grace period, so a lost event or a dead owner loses nothing
@@ -67,8 +68,8 @@
 //! **Redis layout** (names in the store's `Keys`, one Lua script per change in `lua/`, the
 //! calls and the blocking waits in `store.rs`): a hash per task; per lane a `delayed` ZSET, a
 //! `ready` ZSET, a `reserved` ZSET (by deadline, Redis time), a `dead` ZSET, a notify list that
-//! wakes blocked pops, a counters hash and a sentinel key; per hash tag the due index; a SET of
-//! topic names. A task's
+//! wakes blocked pops and a counters hash; per hash tag the due index and its sentinel key; a
+//! SET of topic names. A task's
 //! record is not written when it is promoted (a record that says `delayed` is ready while its
 //! id is in the ready set), which keeps a task to about ten Redis commands end to end. Done and
 //! deleted tasks keep a small record without their payload for a retention (10 minutes by

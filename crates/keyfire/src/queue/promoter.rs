@@ -3,9 +3,11 @@
 //! The unit is a topic's *lane* (a partition, or the topic's keys under the meta tag; see
 //! `lane.rs`), named by its id (`<topic>:<partition>`, or the topic) in the work below, its
 //! ownership and the `wake` messages. keyfire's firing shape, at lane granularity:
-//! - the topic's sentinel key (`Keys::qwake`) expires at its earliest due instant; its `expired`
-//!   event reaches every node, and the topic's owner (rendezvous hash over the live nodes)
-//!   promotes the topic at once;
+//! - each hash tag's sentinel key (`Keys::qnext`) expires at the head of the tag's due index
+//!   (below); its `expired` event reaches every node, and each reads the lanes due now and
+//!   visits those it owns (rendezvous hash over the live nodes) at once. One key per tag, not
+//!   per topic: a topic holds no key of its own for it. (Sentinel keys per lane that earlier
+//!   releases set, `Keys::qwake`, are served the same way until they are gone.)
 //! - the owner's precision timer: armed from the add's `wake` message (a new earliest instant)
 //!   and from each promotion's answer (the next due instant), it promotes right after the
 //!   instant, by the node's estimate of Redis's clock; the script decides by Redis's own, so a
@@ -77,6 +79,10 @@ struct Run {
 enum Work {
     /// Promote the topic now.
     Promote(String),
+    /// Take back the lane's expired reservations and promote it.
+    Visit(String),
+    /// The tag's sentinel key expired: visit its lanes due now that this node owns.
+    Tag(Option<usize>),
     /// Arm the timer for the topic's instant (ms, Redis time).
     Arm(String, i64),
     /// A promotion of the topic ended.
@@ -134,6 +140,12 @@ impl NodeHook for TopicPromoter {
     }
 
     fn on_expired(&self, key: &str) -> bool {
+        if let Some(tag) = Queue::next_tag(&self.shards, key) {
+            for run in self.runs() {
+                let _ = run.tx.send(Work::Tag(tag));
+            }
+            return true;
+        }
         let Some(topic) = Queue::wake_lane(&self.shards, key) else {
             return false;
         };
@@ -209,6 +221,8 @@ impl Loop {
                 work = rx.recv() => match work {
                     None => return,
                     Some(Work::Promote(topic)) => self.promote(topic),
+                    Some(Work::Visit(lane)) => self.visit(lane),
+                    Some(Work::Tag(tag)) => self.due_in(tag),
                     Some(Work::Arm(topic, at)) => self.arm(topic, at),
                     Some(Work::Done(topic)) => {
                         self.promoting.remove(&topic);
@@ -246,6 +260,28 @@ impl Loop {
         }
         let slot = self.timers.entry(topic).or_insert(at);
         *slot = (*slot).min(at);
+    }
+
+    /// Read the lanes of a tag due now (its sentinel key expired) and visit those this node
+    /// owns; the others are their owners' (or, after the grace period, any node's sweep).
+    fn due_in(&self, tag: Option<usize>) {
+        let (queue, view, tx) = (self.queue.clone(), self.view.clone(), self.tx.clone());
+        tokio::spawn(async move {
+            let now = view.redis_now_ms();
+            match queue
+                .index_page(tag, &DueFrom::Start, now, INDEX_PAGE)
+                .await
+            {
+                Ok(page) => {
+                    for (id, _) in page {
+                        if view.owns(&id) {
+                            let _ = tx.send(Work::Visit(id));
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "reading the due index failed"),
+            }
+        });
     }
 
     /// Promote a topic in a task of its own (one at a time per topic; a request that comes

@@ -51,7 +51,7 @@ impl Queue {
             .arg(k.qready(&n))
             .arg(k.qnotify(&n))
             .arg(k.qstats(&n))
-            .arg(k.qwake(&n))
+            .arg(k.qnext())
             .arg(k.qdue());
         for t in tasks {
             cmd.arg(k.qtask(&t.id));
@@ -137,7 +137,7 @@ impl Queue {
             .key(k.qdelayed(&n))
             .key(k.qready(&n))
             .key(k.qnotify(&n))
-            .key(k.qwake(&n))
+            .key(k.qnext())
             .key(k.qreserved(&n))
             .key(k.qdue())
             .arg(PROMOTE_BATCH)
@@ -329,7 +329,7 @@ impl Queue {
             .key(k.qdelayed(&n))
             .key(k.qready(&n))
             .key(k.qnotify(&n))
-            .key(k.qwake(&n))
+            .key(k.qnext())
             .key(k.qdue())
             .arg(id)
             .arg(kind)

@@ -427,7 +427,15 @@ impl Keys {
         format!("{}:q:indexers", self.tag)
     }
 
-    /// A topic's sentinel key: it expires at the topic's earliest due instant, and its
+    /// The delay queue's sentinel key of this tag: it expires at the due index's head (the
+    /// scripts that lower the head bring it forward, a promotion sets it to the new head), and
+    /// its `expired` event asks every node for the lanes due under the tag.
+    pub fn qnext(&self) -> String {
+        format!("{}:q:next", self.tag)
+    }
+
+    /// A topic's sentinel key, as earlier releases set it (this one sets [`Keys::qnext`] per
+    /// tag instead; the events of keys left by them are still served): it expires at the topic's earliest due instant, and its
     /// `expired` event (the name carries the topic) asks for the topic's promotion.
     pub fn qwake(&self, topic: &str) -> String {
         format!("{}{topic}", self.qwake_prefix())

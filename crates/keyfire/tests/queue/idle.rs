@@ -94,9 +94,9 @@ async fn idle_topics_cost_redis_nothing() {
     assert_eq!((delayed, reserved), (TOPICS as u64, TOPICS as u64));
 }
 
-/// Once the index is complete it alone finds a delayed task whose sentinel key is gone (so no
-/// expiry event comes) on a node without precision timers: the sweep reads the lane's entry
-/// and promotes it, never before its instant.
+/// Once the index is complete it alone finds a delayed task whose tag's sentinel key is gone
+/// (so no expiry event comes) on a node without precision timers: the sweep reads the lane's
+/// entry and promotes it, never before its instant.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_due_index_finds_a_task_no_event_or_timer_announces() {
     let mut w = World::new().await;
@@ -119,9 +119,13 @@ async fn the_due_index_finds_a_task_no_event_or_timer_announces() {
         .unwrap();
     let keys = q.store().keys().clone();
     let mut c = w.conn().await;
-    let wakes: Vec<String> = c.keys(format!("{}:q:wake:*", keys.tag())).await.unwrap();
-    assert!(!wakes.is_empty(), "the add set a sentinel key");
-    let _: () = c.del(&wakes).await.unwrap();
+    let gone: u64 = c.del(keys.qnext()).await.unwrap();
+    assert_eq!(gone, 1, "the add set the tag's sentinel key");
+    let per_topic: Vec<String> = c.keys(format!("{}:q:wake:*", keys.tag())).await.unwrap();
+    assert!(
+        per_topic.is_empty(),
+        "no sentinel key per topic: {per_topic:?}"
+    );
     let entries: Vec<(String, i64)> = c.zrange_withscores(keys.qdue(), 0, -1).await.unwrap();
     assert_eq!(
         entries.len(),
@@ -189,4 +193,40 @@ async fn sweeps_walk_every_topic_while_a_node_of_an_earlier_release_is_live() {
         || index_marked(&w),
     )
     .await;
+}
+
+/// The tag's sentinel key alone makes a delayed task ready on time on a node without precision
+/// timers whose sweeps come only every 30 s: its `expired` event asks the node for the lanes
+/// due. Each promotion sets the key to the index's next head, so three tasks a second apart
+/// each come within the expiry's precision, not the sweep's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_tags_sentinel_key_makes_tasks_ready_without_timers_or_sweeps() {
+    let mut w = World::new().await;
+    w.settings.node.timer_horizon = Duration::ZERO;
+    w.settings.node.sweep_interval = Duration::from_secs(30);
+    let _node = w.queue_node("a").await;
+    wait::until(
+        "the due index to be marked",
+        Duration::from_secs(10),
+        || index_marked(&w),
+    )
+    .await;
+    let q = w.queue().await;
+    for (i, ms) in [1_000u64, 2_000, 3_000].into_iter().enumerate() {
+        q.add_task(NewTask::new(format!("evented-{i}"), json!(i)).delay(Duration::from_millis(ms)))
+            .await
+            .unwrap();
+    }
+    for i in 0..3 {
+        let r = q
+            .pop(&format!("evented-{i}"), Duration::from_secs(10))
+            .await
+            .unwrap()
+            .expect("the expiry event made the task ready");
+        let late = (r.ready_at - r.due_at).num_milliseconds();
+        assert!(late >= 0, "never early: {r:?}");
+        // Redis expires keys within about 100 ms (hz 10) and the node reads the index at once;
+        // far below the 30 s sweep, wide for a loaded machine.
+        assert!(late <= 3_000, "task {i} ready {late} ms after its instant");
+    }
 }

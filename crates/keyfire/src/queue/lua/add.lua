@@ -3,14 +3,15 @@
 -- Add delay-queue tasks to one topic, in one call. Each new task gets its record; one due
 -- later goes into the topic's delayed set (the topic's promotion makes it ready), one already
 -- due (by Redis's clock) into the ready set at once. When the adds bring the topic's earliest
--- due instant forward, the topic's sentinel key is set to expire at it and a `wake` message on
--- the change channel tells the topic's owner to arm its precision timer. The lane's entry in
--- the due index is lowered to its earliest delayed instant (never raised).
+-- due instant forward, a `wake` message on the change channel tells the topic's owner to arm its
+-- precision timer. The lane's entry in the due index is lowered to its earliest delayed instant
+-- (never raised), and the tag's sentinel key brought forward to it when it is earlier: the key
+-- expires at the index's head, and its `expired` event asks every node for the lanes due.
 -- Idempotent by id: an id that exists, in any state, is left as it is.
 -- All of one lane of the topic (a partition, or the topic's keys under the meta tag); the
 -- caller put the topic into the topic set first (a meta key: another slot).
 -- KEYS[1] delayed zset   KEYS[2] ready zset   KEYS[3] notify list
--- KEYS[4] lane stats hash   KEYS[5] lane sentinel key   KEYS[6] the tag's due index
+-- KEYS[4] lane stats hash   KEYS[5] the tag's sentinel key   KEYS[6] the tag's due index
 -- KEYS[7..] task hashes, one per task
 -- ARGV[1] topic   ARGV[2] most wake-up tokens kept   ARGV[3] the lane's shard change channel
 --   (its tag is the lane's, so SPUBLISH stays in the script's slot)
@@ -84,13 +85,14 @@ end
 if earliest then
   local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   if not head[2] or earliest < tonumber(head[2]) then
-    redis.call('SET', KEYS[5], earliest, 'PXAT', earliest)
     redis.call('SPUBLISH', ARGV[3], cjson.encode({op = 'wake', id = ARGV[4], at = earliest}))
   end
   for j = 1, #delayed, 1000 do
     redis.call('ZADD', KEYS[1], unpack(delayed, j, math.min(j + 999, #delayed)))
   end
   redis.call('ZADD', KEYS[6], 'LT', earliest, ARGV[4])
+  local wake = tonumber(redis.call('GET', KEYS[5]))
+  if not wake or earliest < wake then redis.call('SET', KEYS[5], earliest, 'PXAT', earliest) end
 end
 if #ready > 0 then
   for j = 1, #ready, 1000 do

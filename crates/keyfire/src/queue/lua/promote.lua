@@ -1,16 +1,16 @@
 #!lua flags=allow-oom
 -- allow-oom: it moves due tasks from the delayed set to the ready set (the removal before the add),
--- with a capped wake-up list, one sentinel key and one due-index entry per lane.
+-- with a capped wake-up list, one due-index entry per lane and one sentinel key per tag.
 -- Promote a topic: move every task of its delayed set that is due by Redis's clock (up to a
 -- batch) to its ready set, scored by this instant (when they became ready). The move is the
 -- claim: a task leaves the delayed set once, so concurrent promotions (an expiry event on one
 -- node, a timer or a sweep on another) never make it ready twice, and one found not yet due
 -- stays where it is. Task records are not touched: a record whose state says 'delayed' is
 -- ready while its id is in the ready set.
--- Then the topic's sentinel key is set to expire at the next due instant, if any, and the
--- lane's entry in the due index is set to its earliest work (the next due instant or the first
--- reservation deadline), or removed when it holds none.
--- KEYS[1] delayed zset   KEYS[2] ready zset   KEYS[3] notify list   KEYS[4] topic sentinel key
+-- Then the lane's entry in the due index is set to its earliest work (the next due instant or
+-- the first reservation deadline), or removed when it holds none, and the tag's sentinel key set
+-- to expire at the index's head when that is later than now and not what it holds.
+-- KEYS[1] delayed zset   KEYS[2] ready zset   KEYS[3] notify list   KEYS[4] the tag's sentinel key
 -- KEYS[5] reserved zset   KEYS[6] the tag's due index
 -- ARGV[1] most tasks moved   ARGV[2] most wake-up tokens kept   ARGV[3] the lane's id in the
 -- due index
@@ -42,11 +42,7 @@ local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local next_due, more = -1, 0
 if head[2] then
   next_due = tonumber(head[2])
-  if next_due <= now then
-    more = 1
-  else
-    redis.call('SET', KEYS[4], next_due, 'PXAT', next_due)
-  end
+  if next_due <= now then more = 1 end
 end
 local work = next_due
 local first = redis.call('ZRANGE', KEYS[5], 0, 0, 'WITHSCORES')
@@ -55,5 +51,12 @@ if work < 0 then
   redis.call('ZREM', KEYS[6], ARGV[3])
 else
   redis.call('ZADD', KEYS[6], work, ARGV[3])
+end
+local first_due = redis.call('ZRANGE', KEYS[6], 0, 0, 'WITHSCORES')
+if first_due[2] then
+  local at = tonumber(first_due[2])
+  if at > now and tonumber(redis.call('GET', KEYS[4])) ~= at then
+    redis.call('SET', KEYS[4], at, 'PXAT', at)
+  end
 end
 return {moved, now, next_due, more}
