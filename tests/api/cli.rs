@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::support::{World, keyfire_cli, printed, printed_json};
+use crate::support::{World, keyfire_cli, printed, printed_json, wait};
 use keyfire_testkit::free_port;
 
 const BIN: &str = env!("CARGO_BIN_EXE_keyfire");
@@ -76,23 +76,14 @@ fn code(o: &Output) -> i32 {
 }
 
 fn wait_ready(url: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    wait::until_blocking("serve to list a node", Duration::from_secs(20), || {
         let o = cli(url, &["nodes", "--json"]);
-        if code(&o) == 0
+        let up = code(&o) == 0
             && printed_json(&o)["nodes"]
                 .as_array()
-                .is_some_and(|n| !n.is_empty())
-        {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "serve did not come up: {}",
-            printed(&o)
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+                .is_some_and(|n| !n.is_empty());
+        if up { Ok(()) } else { Err(printed(&o)) }
+    });
 }
 
 /// Add a cron job with seconds, see it run, pause it, edit it, list runs,
@@ -133,18 +124,13 @@ async fn the_cli_drives_a_served_node() {
     assert!(printed(&add).contains("next firings"), "{}", printed(&add));
 
     // It runs.
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
+    wait::until_blocking("tick to run", Duration::from_secs(15), || {
         let runs = printed_json(&cli(&url, &["job", "runs", "tick", "--json"]));
-        if runs["runs"]
+        let ran = runs["runs"]
             .as_array()
-            .is_some_and(|r| r.iter().any(|r| r["outcome"] == "ok"))
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "tick never ran: {runs}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+            .is_some_and(|r| r.iter().any(|r| r["outcome"] == "ok"));
+        if ran { Ok(()) } else { Err(runs) }
+    });
 
     let pause = cli(&url, &["job", "pause", "tick"]);
     assert_eq!(code(&pause), 0);

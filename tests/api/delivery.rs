@@ -472,6 +472,8 @@ async fn metadata_link_local_and_the_nodes_own_api_are_refused() {
     )
     .await;
     assert_eq!(runs(&client, "neighbour", 1).await[0].outcome, "ok");
+    // Time passing on purpose: a retry would have run by now (nothing signals one that
+    // never comes).
     tokio::time::sleep(Duration::from_millis(500)).await;
     for id in ["own-ip", "own-name", "own-any"] {
         assert_eq!(
@@ -660,6 +662,7 @@ async fn callbacks_fire_once_per_outcome_signed_and_never_change_it() {
         || async { (seen_at(&seen, "/broken").len() >= 5).then_some(()) },
     )
     .await;
+    // Three more seconds on purpose: no sixth attempt arrives.
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(
         seen_at(&seen, "/broken").len(),

@@ -573,6 +573,8 @@ async fn a_minute_at_maxmemory(logged: Logged) {
             assert_new_work_refused(&api, "half way").await;
             used_half_way = Some(used_memory(&api).await);
         }
+        // Paces the looks over the full minute: what is checked must hold all along, so
+        // there is nothing to wait for.
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     let end = tokio::time::Instant::now();

@@ -403,6 +403,8 @@ async fn resume_runs_what_a_short_pause_skipped_and_says_so() {
         .await;
     let paused = api.post("/v1/jobs/r/pause", None).await;
     assert_eq!(paused.body["status"], "paused");
+    // Time passing is the point, not a wait for a signal: the pause must skip a firing, so a
+    // firing of the every-1s job has to fall due while it is paused (2.5 s: over two periods).
     tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
     let now = chrono::Utc::now();
     let resumed = api.post("/v1/jobs/r/resume", None).await;

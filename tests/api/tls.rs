@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use keyfire_testkit::RedisServer;
+use keyfire_testkit::{RedisServer, wait};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
@@ -114,6 +114,8 @@ params = {{ url = "http://127.0.0.1:{port}/tick" }}
             }
         }
     });
+    // Not `wait::until_blocking`: this loop also gathers the node's output, and on timeout it
+    // falls through to stop the node and fail below with that output and its stderr.
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut lines = Vec::new();
     while calls.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
@@ -179,17 +181,16 @@ ca_file = "{}"
         ),
     );
     // It stops before it connects to Redis (there is none).
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("keyfire serve did not stop");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    // A node that does not stop is killed before the test fails, not left running.
+    let stopped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wait::until_blocking("keyfire serve to stop", Duration::from_secs(30), || {
+            child.try_wait().unwrap()
+        })
+    }))
+    .unwrap_or_else(|failed| {
+        let _ = child.kill();
+        std::panic::resume_unwind(failed)
+    });
     let mut err = String::new();
     child
         .stderr
@@ -199,8 +200,8 @@ ca_file = "{}"
         .unwrap();
     // A failure exit (the settings class, see `keyfire serve --help`), not a panic's 101.
     assert!(
-        matches!(status.code(), Some(code) if code != 0 && code != 101),
-        "{status}: {err}"
+        matches!(stopped.code(), Some(code) if code != 0 && code != 101),
+        "{stopped}: {err}"
     );
     assert!(!err.contains("panicked"), "{err}");
     let line = err

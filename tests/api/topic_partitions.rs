@@ -3,13 +3,13 @@
 //! `partitions` with nothing written.
 
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::http::StatusCode;
 use serde_json::json;
 
 use crate::common::Api;
-use crate::support::{World, keyfire_cli, printed};
+use crate::support::{World, keyfire_cli, printed, wait};
 use keyfire_testkit::free_port;
 
 const BIN: &str = env!("CARGO_BIN_EXE_keyfire");
@@ -158,17 +158,19 @@ async fn toml_and_cli_take_partitions_and_refuse_bad_counts() {
             .unwrap(),
     );
     let url = format!("http://127.0.0.1:{port}");
-    let end = Instant::now() + Duration::from_secs(20);
-    loop {
-        let o = cli(&url, &["topics", "get", "orders", "--json"]);
-        if o.status.success() {
-            let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-            assert_eq!(v["partitions"], 3, "{v}");
-            break;
-        }
-        assert!(Instant::now() < end, "{}", printed(&o));
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let v: serde_json::Value = wait::until_blocking(
+        "serve to show topic orders",
+        Duration::from_secs(20),
+        || {
+            let o = cli(&url, &["topics", "get", "orders", "--json"]);
+            if o.status.success() {
+                Ok(serde_json::from_slice(&o.stdout).unwrap())
+            } else {
+                Err(printed(&o))
+            }
+        },
+    );
+    assert_eq!(v["partitions"], 3, "{v}");
     let o = cli(&url, &["topics", "set", "mail", "--partitions", "2"]);
     assert!(o.status.success(), "{}", printed(&o));
     assert!(printed(&o).contains("partitions 2"), "{}", printed(&o));

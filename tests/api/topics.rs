@@ -202,6 +202,9 @@ async fn pop_waits_then_answers_promptly() {
         let resp = router.oneshot(req).await.unwrap();
         (resp.status(), start.elapsed())
     });
+    // A sleep, not a wait on `World::blocked_clients`: the API's queue (`Client::queue`)
+    // waits between attempts by short polls, not a `BLPOP`, so Redis never shows the pop
+    // blocked and nothing tells that it is waiting; 300 ms lets it get there.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let id = add(&api, "empty", json!({"payload": "now"})).await;
     let added_at = Instant::now();

@@ -21,6 +21,7 @@ use keyfire::{Firing, HandlerError, JobSpec, Node};
 use serde_json::{Value, json};
 
 use crate::support::World;
+use crate::support::wait::{self, at_least};
 
 const TOKEN: &str = "dash-token";
 /// Markup in the data: it must show as text, and never run.
@@ -169,14 +170,12 @@ async fn dashboard_in_headless_chromium() {
         assert_eq!(resp.status(), 201, "{}", resp.text().await.unwrap());
     }
     // Runs and dead letters to look at (recorded facts, not a sleep).
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while client.dead_letters(job_id, 10).await.unwrap().len() < 2 {
-        assert!(
-            Instant::now() < deadline,
-            "{job_id} has no dead letters yet"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait::until(
+        &format!("two dead letters of {job_id}"),
+        Duration::from_secs(20),
+        async || at_least(client.dead_letters(job_id, 10).await.unwrap().len(), 2),
+    )
+    .await;
 
     let shots = screenshot_dir();
     let started = Instant::now();

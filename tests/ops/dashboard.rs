@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use crate::support::World;
+use crate::support::wait::{self, at_least};
 
 const TOKEN: &str = "dash-token";
 
@@ -175,26 +176,23 @@ async fn the_overview_sums_the_jobs() {
     ));
 
     // Wait for two dead letters, then stop the node so the counters hold still.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while client.dead_letters("failing", 10).await.unwrap().len() < 2 {
-        assert!(tokio::time::Instant::now() < deadline, "no dead letters");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait::until("two dead letters", Duration::from_secs(20), async || {
+        at_least(client.dead_letters("failing", 10).await.unwrap().len(), 2)
+    })
+    .await;
     // The live node, with the attempts it started (at its last heartbeat) and its share of
     // them (all of them: it is alone), which the dashboard's nodes table shows.
-    let live = loop {
+    let live = wait::until("runs_started", Duration::from_secs(20), async || {
         let (_, _, body) = get(&router, "/v1/overview", Some(TOKEN)).await;
         let o: Value = serde_json::from_slice(&body).unwrap();
         let node = o["nodes"][0].clone();
         if node["runs_started"].as_u64().is_some_and(|n| n > 0) {
-            break node;
+            Ok(node)
+        } else {
+            Err(format!("{o:#}"))
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no runs_started: {o:#}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    })
+    .await;
     assert_eq!(live["id"], "over");
     assert_eq!(live["share"], 1.0, "{live:#}");
     node.shutdown().await;

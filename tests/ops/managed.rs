@@ -8,13 +8,13 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use crate::support::{keyfire_cli, printed, printed_json};
+use crate::support::{keyfire_cli, printed, printed_json, wait};
 use keyfire_testkit::free_port;
 use keyfire_testkit::{RedisOptions, RedisServer};
 
@@ -86,14 +86,11 @@ impl Serve {
     /// SIGTERM, and its exit code.
     fn stop(mut self) -> i32 {
         let _ = kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code().unwrap_or(-1);
-            }
-            assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let status =
+            wait::until_blocking("serve to stop on SIGTERM", Duration::from_secs(20), || {
+                self.child.try_wait().unwrap()
+            });
+        status.code().unwrap_or(-1)
     }
 }
 
@@ -188,22 +185,18 @@ async fn serve_cli_and_doctor(redis: &RedisServer, access: Access, enable_notifi
     let config = write_config(dir.path(), &access, port, enable_notifications);
     let serve = Serve::start(&config, dir.path());
     let url = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    tokio::task::block_in_place(|| {
-        loop {
+    wait::until_blocking(
+        "serve to come up on a managed Redis",
+        Duration::from_secs(20),
+        || {
             let o = cli(&url, &["nodes", "--json"]);
             if o.status.success() {
-                break;
+                Ok(())
+            } else {
+                Err(format!("{}\n{}", printed(&o), serve.log()))
             }
-            assert!(
-                Instant::now() < deadline,
-                "serve did not come up on a managed Redis: {}\n{}",
-                printed(&o),
-                serve.log()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    });
+        },
+    );
     assert!(
         serve
             .log()
@@ -232,22 +225,15 @@ async fn serve_cli_and_doctor(redis: &RedisServer, access: Access, enable_notifi
         ],
     );
     assert!(add.status.success(), "{}", printed(&add));
-    let deadline = Instant::now() + Duration::from_secs(15);
-    tokio::task::block_in_place(|| {
-        loop {
-            let runs = printed_json(&cli(&url, &["job", "runs", "once", "--json"]));
-            if runs["runs"]
-                .as_array()
-                .is_some_and(|r| r.iter().any(|r| r["outcome"] == "ok"))
-            {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the job never ran: {runs}\n{}",
-                serve.log()
-            );
-            std::thread::sleep(Duration::from_millis(200));
+    wait::until_blocking("the job to run", Duration::from_secs(15), || {
+        let runs = printed_json(&cli(&url, &["job", "runs", "once", "--json"]));
+        let ran = runs["runs"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|r| r["outcome"] == "ok"));
+        if ran {
+            Ok(())
+        } else {
+            Err(format!("{runs}\n{}", serve.log()))
         }
     });
 
@@ -353,18 +339,15 @@ async fn a_managed_redis_without_expired_events_is_refused_with_the_setting_name
     };
     let config = write_config(dir.path(), &access, free_port(), true);
     let mut serve = Serve::start(&config, dir.path());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let code = loop {
-        if let Some(status) = serve.child.try_wait().unwrap() {
-            break status.code().unwrap_or(-1);
-        }
-        assert!(
-            Instant::now() < deadline,
-            "serve kept running: {}",
-            serve.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let code = wait::until(
+        "serve to stop",
+        Duration::from_secs(20),
+        async || match serve.child.try_wait().unwrap() {
+            Some(status) => Ok(status.code().unwrap_or(-1)),
+            None => Err(format!("still running: {}", serve.log())),
+        },
+    )
+    .await;
     let log = serve.log();
     assert_ne!(code, 0, "{log}");
     let error = log

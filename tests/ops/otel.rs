@@ -504,7 +504,8 @@ async fn telemetry_off_sends_nothing() {
         receiver.of("/ok").len() == 1
     })
     .await;
-    // Longer than the batch processor's delay, then the shutdown that would flush it.
+    // Time passing on purpose, to show nothing is sent: longer than the batch processor's
+    // delay, then the shutdown that would flush it.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let lines = node.stop();
     assert_eq!(collector.requests.load(Ordering::SeqCst), 0);

@@ -11,8 +11,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use keyfire_server::cli::exit::{Exit, HELP};
-use keyfire_testkit::RedisServer;
 use keyfire_testkit::free_port;
+use keyfire_testkit::{RedisServer, wait};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
@@ -53,21 +53,19 @@ fn fails(mut cmd: Command) -> (i32, String) {
         .expect("run keyfire");
     let out = drain(child.stdout.take().unwrap());
     let err = drain(child.stderr.take().unwrap());
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "{cmd:?} still runs after a minute; it should have failed\nstdout:\n{}",
-                out.recv().unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wait::until_blocking(&format!("{cmd:?} to fail"), Duration::from_secs(60), || {
+            child.try_wait().unwrap()
+        })
+    }))
+    .unwrap_or_else(|_| {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!(
+            "{cmd:?} still runs after a minute; it should have failed\nstdout:\n{}",
+            out.recv().unwrap_or_default()
+        );
+    });
     let (out, err) = (out.recv().unwrap(), err.recv().unwrap());
     let code = status
         .code()
@@ -152,14 +150,17 @@ fn a_sigterm_while_starting_does_not_kill_the_node_half_started() {
         .stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("run keyfire serve");
     let err = drain(child.stderr.take().unwrap());
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !catches_sigterm(child.id()) {
-        assert!(
-            Instant::now() < deadline && child.try_wait().unwrap().is_none(),
-            "keyfire serve does not catch SIGTERM while it starts"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait::until_blocking(
+        "keyfire serve to catch SIGTERM while it starts",
+        Duration::from_secs(5),
+        || {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "keyfire serve ended before it caught SIGTERM"
+            );
+            catches_sigterm(child.id())
+        },
+    );
     kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
     let status = child.wait().unwrap();
     let err = err.recv().unwrap();
@@ -309,6 +310,8 @@ fn serves(redis: &RedisServer, mut cmd: Command) {
         }
     });
     let err = drain(child.stderr.take().unwrap());
+    // Not `wait::until_blocking`: this loop also gathers the node's output, and on timeout it
+    // falls through to stop the node and fail below with that output and its stderr.
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut lines = Vec::new();
     while Instant::now() < deadline && !lines.iter().any(|l: &String| l.contains("api listening")) {

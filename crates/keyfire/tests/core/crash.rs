@@ -322,6 +322,8 @@ async fn a_node_paused_for_less_than_node_ttl_keeps_its_runs() {
     .await;
     let peer = w.node("peer").await;
     let pid = Pid::from_raw(paused.id() as i32);
+    // The stops, and the half second the node runs between them, pace the faults: wall time
+    // on purpose.
     for stop in [Duration::from_millis(1_000), Duration::from_millis(1_400)] {
         kill(pid, Signal::SIGSTOP).unwrap();
         tokio::time::sleep(stop).await;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use keyfire::client::Upserted;
 use keyfire::job::DedupSpec;
 use keyfire::{Client, Error, JobSpec};
+use keyfire_testkit::wait;
 use keyfire_testkit::world::World;
 use serde_json::json;
 
@@ -71,22 +72,18 @@ async fn one_task_per_key_and_window_across_nodes_under_concurrency() {
     // Within the window: still that task. After it: a new one, created no earlier than the
     // window's end by Redis's clock. Poll generously; the bound is only a hang guard.
     w.until_redis_ms(first_created_ms + window_ms).await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    let (second, how) = loop {
+    let (second, how) = wait::until("the window to end", Duration::from_secs(30), async || {
         let (rec, how) = client
             .enqueue_with_outcome(task("order-7:receipt", "5s"))
             .await
             .unwrap();
         if how != Upserted::Duplicate {
-            break (rec, how);
+            return Some((rec, how));
         }
         assert_eq!(rec.spec.id, first_id);
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the window never ended"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+        None
+    })
+    .await;
     assert_eq!(how, Upserted::Created);
     assert_ne!(second.spec.id, first_id);
     assert!(

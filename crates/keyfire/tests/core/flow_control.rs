@@ -166,58 +166,63 @@ async fn limits_hold_across_three_nodes_and_a_node_killed_mid_run() {
     client.enqueue_many(specs).await.unwrap();
 
     // Kill the victim while it delivers.
-    let deadline = Instant::now() + Duration::from_secs(20);
     let mut most_held = 0;
-    loop {
-        let status = store.limit_status(key).await.unwrap().unwrap();
-        let running = status.running;
-        // Held firings show as such while they wait.
-        most_held = most_held.max(status.held);
-        let hits = rx.hits.lock().unwrap().len();
-        let victim_runs: usize = {
-            let mut conn = w.conn().await;
-            let k = store.job_keys("t000").clone();
-            // A run's lease: "<firing id>|<attempt>|<claimed ms>|<node>" in the running ZSET.
-            let leases: Vec<String> = redis::AsyncCommands::zrange(&mut conn, k.running(), 0, -1)
-                .await
-                .unwrap();
-            leases.iter().filter(|m| m.ends_with("|victim")).count()
-        };
-        if hits >= 20 && running > 0 && victim_runs > 0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the victim never ran a delivery: {hits} hits, {running} running, runs of t000: {:?}",
-            client.runs("t000", 10).await.unwrap()
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    wait::until(
+        "the victim to run a delivery",
+        Duration::from_secs(20),
+        async || {
+            let status = store.limit_status(key).await.unwrap().unwrap();
+            let running = status.running;
+            // Held firings show as such while they wait.
+            most_held = most_held.max(status.held);
+            let hits = rx.hits.lock().unwrap().len();
+            let victim_runs: usize = {
+                let mut conn = w.conn().await;
+                let k = store.job_keys("t000").clone();
+                // A run's lease: "<firing id>|<attempt>|<claimed ms>|<node>" in the running ZSET.
+                let leases: Vec<String> =
+                    redis::AsyncCommands::zrange(&mut conn, k.running(), 0, -1)
+                        .await
+                        .unwrap();
+                leases.iter().filter(|m| m.ends_with("|victim")).count()
+            };
+            if hits >= 20 && running > 0 && victim_runs > 0 {
+                return Ok(());
+            }
+            Err(format!(
+                "{hits} hits, {running} running, runs of t000: {:?}",
+                client.runs("t000", 10).await.unwrap()
+            ))
+        },
+    )
+    .await;
     let victim = nodes.pop().unwrap();
     kill(Pid::from_raw(victim.0.id() as i32), Signal::SIGKILL).unwrap();
     let killed_ms = t0.elapsed().as_millis() as u64;
     drop(victim);
 
     // Every task completes once.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let mut done = 0;
-        for i in 0..TASKS {
-            let runs = client.runs(&format!("t{i:03}"), 10).await.unwrap();
-            if runs.iter().any(|r| r.outcome == "ok") {
-                done += 1;
+    wait::until(
+        "every task delivered",
+        Duration::from_secs(60),
+        async || {
+            let mut done = 0;
+            for i in 0..TASKS {
+                let runs = client.runs(&format!("t{i:03}"), 10).await.unwrap();
+                if runs.iter().any(|r| r.outcome == "ok") {
+                    done += 1;
+                }
             }
-        }
-        if done == TASKS {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{done} of {TASKS} delivered; limit: {:?}",
-            store.limit_status(key).await.unwrap()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+            if done == TASKS {
+                return Ok(());
+            }
+            Err(format!(
+                "{done} of {TASKS} delivered; limit: {:?}",
+                store.limit_status(key).await.unwrap()
+            ))
+        },
+    )
+    .await;
 
     watcher.abort();
     let mut granted: Vec<u64> = grants.lock().unwrap().values().map(|&t| t as u64).collect();

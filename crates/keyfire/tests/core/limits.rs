@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use keyfire::FlowLimitSpec;
 use keyfire::store::{Acquired, Store};
+use keyfire_testkit::wait;
 use keyfire_testkit::world::World;
 use redis::AsyncCommands;
 
@@ -333,18 +334,17 @@ async fn a_named_key_limits_any_handler() {
     client.enqueue_many(specs).await.unwrap();
     let s = store(&w).await;
     let mut most_held = 0;
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while (0..12).any(|i| {
-        w.recorder
-            .seen_of(&format!("w{i:02}"))
-            .iter()
-            .all(|r| w.recorder.ended(&r.firing_id).is_none())
-    }) {
-        assert!(std::time::Instant::now() < deadline, "not all ran");
+    // Each look also samples the holds, so they are watched while the tasks run.
+    wait::until("every task to run", Duration::from_secs(30), async || {
         most_held = most_held.max(s.limit_status("work").await.unwrap().unwrap().held);
-        // The sampling period: the holds are watched while the tasks run.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        (0..12).all(|i| {
+            w.recorder
+                .seen_of(&format!("w{i:02}"))
+                .iter()
+                .any(|r| w.recorder.ended(&r.firing_id).is_some())
+        })
+    })
+    .await;
     w.wait_idle(Duration::from_secs(10)).await;
     let seen = w.recorder.seen();
     assert_eq!(seen.len(), 12, "{seen:?}");

@@ -337,17 +337,16 @@ async fn a_stale_run_cannot_complete_a_replay_of_its_firing() {
     );
 
     // n1 freezes: its lease runs out and the takeover, with no attempt left, dead-letters it.
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        match store.recover("t", at_ms, 1, 10, 10).await.unwrap() {
-            Some(0) => break,
-            None => {
-                assert!(std::time::Instant::now() < deadline, "never recovered");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            Some(n) => panic!("granted attempt {n} past max_attempts 1"),
-        }
-    }
+    wait::until("the takeover", Duration::from_secs(5), async || match store
+        .recover("t", at_ms, 1, 10, 10)
+        .await
+        .unwrap()
+    {
+        Some(0) => true,
+        None => false,
+        Some(n) => panic!("granted attempt {n} past max_attempts 1"),
+    })
+    .await;
     assert_eq!(store.dead_op("t", true, None).await.unwrap(), Some(1));
     let limits = HistoryLimits {
         history: 10,

@@ -51,14 +51,12 @@ async fn pops_take_from_every_partition_in_turn_and_each_task_once() {
     let w = World::new().await;
     let node = w.queue_node("n1").await;
     let q = w.queue().await;
-    let end = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !q.is_sharded().await.unwrap() {
-        assert!(
-            tokio::time::Instant::now() < end,
-            "no switch to the sharded layout"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait::until(
+        "the switch to the sharded layout",
+        Duration::from_secs(20),
+        async || q.is_sharded().await.unwrap(),
+    )
+    .await;
     q.set_partitions("hot", 4).await.unwrap();
     let mut ids = HashSet::new();
     let tasks: Vec<NewTask> = (0..400)

@@ -88,18 +88,19 @@ async fn expired_reservations_of_an_unpopped_topic_are_taken_back() {
     let popped = q.pop_many("idle", 2, Duration::ZERO).await.unwrap();
     assert_eq!(popped.len(), 2);
     // Nobody pops "idle" any more; no one calls requeue_expired.
-    let end = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let (a, d) = (q.get(&again).await.unwrap(), q.get(&dead).await.unwrap());
-        if a.state == TaskState::Ready && d.state == TaskState::Dead {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < end,
-            "not taken back: {a:?} {d:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    keyfire_testkit::wait::until(
+        "both tasks taken back",
+        Duration::from_secs(10),
+        async || {
+            let (a, d) = (q.get(&again).await.unwrap(), q.get(&dead).await.unwrap());
+            if a.state == TaskState::Ready && d.state == TaskState::Dead {
+                Ok(())
+            } else {
+                Err(format!("{a:?} {d:?}"))
+            }
+        },
+    )
+    .await;
     let c = &q.topics().await.unwrap()[0];
     assert_eq!(
         (c.ready, c.reserved, c.dead, c.redelivered),
