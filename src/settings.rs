@@ -535,7 +535,7 @@ mod tests {
     }
 
     #[test]
-    fn example_file_loads_and_matches_defaults_where_it_says_so() {
+    fn the_example_file_matches_the_defaults_where_it_says_so() {
         // The shipped example lives at the workspace root.
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("keyfire.example.toml");
         let s = ServerSettings::load(Some(&path)).unwrap();
@@ -622,7 +622,7 @@ mod tests {
     }
 
     #[test]
-    fn declared_flow_limits_load_and_a_zero_bound_is_refused_by_name() {
+    fn declared_flow_limits_load_refusing_a_zero_bound_by_name() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("k.toml");
         let ok = "[[flow_limits]]\nkey = \"host:api.example.com\"\nrate = 100\nin_flight = 10\n\n[[flow_limits]]\nkey = \"mail\"\nin_flight = 2\n";
@@ -639,7 +639,7 @@ mod tests {
     }
 
     #[test]
-    fn declared_topics_load_and_a_bad_partition_count_is_refused_by_name() {
+    fn declared_topics_load_refusing_a_bad_partition_count_by_name() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("k.toml");
         let ok = "[[topics]]\nname = \"orders\"\npartitions = 4\n\n[[topics]]\nname = \"mail\"\n";

@@ -155,7 +155,7 @@ async fn idle_nodes_holding_work_cost_redis_what_empty_ones_do() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn queue_delivers_every_task_once_and_finishes_it() {
+async fn queue_delivers_every_task_once() {
     let r = smoke(opts(Scenario::Queue, 300, 1_000)).await;
     assert_eq!((r.scenario.as_str(), r.firings, r.nodes), ("queue", 300, 1));
     assert!(r.lateness_p50_ms.is_some(), "{r:?}");

@@ -339,7 +339,7 @@ async fn queue_overdue_and_memory_figures_are_read_from_redis() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn topics_past_the_cap_are_read_in_turn_and_summed() {
+async fn topics_past_the_cap_are_summed_over_reads_in_turn() {
     use keyfire::queue::NewTask;
     let _one = ONE_AT_A_TIME.lock().await;
     keyfire_server::metrics::handle().expect("no other recorder in this test binary");

@@ -573,7 +573,7 @@ async fn names_and_redirects_are_judged_on_the_resolved_address() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn callbacks_fire_once_per_outcome_signed_and_never_change_it() {
+async fn callbacks_fire_once_per_outcome_signed_without_changing_it() {
     let w = World::new().await;
     let (addr, seen) = recorder("127.0.0.1:0").await;
     let (node, client) = node_with(&w, |_| {}).await;

@@ -176,7 +176,7 @@ async fn metrics_text(api: &Api) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_full_redis_is_said_plainly_and_writes_come_back_when_memory_is_freed() {
+async fn writes_refused_plainly_by_a_full_redis_come_back_when_memory_is_freed() {
     let (api, registry, fired) = full_world().await;
     let mut s = api.world.settings.clone();
     s.node.id = "full-1".into();
@@ -462,7 +462,7 @@ const FULL_FOR: Duration = Duration::from_secs(60);
 /// there runs (one-shot tasks, a retry, a cron job every second, a consumer draining a topic),
 /// the node never fences itself, and new work is refused with 507 until the junk is deleted.
 #[test]
-fn a_minute_at_maxmemory_runs_pending_work_fences_no_node_and_refuses_new_work() {
+fn a_minute_at_maxmemory_refuses_only_new_work() {
     let logged = Logged::default();
     logged.run(a_minute_at_maxmemory(logged.clone()));
 }

@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::common::Api;
 
 #[test]
-fn random_input_gets_4xx_and_writes_nothing() {
+fn random_input_gets_a_4xx_before_any_write() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let api = rt.block_on(Api::with(|s| s.api.max_body_bytes = 4096));
     rt.block_on(api.put("/v1/jobs/base", json!({"every": "1h", "handler": "log"})));

@@ -89,7 +89,7 @@ async fn set_read_list_and_lift_a_limit() {
 }
 
 #[tokio::test]
-async fn bad_limits_are_refused_by_field_and_change_nothing() {
+async fn bad_limits_are_refused_by_field_before_any_change() {
     let api = Api::new().await;
     api.put("/v1/limits/k", json!({"rate": 10})).await;
     let before = keys(&api).await;

@@ -30,7 +30,7 @@ async fn typed(
 }
 
 #[tokio::test]
-async fn bodies_that_are_not_json_typed_are_refused_with_415_and_write_nothing() {
+async fn bodies_that_are_not_json_typed_are_refused_with_415_before_any_write() {
     let api = Api::new().await;
     let before = api.snapshot().await;
     let spec = job("csrf").to_string();
@@ -248,7 +248,7 @@ async fn the_same_spec_again_keeps_the_version() {
 }
 
 #[tokio::test]
-async fn cron_errors_name_the_field_and_the_value_and_never_firing_crons_are_refused() {
+async fn crons_that_are_bad_or_never_fire_are_refused_naming_the_field() {
     let api = Api::new().await;
     let before = api.snapshot().await;
     for (cron, words) in [
@@ -397,7 +397,7 @@ fn serve_refuses_a_host_name_without_a_token() {
 
 /// One truth for resume: the API's document and the CLI's help say what the server does.
 #[tokio::test]
-async fn resume_runs_what_a_short_pause_skipped_and_says_so() {
+async fn resume_runs_what_a_short_pause_skipped_as_documented() {
     let api = Api::new().await;
     api.put("/v1/jobs/r", json!({"every": "1s", "handler": "noop"}))
         .await;

@@ -239,7 +239,7 @@ async fn redis_down_is_503() {
 
 /// Every error code, in the one shape, and nothing written on any of them.
 #[tokio::test]
-async fn every_error_code_and_nothing_written() {
+async fn every_error_code_comes_in_one_shape_before_any_write() {
     let api = Api::with(|s| s.api.max_body_bytes = 2048).await;
     api.put("/v1/jobs/keep", json!({"every": "1h", "handler": "log"}))
         .await;

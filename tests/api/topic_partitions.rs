@@ -15,7 +15,7 @@ use keyfire_testkit::free_port;
 const BIN: &str = env!("CARGO_BIN_EXE_keyfire");
 
 #[tokio::test]
-async fn rest_sets_and_shows_partitions_and_refuses_bad_counts_writing_nothing() {
+async fn rest_sets_and_shows_partitions_refusing_bad_counts_before_any_write() {
     let api = Api::new().await;
     let a = api.get("/v1/topics/orders").await;
     assert_eq!(a.status, StatusCode::OK, "{:#}", a.body);
@@ -115,7 +115,7 @@ fn cli(url: &str, args: &[&str]) -> Output {
 /// the start naming the field, before anything is written; the CLI sets and shows a count and
 /// a bad one exits with the API's error naming `partitions`.
 #[tokio::test]
-async fn toml_and_cli_take_partitions_and_refuse_bad_counts() {
+async fn toml_and_cli_take_partitions_refusing_bad_counts() {
     let w = World::new().await;
     let dir = tempfile::tempdir().unwrap();
     // A bad count: the node refuses to start and writes nothing.

@@ -45,7 +45,7 @@ async fn get(
 }
 
 #[tokio::test]
-async fn static_files_are_open_and_locked_down() {
+async fn static_files_are_served_without_auth_under_a_strict_csp() {
     let mut w = World::new().await;
     w.settings.api.token = TOKEN.into();
     let router = app(ApiState::new(w.client().await, &w.settings));

@@ -3,6 +3,6 @@
 use crate::support::run_keyfire_dev;
 
 #[test]
-fn keyfire_dev_shows_firings_and_stops_cleanly() {
+fn keyfire_dev_shows_firings_until_stopped() {
     run_keyfire_dev(&[]);
 }

@@ -376,7 +376,7 @@ fn on_a_read_only_root(args: &[&str]) -> Command {
 }
 
 #[test]
-fn on_a_read_only_root_serve_runs_and_dev_names_tmpdir() {
+fn on_a_read_only_root_only_dev_needs_a_writable_tmpdir() {
     if !can_unshare() {
         eprintln!(
             "skipped: `unshare --mount` is not allowed here (needs root, as in CI); \

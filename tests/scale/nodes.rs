@@ -560,7 +560,7 @@ async fn a_managed_cluster_is_probed_master_by_master() {
 /// master holding the meta tag; after that one they register their handlers again, so a
 /// delayed topic add (refused while no node serves topics) is taken again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn nodes_notice_a_cluster_master_that_lost_its_data_and_heal() {
+async fn nodes_heal_after_a_cluster_master_loses_its_data() {
     let _turn = crate::TOPOLOGY.lock().await;
     let cluster = RedisCluster::start(3, 0).expect("cluster");
     let clock = RedisServer::start().unwrap();

@@ -569,7 +569,7 @@ mod tests {
     }
 
     #[test]
-    fn a_stopped_server_keeps_its_ports_and_starts_again_on_them() {
+    fn a_stopped_server_starts_again_on_its_own_ports() {
         // A cluster node: the second port is its bus's.
         let options = RedisOptions {
             persistent: false,
@@ -598,7 +598,7 @@ mod tests {
     }
 
     #[test]
-    fn a_restart_on_a_port_another_server_took_fails_and_says_so() {
+    fn a_restart_on_a_port_another_server_took_fails_saying_so() {
         let mut redis = RedisServer::start().expect("redis-server");
         let port = redis.port();
         redis.stop(true).unwrap();

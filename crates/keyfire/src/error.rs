@@ -268,7 +268,7 @@ mod tests {
     }
 
     #[test]
-    fn oom_replies_are_redis_full_and_others_are_not() {
+    fn only_oom_replies_are_redis_full() {
         let direct = reply("OOM command not allowed when used memory > 'maxmemory'.");
         assert!(Error::from(direct).is_redis_full());
         let script = reply(

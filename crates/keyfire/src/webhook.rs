@@ -253,7 +253,7 @@ mod tests {
     }
 
     #[test]
-    fn verifies_and_refuses() {
+    fn only_a_matching_signature_within_tolerance_verifies() {
         let s = SigningSecret::parse(SECRET).unwrap();
         let h = |sig: &'static str| WebhookHeaders {
             id: ID,

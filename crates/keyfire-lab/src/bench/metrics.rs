@@ -381,7 +381,7 @@ mod tests {
     }
 
     #[test]
-    fn usec_deltas_leave_the_harness_out_and_split_scripts() {
+    fn usec_deltas_count_the_masters_own_work_with_scripts_apart() {
         let snap = |text: &str, recorded| Snapshot {
             at: Instant::now(),
             cpu_node_s: 0.0,
@@ -423,7 +423,7 @@ mod tests {
     }
 
     #[test]
-    fn shares_sum_to_one_and_flag_uneven_masters() {
+    fn uneven_masters_are_flagged_by_their_share() {
         let s = shares(&[100.0, 100.0, 200.0]).unwrap();
         assert_eq!(s, vec![0.25, 0.25, 0.5]);
         assert_eq!(uneven(&s), vec![(0, 0.25), (1, 0.25), (2, 0.5)]);

@@ -360,7 +360,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_seed_gives_one_plan_and_a_minute_holds_every_kind() {
+    fn every_seed_gives_one_plan_covering_every_kind_in_a_minute() {
         let a = Plan::new(42, Duration::from_secs(60), 4);
         assert_eq!(a, Plan::new(42, Duration::from_secs(60), 4));
         assert_ne!(a, Plan::new(43, Duration::from_secs(60), 4));

@@ -199,7 +199,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn events_round_trip_and_torn_lines_are_skipped() {
+    fn events_read_back_as_written_skipping_torn_lines() {
         let dir = tempfile::tempdir().unwrap();
         let log = RunLog::open(&dir.path().join("n1.jsonl"), "n1").unwrap();
         let e = RunEvent {

@@ -146,7 +146,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_first_beat_learns_the_markers_and_a_changed_one_is_a_loss() {
+    fn a_marker_changed_since_it_was_learnt_is_a_loss() {
         let w = DataWatch::default();
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         assert_eq!(w.observe("m1", Some(&s(&["a", "b"]))), None, "first beat");

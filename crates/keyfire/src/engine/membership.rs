@@ -537,7 +537,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ownership_spreads_and_moves_only_the_leavers_share() {
+    fn only_a_leavers_share_of_an_even_spread_moves() {
         let nodes: Vec<String> = (0..3).map(|i| format!("node-{i}")).collect();
         let mut counts = [0usize; 3];
         let mut moved = 0;
@@ -560,7 +560,7 @@ mod tests {
     /// node_ttl confirms instead of fencing; one that kept running, or woke after node_ttl,
     /// fences.
     #[test]
-    fn a_frozen_node_confirms_before_node_ttl_and_fences_after_it() {
+    fn a_frozen_node_fences_only_if_it_wakes_after_node_ttl() {
         use std::thread::sleep;
         let (after, ttl) = (Duration::from_millis(300), Duration::from_millis(1_500));
         // Running all along (the loop ticks every 100 ms) and silent past `after`: fenced.

@@ -89,7 +89,7 @@ mod tests {
 
     // Firing at 1000 found when firings up to 10_500 are late: 2000..=10000 (9) are late too.
     #[test]
-    fn fire_once_runs_one_and_counts_the_rest() {
+    fn fire_once_runs_one_counting_the_rest_as_missed() {
         let p = misfire_plan(&every_second("fire_once", None), 1_000, 10_500);
         assert_eq!(
             p,

@@ -138,7 +138,7 @@ async fn run(fx: &mut Fixture, c: Claimed) -> Done {
 }
 
 #[tokio::test]
-async fn membership_beat_joins_the_live_set_and_drops_a_stale_node() {
+async fn a_membership_beat_brings_the_live_set_up_to_date() {
     let fx = fixture(None).await;
     let store = &fx.engine.core.store;
     // A peer that beats, and one whose last beat is a minute old.
@@ -188,7 +188,7 @@ async fn membership_beat_joins_the_live_set_and_drops_a_stale_node() {
 }
 
 #[tokio::test]
-async fn sweeper_claims_an_overdue_firing_and_arms_a_timer_for_an_upcoming_one() {
+async fn sweeper_claims_an_overdue_firing_leaving_an_upcoming_one_to_a_timer() {
     let mut fx = fixture(None).await;
     let overdue = one_shot(&fx, "overdue", -500, None).await;
     let upcoming = one_shot(&fx, "upcoming", 2_000, None).await;
@@ -238,7 +238,7 @@ async fn timers_hand_a_due_firing_to_the_claimer() {
 }
 
 #[tokio::test]
-async fn claimer_claims_a_batch_once_and_a_second_claim_is_stale() {
+async fn claimer_claims_a_firing_only_once() {
     let mut fx = fixture(None).await;
     let at = one_shot(&fx, "once", -100, None).await;
     let stats = &fx.engine.core.stats;
@@ -267,7 +267,7 @@ async fn claimer_claims_a_batch_once_and_a_second_claim_is_stale() {
 }
 
 #[tokio::test]
-async fn runner_runs_a_claimed_firing_and_queues_its_outcome() {
+async fn runner_queues_the_outcome_of_a_claimed_firing() {
     let mut fx = fixture(None).await;
     let at = one_shot(&fx, "job", -100, None).await;
     let c = claim(&fx, "job", at).await;

@@ -211,7 +211,7 @@ mod tests {
     }
 
     #[test]
-    fn content_keys_ignore_field_order_and_tell_contents_apart() {
+    fn content_keys_tell_contents_apart_whatever_the_field_order() {
         let d = DedupSpec::content("1m");
         let a = d.resolve(
             "http",

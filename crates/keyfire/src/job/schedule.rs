@@ -519,7 +519,7 @@ mod tests {
     }
 
     #[test]
-    fn new_york_fall_back_fires_fixed_time_once_and_hourly_at_each_real_hour() {
+    fn new_york_fall_back_fires_the_repeated_hour_twice_only_for_hourly_jobs() {
         let s = cron("30 1 * * *", "America/New_York");
         let got: Vec<_> = firings(
             &s,

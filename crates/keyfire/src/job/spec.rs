@@ -594,7 +594,7 @@ mod tests {
     }
 
     #[test]
-    fn spec_round_trips_and_refuses_unknown_fields() {
+    fn specs_round_trip_through_json_refusing_unknown_fields() {
         let spec = JobSpec::cron("a", "0 9 * * *", "log")
             .tz("Europe/Berlin")
             .params(json!({"k": 1}));

@@ -151,7 +151,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tokens_name_their_partition_and_legacy_tokens_none() {
+    fn only_partitioned_tokens_name_a_partition() {
         for p in [0, 1, 7, MAX_PARTITIONS - 1] {
             let hex = token_hex(Some(p));
             assert_eq!(hex.len(), 32);
@@ -170,7 +170,7 @@ mod tests {
     }
 
     #[test]
-    fn lane_ids_parse_back_and_bad_partitions_are_refused() {
+    fn lane_ids_parse_back_refusing_bad_partitions() {
         assert_eq!(parse_lane_id("orders"), Some(("orders", None)));
         assert_eq!(parse_lane_id("orders:3"), Some(("orders", Some(3))));
         assert_eq!(parse_lane_id("orders:x"), None);
@@ -179,7 +179,7 @@ mod tests {
     }
 
     #[test]
-    fn partitions_of_a_topic_take_distinct_shards_and_spread_evenly() {
+    fn partitions_of_a_topic_spread_evenly_over_distinct_shards() {
         let shards = Shards::new("kf", 12);
         for n in [2usize, 3, 4, 6, 12] {
             let taken: std::collections::HashSet<usize> =

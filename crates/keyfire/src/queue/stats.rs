@@ -203,7 +203,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn other_sums_counts_and_keeps_the_oldest() {
+    fn other_sums_counts_keeping_the_oldest() {
         let mut sum = TopicStats::default();
         let a = TopicStats {
             ready: 2,

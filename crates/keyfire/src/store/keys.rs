@@ -586,7 +586,7 @@ mod tests {
     }
 
     #[test]
-    fn shards_cover_equal_slot_ranges_and_jobs_spread() {
+    fn jobs_spread_evenly_over_shards_of_equal_slot_ranges() {
         for n in [2usize, 3, 6, 12, 16, 100] {
             let s = Shards::new("kf", n);
             assert_eq!(s.len(), n);

@@ -255,7 +255,7 @@ async fn run_one(w: &World, store: &Store, at: i64) {
 /// ended meanwhile (Redis runs one command at a time, so each outcome recorded among the
 /// claims makes the next firing later). Held outcomes are all recorded, each once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn outcomes_wait_behind_a_burst_of_claims_and_are_all_recorded() {
+async fn outcomes_wait_behind_a_burst_of_claims_without_being_lost() {
     use std::sync::atomic::Ordering::Relaxed;
     use std::time::Duration;
 
@@ -548,7 +548,7 @@ async fn assert_mirrored(w: &World, id: &str, step: &str) -> Option<i64> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_jobs_next_field_mirrors_its_due_entry_and_fences_its_claims() {
+async fn a_jobs_next_field_mirrors_its_due_entry_fencing_stale_claims() {
     let w = World::new().await;
     let client = w.client().await;
     let store = client.store();

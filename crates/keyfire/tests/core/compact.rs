@@ -37,7 +37,7 @@ const COMPACT: (bool, bool, bool, bool) = (false, false, true, true);
 const EXPANDED: (bool, bool, bool, bool) = (true, true, false, true);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pending_tasks_are_compact_and_read_like_jobs() {
+async fn compact_pending_tasks_read_like_jobs() {
     let w = World::new().await;
     let client = w.client().await;
     let store = client.store();
@@ -174,7 +174,7 @@ async fn changes_expand_a_compact_task_first() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_compact_task_fires_once_and_stays_compact() {
+async fn a_compact_task_stays_compact_through_its_one_firing() {
     let w = World::new().await;
     let client = w.client().await;
     let _a = w.node("a").await;

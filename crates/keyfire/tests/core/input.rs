@@ -7,7 +7,7 @@ use serde_json::json;
 
 /// Every kind of bad input is refused with the field it concerns, and writes nothing.
 #[tokio::test]
-async fn each_validation_error_is_named_and_writes_nothing() {
+async fn each_kind_of_bad_input_is_refused_by_name_before_any_write() {
     let mut w = World::new().await;
     w.settings.limits.max_params_bytes = 1_024;
     let client = w.client().await;
@@ -64,7 +64,7 @@ async fn each_validation_error_is_named_and_writes_nothing() {
 /// write nothing: a window of 0 or longer than a day, an empty or oversized key, a key and
 /// content at once, an id given with dedup, dedup on a recurring job or on an upsert.
 #[tokio::test]
-async fn bad_dedup_input_is_named_and_writes_nothing() {
+async fn bad_dedup_input_is_refused_by_name_before_any_write() {
     use keyfire::job::DedupSpec;
     let w = World::new().await;
     let client = w.client().await;

@@ -11,7 +11,7 @@ use serde_json::json;
 /// A node told to stop finishes its running job within the drain timeout,
 /// leaves the live set at once, and the other nodes take the firings that follow.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn graceful_shutdown_drains_and_hands_over() {
+async fn graceful_shutdown_hands_over_while_its_runs_drain() {
     let w = World::new().await;
     let a = w.node("a").await;
     let client = w.client().await;

@@ -28,7 +28,7 @@ fn granted(a: &Acquired) -> bool {
 /// come back when a slot of the sliding second opens: ranks 0–4 of the line after about a
 /// second, ranks 5–6 after about two.
 #[tokio::test]
-async fn rate_bound_grants_n_per_second_and_spreads_the_line() {
+async fn a_rate_bound_spreads_its_line_at_n_per_second() {
     let w = World::new().await;
     let s = store(&w).await;
     s.put_limit(&FlowLimitSpec::new("k", Some(5), None).with_burst(5))
@@ -191,7 +191,7 @@ async fn absent_waiters_leave_the_line_and_unlimited_keys_track_nothing() {
 /// due after the wait, with no run recorded; a hold by a node that no longer holds the run
 /// (fenced) changes nothing.
 #[tokio::test]
-async fn hold_requeues_the_same_attempt_and_is_fenced() {
+async fn a_hold_by_the_runs_holder_requeues_the_same_attempt() {
     let w = World::new().await;
     let s = store(&w).await;
     let k = s.job_keys("j").clone();

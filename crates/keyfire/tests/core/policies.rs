@@ -197,7 +197,7 @@ async fn overlap_forbid_and_replace_hold_across_nodes() {
 
 /// Paused jobs fire nothing; a short pause (within the tolerance) loses nothing on resume.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pause_fires_nothing_and_resume_continues() {
+async fn a_paused_job_fires_nothing_until_it_resumes_on_schedule() {
     let w = World::new().await;
     let node = w.node("a").await;
     let client = w.client().await;

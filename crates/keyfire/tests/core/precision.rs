@@ -389,7 +389,7 @@ async fn late_expiry_events_of_claimed_firings_make_no_claim() {
 /// and an `expired` event to every node for nothing. The firings still run once each, on
 /// time, and no node receives an event for them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn armed_firings_lose_their_sentinel_keys_and_fire_on_time() {
+async fn armed_firings_fire_on_time_without_their_sentinel_keys() {
     let w = World::new().await;
     let client = w.client().await;
     let keys = Keys::new(&w.settings.redis.prefix);

@@ -74,7 +74,7 @@ async fn failing_twice_then_succeeding_takes_three_spaced_attempts() {
 /// With max attempts 2 the task lands in dead letters, and
 /// replays from there (as attempt 1 of the same firing).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn exhausted_task_goes_to_dead_letters_and_replays() {
+async fn an_exhausted_task_replays_from_dead_letters() {
     let w = World::new().await;
     let node = w.node("a").await;
     let client = w.client().await;
@@ -178,7 +178,7 @@ async fn asked_delay_abort_and_timeout() {
 
 /// Trigger runs a job once now without moving its schedule.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn trigger_runs_once_now_and_keeps_the_schedule() {
+async fn trigger_runs_once_now_without_moving_the_schedule() {
     let w = World::new().await;
     let node = w.node("a").await;
     let client = w.client().await;
@@ -266,7 +266,7 @@ async fn trigger_obeys_overlap_forbid() {
 
 /// History is bounded by count (the node's `history_limit`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn history_is_bounded_and_counts_match() {
+async fn the_run_count_outgrows_a_bounded_history() {
     let mut w = World::new().await;
     w.settings.node.history_limit = 5;
     let node = w.node("a").await;

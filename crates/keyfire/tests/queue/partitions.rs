@@ -30,7 +30,7 @@ fn field<T: std::fmt::Debug>(r: keyfire::Result<T>) -> String {
 }
 
 #[tokio::test]
-async fn a_bad_partition_count_is_refused_naming_it_and_writes_nothing() {
+async fn a_bad_partition_count_is_refused_by_name_before_any_write() {
     let w = World::new().await;
     let q = w.queue().await;
     let before = keys(&w).await;
@@ -47,7 +47,7 @@ async fn a_bad_partition_count_is_refused_naming_it_and_writes_nothing() {
 }
 
 #[tokio::test]
-async fn pops_take_from_every_partition_in_turn_and_each_task_once() {
+async fn pops_take_each_task_once_from_every_partition_in_turn() {
     let w = World::new().await;
     let node = w.queue_node("n1").await;
     let q = w.queue().await;

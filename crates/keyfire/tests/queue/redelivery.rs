@@ -124,7 +124,7 @@ async fn unfinished_reservations_are_redelivered_then_dead_lettered() {
 }
 
 #[tokio::test]
-async fn a_finish_in_time_wins_and_the_late_one_is_refused() {
+async fn a_finish_in_time_wins_over_a_late_one() {
     let w = World::new().await;
     let q = w.queue().await.with_retention(Duration::from_millis(800));
     let ttr = Duration::from_millis(300);

@@ -139,7 +139,7 @@ async fn write_previous(w: &World, topic: &str, id: &str, due_ms: i64, ttr_ms: i
 /// delivered, redelivered, dead-lettered by their own `max` and read back whole; records of
 /// this version leave out what can be derived or defaulted, and read back the same.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn records_of_the_previous_version_are_served_and_new_ones_are_compact() {
+async fn records_of_the_previous_version_are_served_beside_compact_new_ones() {
     let w = World::new().await;
     let q = w.queue().await;
     let due = w.redis_ms().await + 300;

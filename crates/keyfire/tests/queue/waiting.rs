@@ -74,7 +74,7 @@ async fn wakes_for_a_task(w: &World, q: &Queue, topic: &str, label: &str) -> Vec
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn pops_wait_up_to_their_wait_and_wake_for_a_task() {
+async fn pops_wait_for_a_task_up_to_their_wait() {
     let w = World::new().await;
     let _node = w.queue_node("a").await;
     let blocking = w.queue().await;

@@ -319,7 +319,7 @@ mod tests {
     }
 
     #[test]
-    fn no_system_ca_store_means_the_bundled_roots_and_one_warning() {
+    fn no_system_ca_store_falls_back_to_the_bundled_roots_with_a_warning() {
         let bundled = webpki_roots::TLS_SERVER_ROOTS.len();
         // A slim image: no store at all, or only loader errors.
         for errors in [

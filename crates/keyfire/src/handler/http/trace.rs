@@ -79,7 +79,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn traceparents_are_w3c_and_stable_per_firing() {
+    fn each_firing_keeps_one_w3c_trace_over_its_attempts() {
         let a1 = traceparent("job:1000", 1);
         let a2 = traceparent("job:1000", 2);
         let other = traceparent("job:2000", 1);
