@@ -41,7 +41,7 @@ async fn a_limit_holds_across_the_shards_of_a_cluster() {
         ns.node.id = id.into();
         nodes.push(Node::new(ns, r).start().await.unwrap());
     }
-    crate::wait_all_seen(&nodes, 2).await;
+    keyfire_testkit::world::wait_all_seen(&nodes, 2).await;
     let at = client.store().time_ms().await.unwrap() + 500;
     let specs: Vec<JobSpec> = (0..30)
         .map(|i| {

@@ -22,22 +22,6 @@ use support::wait;
 /// its own timeouts and measured the machine rather than keyfire.
 pub static TOPOLOGY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// Wait until each of `nodes` sees `n` live nodes (a heartbeat of each after all started).
-pub(crate) async fn wait_all_seen(nodes: &[keyfire::NodeHandle], n: usize) {
-    wait::until(
-        "every node to see all nodes",
-        Duration::from_secs(10),
-        async || {
-            let seen: Vec<usize> = nodes.iter().map(|n| n.live_nodes().len()).collect();
-            match seen.iter().all(|&k| k == n) {
-                true => Ok(()),
-                false => Err(format!("live nodes seen: {seen:?}")),
-            }
-        },
-    )
-    .await;
-}
-
 /// Wait until nothing is overdue, queued for another attempt or running, on any shard.
 pub(crate) async fn wait_idle(store: &Store, limit: Duration) {
     wait::until("nothing due, queued or running", limit, async || {

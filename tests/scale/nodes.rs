@@ -58,7 +58,7 @@ async fn start_nodes(s: &Settings, recorder: &Recorder) -> Vec<NodeHandle> {
                 .expect("node"),
         );
     }
-    crate::wait_all_seen(&nodes, 3).await;
+    keyfire_testkit::world::wait_all_seen(&nodes, 3).await;
     nodes
 }
 
@@ -591,7 +591,7 @@ async fn nodes_heal_after_a_cluster_master_loses_its_data() {
         .clone();
     // Every node learns the markers at its heartbeat: wait for a beat of each that saw both
     // nodes (the live set is read in the same beat, after the markers).
-    crate::wait_all_seen(&nodes, 2).await;
+    keyfire_testkit::world::wait_all_seen(&nodes, 2).await;
 
     for (round, master) in [shard_only, meta].into_iter().enumerate() {
         let mut c = redis::Client::open(format!("redis://{master}"))

@@ -44,7 +44,7 @@ async fn start_nodes(s: &Settings, recorder: &Recorder, ids: &[&str]) -> Vec<Nod
         s.node.id = id.to_string();
         nodes.push(Node::new(s, r).start().await.expect("node"));
     }
-    crate::wait_all_seen(&nodes, ids.len()).await;
+    keyfire_testkit::world::wait_all_seen(&nodes, ids.len()).await;
     nodes
 }
 

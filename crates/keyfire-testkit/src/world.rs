@@ -334,6 +334,22 @@ impl<S: WorldSettings> WorldOf<S> {
     }
 }
 
+/// Wait until each of `nodes` sees `n` live nodes (a heartbeat of each after all started).
+pub async fn wait_all_seen(nodes: &[NodeHandle], n: usize) {
+    crate::wait::until(
+        "every node to see all nodes",
+        Duration::from_secs(10),
+        async || {
+            let seen: Vec<usize> = nodes.iter().map(|h| h.live_nodes().len()).collect();
+            match seen.iter().all(|&k| k == n) {
+                true => Ok(()),
+                false => Err(format!("live nodes seen: {seen:?}")),
+            }
+        },
+    )
+    .await;
+}
+
 /// Node settings for tests: heartbeats, sweeps, grace and leases in (fractions of) seconds.
 pub fn fast_node(n: &mut keyfire::config::NodeSettings) {
     n.heartbeat_interval = Duration::from_millis(200);

@@ -6,24 +6,8 @@ use std::time::Duration;
 
 use chrono::DateTime;
 use keyfire::JobSpec;
-use keyfire::engine::NodeHandle;
 use keyfire_testkit::wait;
-use keyfire_testkit::world::{World, doubles, lateness_summary};
-
-async fn all_see(nodes: &[&NodeHandle], n: usize) {
-    wait::until(
-        "every node to see all nodes",
-        Duration::from_secs(10),
-        async || {
-            let seen: Vec<usize> = nodes.iter().map(|h| h.live_nodes().len()).collect();
-            match seen.iter().all(|&k| k == n) {
-                true => Ok(()),
-                false => Err(format!("live nodes seen: {seen:?}")),
-            }
-        },
-    )
-    .await;
-}
+use keyfire_testkit::world::{World, doubles, lateness_summary, wait_all_seen};
 
 fn one_shots(prefix: &str, n: usize, from_ms: i64, over_ms: i64) -> Vec<JobSpec> {
     (0..n)
@@ -44,7 +28,7 @@ fn one_shots(prefix: &str, n: usize, from_ms: i64, over_ms: i64) -> Vec<JobSpec>
 async fn three_nodes_share_30000_firings_evenly() {
     let w = World::new().await;
     let nodes = [w.node("a").await, w.node("b").await, w.node("c").await];
-    all_see(&nodes.iter().collect::<Vec<_>>(), 3).await;
+    wait_all_seen(&nodes, 3).await;
     let client = w.client().await;
     let base = w.redis_ms().await + 2_000;
     client
@@ -118,7 +102,7 @@ async fn three_nodes_share_30000_firings_evenly() {
 async fn rolling_restart_misses_and_doubles_nothing() {
     let w = World::new().await;
     let mut nodes = vec![w.node("a").await, w.node("b").await, w.node("c").await];
-    all_see(&nodes.iter().collect::<Vec<_>>(), 3).await;
+    wait_all_seen(&nodes, 3).await;
     let client = w.client().await;
     let beat = client
         .upsert(JobSpec::every("beat", "1s", "rec"))
@@ -139,7 +123,7 @@ async fn rolling_restart_misses_and_doubles_nothing() {
         let old_id = old.id().to_string();
         old.shutdown().await;
         nodes.push(w.node(new_id).await);
-        all_see(&nodes.iter().collect::<Vec<_>>(), 3).await;
+        wait_all_seen(&nodes, 3).await;
         eprintln!("restart {}: {old_id} -> {new_id}", i + 1);
     }
     let tasks_done = |s: &[keyfire_testkit::world::Seen]| {

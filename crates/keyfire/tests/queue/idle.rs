@@ -36,6 +36,15 @@ async fn commands_per_s(w: &World, span: Duration) -> (f64, String) {
     (total as f64 / span.as_secs_f64(), mix)
 }
 
+async fn wait_marked(w: &World) {
+    wait::until(
+        "the due index to be marked",
+        Duration::from_secs(10),
+        || index_marked(w),
+    )
+    .await;
+}
+
 async fn index_marked(w: &World) -> bool {
     let q = w.queue().await;
     let key = q.store().keys().qindexed();
@@ -51,12 +60,7 @@ async fn idle_topics_cost_redis_nothing() {
     const TOPICS: usize = 2_000;
     let w = World::new().await;
     let _nodes = [w.queue_node("a").await, w.queue_node("b").await];
-    wait::until(
-        "the due index to be marked",
-        Duration::from_secs(10),
-        || index_marked(&w),
-    )
-    .await;
+    wait_marked(&w).await;
     // Let the start settle (first heartbeats, registrations), then measure nothing held.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let (empty, empty_mix) = commands_per_s(&w, Duration::from_secs(3)).await;
@@ -102,12 +106,7 @@ async fn the_due_index_finds_a_task_no_event_or_timer_announces() {
     let mut w = World::new().await;
     w.settings.node.timer_horizon = Duration::ZERO;
     let _node = w.queue_node("a").await;
-    wait::until(
-        "the due index to be marked",
-        Duration::from_secs(10),
-        || index_marked(&w),
-    )
-    .await;
+    wait_marked(&w).await;
     let q = w.queue().await;
     let id = q
         .add_task(
@@ -187,12 +186,7 @@ async fn sweeps_walk_every_topic_while_a_node_of_an_earlier_release_is_live() {
     );
 
     let _: () = c.zrem(keys.nodes(), "earlier").await.unwrap();
-    wait::until(
-        "the due index to be marked",
-        Duration::from_secs(10),
-        || index_marked(&w),
-    )
-    .await;
+    wait_marked(&w).await;
 }
 
 /// The tag's sentinel key alone makes a delayed task ready on time on a node without precision
@@ -205,12 +199,7 @@ async fn the_tags_sentinel_key_makes_tasks_ready_without_timers_or_sweeps() {
     w.settings.node.timer_horizon = Duration::ZERO;
     w.settings.node.sweep_interval = Duration::from_secs(30);
     let _node = w.queue_node("a").await;
-    wait::until(
-        "the due index to be marked",
-        Duration::from_secs(10),
-        || index_marked(&w),
-    )
-    .await;
+    wait_marked(&w).await;
     let q = w.queue().await;
     for (i, ms) in [1_000u64, 2_000, 3_000].into_iter().enumerate() {
         q.add_task(NewTask::new(format!("evented-{i}"), json!(i)).delay(Duration::from_millis(ms)))
