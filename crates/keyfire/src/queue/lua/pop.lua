@@ -81,8 +81,8 @@ if #KEYS > 5 then
 end
 local left = redis.call('ZCARD', KEYS[1])
 if left == 0 then
-  -- Nothing ready: the tokens announce nothing any more (kept, they held a list per topic
-  -- that had ever had a ready task).
+  -- Nothing ready: the tokens announce nothing any more, and kept they would leave a list on
+  -- every topic that ever had a ready task.
   redis.call('DEL', KEYS[3])
 elseif taken > 0 and redis.call('LLEN', KEYS[3]) == 0 then
   -- Pass the wake-up on: another waiting consumer can take the next ready tasks.
