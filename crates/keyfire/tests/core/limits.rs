@@ -153,9 +153,9 @@ async fn a_dead_holders_slot_comes_back_after_its_lease() {
 }
 
 /// A waiter that never comes back gives up its place after its grace, so it cannot block
-/// the line forever; and a key without a limit answers "unlimited" and tracks nothing.
+/// the line forever.
 #[tokio::test]
-async fn absent_waiters_leave_the_line_and_unlimited_keys_track_nothing() {
+async fn absent_waiters_leave_the_line_after_their_grace() {
     let w = World::new().await;
     let s = store(&w).await;
     s.put_limit(&FlowLimitSpec::new("k", None, Some(1)))
@@ -177,7 +177,16 @@ async fn absent_waiters_leave_the_line_and_unlimited_keys_track_nothing() {
     assert!(granted(
         &s.acquire_limit("k", "c:3", 3, 30_000, 50).await.unwrap()
     ));
+}
 
+/// A key without a limit (never set, or deleted) answers "unlimited" and tracks nothing.
+#[tokio::test]
+async fn keys_without_a_limit_are_unlimited_and_tracked_nowhere() {
+    let w = World::new().await;
+    let s = store(&w).await;
+    s.put_limit(&FlowLimitSpec::new("k", None, Some(1)))
+        .await
+        .unwrap();
     assert_eq!(ask(&s, "nolimit", "x:1", 1).await, Acquired::Unlimited);
     let mut conn = w.conn().await;
     let keys: Vec<String> = conn.keys("*nolimit*").await.unwrap();
