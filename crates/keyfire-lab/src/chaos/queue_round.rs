@@ -289,16 +289,7 @@ impl QueueRound<'_> {
 
 /// Run one delay-queue round and check it.
 pub async fn run_queue(cfg: Config) -> anyhow::Result<Outcome> {
-    anyhow::ensure!(
-        (3..=5).contains(&cfg.nodes),
-        "a round runs 3 to 5 nodes, not {}",
-        cfg.nodes
-    );
-    anyhow::ensure!(
-        cfg.node_bin.is_file(),
-        "the chaos node binary {} is missing: build it with `cargo build --release --examples`",
-        cfg.node_bin.display()
-    );
+    cfg.check()?;
     anyhow::ensure!(
         !cfg.cluster,
         "the delay-queue round runs on one Redis; a round on a Redis Cluster checks the \

@@ -94,6 +94,23 @@ pub struct Config {
     pub cluster: bool,
 }
 
+impl Config {
+    /// What every round needs of its configuration: 3 to 5 nodes and the node binary built.
+    pub(crate) fn check(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            (3..=5).contains(&self.nodes),
+            "a round runs 3 to 5 nodes, not {}",
+            self.nodes
+        );
+        anyhow::ensure!(
+            self.node_bin.is_file(),
+            "the chaos node binary {} is missing: build it with `cargo build --release --examples`",
+            self.node_bin.display()
+        );
+        Ok(())
+    }
+}
+
 /// What a round produced.
 #[derive(Debug)]
 pub struct Outcome {
@@ -184,16 +201,7 @@ pub(in crate::chaos) fn finish_round(
 
 /// Run one round and check it.
 pub async fn run(cfg: Config) -> anyhow::Result<Outcome> {
-    anyhow::ensure!(
-        (3..=5).contains(&cfg.nodes),
-        "a round runs 3 to 5 nodes, not {}",
-        cfg.nodes
-    );
-    anyhow::ensure!(
-        cfg.node_bin.is_file(),
-        "the chaos node binary {} is missing: build it with `cargo build --release --examples`",
-        cfg.node_bin.display()
-    );
+    cfg.check()?;
     let (dir, temp) = round_dir(&cfg)?;
     let plan = if cfg.cluster {
         Plan::cluster(cfg.seed, cfg.duration, cfg.nodes)
@@ -226,13 +234,7 @@ pub async fn run(cfg: Config) -> anyhow::Result<Outcome> {
     let (runs, torn) = read_events(&dir)?;
     history.runs = runs;
     history.torn = torn;
-    let ids: Vec<String> = round
-        .nodes
-        .lock()
-        .await
-        .iter()
-        .map(|n| n.id.clone())
-        .collect();
+    let ids = round.node_ids().await;
     history.node_log = nodelog::read(&dir, &ids);
     let mut out = finish_round(&dir, None, workload, faults, history)?;
     out.incidents = incidents;

@@ -139,6 +139,16 @@ impl NodeProc {
 }
 
 impl Round {
+    /// The ids of the round's nodes, in start order.
+    pub(in crate::chaos) async fn node_ids(&self) -> Vec<String> {
+        self.nodes
+            .lock()
+            .await
+            .iter()
+            .map(|n| n.id.clone())
+            .collect()
+    }
+
     /// Start node `i` (not running) and wait up to 15 s for its first heartbeat. A process
     /// that exits before it beats (a node whose start-up writes Redis refused, as when it is
     /// full) is a harness incident, and it is started again as a supervisor would, up to three
@@ -180,13 +190,7 @@ pub(in crate::chaos) async fn start_nodes(round: &Round) -> anyhow::Result<()> {
     for n in round.nodes.lock().await.iter_mut() {
         n.spawn()?;
     }
-    let ids: Vec<String> = round
-        .nodes
-        .lock()
-        .await
-        .iter()
-        .map(|n| n.id.clone())
-        .collect();
+    let ids = round.node_ids().await;
     for id in &ids {
         anyhow::ensure!(
             round
