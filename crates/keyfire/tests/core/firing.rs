@@ -306,8 +306,8 @@ async fn claims_go_ahead_of_run_permits_while_runs_are_short() {
     short_run_first(&w, &client).await;
     assert_eq!(node.stats().claimed_ahead.load(Relaxed), 0);
 
-    // Due together: the slow one first (timers due together go in id order), on the run
-    // permit; the three others ahead of it.
+    // Due together: the slow one usually first (timers due together go in id order), on
+    // the run permit; the three others ahead of it.
     let at = DateTime::from_timestamp_millis(w.redis_ms().await + 1_000).unwrap();
     let mut slow = JobSpec::at("a-slow", at, "slow");
     slow.params = serde_json::json!({ "sleep_ms": 2_500 });
@@ -332,10 +332,15 @@ async fn claims_go_ahead_of_run_permits_while_runs_are_short() {
     eprintln!(
         "claimed ahead {ahead}, queued again {held}; b-* started after a-slow by {late:?} ms"
     );
+    // One of the four takes the permit; the three others go ahead of it. Which one takes
+    // it is a race under load: a fast `b-*` may run first and hand the permit to `a-slow`
+    // within the quarter lease. Every firing that then waited for the slow run's permit
+    // was queued again, and none of them started before the slow run ended.
     assert_eq!(ahead, 3, "claims that went ahead");
-    assert_eq!(held, 3, "firings claimed ahead and queued again");
-    // They waited for the slow run's permit: none started before it ended.
-    assert!(late.iter().all(|&d| d >= 2_400), "{late:?}");
+    let waited = late.iter().filter(|&&d| d >= 2_400).count() as u64;
+    assert!(late.iter().all(|&d| d >= 2_400 || d <= 0), "{late:?}");
+    assert_eq!(held, waited, "firings claimed ahead and queued again: {late:?}");
+    assert!(held >= 2, "at most one fast run goes before the slow one: {late:?}");
     node.shutdown().await;
 }
 
