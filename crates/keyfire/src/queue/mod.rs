@@ -596,13 +596,15 @@ impl Queue {
             names.into_iter().zip(rows).zip(parts)
         {
             let n = |f: &str| stats.get(f).copied().unwrap_or(0).max(0) as u64;
+            let live = delayed + ready + reserved;
+            let added = stats::tasks_added(live, n("done"), n("dead"), n("deleted"), n("added"));
             out.push(TopicCounts {
                 partitions,
                 delayed,
                 ready,
                 reserved,
                 dead,
-                added: n("added"),
+                added,
                 delivered: n("delivered"),
                 redelivered: n("redelivered"),
                 done: n("done"),

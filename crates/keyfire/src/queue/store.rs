@@ -707,8 +707,8 @@ impl Queue {
     }
 
     /// Each lane's figures for metrics, in the order given: `ZCARD` of its four sets, the head
-    /// of its ready set (id, when it became ready) and its counters (added, delivered,
-    /// redelivered, done, dead).
+    /// of its ready set (id, when it became ready) and its counters (added by earlier releases,
+    /// delivered, redelivered, done, dead, deleted).
     pub(super) async fn read_lane_stats(&self, lanes: &[Lane]) -> Result<Vec<LaneStats>> {
         let shards = self.store.shards();
         let rows = self
@@ -721,7 +721,14 @@ impl Queue {
                     .zrange_withscores(k.qready(&t), 0, 0)
                     .cmd("HMGET")
                     .arg(k.qstats(&t))
-                    .arg(&["added", "delivered", "redelivered", "done", "dead"]);
+                    .arg(&[
+                        "added",
+                        "delivered",
+                        "redelivered",
+                        "done",
+                        "dead",
+                        "deleted",
+                    ]);
             })
             .await?;
         rows.into_iter()

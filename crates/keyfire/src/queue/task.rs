@@ -205,7 +205,8 @@ pub struct TopicCounts {
     pub redelivered: u64,
     /// Tasks finished, in all.
     pub done: u64,
-    /// Tasks deleted, in all.
+    /// Tasks deleted while delayed, ready or reserved, in all (deleting a dead letter or a
+    /// finished task's record is not counted again).
     pub deleted: u64,
     /// Its number of partitions (1 unless declared with more).
     #[serde(default = "one")]

@@ -11,7 +11,9 @@
 -- All of one lane of the topic (a partition, or the topic's keys under the meta tag); the
 -- caller put the topic into the topic set first (a meta key: another slot).
 -- KEYS[1] delayed zset   KEYS[2] ready zset   KEYS[3] notify list
--- KEYS[4] lane stats hash   KEYS[5] the tag's sentinel key   KEYS[6] the tag's due index
+-- KEYS[4] lane stats hash (not written: a topic's count of tasks added is derived from its
+--   sets and its other counters, so a topic holding only delayed tasks has no stats hash)
+-- KEYS[5] the tag's sentinel key   KEYS[6] the tag's due index
 -- KEYS[7..] task hashes, one per task
 -- ARGV[1] topic   ARGV[2] most wake-up tokens kept   ARGV[3] the lane's shard change channel
 --   (its tag is the lane's, so SPUBLISH stays in the script's slot)
@@ -32,7 +34,6 @@ local topic = ARGV[1]
 local reply = {now}
 local delayed, ready = {}, {}
 local earliest
-local added = 0
 for i = 7, #KEYS do
   local a = 5 + 7 * (i - 7)
   local id = ARGV[a]
@@ -79,7 +80,6 @@ for i = 7, #KEYS do
       reply[#reply + 1] = 'ready'
     end
     reply[#reply + 1] = due
-    added = added + 1
   end
 end
 if earliest then
@@ -105,8 +105,5 @@ if #ready > 0 then
     for j = 1, n do tokens[j] = 1 end
     redis.call('RPUSH', KEYS[3], unpack(tokens))
   end
-end
-if added > 0 then
-  redis.call('HINCRBY', KEYS[4], 'added', added)
 end
 return reply

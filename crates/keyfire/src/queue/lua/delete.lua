@@ -18,7 +18,11 @@ local f = redis.call('HMGET', KEYS[1], 'state', 'job')
 if not f[1] then return {-1, 'missing'} end
 if f[1] == 'deleted' then return {0, 'deleted'} end
 for k = 2, 5 do redis.call('ZREM', KEYS[k], ARGV[1]) end
-redis.call('HINCRBY', KEYS[6], 'deleted', 1)
+-- Counted only when the task was live: a topic's tasks added are derived as live + done + dead +
+-- deleted, so a dead letter or a finished record deleted is not counted a second time.
+if f[1] == 'delayed' or f[1] == 'ready' or f[1] == 'reserved' then
+  redis.call('HINCRBY', KEYS[6], 'deleted', 1)
+end
 if tonumber(ARGV[2]) <= 0 then
   redis.call('DEL', KEYS[1])
 else

@@ -9,7 +9,8 @@
 -- Idempotent, so an at-least-once re-run of the same firing never makes a task ready twice:
 -- 'promote' acts only when it takes the id out of the delayed set, 'create' only on a new id.
 -- KEYS[1] task hash   KEYS[2] delayed zset   KEYS[3] ready zset   KEYS[4] notify list
--- KEYS[5] lane stats hash (the caller put the topic into the topic set first)
+-- KEYS[5] lane stats hash (not written: tasks added are derived; the caller put the topic into
+--   the topic set first)
 -- ARGV[1] task id   ARGV[2] 'promote' | 'create'   ARGV[3] topic
 -- ARGV[4] most wake-up tokens kept in the notify list
 -- 'create' also: ARGV[5] payload JSON   ARGV[6] ttr ms   ARGV[7] max deliveries   ARGV[8] due ms
@@ -25,7 +26,6 @@ if ARGV[2] == 'create' then
   if state then return {0, state} end
   redis.call('HSET', KEYS[1], 'state', 'ready', 'topic', ARGV[3], 'payload', ARGV[5], 'ttr', ARGV[6],
     'max', ARGV[7], 'deliveries', 0, 'created', now, 'due', tonumber(ARGV[8]), 'ready_at', now)
-  redis.call('HINCRBY', KEYS[5], 'added', 1)
 else
   if state ~= 'delayed' then return {0, state or 'missing'} end
   if redis.call('HGET', KEYS[1], 'topic') ~= ARGV[3] then return {0, 'topic'} end
