@@ -33,6 +33,7 @@ pub mod limits;
 mod metrics;
 pub mod model;
 pub mod overview;
+pub mod scopes;
 mod system;
 mod tasks;
 mod topic_tasks;
@@ -71,7 +72,8 @@ struct StateInner {
     client: Client,
     /// One queue for every request, so pops share its hints of the next ready ids.
     queue: Queue,
-    token: Option<String>,
+    /// `api.token` and `api.tokens`; `None`: no auth.
+    credentials: Option<auth::Credentials>,
     max_body_bytes: usize,
     node_ttl_ms: i64,
     /// What `/metrics` and `/readyz` read from Redis, cached for `metrics.min_interval`.
@@ -81,7 +83,7 @@ struct StateInner {
 impl std::fmt::Debug for ApiState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ApiState")
-            .field("auth", &self.inner.token.is_some())
+            .field("auth", &self.inner.credentials.is_some())
             .field("max_body_bytes", &self.inner.max_body_bytes)
             .finish()
     }
@@ -90,7 +92,6 @@ impl std::fmt::Debug for ApiState {
 impl ApiState {
     /// The API over `client`, with the `[api]` and node settings of `settings`.
     pub fn new(client: Client, settings: &ServerSettings) -> Self {
-        let token = Some(settings.api.token.clone()).filter(|t| !t.is_empty());
         Self {
             inner: Arc::new(StateInner {
                 queue: client.queue(),
@@ -100,7 +101,7 @@ impl ApiState {
                     &settings.metrics,
                 ),
                 client,
-                token,
+                credentials: auth::Credentials::from_settings(&settings.api),
                 max_body_bytes: settings.api.max_body_bytes,
                 node_ttl_ms: settings.node.node_ttl.as_millis() as i64,
             }),
@@ -117,8 +118,8 @@ impl ApiState {
         &self.inner.queue
     }
 
-    fn token(&self) -> Option<&str> {
-        self.inner.token.as_deref()
+    fn credentials(&self) -> Option<&auth::Credentials> {
+        self.inner.credentials.as_ref()
     }
 
     fn max_body_bytes(&self) -> usize {
@@ -139,8 +140,10 @@ impl ApiState {
     info(
         title = "keyfire",
         description = "A distributed job scheduler on Redis. Errors share one shape: \
-            `{\"error\": {\"code\", \"message\", \"field\"}}`. When the node has `api.token` set, \
-            every route but /healthz, /readyz and this document needs `Authorization: Bearer <token>`."
+            `{\"error\": {\"code\", \"message\", \"field\"}}`. When the node has `api.token` or \
+            `api.tokens` set, every route but /healthz, /readyz and this document needs \
+            `Authorization: Bearer <token>`, and a token allowed the scope each operation names \
+            in `x-keyfire-scope` (`read`, `consume`, `write`, `admin`; 403 otherwise)."
     ),
     modifiers(&BearerAuth),
     components(schemas(ErrorBody, ErrorDetail, topics::Popped)),
@@ -216,7 +219,9 @@ pub fn openapi() -> &'static serde_json::Value {
     static DOC: LazyLock<serde_json::Value> = LazyLock::new(|| {
         let mut doc = api_routes().into_openapi();
         deprecate_aliases(&mut doc);
-        contract::finish(&doc)
+        let mut doc = contract::finish(&doc);
+        scopes::document(&mut doc);
+        doc
     });
     &DOC
 }
@@ -266,7 +271,8 @@ async fn method_not_allowed() -> ApiError {
 pub fn router(state: ApiState) -> Router {
     let (routes, _) = api_routes().split_for_parts();
     routes
-        // Matched routes only: it needs the route's template to name the bad parameter.
+        // Matched routes only: each needs the route's template (its scope; the bad parameter).
+        .route_layer(axum::middleware::from_fn(scopes::require_scope))
         .route_layer(axum::middleware::from_fn(guard::utf8_path))
         .fallback(route_not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -288,7 +294,7 @@ pub fn router(state: ApiState) -> Router {
 /// files are not API operations (they are neither documented nor behind the token), so they
 /// are merged here rather than registered in [`router`].
 pub fn app(state: ApiState) -> Router {
-    let auth = state.token().is_some();
+    let auth = state.credentials().is_some();
     router(state).merge(dashboard::routes(auth))
 }
 
@@ -340,11 +346,11 @@ pub async fn bind(api: &ApiSettings) -> Result<TcpListener, BindError> {
         ))
         .into());
     }
-    if api.token.is_empty()
+    if !api.auth_enabled()
         && let Some(open) = addrs.iter().find(|a| !a.ip().is_loopback())
     {
         return Err(Error::Config(format!(
-            "api.listen '{}' ({open}) is not a loopback address: set api.token (bearer auth) or listen on 127.0.0.1",
+            "api.listen '{}' ({open}) is not a loopback address: set api.token or api.tokens (bearer auth) or listen on 127.0.0.1",
             api.listen
         ))
         .into());
