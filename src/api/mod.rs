@@ -2,7 +2,8 @@
 //!
 //! - `/v1/jobs`, `/v1/jobs/{id}` (+ `/pause`, `/resume`, `/trigger`, `/runs`): jobs CRUD
 //!   through the [`Client`]; every job answer carries its next five firings in UTC and in its
-//!   zone. `/v1/jobs/{id}/dead` (+ `/replay`): dead letters.
+//!   zone. `/v1/jobs/{id}/dead` (+ `/replay`): dead letters. `/v1/jobs:pause`, `/v1/jobs:resume`:
+//!   many jobs at once, by handler or id prefix.
 //! - `/v1/tasks`, `/v1/tasks/batch`: one-shot tasks.
 //! - `/v1/topics` (+ `/{topic}/tasks`, `/{topic}/pop`, `/{topic}/tasks/{id}` (+ `/finish`,
 //!   `/touch`)): the delay queue ([`keyfire::queue::Queue`]); `/v1/tasks/{id}` (+ `/finish`,
@@ -29,6 +30,7 @@ mod error;
 mod extract;
 mod guard;
 mod jobs;
+mod jobs_bulk;
 pub mod limits;
 mod metrics;
 pub mod model;
@@ -178,6 +180,8 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(jobs::put_job, jobs::get_job, jobs::delete_job))
         .routes(routes!(jobs::post_job, jobs::list_jobs))
         .routes(routes!(jobs::pause_job))
+        .routes(routes!(jobs_bulk::pause_jobs))
+        .routes(routes!(jobs_bulk::resume_jobs))
         .routes(routes!(jobs::resume_job))
         .routes(routes!(jobs::job_runs))
         .routes(routes!(jobs::trigger_job))
