@@ -5,6 +5,7 @@
 use axum::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 use utoipa::ToSchema;
 
 use super::ApiState;
@@ -17,10 +18,10 @@ use keyfire::bulk::{BulkOutcome, JobSelector};
 #[serde(deny_unknown_fields)]
 pub(super) struct JobSelection {
     /// Every job (one-shot tasks included) whose handler is this one.
-    #[schema(min_length = 1, max_length = 200)]
+    #[schema(nullable = false)]
     pub handler: Option<String>,
     /// Every job whose id starts with this (such as `billing-`).
-    #[schema(min_length = 1)]
+    #[schema(nullable = false)]
     pub id_prefix: Option<String>,
 }
 
@@ -73,7 +74,7 @@ impl From<BulkOutcome> for BulkChanged {
     post,
     path = "/v1/jobs:pause",
     tag = "jobs",
-    request_body = JobSelection,
+    request_body(content = JobSelection, example = json!({"id_prefix": "billing-"})),
     responses(
         (status = 200, description = "How many jobs matched, and how many this paused", body = BulkChanged),
         (status = 422, description = "Neither or both of `handler` and `id_prefix`, or one that picks nothing (`field` names it)", body = ErrorBody),
@@ -97,7 +98,7 @@ pub(super) async fn pause_jobs(
     post,
     path = "/v1/jobs:resume",
     tag = "jobs",
-    request_body = JobSelection,
+    request_body(content = JobSelection, example = json!({"handler": "send-invoice"})),
     responses(
         (status = 200, description = "How many jobs matched, and how many this resumed", body = BulkChanged),
         (status = 422, description = "Neither or both of `handler` and `id_prefix`, or one that picks nothing (`field` names it); or a picked job no longer passes validation", body = ErrorBody),

@@ -31,6 +31,8 @@ const EXPECTED: &[(&str, &str)] = &[
     ("GET", "/v1/jobs/{id}/dead"),
     ("DELETE", "/v1/jobs/{id}/dead"),
     ("POST", "/v1/jobs/{id}/dead/replay"),
+    ("POST", "/v1/jobs:pause"),
+    ("POST", "/v1/jobs:resume"),
     ("POST", "/v1/tasks"),
     ("POST", "/v1/tasks/batch"),
     ("GET", "/v1/tasks/{id}"),

@@ -11,7 +11,7 @@ use crate::store::{JobRecord, JobStatus};
 /// Job ids read per page of the scan.
 const SCAN_PAGE: usize = 500;
 
-/// Longest handler name a selector takes.
+/// Longest handler name a selector takes, in characters.
 pub const MAX_HANDLER_LEN: usize = 200;
 
 /// Which jobs a bulk pause or resume acts on.

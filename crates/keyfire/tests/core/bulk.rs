@@ -123,7 +123,7 @@ async fn a_selector_that_picks_nothing_or_everything_is_refused_by_field() {
         (JobSelector::IdPrefix("a:b".into()), "id_prefix"),
         (JobSelector::IdPrefix("-a".into()), "id_prefix"),
         (JobSelector::Handler(String::new()), "handler"),
-        (JobSelector::Handler("a b".into()), "handler"),
+        (JobSelector::Handler("a\nb".into()), "handler"),
     ] {
         match client.pause_matching(&selector).await {
             Err(Error::Invalid(v)) => assert_eq!(v.field, field, "{selector:?}"),
