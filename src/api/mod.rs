@@ -19,7 +19,8 @@
 //! Errors have one shape, [`ApiError`]: `{"error": {"code", "message", "field"}}`. Bodies must
 //! be sent as `application/json` (415 otherwise), are limited to `api.max_body_bytes` and
 //! decoded with unknown fields refused; validation happens before any write. With `api.token`
-//! set, every other route needs `Authorization: Bearer`. Browser requests from other sites may
+//! or `api.tokens` set, every other route needs `Authorization: Bearer`, and the token needs the
+//! scope `scopes::ROUTES` gives the route (403 otherwise). Browser requests from other sites may
 //! not change anything, and a node without a token answers only to local host names (see
 //! `guard`, and docs/security.md).
 

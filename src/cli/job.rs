@@ -546,7 +546,12 @@ async fn pause_resume(api: &Api, which: Which, what: &str) -> CliResult {
         }
     };
     let done: Value = api
-        .send(Method::POST, &format!("/v1/jobs:{what}"), Some(&selection), &[])
+        .send(
+            Method::POST,
+            &format!("/v1/jobs:{what}"),
+            Some(&selection),
+            &[],
+        )
         .await?;
     if api.json {
         api.print_json(&done);

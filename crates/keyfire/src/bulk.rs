@@ -3,6 +3,8 @@
 //! [`Client::resume`]. It reads the job index page by page when called, and costs nothing
 //! while idle.
 
+use std::collections::HashSet;
+
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::job::{MAX_ID_LEN, ValidationError};
@@ -105,14 +107,50 @@ impl Client {
 
     async fn bulk(&self, selector: &JobSelector, resume: bool) -> Result<BulkOutcome> {
         selector.check()?;
-        let mut outcome = BulkOutcome::default();
+        // First the whole scan, then the changes: a paused compact task is expanded into the
+        // jobs index, which the listing reads first, so changing while listing would meet
+        // jobs twice.
+        let picked = self.select(selector).await?;
+        let wanted = if resume {
+            JobStatus::Paused
+        } else {
+            JobStatus::Active
+        };
+        let mut outcome = BulkOutcome {
+            matched: picked.len() as u64,
+            changed: 0,
+        };
+        for (id, status) in picked {
+            if status != wanted {
+                continue;
+            }
+            let done = if resume {
+                self.resume(&id).await
+            } else {
+                self.pause(&id).await
+            };
+            match done {
+                Ok(after) if after.status != wanted => outcome.changed += 1,
+                Ok(_) => {}
+                // Deleted since it was read: nothing to do.
+                Err(Error::NotFound(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// The id and status of every job `selector` picks, each once.
+    async fn select(&self, selector: &JobSelector) -> Result<Vec<(String, JobStatus)>> {
+        let mut seen = HashSet::new();
+        let mut picked = Vec::new();
         let mut after: Option<String> = None;
         loop {
             let ids = self.list_ids(after.as_deref(), SCAN_PAGE).await?;
             let Some(last) = ids.last().cloned() else {
                 break;
             };
-            let picked: Vec<String> = match selector {
+            let read: Vec<String> = match selector {
                 // Ids alone tell; read only the jobs that match.
                 JobSelector::IdPrefix(p) => ids
                     .iter()
@@ -121,30 +159,9 @@ impl Client {
                     .collect(),
                 JobSelector::Handler(_) => ids.clone(),
             };
-            for job in self.get_many(&picked).await? {
-                if !selector.matches(&job) {
-                    continue;
-                }
-                outcome.matched += 1;
-                let wanted = if resume {
-                    JobStatus::Paused
-                } else {
-                    JobStatus::Active
-                };
-                if job.status != wanted {
-                    continue;
-                }
-                let done = if resume {
-                    self.resume(&job.spec.id).await
-                } else {
-                    self.pause(&job.spec.id).await
-                };
-                match done {
-                    Ok(after) if after.status != wanted => outcome.changed += 1,
-                    Ok(_) => {}
-                    // Deleted since it was read: nothing to do.
-                    Err(Error::NotFound(_)) => {}
-                    Err(e) => return Err(e),
+            for job in self.get_many(&read).await? {
+                if selector.matches(&job) && seen.insert(job.spec.id.clone()) {
+                    picked.push((job.spec.id, job.status));
                 }
             }
             if ids.len() < SCAN_PAGE {
@@ -152,6 +169,6 @@ impl Client {
             }
             after = Some(last);
         }
-        Ok(outcome)
+        Ok(picked)
     }
 }

@@ -17,7 +17,7 @@ async fn jobs_are_paused_and_resumed_by_id_prefix_and_by_handler() {
     let client = w.client().await;
     for (id, handler) in [
         ("billing-a", "rec"),
-        ("billing-b", "mail"),
+        ("billing-b", "slow"),
         ("billing", "rec"),
         ("bill", "rec"),
         ("other", "rec"),
@@ -89,12 +89,12 @@ async fn a_bulk_pause_reads_every_page_of_the_index() {
             .unwrap();
     }
     let tasks: Vec<JobSpec> = (0..1_100)
-        .map(|i| JobSpec::at(format!("task-{i:04}"), at, "bulk"))
+        .map(|i| JobSpec::at(format!("task-{i:04}"), at, "slow"))
         .collect();
     client.enqueue_many(tasks).await.unwrap();
-    let bulk = JobSelector::Handler("bulk".into());
+    let slow = JobSelector::Handler("slow".into());
     assert_eq!(
-        client.pause_matching(&bulk).await.unwrap(),
+        client.pause_matching(&slow).await.unwrap(),
         outcome(1_100, 1_100)
     );
     for id in ["task-0000", "task-0550", "task-1099"] {
