@@ -832,6 +832,7 @@ async fn redis_unavailable_is_documented() {
                 json!({"tasks": [{"id": "x", "token": "0123456789abcdef0123456789abcdef.probe-topic"}]})
             }
             "/v1/limits/{key}" => json!({"rate": 5}),
+            "/v1/jobs:pause" | "/v1/jobs:resume" => json!({"handler": "log"}),
             p if p.ends_with("/finish") || p.ends_with("/touch") => {
                 json!({"token": "0123456789abcdef0123456789abcdef.probe-topic"})
             }
