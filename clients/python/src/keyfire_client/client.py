@@ -403,13 +403,17 @@ class Keyfire:
         """Delete a job, its pending firing and its history; `NotFound` when absent."""
         self._call(delete_job, id)
 
-    def pause_jobs(self, *, handler: str | None = None, id_prefix: str | None = None) -> BulkChanged:
+    def pause_jobs(
+        self, *, handler: str | None = None, id_prefix: str | None = None
+    ) -> BulkChanged:
         """Pause every active job of `handler`, or whose id starts with `id_prefix` (exactly
         one); `.matched` counts the jobs picked, `.changed` those this call paused. `Invalid`
         names the field of a bad selection."""
         return self._call(pause_jobs, body=_body(handler=handler, id_prefix=id_prefix)).parsed
 
-    def resume_jobs(self, *, handler: str | None = None, id_prefix: str | None = None) -> BulkChanged:
+    def resume_jobs(
+        self, *, handler: str | None = None, id_prefix: str | None = None
+    ) -> BulkChanged:
         """Resume every paused job of `handler`, or whose id starts with `id_prefix` (exactly
         one), each as `resume` would; `.matched` and `.changed` as for `pause_jobs`."""
         return self._call(resume_jobs, body=_body(handler=handler, id_prefix=id_prefix)).parsed
