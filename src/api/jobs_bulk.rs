@@ -5,7 +5,6 @@
 use axum::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use utoipa::ToSchema;
 
 use super::ApiState;
