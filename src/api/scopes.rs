@@ -167,13 +167,13 @@ impl Grant {
 /// The route layer: refuse with 403 a request whose token (set by `auth`) lacks the scope its
 /// route needs. Runs after routing (it reads the matched route), before the body is read.
 pub(super) async fn require_scope(req: Request, next: Next) -> Response {
-    let Some(path) = req
+    // Every routed request has its template; one without falls to `admin`, as an unknown
+    // route does.
+    let path = req
         .extensions()
         .get::<MatchedPath>()
         .map(|p| p.as_str().to_string())
-    else {
-        return next.run(req).await;
-    };
+        .unwrap_or_default();
     let method = req.method().clone();
     let need = route_need(method.as_str(), &path).unwrap_or(S(Admin));
     let S(need) = need else {
