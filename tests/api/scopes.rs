@@ -353,3 +353,47 @@ topics = ["emails", "billing-*"]
     let env = vec![("MAILER_TOKEN".to_string(), "m-secret".to_string())];
     ServerSettings::load_from(Some(&path), env).unwrap();
 }
+
+/// The dashboard asks for a token when only `api.tokens` is set, and a `read` token sees every
+/// view it draws; its buttons that change something get the 403, which it shows as it is.
+#[tokio::test]
+async fn the_dashboard_works_with_a_read_token() {
+    use http_body_util::BodyExt;
+    use keyfire_server::api::{ApiState, app};
+    use tower::ServiceExt;
+
+    let api = Api::with(|s| {
+        s.api.tokens = vec![token("viewer", &["read"], None)];
+    })
+    .await;
+    let app = app(ApiState::new(api.world.client().await, &api.world.settings));
+    let resp = app
+        .clone()
+        .oneshot(Request::get("/ui/config.json").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    let config: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(config["auth"], true, "{config}");
+
+    let viewer = "viewer-secret-0123456789";
+    for uri in [
+        "/v1/overview",
+        "/v1/nodes",
+        "/v1/jobs",
+        "/v1/topics",
+        "/v1/limits",
+    ] {
+        let req = Request::get(uri)
+            .header("authorization", format!("Bearer {viewer}"))
+            .body(Body::empty())
+            .unwrap();
+        let a = api.send(req).await;
+        assert_eq!(a.status, StatusCode::OK, "{uri}: {:#}", a.body);
+    }
+    let req = Request::post("/v1/jobs/x/trigger")
+        .header("authorization", format!("Bearer {viewer}"))
+        .body(Body::empty())
+        .unwrap();
+    api.send(req).await.assert_error(403, "forbidden");
+}
