@@ -17,11 +17,19 @@ use keyfire::bulk::{BulkOutcome, JobSelector};
 #[serde(deny_unknown_fields)]
 pub(super) struct JobSelection {
     /// Every job (one-shot tasks included) whose handler is this one.
+    #[serde(default, deserialize_with = "given")]
     #[schema(nullable = false)]
     pub handler: Option<String>,
     /// Every job whose id starts with this (such as `billing-`).
+    #[serde(default, deserialize_with = "given")]
     #[schema(nullable = false)]
     pub id_prefix: Option<String>,
+}
+
+/// A selector that is present is a string: `null` is refused (the document says so), not
+/// read as absent.
+fn given<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    String::deserialize(d).map(Some)
 }
 
 impl JobSelection {

@@ -92,6 +92,8 @@ async fn a_bad_selection_is_refused_by_field_and_changes_nothing() {
             (json!({"handler": ""}), "handler"),
             (json!({"handler": "x".repeat(201)}), "handler"),
             (json!({"prefix": "billing-"}), "prefix"),
+            (json!({"handler": null, "id_prefix": "b"}), "handler"),
+            (json!({"handler": "noop", "id_prefix": null}), "id_prefix"),
         ] {
             let a = api.post(route, Some(body.clone())).await;
             a.assert_error(422, "invalid");
