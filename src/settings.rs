@@ -11,6 +11,9 @@ use keyfire::error::{Error, Result};
 use keyfire::job::{FlowLimitSpec, JobSpec};
 use serde::{Deserialize, Serialize};
 
+mod tokens;
+pub use tokens::{ApiToken, MAX_TOKEN_NAME_LEN, Scope, topic_matches};
+
 /// Everything `keyfire serve` and the other commands read from configuration: the library's
 /// settings (the first four fields, handed to the node and the client by
 /// [`ServerSettings::library`]) and the server's own.
@@ -92,7 +95,7 @@ impl ServerSettings {
 }
 
 /// The REST API a node serves (`/v1`, `/healthz`, `/readyz`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ApiSettings {
     /// Serve the API from `keyfire serve`.
@@ -100,8 +103,12 @@ pub struct ApiSettings {
     /// `host:port` to listen on. A non-loopback address needs a `token`, and so does a host
     /// name other than `localhost` (it may resolve to any address).
     pub listen: String,
-    /// Bearer token every `/v1` request must carry; empty: no auth (loopback only).
+    /// Bearer token every `/v1` request must carry, allowed everything (the `admin` scope);
+    /// empty: no auth (loopback only), unless `tokens` names some.
     pub token: String,
+    /// Named bearer tokens, each allowed some scopes (`[[api.tokens]]`: `name`, `secret` or
+    /// `secret_env`, `scopes`, `topics`); see docs/security.md.
+    pub tokens: Vec<ApiToken>,
     /// Largest request body, in bytes (413 past it).
     pub max_body_bytes: usize,
 }
@@ -112,8 +119,29 @@ impl Default for ApiSettings {
             enabled: true,
             listen: "127.0.0.1:8080".into(),
             token: String::new(),
+            tokens: Vec::new(),
             max_body_bytes: 1024 * 1024,
         }
+    }
+}
+
+impl ApiSettings {
+    /// Whether requests need a bearer token: `token` or `tokens` is set.
+    pub fn auth_enabled(&self) -> bool {
+        !self.token.is_empty() || !self.tokens.is_empty()
+    }
+}
+
+/// Secrets never appear in debug output (logs).
+impl std::fmt::Debug for ApiSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiSettings")
+            .field("enabled", &self.enabled)
+            .field("listen", &self.listen)
+            .field("token", &tokens::redacted(&self.token))
+            .field("tokens", &self.tokens)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .finish()
     }
 }
 
@@ -295,6 +323,9 @@ impl ServerSettings {
         file: Option<&Path>,
         env: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Self> {
+        let env: Vec<(String, String)> = env.into_iter().collect();
+        // Every variable, for the tokens' `secret_env`.
+        let all_env: std::collections::HashMap<String, String> = env.iter().cloned().collect();
         let env: config::Map<String, String> = env
             .into_iter()
             .filter(|(k, _)| k.to_ascii_uppercase().starts_with("KEYFIRE__"))
@@ -329,10 +360,11 @@ impl ServerSettings {
                     .map_err(|e| Error::Config(format!("{var}: {e}")))?;
             }
         }
-        let settings: ServerSettings = builder
+        let mut settings: ServerSettings = builder
             .build()
             .and_then(|c| c.try_deserialize())
             .map_err(|e| Error::Config(e.to_string()))?;
+        tokens::resolve_secrets(&mut settings.api.tokens, &all_env)?;
         settings.check()?;
         Ok(settings)
     }
@@ -384,12 +416,13 @@ impl ServerSettings {
                 return bad(&format!("topics[{i}].{field}"), &message);
             }
         }
-        if self.api.enabled && self.api.token.is_empty() {
+        tokens::check_tokens(&self.api.tokens, &self.api.token)?;
+        if self.api.enabled && !self.api.auth_enabled() {
             match self.api.listen.parse::<std::net::SocketAddr>() {
                 Ok(addr) if !addr.ip().is_loopback() => {
                     return bad(
                         "api.listen",
-                        "a non-loopback address needs api.token (bearer auth); set a token or listen on 127.0.0.1",
+                        "a non-loopback address needs api.token or api.tokens (bearer auth); set a token or listen on 127.0.0.1",
                     );
                 }
                 Ok(_) => {}
@@ -398,8 +431,8 @@ impl ServerSettings {
                 Err(_) if !is_localhost_name(&self.api.listen) => {
                     return Err(Error::Config(format!(
                         "api.listen: '{}' is a host name, which may resolve to a non-loopback \
-                         address; without api.token only a loopback address (127.0.0.1:8080, \
-                         [::1]:8080) or localhost is allowed: set api.token (bearer auth) or \
+                         address; without api.token or api.tokens only a loopback address (127.0.0.1:8080, \
+                         [::1]:8080) or localhost is allowed: set api.token or api.tokens (bearer auth) or \
                          listen on 127.0.0.1",
                         self.api.listen
                     )));

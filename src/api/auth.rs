@@ -1,5 +1,7 @@
 //! Bearer-token auth: every route but `/healthz`, `/readyz` and the OpenAPI document needs
-//! `Authorization: Bearer <api.token>` when a token is configured.
+//! `Authorization: Bearer <token>` when `api.token` or `api.tokens` is configured. This layer
+//! finds which token was presented (401 when none matches) and hands its [`Grant`] to the
+//! request; `scopes::require_scope` then checks it against the route (403).
 
 use axum::extract::{Request, State};
 use axum::http::header;
@@ -7,8 +9,41 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
+use std::sync::Arc;
+
 use super::ApiState;
 use super::error::ApiError;
+use super::scopes::Grant;
+use crate::settings::ApiSettings;
+
+/// The configured tokens: each secret with what it allows.
+pub(super) struct Credentials(Vec<(String, Arc<Grant>)>);
+
+impl Credentials {
+    /// `api.token` (allowed everything) and `api.tokens`; `None` when neither is set.
+    pub(super) fn from_settings(api: &ApiSettings) -> Option<Self> {
+        let mut all = Vec::new();
+        if !api.token.is_empty() {
+            all.push((api.token.clone(), Arc::new(Grant::admin("api.token"))));
+        }
+        for t in &api.tokens {
+            all.push((t.secret.clone(), Arc::new(Grant::of(t))));
+        }
+        (!all.is_empty()).then_some(Self(all))
+    }
+
+    /// The grant of the token `presented`. Every secret is compared, in constant time, so the
+    /// time taken does not tell which one (nor where) a wrong token differs.
+    fn find(&self, presented: &str) -> Option<Arc<Grant>> {
+        let mut found = None;
+        for (secret, grant) in &self.0 {
+            if token_matches(presented.as_bytes(), secret.as_bytes()) {
+                found = Some(grant.clone());
+            }
+        }
+        found
+    }
+}
 
 /// Paths served without a token: probes for orchestrators, and the document (it holds no data).
 pub const OPEN_PATHS: &[&str] = &["/healthz", "/readyz", "/v1/openapi.json"];
@@ -27,10 +62,11 @@ pub fn token_matches(presented: &[u8], expected: &[u8]) -> bool {
 /// The middleware.
 pub(super) async fn require_token(
     State(state): State<ApiState>,
-    req: Request,
+    mut req: Request,
     next: Next,
 ) -> Response {
-    let Some(expected) = state.token() else {
+    let Some(credentials) = state.credentials() else {
+        req.extensions_mut().insert(no_auth());
         return next.run(req).await;
     };
     if OPEN_PATHS.contains(&req.uri().path()) {
@@ -44,10 +80,20 @@ pub(super) async fn require_token(
             let (scheme, token) = v.trim().split_once(' ')?;
             scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
         });
-    match presented {
-        Some(t) if token_matches(t.as_bytes(), expected.as_bytes()) => next.run(req).await,
-        _ => ApiError::unauthorized().into_response(),
+    match presented.and_then(|t| credentials.find(t)) {
+        Some(grant) => {
+            req.extensions_mut().insert(grant);
+            next.run(req).await
+        }
+        None => ApiError::unauthorized().into_response(),
     }
+}
+
+/// A node without tokens allows everything to whoever reaches it (loopback only).
+fn no_auth() -> Arc<Grant> {
+    static GRANT: std::sync::LazyLock<Arc<Grant>> =
+        std::sync::LazyLock::new(|| Arc::new(Grant::admin("(no token configured)")));
+    GRANT.clone()
 }
 
 #[cfg(test)]

@@ -127,6 +127,18 @@ fn u32_from(min: u32, max: u32) -> Value {
 
 /// The rules of the request fields, each from its validator's constants.
 fn field_rules(doc: &mut Value) {
+    // A bulk pause or resume takes exactly one selector (`keyfire::bulk::JobSelector::check`).
+    let selection = schema(doc, "JobSelection");
+    selection.insert("minProperties".into(), json!(1));
+    selection.insert("maxProperties".into(), json!(1));
+    apply(
+        property(doc, "JobSelection", "id_prefix"),
+        name_rule(ID_PATTERN, MAX_ID_LEN),
+    );
+    apply(
+        property(doc, "JobSelection", "handler"),
+        json!({"pattern": NO_CONTROL_PATTERN, "minLength": 1, "maxLength": keyfire::bulk::MAX_HANDLER_LEN}),
+    );
     let job_like = ["JobSpec", "JobSpecWithoutId", "TaskSpec", "StoredJobSpec"];
     for name in job_like {
         let props = schema(doc, name)["properties"].as_object().unwrap().clone();

@@ -95,13 +95,13 @@ pub(super) async fn same_site_only(
     next: Next,
 ) -> Response {
     let authority = request_authority(&req);
-    if state.token().is_none()
+    if state.credentials().is_none()
         && !OPEN_PATHS.contains(&req.uri().path())
         && let Some(a) = authority.as_deref()
         && !is_literal_or_localhost(host_of(a))
     {
         return ApiError::forbidden(format!(
-            "this node has no api.token, so it answers only to an IP address or localhost, \
+            "this node has no api.token nor api.tokens, so it answers only to an IP address or localhost, \
              not to the name '{}' (a name could be a DNS-rebinding web page); set api.token \
              to serve under a name",
             host_of(a)

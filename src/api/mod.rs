@@ -2,7 +2,8 @@
 //!
 //! - `/v1/jobs`, `/v1/jobs/{id}` (+ `/pause`, `/resume`, `/trigger`, `/runs`): jobs CRUD
 //!   through the [`Client`]; every job answer carries its next five firings in UTC and in its
-//!   zone. `/v1/jobs/{id}/dead` (+ `/replay`): dead letters.
+//!   zone. `/v1/jobs/{id}/dead` (+ `/replay`): dead letters. `/v1/jobs:pause`, `/v1/jobs:resume`:
+//!   many jobs at once, by handler or id prefix.
 //! - `/v1/tasks`, `/v1/tasks/batch`: one-shot tasks.
 //! - `/v1/topics` (+ `/{topic}/tasks`, `/{topic}/pop`, `/{topic}/tasks/{id}` (+ `/finish`,
 //!   `/touch`)): the delay queue ([`keyfire::queue::Queue`]); `/v1/tasks/{id}` (+ `/finish`,
@@ -18,7 +19,8 @@
 //! Errors have one shape, [`ApiError`]: `{"error": {"code", "message", "field"}}`. Bodies must
 //! be sent as `application/json` (415 otherwise), are limited to `api.max_body_bytes` and
 //! decoded with unknown fields refused; validation happens before any write. With `api.token`
-//! set, every other route needs `Authorization: Bearer`. Browser requests from other sites may
+//! or `api.tokens` set, every other route needs `Authorization: Bearer`, and the token needs the
+//! scope `scopes::ROUTES` gives the route (403 otherwise). Browser requests from other sites may
 //! not change anything, and a node without a token answers only to local host names (see
 //! `guard`, and docs/security.md).
 
@@ -29,10 +31,12 @@ mod error;
 mod extract;
 mod guard;
 mod jobs;
+mod jobs_bulk;
 pub mod limits;
 mod metrics;
 pub mod model;
 pub mod overview;
+pub mod scopes;
 mod system;
 mod tasks;
 mod topic_tasks;
@@ -71,7 +75,8 @@ struct StateInner {
     client: Client,
     /// One queue for every request, so pops share its hints of the next ready ids.
     queue: Queue,
-    token: Option<String>,
+    /// `api.token` and `api.tokens`; `None`: no auth.
+    credentials: Option<auth::Credentials>,
     max_body_bytes: usize,
     node_ttl_ms: i64,
     /// What `/metrics` and `/readyz` read from Redis, cached for `metrics.min_interval`.
@@ -81,7 +86,7 @@ struct StateInner {
 impl std::fmt::Debug for ApiState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ApiState")
-            .field("auth", &self.inner.token.is_some())
+            .field("auth", &self.inner.credentials.is_some())
             .field("max_body_bytes", &self.inner.max_body_bytes)
             .finish()
     }
@@ -90,7 +95,6 @@ impl std::fmt::Debug for ApiState {
 impl ApiState {
     /// The API over `client`, with the `[api]` and node settings of `settings`.
     pub fn new(client: Client, settings: &ServerSettings) -> Self {
-        let token = Some(settings.api.token.clone()).filter(|t| !t.is_empty());
         Self {
             inner: Arc::new(StateInner {
                 queue: client.queue(),
@@ -100,7 +104,7 @@ impl ApiState {
                     &settings.metrics,
                 ),
                 client,
-                token,
+                credentials: auth::Credentials::from_settings(&settings.api),
                 max_body_bytes: settings.api.max_body_bytes,
                 node_ttl_ms: settings.node.node_ttl.as_millis() as i64,
             }),
@@ -117,8 +121,8 @@ impl ApiState {
         &self.inner.queue
     }
 
-    fn token(&self) -> Option<&str> {
-        self.inner.token.as_deref()
+    fn credentials(&self) -> Option<&auth::Credentials> {
+        self.inner.credentials.as_ref()
     }
 
     fn max_body_bytes(&self) -> usize {
@@ -139,8 +143,10 @@ impl ApiState {
     info(
         title = "keyfire",
         description = "A distributed job scheduler on Redis. Errors share one shape: \
-            `{\"error\": {\"code\", \"message\", \"field\"}}`. When the node has `api.token` set, \
-            every route but /healthz, /readyz and this document needs `Authorization: Bearer <token>`."
+            `{\"error\": {\"code\", \"message\", \"field\"}}`. When the node has `api.token` or \
+            `api.tokens` set, every route but /healthz, /readyz and this document needs \
+            `Authorization: Bearer <token>`, and a token allowed the scope each operation names \
+            in `x-keyfire-scope` (`read`, `consume`, `write`, `admin`; 403 otherwise)."
     ),
     modifiers(&BearerAuth),
     components(schemas(ErrorBody, ErrorDetail, topics::Popped)),
@@ -175,6 +181,8 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(jobs::put_job, jobs::get_job, jobs::delete_job))
         .routes(routes!(jobs::post_job, jobs::list_jobs))
         .routes(routes!(jobs::pause_job))
+        .routes(routes!(jobs_bulk::pause_jobs))
+        .routes(routes!(jobs_bulk::resume_jobs))
         .routes(routes!(jobs::resume_job))
         .routes(routes!(jobs::job_runs))
         .routes(routes!(jobs::trigger_job))
@@ -216,7 +224,9 @@ pub fn openapi() -> &'static serde_json::Value {
     static DOC: LazyLock<serde_json::Value> = LazyLock::new(|| {
         let mut doc = api_routes().into_openapi();
         deprecate_aliases(&mut doc);
-        contract::finish(&doc)
+        let mut doc = contract::finish(&doc);
+        scopes::document(&mut doc);
+        doc
     });
     &DOC
 }
@@ -266,7 +276,8 @@ async fn method_not_allowed() -> ApiError {
 pub fn router(state: ApiState) -> Router {
     let (routes, _) = api_routes().split_for_parts();
     routes
-        // Matched routes only: it needs the route's template to name the bad parameter.
+        // Matched routes only: each needs the route's template (its scope; the bad parameter).
+        .route_layer(axum::middleware::from_fn(scopes::require_scope))
         .route_layer(axum::middleware::from_fn(guard::utf8_path))
         .fallback(route_not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -288,7 +299,7 @@ pub fn router(state: ApiState) -> Router {
 /// files are not API operations (they are neither documented nor behind the token), so they
 /// are merged here rather than registered in [`router`].
 pub fn app(state: ApiState) -> Router {
-    let auth = state.token().is_some();
+    let auth = state.credentials().is_some();
     router(state).merge(dashboard::routes(auth))
 }
 
@@ -340,11 +351,11 @@ pub async fn bind(api: &ApiSettings) -> Result<TcpListener, BindError> {
         ))
         .into());
     }
-    if api.token.is_empty()
+    if !api.auth_enabled()
         && let Some(open) = addrs.iter().find(|a| !a.ip().is_loopback())
     {
         return Err(Error::Config(format!(
-            "api.listen '{}' ({open}) is not a loopback address: set api.token (bearer auth) or listen on 127.0.0.1",
+            "api.listen '{}' ({open}) is not a loopback address: set api.token or api.tokens (bearer auth) or listen on 127.0.0.1",
             api.listen
         ))
         .into());

@@ -1,4 +1,5 @@
-//! `keyfire job add|get|ls|edit|rm|pause|resume|trigger|runs`: manage jobs through a node's API.
+//! `keyfire job add|get|ls|edit|rm|pause|resume|trigger|runs`: manage jobs through a node's API
+//! (`pause` and `resume` also many at once, by `--handler` or `--prefix`).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -20,6 +21,20 @@ pub struct JobArgs {
     remote: Remote,
     #[command(subcommand)]
     command: JobCommand,
+}
+
+/// The jobs `job pause` and `job resume` act on: exactly one of an id, `--handler`, `--prefix`.
+#[derive(Debug, Clone, Args)]
+#[group(required = true, multiple = false)]
+pub struct Which {
+    /// The job's id.
+    id: Option<String>,
+    /// Every job (one-shot tasks included) whose handler is this.
+    #[arg(long)]
+    handler: Option<String>,
+    /// Every job whose id starts with this, such as billing-.
+    #[arg(long)]
+    prefix: Option<String>,
 }
 
 /// Fields of a job that flags can set (`job add`, `job edit`).
@@ -106,17 +121,18 @@ enum JobCommand {
         /// The job's id.
         id: String,
     },
-    /// Pause a job: it fires nothing until resumed.
+    /// Pause a job, or every job of a handler (--handler) or under an id prefix (--prefix):
+    /// it fires nothing until resumed.
     Pause {
-        /// The job's id.
-        id: String,
+        #[command(flatten)]
+        which: Which,
     },
-    /// Resume a paused job: it is scheduled from the first firing after the pause began, so
-    /// its misfire policy decides what the pause skipped (a pause shorter than the misfire
-    /// tolerance loses nothing).
+    /// Resume a paused job, or every one of a handler or under an id prefix: it is scheduled
+    /// from the first firing after the pause began, so its misfire policy decides what the
+    /// pause skipped (a pause shorter than the misfire tolerance loses nothing).
     Resume {
-        /// The job's id.
-        id: String,
+        #[command(flatten)]
+        which: Which,
     },
     /// Run a job once now, without moving its schedule. Prints the firing id.
     Trigger {
@@ -175,8 +191,8 @@ pub async fn run(args: JobArgs) -> CliResult {
             }
             Ok(())
         }
-        JobCommand::Pause { id } => pause_resume(&api, &id, "pause").await,
-        JobCommand::Resume { id } => pause_resume(&api, &id, "resume").await,
+        JobCommand::Pause { which } => pause_resume(&api, which, "pause").await,
+        JobCommand::Resume { which } => pause_resume(&api, which, "resume").await,
         JobCommand::Runs { id, limit } => runs(&api, &id, limit).await,
         JobCommand::Trigger { id } => {
             let t: Triggered = api
@@ -520,7 +536,36 @@ async fn ls(
     Ok(())
 }
 
-async fn pause_resume(api: &Api, id: &str, what: &str) -> CliResult {
+async fn pause_resume(api: &Api, which: Which, what: &str) -> CliResult {
+    let selection = match (which.id, which.handler, which.prefix) {
+        (Some(id), _, _) => return pause_resume_one(api, &id, what).await,
+        (None, Some(h), _) => serde_json::json!({"handler": h}),
+        (None, None, Some(p)) => serde_json::json!({"id_prefix": p}),
+        (None, None, None) => {
+            return Err(CliError::usage("give a job id, --handler or --prefix"));
+        }
+    };
+    let done: Value = api
+        .send(
+            Method::POST,
+            &format!("/v1/jobs:{what}"),
+            Some(&selection),
+            &[],
+        )
+        .await?;
+    if api.json {
+        api.print_json(&done);
+    } else {
+        let past = if what == "pause" { "paused" } else { "resumed" };
+        println!(
+            "{past} {} of {} matching jobs",
+            done["changed"], done["matched"]
+        );
+    }
+    Ok(())
+}
+
+async fn pause_resume_one(api: &Api, id: &str, what: &str) -> CliResult {
     let job: JobView = api
         .send(
             Method::POST,

@@ -307,7 +307,7 @@ pub async fn start(settings: ServerSettings, registry: Registry) -> anyhow::Resu
             let task = tokio::spawn(api::serve(listener, state, stop.clone().cancelled_owned()));
             tracing::info!(
                 url = %format!("http://{addr}"),
-                auth = !settings.api.token.is_empty(),
+                auth = settings.api.auth_enabled(),
                 "api listening"
             );
             Some((addr, stop, task))

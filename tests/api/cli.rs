@@ -141,6 +141,31 @@ async fn the_cli_drives_a_served_node() {
     );
     let got = printed_json(&cli(&url, &["job", "get", "tick", "--json"]));
     assert_eq!(got["status"], "paused");
+    // Many at once: by id prefix, by handler; exactly one of an id, --handler, --prefix.
+    let resume = cli(&url, &["job", "resume", "--prefix", "ti"]);
+    assert_eq!(code(&resume), 0, "{}", printed(&resume));
+    assert!(
+        printed(&resume).contains("resumed 1 of 1 matching jobs"),
+        "{}",
+        printed(&resume)
+    );
+    let got = printed_json(&cli(&url, &["job", "get", "tick", "--json"]));
+    assert_eq!(got["status"], "active");
+    let pause = cli(&url, &["job", "pause", "--handler", "noop", "--json"]);
+    assert_eq!(code(&pause), 0, "{}", printed(&pause));
+    assert_eq!(
+        printed_json(&pause),
+        serde_json::json!({"matched": 1, "changed": 1})
+    );
+    for bad in [
+        &["job", "pause"][..],
+        &["job", "pause", "tick", "--prefix", "t"],
+    ] {
+        assert_eq!(code(&cli(&url, bad)), 2, "{bad:?}");
+    }
+    let empty = cli(&url, &["job", "pause", "--prefix", ""]);
+    assert_eq!(code(&empty), 2, "{}", printed(&empty));
+    assert!(printed(&empty).contains("id_prefix"), "{}", printed(&empty));
 
     let edit = cli(
         &url,

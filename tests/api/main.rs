@@ -6,6 +6,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod bulk;
 mod cli;
 mod common;
 mod contract;
@@ -19,6 +20,7 @@ mod limits;
 mod openapi;
 mod promises;
 mod routes;
+mod scopes;
 mod socket;
 mod tls;
 mod topic_partitions;

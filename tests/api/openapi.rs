@@ -31,6 +31,8 @@ const EXPECTED: &[(&str, &str)] = &[
     ("GET", "/v1/jobs/{id}/dead"),
     ("DELETE", "/v1/jobs/{id}/dead"),
     ("POST", "/v1/jobs/{id}/dead/replay"),
+    ("POST", "/v1/jobs:pause"),
+    ("POST", "/v1/jobs:resume"),
     ("POST", "/v1/tasks"),
     ("POST", "/v1/tasks/batch"),
     ("GET", "/v1/tasks/{id}"),
@@ -830,6 +832,7 @@ async fn redis_unavailable_is_documented() {
                 json!({"tasks": [{"id": "x", "token": "0123456789abcdef0123456789abcdef.probe-topic"}]})
             }
             "/v1/limits/{key}" => json!({"rate": 5}),
+            "/v1/jobs:pause" | "/v1/jobs:resume" => json!({"handler": "log"}),
             p if p.ends_with("/finish") || p.ends_with("/touch") => {
                 json!({"token": "0123456789abcdef0123456789abcdef.probe-topic"})
             }

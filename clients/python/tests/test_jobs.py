@@ -68,3 +68,30 @@ def test_topic_partitions_are_declared_once_then_read_back(kf, topic):
     assert kf.get_topic(topic).partitions == 4
     task_id = kf.add(topic, {"n": 1})
     assert [t.id for t in kf.pop(topic, max=1)] == [task_id]
+
+
+def test_jobs_pause_and_resume_in_bulk(kf):
+    prefix = f"bulk-{uuid.uuid4().hex[:8]}-"
+    for n in range(3):
+        kf.put_job({"id": f"{prefix}{n}", "every": "1h", "handler": "log"})
+    kf.put_job({"id": f"{prefix}x", "every": "1h", "handler": "noop"})
+
+    paused = kf.pause_jobs(id_prefix=prefix)
+    assert (paused.matched, paused.changed) == (4, 4)
+    assert kf.get_job(f"{prefix}0").status == "paused"
+    again = kf.pause_jobs(id_prefix=prefix)
+    assert (again.matched, again.changed) == (4, 0)
+
+    resumed = kf.resume_jobs(id_prefix=prefix)
+    assert resumed.changed == 4
+    assert kf.get_job(f"{prefix}x").status == "active"
+
+    with pytest.raises(Invalid) as e:
+        kf.pause_jobs(handler="log", id_prefix=prefix)
+    assert e.value.field == "id_prefix"
+    with pytest.raises(Invalid) as e:
+        kf.resume_jobs()
+    assert e.value.field == "handler"
+    for n in range(3):
+        kf.delete_job(f"{prefix}{n}")
+    kf.delete_job(f"{prefix}x")

@@ -32,6 +32,10 @@ export type TaskView = Schemas["TaskView"];
 export type TopicList = Schemas["TopicList"];
 /** A topic's settings. */
 export type TopicView = Schemas["TopicView"];
+/** Which jobs a bulk pause or resume picks: exactly one of `handler` and `id_prefix`. */
+export type JobSelection = { handler: string; id_prefix?: never } | { id_prefix: string; handler?: never };
+/** What a bulk pause or resume did: jobs picked, and those this call changed. */
+export type BulkChanged = Schemas["BulkChanged"];
 /** How a finish answered one task: `done`, `lost` or `not_found`. */
 export type FinishOutcome = "done" | "lost" | "not_found" | (string & {});
 
@@ -334,5 +338,21 @@ export class Keyfire {
   /** Delete a job, its pending firing and its history; `NotFoundError` when absent. */
   async deleteJob(id: string): Promise<void> {
     await this.call(this.api.DELETE("/v1/jobs/{id}", { params: { path: { id } } }));
+  }
+
+  /**
+   * Pause every active job of a handler, or whose id starts with a prefix (exactly one);
+   * `matched` counts the jobs picked, `changed` those this call paused. `InvalidError` names
+   * the field of a bad selection.
+   */
+  async pauseJobs(selection: JobSelection): Promise<BulkChanged> {
+    const { data } = await this.call(this.api.POST("/v1/jobs:pause", { body: selection }));
+    return data;
+  }
+
+  /** Resume every paused job a selection picks, each as a one-job resume would. */
+  async resumeJobs(selection: JobSelection): Promise<BulkChanged> {
+    const { data } = await this.call(this.api.POST("/v1/jobs:resume", { body: selection }));
+    return data;
   }
 }

@@ -120,6 +120,22 @@ test("job CRUD round trip with If-Match versions", async () => {
   await rejection(keyfire.deleteJob(id), NotFoundError);
 });
 
+test("jobs pause and resume in bulk, by id prefix", async () => {
+  const prefix = `bulk-${randomBytes(4).toString("hex")}-`;
+  for (const n of ["0", "1", "2"]) await keyfire.putJob({ id: prefix + n, every: "1h", handler: "log" });
+  await keyfire.putJob({ id: prefix + "x", every: "1h", handler: "noop" });
+
+  assert.deepEqual(await keyfire.pauseJobs({ id_prefix: prefix }), { matched: 4, changed: 4 });
+  assert.equal((await keyfire.getJob(prefix + "0")).status, "paused");
+  assert.deepEqual(await keyfire.pauseJobs({ id_prefix: prefix }), { matched: 4, changed: 0 });
+  assert.equal((await keyfire.resumeJobs({ id_prefix: prefix })).changed, 4);
+  assert.equal((await keyfire.getJob(prefix + "x")).status, "active");
+
+  const err = await rejection(keyfire.pauseJobs({ id_prefix: "" }), InvalidError);
+  assert.equal(err.field, "id_prefix");
+  for (const n of ["0", "1", "2", "x"]) await keyfire.deleteJob(prefix + n);
+});
+
 test("enqueue with dedup creates one task", async () => {
   const key = `order-${randomBytes(4).toString("hex")}:reminder`;
   const spec = { handler: "log", after: "1h", params: { order: 7 }, dedup: { key, window: "10m" } };

@@ -25,7 +25,7 @@ import httpx
 
 from . import errors
 from ._generated import AuthenticatedClient, Client
-from ._generated.api.jobs import delete_job, get_job, post_job
+from ._generated.api.jobs import delete_job, get_job, pause_jobs, post_job, resume_jobs
 from ._generated.api.tasks import post_task
 from ._generated.api.topics import (
     add_task,
@@ -38,7 +38,14 @@ from ._generated.api.topics import (
     put_topic,
     touch_topic_task,
 )
-from ._generated.models import JobView, TaskView, TopicList, TopicSettings, TopicView
+from ._generated.models import (
+    BulkChanged,
+    JobView,
+    TaskView,
+    TopicList,
+    TopicSettings,
+    TopicView,
+)
 from ._generated.types import UNSET
 
 if TYPE_CHECKING:
@@ -395,3 +402,18 @@ class Keyfire:
     def delete_job(self, id: str) -> None:
         """Delete a job, its pending firing and its history; `NotFound` when absent."""
         self._call(delete_job, id)
+
+    def pause_jobs(
+        self, *, handler: str | None = None, id_prefix: str | None = None
+    ) -> BulkChanged:
+        """Pause every active job of `handler`, or whose id starts with `id_prefix` (exactly
+        one); `.matched` counts the jobs picked, `.changed` those this call paused. `Invalid`
+        names the field of a bad selection."""
+        return self._call(pause_jobs, body=_body(handler=handler, id_prefix=id_prefix)).parsed
+
+    def resume_jobs(
+        self, *, handler: str | None = None, id_prefix: str | None = None
+    ) -> BulkChanged:
+        """Resume every paused job of `handler`, or whose id starts with `id_prefix` (exactly
+        one), each as `resume` would; `.matched` and `.changed` as for `pause_jobs`."""
+        return self._call(resume_jobs, body=_body(handler=handler, id_prefix=id_prefix)).parsed

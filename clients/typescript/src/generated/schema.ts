@@ -214,6 +214,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/jobs:pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause every active job picked by `handler` or by `id_prefix` (exactly one).
+         * @description Reads the whole job index, a page at a time, and pauses each match as
+         *     `POST /v1/jobs/{id}/pause` would; a job created meanwhile may be missed.
+         */
+        post: operations["pause_jobs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs:resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume every paused job picked by `handler` or by `id_prefix` (exactly one).
+         * @description Each is resumed as `POST /v1/jobs/{id}/resume` would: its misfire policy decides what its
+         *     pause skipped.
+         */
+        post: operations["resume_jobs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/limits": {
         parameters: {
             query?: never;
@@ -639,6 +681,19 @@ export interface components {
             /** @description Its topic. */
             topic: string;
         };
+        /** @description What a bulk pause or resume did. */
+        BulkChanged: {
+            /**
+             * Format: int64
+             * @description Those this request paused (or resumed); the others already were, or are finished.
+             */
+            changed: number;
+            /**
+             * Format: int64
+             * @description Jobs the selection picked, whatever their status.
+             */
+            matched: number;
+        };
         /** @description How many dead letters a replay or purge acted on. */
         DeadCount: {
             /**
@@ -852,6 +907,13 @@ export interface components {
             jobs: components["schemas"]["JobView"][];
             /** @description Pass as `after` for the next page; null on the last page. */
             next_cursor?: string | null;
+        };
+        /** @description Which jobs to act on: exactly one of `handler` and `id_prefix`. */
+        JobSelection: {
+            /** @description Every job (one-shot tasks included) whose handler is this one. */
+            handler?: string;
+            /** @description Every job whose id starts with this (such as `billing-`). */
+            id_prefix?: string;
         };
         /** @description A job as a client declares it. Exactly one of `cron`, `every`, `at` and `after` gives the schedule (the others absent or null), and `tz` goes only with `cron`. `after` is resolved to `at` by Redis's clock on each write. `dedup` is for enqueued tasks (`POST /v1/tasks`) and refused here, except a deduplicated task's own declaration written back unchanged. */
         JobSpec: {
@@ -1840,7 +1902,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1933,7 +1995,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2034,7 +2096,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2154,7 +2216,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2270,7 +2332,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2388,7 +2450,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2489,7 +2551,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2574,7 +2636,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2670,7 +2732,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2763,7 +2825,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2856,7 +2918,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2964,7 +3026,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3046,7 +3108,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3057,6 +3119,234 @@ export interface operations {
             };
             /** @description No such job */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    pause_jobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id_prefix": "billing-"
+                 *     }
+                 */
+                "application/json": components["schemas"]["JobSelection"];
+            };
+        };
+        responses: {
+            /** @description How many jobs matched, and how many this paused */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkChanged"];
+                };
+            };
+            /** @description The body is not JSON (`malformed_json`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than `api.max_body_bytes` (`payload_too_large`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not sent as `application/json` (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Neither or both of `handler` and `id_prefix`, or one that picks nothing (`field` names it). The body does not fit the schema, or a field breaks a rule the schema cannot state; `field` names it (`invalid`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    resume_jobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "handler": "send-invoice"
+                 *     }
+                 */
+                "application/json": components["schemas"]["JobSelection"];
+            };
+        };
+        responses: {
+            /** @description How many jobs matched, and how many this resumed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkChanged"];
+                };
+            };
+            /** @description The body is not JSON (`malformed_json`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than `api.max_body_bytes` (`payload_too_large`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not sent as `application/json` (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Neither or both of `handler` and `id_prefix`, or one that picks nothing (`field` names it); or a picked job no longer passes validation. The body does not fit the schema, or a field breaks a rule the schema cannot state; `field` names it (`invalid`) */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3124,7 +3414,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3197,7 +3487,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3299,7 +3589,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `admin` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3408,7 +3698,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `admin` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3495,7 +3785,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3573,7 +3863,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3666,7 +3956,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3798,7 +4088,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3918,7 +4208,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4007,7 +4297,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4116,7 +4406,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `consume` scope, or may consume only other topics (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4255,7 +4545,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `consume` scope, or may consume only other topics (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4369,7 +4659,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4442,7 +4732,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4533,7 +4823,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `admin` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4667,7 +4957,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `consume` scope, or may consume only other topics (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4797,7 +5087,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `consume` scope, or may consume only other topics (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4904,7 +5194,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5029,7 +5319,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5123,7 +5413,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5237,7 +5527,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `consume` scope, or may consume only other topics (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5381,7 +5671,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `consume` scope, or may consume only other topics (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;

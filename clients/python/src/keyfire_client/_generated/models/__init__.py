@@ -2,6 +2,7 @@
 
 from .add_task import AddTask
 from .added import Added
+from .bulk_changed import BulkChanged
 from .dead_count import DeadCount
 from .dead_letter_view import DeadLetterView
 from .dead_list import DeadList
@@ -21,6 +22,7 @@ from .held_firing import HeldFiring
 from .job_counts import JobCounts
 from .job_dead import JobDead
 from .job_list import JobList
+from .job_selection import JobSelection
 from .job_spec_type_0 import JobSpecType0
 from .job_spec_type_1 import JobSpecType1
 from .job_spec_type_2 import JobSpecType2
@@ -73,6 +75,7 @@ from .triggered import Triggered
 __all__ = (
     "Added",
     "AddTask",
+    "BulkChanged",
     "DeadCount",
     "DeadLetterView",
     "DeadList",
@@ -92,6 +95,7 @@ __all__ = (
     "JobCounts",
     "JobDead",
     "JobList",
+    "JobSelection",
     "JobSpecType0",
     "JobSpecType1",
     "JobSpecType2",
