@@ -283,7 +283,7 @@ for i = 1, n do
   local opts = ARGV[a + 5]
   local first = string.byte(opts, 1)
   local applied, run, compact, sentinel, overlap, missed = '0', '1', '0', false, 'allow', '0'
-  local tolerance, ledger, lopts, reason, first, last = nil, false, nil, '', nil, nil
+  local tolerance, ledger, lopts, reason, from, to = nil, false, nil, '', nil, nil
   if first < 97 then
     tolerance = num[opts]
   elseif first == 116 then
@@ -295,7 +295,7 @@ for i = 1, n do
     if string.sub(flags, 6, 6) == '1' then
       local l, g, r, f, z = string.match(rest, '^|(%d+)|(%d+)|([%a_]*)|(%d*)|(%d*)$')
       assert(l, 'claim: bad ledger options')
-      ledger, lopts, reason, first, last = true, l .. '|' .. g, r, f, z
+      ledger, lopts, reason, from, to = true, l .. '|' .. g, r, f, z
     end
     tolerance, missed = tonumber(t), m
     applied, run, compact = string.sub(flags, 1, 1), string.sub(flags, 2, 2), string.sub(flags, 3, 3)
@@ -319,7 +319,7 @@ for i = 1, n do
   end
   local code, arg = claim(i, job, next_sentinel, bucket,
     ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], tolerance, applied, run,
-    missed, overlap, compact, ledger, lopts, reason, first, last)
+    missed, overlap, compact, ledger, lopts, reason, from, to)
   reply[#reply + 1] = code
   reply[#reply + 1] = arg
 end
