@@ -394,18 +394,6 @@ fn explain(job: &JobRecord, runs: &[RunRecord], skips: &[SkipRecord], f: Facts) 
             format!("its validity window closed at {}", when(e)),
         );
     }
-    if job.status == JobStatus::Finished && !causes.iter().any(|c| c.code == WhyCode::OutsideWindow)
-    {
-        let last = job
-            .last_ms
-            .map(|l| format!(" (its last firing was at {})", when(l)))
-            .unwrap_or_default();
-        cause(
-            &mut causes,
-            WhyCode::Finished,
-            format!("it has no next firing{last}"),
-        );
-    }
     if let Some(l) = f.limit.as_ref().filter(|l| l.waiting > 0) {
         let rate = l
             .rate
@@ -463,6 +451,21 @@ fn explain(job: &JobRecord, runs: &[RunRecord], skips: &[SkipRecord], f: Facts) 
                 r.error.as_deref().unwrap_or("no error given"),
                 r.attempt + 1
             ),
+        );
+    }
+    if job.status == JobStatus::Finished
+        && f.running.is_none()
+        && retry.is_none()
+        && !causes.iter().any(|c| c.code == WhyCode::OutsideWindow)
+    {
+        let last = job
+            .last_ms
+            .map(|l| format!(" (its last firing was at {})", when(l)))
+            .unwrap_or_default();
+        cause(
+            &mut causes,
+            WhyCode::Finished,
+            format!("it has no next firing{last}"),
         );
     }
     let stopped = causes.iter().any(|c| {

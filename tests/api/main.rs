@@ -23,3 +23,4 @@ mod socket;
 mod tls;
 mod topic_partitions;
 mod topics;
+mod why;

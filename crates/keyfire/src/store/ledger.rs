@@ -149,8 +149,36 @@ impl Store {
     pub async fn active_lease(&self, id: &str) -> Result<Option<RunningLease>> {
         let k = self.job_keys(id);
         let active: Option<String> = self.conn.clone().hget(k.job(id), "active").await?;
-        let Some(member) = active.filter(|m| !m.is_empty()) else {
-            return Ok(None);
+        let member = match active.filter(|m| !m.is_empty()) {
+            Some(m) => m,
+            // A compact task has no job hash: its lease is found by its firing id.
+            None => {
+                let Some(fid) = self.get_job(id).await?.and_then(|j| j.active) else {
+                    return Ok(None);
+                };
+                let mut cursor = 0u64;
+                let found = loop {
+                    let (next, page): (u64, Vec<String>) = redis::cmd("ZSCAN")
+                        .arg(k.running())
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg(format!("{fid}|*"))
+                        .arg("COUNT")
+                        .arg(1000)
+                        .query_async(&mut self.conn.clone())
+                        .await?;
+                    // Members and scores alternate.
+                    let hit = page.into_iter().step_by(2).next();
+                    cursor = next;
+                    if hit.is_some() || cursor == 0 {
+                        break hit;
+                    }
+                };
+                match found {
+                    Some(m) => m,
+                    None => return Ok(None),
+                }
+            }
         };
         let expiry: Option<f64> = self.conn.clone().zscore(k.running(), &member).await?;
         let Some(expiry) = expiry else {
