@@ -68,3 +68,23 @@ def test_topic_partitions_are_declared_once_then_read_back(kf, topic):
     assert kf.get_topic(topic).partitions == 4
     task_id = kf.add(topic, {"n": 1})
     assert [t.id for t in kf.pop(topic, max=1)] == [task_id]
+
+
+def test_why_names_the_state_and_runs_list_the_ledger(kf):
+    job_id = f"yearly-{uuid.uuid4().hex[:8]}"
+    kf.create_job({"id": job_id, "cron": "0 0 1 1 *", "handler": "log"})
+
+    why = kf.why(job_id)
+    assert why.state == "waiting" and why.next_in_ms > 0
+    assert why.causes[0].code == "waiting" and job_id in why.summary
+
+    kf.pause_job(job_id)
+    why = kf.why(job_id)
+    assert why.state == "paused" and why.paused_since is not None
+
+    # The default answer has no timeline; `skipped` adds it (nothing was skipped yet).
+    assert not kf.runs(job_id).timeline
+    assert kf.runs(job_id, skipped=True).timeline == []
+    with pytest.raises(NotFound):
+        kf.why(f"nope-{uuid.uuid4().hex[:8]}")
+    kf.delete_job(job_id)

@@ -187,7 +187,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A job's most recent runs, newest first. */
+        /**
+         * A job's most recent runs, newest first; with `include=skipped`, also the instants that
+         *     were due and did not run, with their reasons, merged with the runs in `timeline`.
+         */
         get: operations["job_runs"];
         put?: never;
         post?: never;
@@ -208,6 +211,28 @@ export interface paths {
         put?: never;
         /** Run a job once now, without moving its schedule (its overlap policy applies). */
         post: operations["trigger_job"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/{id}/why": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Why a job (or a one-shot task) runs or does not, now: its next firing and how far off;
+         *     if it does not run when it should, why (paused, outside its validity window, held by a
+         *     flow limit, no live node registers its handler, Redis full, its last attempt failing and
+         *     its next one queued, a firing in a node's hands); its last runs and skips.
+         */
+        get: operations["job_why"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -712,6 +737,11 @@ export interface components {
              */
             window?: string | null;
         };
+        /**
+         * @description What a timeline entry is.
+         * @enum {string}
+         */
+        EntryKind: "run" | "skipped";
         /** @description The body of every error answer. */
         ErrorBody: {
             /** @description The error. */
@@ -1370,6 +1400,8 @@ export interface components {
         RunList: {
             /** @description The runs. */
             runs: components["schemas"]["RunView"][];
+            /** @description With `include=skipped`: the runs and the instants that did not run, newest first. */
+            timeline?: components["schemas"]["TimelineEntry"][] | null;
         };
         /** @description One run of a firing. */
         RunView: {
@@ -1413,6 +1445,38 @@ export interface components {
              * @description When the handler started.
              */
             started_at?: string | null;
+        };
+        /**
+         * @description Why an instant did not run.
+         * @enum {string}
+         */
+        SkipReasonCode: "misfire" | "merged" | "catch_up_limit" | "overlap" | "paused" | "deleted" | "updated" | "cancelled" | "other";
+        /** @description An instant, or a range of instants, that was due and did not run. */
+        SkipView: {
+            /**
+             * Format: int64
+             * @description How many instants (a long outage's range is one record).
+             */
+            count: number;
+            /** @description More: the firing id of the run that still ran (`overlap`). */
+            detail?: string | null;
+            /**
+             * Format: date-time
+             * @description The first instant dropped.
+             */
+            first_at?: string | null;
+            /**
+             * Format: date-time
+             * @description The last instant dropped (`first_at` for one).
+             */
+            last_at?: string | null;
+            /** @description Why. */
+            reason: components["schemas"]["SkipReasonCode"];
+            /**
+             * Format: date-time
+             * @description When it was recorded (Redis time).
+             */
+            recorded_at?: string | null;
         };
         /** @description A job's spec as stored and shown: `after` resolved to `at`, signing secrets redacted. */
         StoredJobSpec: {
@@ -1649,6 +1713,18 @@ export interface components {
              */
             ttr: string;
         };
+        /** @description One entry of a job's timeline: a run, or instants that did not run. */
+        TimelineEntry: {
+            /**
+             * Format: date-time
+             * @description The instant it is about: a run's scheduled instant, the last instant skipped.
+             */
+            at?: string | null;
+            /** @description `run` or `skipped`. */
+            kind: components["schemas"]["EntryKind"];
+            run?: components["schemas"]["RunView"] | null;
+            skipped?: components["schemas"]["SkipView"] | null;
+        };
         /** @description A topic's tasks by state, and its counters since it was first used: see [`Queue::topics`](crate::Queue::topics). */
         TopicCounts: {
             /**
@@ -1781,6 +1857,119 @@ export interface components {
             firing_id: string;
             /** @description The job. */
             job_id: string;
+        };
+        /** @description One reason, in a sentence. */
+        WhyCause: {
+            /** @description The reason's code. */
+            code: components["schemas"]["WhyCode"];
+            /** @description What it means for this job. */
+            message: string;
+        };
+        /**
+         * @description A reason a job runs, or does not, now.
+         * @enum {string}
+         */
+        WhyCode: "paused" | "outside_window" | "finished" | "flow_limited" | "running" | "retrying" | "no_node" | "no_handler" | "redis_full" | "overdue" | "waiting";
+        /** @description A flow limit that holds the job's firings back. */
+        WhyLimit: {
+            /**
+             * Format: int64
+             * @description Most firings running at once, if bounded.
+             */
+            in_flight?: number | null;
+            /** @description The limit key. */
+            key: string;
+            /**
+             * Format: int64
+             * @description Most firings started per second, if bounded.
+             */
+            rate?: number | null;
+            /**
+             * Format: int64
+             * @description Firings running under it now.
+             */
+            running: number;
+            /**
+             * Format: int64
+             * @description Firings waiting in line.
+             */
+            waiting: number;
+        };
+        /** @description A failed attempt with another one queued. */
+        WhyRetry: {
+            /**
+             * Format: int64
+             * @description The attempt that failed.
+             */
+            attempt: number;
+            /** @description Its error. */
+            error?: string | null;
+            /** @description `<job id>:<instant ms>`. */
+            firing_id: string;
+            /**
+             * Format: date-time
+             * @description When the next attempt is due.
+             */
+            next_attempt_at?: string | null;
+        };
+        /** @description The run of the job in progress. */
+        WhyRunning: {
+            /**
+             * Format: int64
+             * @description 1 for the first attempt.
+             */
+            attempt: number;
+            /** @description `<job id>:<instant ms>`. */
+            firing_id: string;
+            /** @description The node running it. */
+            node: string;
+            /**
+             * Format: date-time
+             * @description When it was claimed.
+             */
+            since?: string | null;
+        };
+        /** @description Why a job runs, or does not, now. */
+        WhyView: {
+            /** @description Every reason that applies, the main one first. */
+            causes: components["schemas"]["WhyCause"][];
+            flow_limit?: components["schemas"]["WhyLimit"] | null;
+            /** @description Its handler. */
+            handler: string;
+            /** @description The live nodes that register its handler. */
+            handler_nodes: string[];
+            /** @description The job's id. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description Its next firing, if any.
+             */
+            next_at?: string | null;
+            /**
+             * Format: int64
+             * @description How far off the next firing is, in ms (negative: overdue).
+             */
+            next_in_ms?: number | null;
+            /**
+             * Format: date-time
+             * @description Redis's clock now.
+             */
+            now?: string | null;
+            /**
+             * Format: date-time
+             * @description When it was paused, if it is.
+             */
+            paused_since?: string | null;
+            /** @description Its last runs and skips (five of each at most), newest first. */
+            recent: components["schemas"]["TimelineEntry"][];
+            retry?: components["schemas"]["WhyRetry"] | null;
+            running?: components["schemas"]["WhyRunning"] | null;
+            /** @description The main reason: the first of `causes`. */
+            state: components["schemas"]["WhyCode"];
+            /** @description `active`, `paused` or `finished`. */
+            status: string;
+            /** @description In one sentence. */
+            summary: string;
         };
     };
     responses: never;
@@ -2922,6 +3111,11 @@ export interface operations {
                  * @example 50
                  */
                 limit?: number;
+                /**
+                 * @description `skipped`: also the instants that were due and did not run (the job's ledger, as
+                 *     many records as `limit`), merged with the runs in `timeline`, newest first.
+                 */
+                include?: string;
             };
             header?: never;
             path: {
@@ -3087,6 +3281,88 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    job_why: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The job's (or task's) id
+                 * @example nightly-report
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Why it runs or not, now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WhyView"];
+                };
+            };
+            /** @description A path parameter is not UTF-8 once percent-decoded (`bad_path`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such job */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
