@@ -284,9 +284,31 @@ async fn a_skip_record_costs_three_commands() {
         .query_async(&mut c)
         .await
         .unwrap();
+    // Ten more records: what each adds to the list's memory.
+    for v in 3..13 {
+        rewind(&w, "m", seconds_ago(&w, 5).await).await;
+        client
+            .upsert(per_second("m", |s| s.params = json!({ "v": v })))
+            .await
+            .unwrap();
+    }
+    let len: i64 = redis::cmd("LLEN")
+        .arg(&key)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(len, 11);
+    let usage_11: i64 = redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg(&key)
+        .query_async(&mut c)
+        .await
+        .unwrap();
     eprintln!(
-        "ledger cost: a record of {} bytes, its list {usage} bytes in Redis",
-        record.len()
+        "ledger cost: a record of {} bytes of JSON; the list {usage} bytes in Redis with one, \
+         {usage_11} with eleven ({} per record)",
+        record.len(),
+        (usage_11 - usage) / 10
     );
     assert!(record.len() < 120, "{record}");
 }
