@@ -144,7 +144,7 @@ pub(super) fn timeline(runs: &[RunRecord], skips: &[SkipRecord]) -> Vec<Timeline
             )
         }))
         .collect();
-    out.sort_by(|a, b| b.0.cmp(&a.0));
+    out.sort_by_key(|e| std::cmp::Reverse(e.0));
     out.into_iter().map(|(_, e)| e).collect()
 }
 
@@ -323,7 +323,7 @@ pub(super) async fn job_why(
         now,
         handler_nodes: nodes
             .iter()
-            .filter(|n| n.handlers.iter().any(|h| *h == job.spec.handler))
+            .filter(|n| n.handlers.contains(&job.spec.handler))
             .map(|n| n.id.clone())
             .collect(),
         live: nodes.len(),
