@@ -6,7 +6,7 @@ use super::*;
 use crate::error::{Error, Result};
 
 script!(CLAIM, "ledger_lib.lua" + "claim.lua");
-script!(CLAIM_RETRY, "claim_retry.lua");
+script!(CLAIM_RETRY, "ledger_lib.lua" + "claim_retry.lua");
 script!(RECOVER, "recover.lua");
 script!(DEAD, "dead.lua");
 script!(COMPLETE, "complete.lua");
@@ -156,6 +156,7 @@ impl Store {
             .key(k.retry())
             .key(k.running())
             .key(k.attempts())
+            .key(k.skips(job_id))
             .arg(firing_id(job_id, at_ms))
             .arg(node)
             .arg(lease_ms)
@@ -163,6 +164,7 @@ impl Store {
             .arg(k.changes())
             .arg(job_id)
             .arg(version.map_or(String::new(), |(g, v)| format!("{g}.{v}")))
+            .arg(self.ledger.opts())
             .invoke_async(&mut self.conn.clone())
             .await?)
     }

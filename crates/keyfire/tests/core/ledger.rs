@@ -312,3 +312,85 @@ async fn a_skip_record_costs_three_commands() {
     );
     assert!(record.len() < 120, "{record}");
 }
+
+/// A manual trigger refused by overlap `forbid` (the previous run still runs) is recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trigger_refused_by_overlap_forbid_is_recorded() {
+    let w = World::new().await;
+    let client = w.client().await;
+    let node = w.node("a").await;
+    let mut spec = JobSpec::cron("t", "0 0 1 1 *", "slow");
+    spec.overlap = Some("forbid".into());
+    spec.params = json!({"sleep_ms": 3_000});
+    client.upsert(spec).await.unwrap();
+    let first = client.trigger("t").await.unwrap();
+    w.recorder
+        .wait_until(Duration::from_secs(10), "the first trigger runs", |s| {
+            s.iter().any(|r| r.firing_id == first)
+        })
+        .await;
+    let second = client.trigger("t").await.unwrap();
+    let skips = wait_skips(&client, "t", "the second trigger refused").await;
+    node.shutdown().await;
+    let r = &skips[0];
+    assert_eq!(r.reason, SkipReason::Overlap);
+    assert_eq!(r.detail.as_deref(), Some(first.as_str()));
+    assert_eq!(format!("t:{}", r.first_ms), second);
+    assert!(w.recorder.seen().iter().all(|s| s.firing_id != second));
+}
+
+/// A failed attempt's retry, due while the job is paused, is dropped and recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_dropped_by_a_pause_is_recorded() {
+    let w = World::new().await;
+    let client = w.client().await;
+    let node = w.node("a").await;
+    let mut spec = JobSpec::cron("r", "0 0 1 1 *", "flaky");
+    spec.params = json!({"ok_at": 3});
+    spec.retry = Some(keyfire::job::RetrySpec {
+        max_attempts: Some(3),
+        backoff: Some("fixed".into()),
+        interval: Some("1s".into()),
+        ..Default::default()
+    });
+    client.upsert(spec).await.unwrap();
+    let fid = client.trigger("r").await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !client
+        .runs("r", 1)
+        .await
+        .unwrap()
+        .first()
+        .is_some_and(|run| run.fate.as_deref() == Some("retry"))
+    {
+        assert!(tokio::time::Instant::now() < deadline, "no failed attempt");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    client.pause("r").await.unwrap();
+    let skips = wait_skips(&client, "r", "the retry dropped by the pause").await;
+    node.shutdown().await;
+    assert_eq!(skips[0].reason, SkipReason::Paused);
+    assert_eq!(format!("r:{}", skips[0].first_ms), fid);
+    assert_eq!(w.recorder.seen_of("r").len(), 1, "the retry ran");
+}
+
+/// A one-shot task (stored compact) found late under `skip` is recorded too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_task_skipped_by_its_misfire_policy_is_recorded() {
+    let w = World::new().await;
+    let client = w.client().await;
+    let at = chrono::Utc::now() - chrono::Duration::hours(1);
+    let mut task = JobSpec::at("late", at, "rec");
+    task.misfire = Some("skip".into());
+    task.misfire_tolerance = Some("1s".into());
+    client.enqueue(task).await.unwrap();
+    let node = w.node("a").await;
+    let skips = wait_skips(&client, "late", "the late task skipped").await;
+    node.shutdown().await;
+    assert_eq!(skips[0].reason, SkipReason::Misfire);
+    assert_eq!(
+        (skips[0].first_ms, skips[0].count),
+        (at.timestamp_millis(), 1)
+    );
+    assert!(w.recorder.seen_of("late").is_empty());
+}
