@@ -1,6 +1,5 @@
 -- Shared by the scripts that drop a due instant (claim.lua, claim_retry.lua, upsert.lua,
--- delete.lua); prepended
--- to them when they are loaded.
+-- delete.lua); prepended to them when they are loaded.
 -- The ledger of what did not run: a job's list `{tag}:skips:<id>`, newest first, of records
 --   {"reason":"…","first_ms":…,"last_ms":…,"count":…,"at_ms":…[,"detail":"…"]}
 -- one per instant or range of instants dropped (a long outage's thousands of late instants are
