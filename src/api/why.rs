@@ -574,6 +574,7 @@ fn explain(job: &JobRecord, runs: &[RunRecord], skips: &[SkipRecord], f: Facts) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use keyfire::JobSpec;
 
     #[test]
     fn spans_read_as_people_say_them() {
@@ -583,6 +584,67 @@ mod tests {
         assert_eq!(span(240_000), "4 min");
         assert_eq!(span(7_500_000), "2 h 5 min");
         assert_eq!(span(3 * 86_400_000), "3 d");
+    }
+
+    fn job(status: JobStatus, next_ms: Option<i64>) -> JobRecord {
+        JobRecord {
+            spec: JobSpec::every("j", "1m", "log"),
+            version: 1,
+            status,
+            next_ms,
+            last_ms: None,
+            created_ms: 0,
+            updated_ms: 0,
+            runs: 0,
+            failures: 0,
+            missed: 0,
+            skipped: 0,
+            dead: 0,
+            triggered: 0,
+            active: None,
+            paused_ms: None,
+        }
+    }
+
+    fn facts(now: i64, live: usize, handler_nodes: &[&str], full: bool) -> Facts {
+        Facts {
+            now,
+            handler_nodes: handler_nodes.iter().map(|s| s.to_string()).collect(),
+            live,
+            limit: None,
+            running: None,
+            full: full.then(|| "Redis r:1 is full (10 of 10 bytes)".to_string()),
+        }
+    }
+
+    #[test]
+    fn each_cause_is_named_and_the_main_one_comes_first() {
+        let now = 1_000_000;
+        let active = job(JobStatus::Active, Some(now + 60_000));
+        let w = explain(&active, &[], &[], facts(now, 0, &[], false));
+        assert_eq!(w.state, WhyCode::NoNode);
+        let w = explain(&active, &[], &[], facts(now, 2, &[], false));
+        assert_eq!(w.state, WhyCode::NoHandler);
+        assert!(
+            w.summary
+                .contains("none of the 2 live nodes registers its handler 'log'")
+        );
+        assert!(w.summary.contains("(in 60 s)"), "{}", w.summary);
+        let w = explain(&active, &[], &[], facts(now, 1, &["n"], true));
+        assert_eq!(w.state, WhyCode::RedisFull);
+        let w = explain(&active, &[], &[], facts(now, 1, &["n"], false));
+        assert_eq!((w.state, w.next_in_ms), (WhyCode::Waiting, Some(60_000)));
+        let overdue = job(JobStatus::Active, Some(now - 60_000));
+        let w = explain(&overdue, &[], &[], facts(now, 1, &["n"], false));
+        assert_eq!(w.state, WhyCode::Overdue);
+        assert!(w.summary.contains("60 s overdue"), "{}", w.summary);
+        // A paused job: paused first, and no node is not its problem.
+        let mut paused = job(JobStatus::Paused, None);
+        paused.paused_ms = Some(now - 5_000);
+        let w = explain(&paused, &[], &[], facts(now, 0, &[], false));
+        let codes: Vec<WhyCode> = w.causes.iter().map(|c| c.code).collect();
+        assert_eq!(codes, [WhyCode::Paused]);
+        assert!(w.paused_since.is_some());
     }
 
     #[test]
