@@ -356,13 +356,11 @@ async fn a_retry_dropped_by_a_pause_is_recorded() {
     client.upsert(spec).await.unwrap();
     let fid = client.trigger("r").await.unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !client
-        .runs("r", 1)
-        .await
-        .unwrap()
-        .first()
-        .is_some_and(|run| run.fate.as_deref() == Some("retry"))
-    {
+    loop {
+        let runs = client.runs("r", 1).await.unwrap();
+        if runs.first().and_then(|run| run.fate.as_deref()) == Some("retry") {
+            break;
+        }
         assert!(tokio::time::Instant::now() < deadline, "no failed attempt");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
