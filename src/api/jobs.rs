@@ -1,4 +1,4 @@
-//! `/v1/jobs`: create or replace, read, list, delete, pause, resume, runs.
+//! `/v1/jobs`: create or replace, read, list, delete, pause, resume, runs (and skips).
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -341,7 +341,8 @@ pub(super) async fn resume_job(
     Ok(job_response(StatusCode::OK, &record))
 }
 
-/// A job's most recent runs, newest first.
+/// A job's most recent runs, newest first; with `include=skipped`, also the instants that
+/// were due and did not run, with their reasons, merged with the runs in `timeline`.
 #[utoipa::path(
     get,
     path = "/v1/jobs/{id}/runs",
@@ -360,10 +361,27 @@ pub(super) async fn job_runs(
     ApiQuery(q): ApiQuery<RunsQuery>,
 ) -> Result<Json<RunList>, ApiError> {
     let limit = limit_param("limit", q.limit.as_deref(), 20, MAX_PAGE)?;
+    let skipped = match q.include.as_deref() {
+        None => false,
+        Some("skipped") => true,
+        Some(other) => {
+            return Err(ApiError::bad_query(
+                "include",
+                format!("include takes 'skipped', not '{other}'"),
+            ));
+        }
+    };
     require_job(&state, &id).await?;
     let runs = state.client().runs(&id, limit).await?;
+    let timeline = if skipped {
+        let skips = state.client().skips(&id, limit).await?;
+        Some(super::why::timeline(&runs, &skips))
+    } else {
+        None
+    };
     Ok(Json(RunList {
         runs: runs.iter().map(RunView::from).collect(),
+        timeline,
     }))
 }
 

@@ -1,6 +1,6 @@
 //! The REST API (axum, JSON): [`router`] builds it over an [`ApiState`], [`serve`] runs it.
 //!
-//! - `/v1/jobs`, `/v1/jobs/{id}` (+ `/pause`, `/resume`, `/trigger`, `/runs`): jobs CRUD
+//! - `/v1/jobs`, `/v1/jobs/{id}` (+ `/pause`, `/resume`, `/trigger`, `/runs`, `/why`): jobs CRUD
 //!   through the [`Client`]; every job answer carries its next five firings in UTC and in its
 //!   zone. `/v1/jobs/{id}/dead` (+ `/replay`): dead letters. `/v1/jobs:pause`, `/v1/jobs:resume`:
 //!   many jobs at once, by handler or id prefix.
@@ -41,6 +41,7 @@ mod system;
 mod tasks;
 mod topic_tasks;
 pub mod topics;
+pub mod why;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -185,6 +186,7 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(jobs_bulk::resume_jobs))
         .routes(routes!(jobs::resume_job))
         .routes(routes!(jobs::job_runs))
+        .routes(routes!(why::job_why))
         .routes(routes!(jobs::trigger_job))
         .routes(routes!(jobs::list_dead, jobs::purge_dead))
         .routes(routes!(jobs::replay_dead))

@@ -195,6 +195,10 @@ pub struct RunsQuery {
     /// Most recent runs to return, 1 to 1000 (default 20).
     #[param(value_type = Option<u32>)]
     pub limit: Option<String>,
+    /// `skipped`: also the instants that were due and did not run (the job's ledger, as
+    /// many records as `limit`), merged with the runs in `timeline`, newest first.
+    #[param(pattern = "^skipped$")]
+    pub include: Option<String>,
 }
 
 /// One run of a firing.
@@ -247,6 +251,9 @@ impl From<&RunRecord> for RunView {
 pub struct RunList {
     /// The runs.
     pub runs: Vec<RunView>,
+    /// With `include=skipped`: the runs and the instants that did not run, newest first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Vec<super::why::TimelineEntry>>,
 }
 
 /// A firing that used up its attempts.

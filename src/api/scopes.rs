@@ -48,6 +48,7 @@ pub const ROUTES: &[(&str, &str, Need)] = &[
     ("POST", "/v1/jobs/{id}/resume", S(Write)),
     ("POST", "/v1/jobs/{id}/trigger", S(Write)),
     ("GET", "/v1/jobs/{id}/runs", S(Read)),
+    ("GET", "/v1/jobs/{id}/why", S(Read)),
     ("GET", "/v1/jobs/{id}/dead", S(Read)),
     ("DELETE", "/v1/jobs/{id}/dead", S(Write)),
     ("POST", "/v1/jobs/{id}/dead/replay", S(Write)),

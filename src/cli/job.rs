@@ -1,5 +1,5 @@
-//! `keyfire job add|get|ls|edit|rm|pause|resume|trigger|runs`: manage jobs through a node's API
-//! (`pause` and `resume` also many at once, by `--handler` or `--prefix`).
+//! `keyfire job add|get|ls|edit|rm|pause|resume|trigger|runs|why`: manage jobs through a node's
+//! API (`pause` and `resume` also many at once, by `--handler` or `--prefix`).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -143,9 +143,20 @@ enum JobCommand {
     Runs {
         /// The job's id.
         id: String,
-        /// How many runs.
+        /// How many runs (and, with --skipped, how many skip records).
         #[arg(long, default_value_t = 20)]
         limit: usize,
+        /// Also the instants that were due and did not run, with their reasons, in one
+        /// timeline with the runs.
+        #[arg(long)]
+        skipped: bool,
+    },
+    /// Explain why a job runs or does not, now: its next firing, what stands in its way
+    /// (paused, outside its window, a flow limit, no node for its handler, Redis full, a
+    /// failing attempt, a run in progress), and its last runs and skips.
+    Why {
+        /// The job's id.
+        id: String,
     },
 }
 
@@ -193,7 +204,8 @@ pub async fn run(args: JobArgs) -> CliResult {
         }
         JobCommand::Pause { which } => pause_resume(&api, which, "pause").await,
         JobCommand::Resume { which } => pause_resume(&api, which, "resume").await,
-        JobCommand::Runs { id, limit } => runs(&api, &id, limit).await,
+        JobCommand::Runs { id, limit, skipped } => runs(&api, &id, limit, skipped).await,
+        JobCommand::Why { id } => super::why::why(&api, &id).await,
         JobCommand::Trigger { id } => {
             let t: Triggered = api
                 .send(
@@ -583,12 +595,20 @@ async fn pause_resume_one(api: &Api, id: &str, what: &str) -> CliResult {
     Ok(())
 }
 
-async fn runs(api: &Api, id: &str, limit: usize) -> CliResult {
+async fn runs(api: &Api, id: &str, limit: usize, skipped: bool) -> CliResult {
+    let include = if skipped { "&include=skipped" } else { "" };
     let list: RunList = api
-        .get(&format!("/v1/jobs/{}/runs?limit={limit}", segment(id)))
+        .get(&format!(
+            "/v1/jobs/{}/runs?limit={limit}{include}",
+            segment(id)
+        ))
         .await?;
     if api.json {
         api.print_json(&list);
+        return Ok(());
+    }
+    if let Some(timeline) = &list.timeline {
+        super::why::print_timeline(timeline);
         return Ok(());
     }
     let rows: Vec<Vec<String>> = list

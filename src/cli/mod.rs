@@ -13,6 +13,7 @@ pub mod remote;
 pub mod serve;
 pub mod task;
 pub mod topics;
+pub mod why;
 
 use crate::settings::{LogSettings, TelemetrySettings};
 

@@ -123,6 +123,13 @@ enum TaskCommand {
         /// The task's id.
         id: String,
     },
+    /// Explain why a one-shot task has run or not: when it is due, what stands in its way
+    /// (paused, a flow limit, no node for its handler, Redis full, a failing attempt, its
+    /// run in progress), and its runs and skips.
+    Why {
+        /// The task's id.
+        id: String,
+    },
 }
 
 /// Run `keyfire task …`.
@@ -330,6 +337,7 @@ pub async fn run(mut args: TaskArgs) -> CliResult {
             }
             Ok(())
         }
+        TaskCommand::Why { id } => super::why::why(&api, &id).await,
         TaskCommand::Rm { id } => {
             let path = format!("/v1/tasks/{}", segment(&id));
             let _: Value = api.send(Method::DELETE, &path, None, &[]).await?;

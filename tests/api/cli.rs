@@ -536,3 +536,66 @@ async fn the_cli_manages_flow_limits() {
     let gone = cli(&url, &["limits", "get", "mail"]);
     assert_eq!(code(&gone), 3, "{}", printed(&gone));
 }
+
+/// `job runs --skipped` lists an instant that did not run with its reason; `job why` and
+/// `task why` explain the state; an unknown id exits 3.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_shows_what_did_not_run_and_why() {
+    let w = World::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let config = write_config(&w, dir.path(), port, "");
+    let _server = serve(&config);
+    let url = format!("http://127.0.0.1:{port}");
+    tokio::task::block_in_place(|| wait_ready(&url));
+
+    let add = cli(
+        &url,
+        &[
+            "job",
+            "add",
+            "--id",
+            "y",
+            "--cron",
+            "0 0 1 1 *",
+            "--handler",
+            "noop",
+        ],
+    );
+    assert_eq!(code(&add), 0, "{}", printed(&add));
+    // Its pending firing moved back 5 s (as if no node had claimed it), then the job changed:
+    // the change drops that instant, and the ledger says so.
+    let due = (w.redis_ms().await / 1_000 - 5) * 1_000;
+    let k = keyfire::store::Shards::new(&w.settings.redis.prefix, 1)
+        .for_job("y")
+        .clone();
+    let _: () = redis::pipe()
+        .hset(k.job("y"), "next", due)
+        .zadd(k.due(), "y", due)
+        .query_async(&mut w.conn().await)
+        .await
+        .unwrap();
+    let edit = cli(&url, &["job", "edit", "y", "--params", r#"{"v": 2}"#]);
+    assert_eq!(code(&edit), 0, "{}", printed(&edit));
+    let runs = cli(&url, &["job", "runs", "y", "--skipped"]);
+    assert_eq!(code(&runs), 0, "{}", printed(&runs));
+    let table = String::from_utf8_lossy(&runs.stdout);
+    assert!(
+        table.contains("skipped") && table.contains("updated"),
+        "{table}"
+    );
+
+    let why = cli(&url, &["job", "why", "y"]);
+    assert_eq!(code(&why), 0, "{}", printed(&why));
+    let text = String::from_utf8_lossy(&why.stdout);
+    assert!(text.starts_with("y nothing stands in its way"), "{text}");
+    assert!(
+        text.contains("waiting") && text.contains("updated"),
+        "{text}"
+    );
+    assert_eq!(code(&cli(&url, &["job", "pause", "y"])), 0);
+    let why = printed_json(&cli(&url, &["task", "why", "y", "--json"]));
+    assert_eq!(why["state"], "paused", "{why:#}");
+    let unknown = cli(&url, &["job", "why", "nope"]);
+    assert_eq!(code(&unknown), 3, "{}", printed(&unknown));
+}

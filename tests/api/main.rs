@@ -25,3 +25,4 @@ mod socket;
 mod tls;
 mod topic_partitions;
 mod topics;
+mod why;

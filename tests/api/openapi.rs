@@ -27,6 +27,7 @@ const EXPECTED: &[(&str, &str)] = &[
     ("POST", "/v1/jobs/{id}/pause"),
     ("POST", "/v1/jobs/{id}/resume"),
     ("GET", "/v1/jobs/{id}/runs"),
+    ("GET", "/v1/jobs/{id}/why"),
     ("POST", "/v1/jobs/{id}/trigger"),
     ("GET", "/v1/jobs/{id}/dead"),
     ("DELETE", "/v1/jobs/{id}/dead"),

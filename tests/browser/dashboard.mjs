@@ -154,6 +154,8 @@ try {
   const errors = await page.locator('#runs-table td.error').allTextContents();
   check(errors.length > 0 && errors.every((e) => e.includes(PAYLOAD)), 'run errors show the markup as text');
   check((await page.locator('#job-spec').textContent()).includes(PAYLOAD), 'the spec shows the markup as text');
+  await page.locator('#job-why[data-state="paused"]').waitFor();
+  check((await page.locator('#job-why').textContent()).includes('paused (since'), 'why says since when the job is paused');
   await noInjectedMarkup('job');
   await shot('job');
   step(`runs: ${await page.locator('#runs-table tbody tr').count()}`);

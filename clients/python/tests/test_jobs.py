@@ -95,3 +95,23 @@ def test_jobs_pause_and_resume_in_bulk(kf):
     for n in range(3):
         kf.delete_job(f"{prefix}{n}")
     kf.delete_job(f"{prefix}x")
+
+
+def test_why_names_the_state_and_runs_list_the_ledger(kf):
+    job_id = f"yearly-{uuid.uuid4().hex[:8]}"
+    kf.create_job({"id": job_id, "cron": "0 0 1 1 *", "handler": "log"})
+
+    why = kf.why(job_id)
+    assert why.state == "waiting" and why.next_in_ms > 0
+    assert why.causes[0].code == "waiting" and job_id in why.summary
+
+    kf.pause_job(job_id)
+    why = kf.why(job_id)
+    assert why.state == "paused" and why.paused_since is not None
+
+    # The default answer has no timeline; `skipped` adds it (nothing was skipped yet).
+    assert not kf.runs(job_id).timeline
+    assert kf.runs(job_id, skipped=True).timeline == []
+    with pytest.raises(NotFound):
+        kf.why(f"nope-{uuid.uuid4().hex[:8]}")
+    kf.delete_job(job_id)

@@ -5,7 +5,7 @@
  * Every call is an openapi-fetch call typed by that document; this layer turns error answers
  * into typed exceptions (`./errors.ts`) and adds what the document cannot say: the delay
  * queue's reserved tasks with `touch`, and `If-Match` versions as numbers. For routes it does
- * not wrap (limits, dead letters, runs, nodes), use `keyfire.api` directly:
+ * not wrap (limits, dead letters, nodes), use `keyfire.api` directly:
  *
  *     const { data } = await keyfire.api.GET("/v1/limits");
  */
@@ -36,6 +36,10 @@ export type TopicView = Schemas["TopicView"];
 export type JobSelection = { handler: string; id_prefix?: never } | { id_prefix: string; handler?: never };
 /** What a bulk pause or resume did: jobs picked, and those this call changed. */
 export type BulkChanged = Schemas["BulkChanged"];
+/** A job's runs, and with `skipped` its timeline of runs and skips. */
+export type RunList = Schemas["RunList"];
+/** Why a job runs or does not: `state`, `causes`, `summary`, next firing, recent runs and skips. */
+export type WhyView = Schemas["WhyView"];
 /** How a finish answered one task: `done`, `lost` or `not_found`. */
 export type FinishOutcome = "done" | "lost" | "not_found" | (string & {});
 
@@ -353,6 +357,33 @@ export class Keyfire {
   /** Resume every paused job a selection picks, each as a one-job resume would. */
   async resumeJobs(selection: JobSelection): Promise<BulkChanged> {
     const { data } = await this.call(this.api.POST("/v1/jobs:resume", { body: selection }));
+    return data;
+  }
+
+  /** Pause a job: it fires nothing until resumed; `NotFoundError` when absent. */
+  async pauseJob(id: string): Promise<JobView> {
+    const { data } = await this.call(this.api.POST("/v1/jobs/{id}/pause", { params: { path: { id } } }));
+    return data;
+  }
+
+  /**
+   * A job's most recent runs, newest first. With `skipped`, also the instants that were due
+   * and did not run, with their reasons, merged with the runs in `timeline` (each entry's
+   * `kind` is `run` or `skipped`).
+   */
+  async runs(id: string, options: { limit?: number; skipped?: boolean } = {}): Promise<RunList> {
+    const query = { limit: options.limit, include: options.skipped ? "skipped" : undefined };
+    const { data } = await this.call(this.api.GET("/v1/jobs/{id}/runs", { params: { path: { id }, query } }));
+    return data;
+  }
+
+  /**
+   * Why a job or one-shot task runs or does not, now: `state` (the main reason's code), every
+   * reason in `causes`, a `summary` sentence, its next firing, its last runs and skips;
+   * `NotFoundError` when absent.
+   */
+  async why(id: string): Promise<WhyView> {
+    const { data } = await this.call(this.api.GET("/v1/jobs/{id}/why", { params: { path: { id } } }));
     return data;
   }
 }

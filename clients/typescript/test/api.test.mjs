@@ -136,6 +136,24 @@ test("jobs pause and resume in bulk, by id prefix", async () => {
   for (const n of ["0", "1", "2", "x"]) await keyfire.deleteJob(prefix + n);
 });
 
+test("why names a job's state, and runs list its ledger", async () => {
+  const id = `yearly-${randomBytes(4).toString("hex")}`;
+  await keyfire.createJob({ id, cron: "0 0 1 1 *", handler: "log" });
+  let why = await keyfire.why(id);
+  assert.equal(why.state, "waiting");
+  assert.ok(why.next_in_ms > 0);
+  assert.match(why.summary, new RegExp(id));
+  await keyfire.pauseJob(id);
+  why = await keyfire.why(id);
+  assert.equal(why.state, "paused");
+  assert.equal(why.causes[0].code, "paused");
+  // The default answer has no timeline; `skipped` adds it (nothing was skipped yet).
+  assert.equal((await keyfire.runs(id)).timeline, undefined);
+  assert.deepEqual((await keyfire.runs(id, { skipped: true })).timeline, []);
+  await rejection(keyfire.why(`nope-${randomBytes(4).toString("hex")}`), NotFoundError);
+  await keyfire.deleteJob(id);
+});
+
 test("enqueue with dedup creates one task", async () => {
   const key = `order-${randomBytes(4).toString("hex")}:reminder`;
   const spec = { handler: "log", after: "1h", params: { order: 7 }, dedup: { key, window: "10m" } };

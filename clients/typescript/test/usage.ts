@@ -53,6 +53,16 @@ export async function usage(): Promise<void> {
   await keyfire.updateJob({ ...jobSpec, cron: "30 8 * * MON-FRI" }, view.version);
   await keyfire.putJob({ id: "every-30s", every: "30s", handler: "log" });
   await keyfire.getJob("weekday-report");
+  const why = await keyfire.why("weekday-report");
+  const state: string = why.state;
+  const summary: string = why.summary;
+  void [state, summary, why.causes[0]?.code, why.next_at];
+  const { timeline } = await keyfire.runs("weekday-report", { skipped: true, limit: 50 });
+  for (const entry of timeline ?? []) {
+    if (entry.kind === "skipped") void [entry.skipped?.reason, entry.skipped?.count, entry.skipped?.first_at];
+    else void entry.run?.outcome;
+  }
+  await keyfire.pauseJob("weekday-report");
   await keyfire.deleteJob("weekday-report");
 
   try {

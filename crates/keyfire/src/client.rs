@@ -8,7 +8,8 @@ use crate::error::{Error, Result};
 use crate::inspect::{LiveNode, ServerMemory, Totals};
 use crate::job::{Job, JobSpec, Validation, ValidationError};
 use crate::store::{
-    DeadLetter, Deduped, JobRecord, JobStatus, RunRecord, Shards, Store, UpsertReply,
+    DeadLetter, Deduped, JobRecord, JobStatus, RunRecord, RunningLease, Shards, SkipRecord, Store,
+    UpsertReply,
 };
 
 /// Check that `spec` is one-shot and give it an instant when it has none, and an id when it
@@ -91,7 +92,9 @@ impl std::fmt::Debug for Client {
 impl Client {
     /// Connect with the Redis settings and limits of `settings`.
     pub async fn connect(settings: &Settings) -> Result<Self> {
-        let store = Store::open(&settings.redis).await?;
+        let store = Store::open(&settings.redis)
+            .await?
+            .with_ledger(crate::store::Ledger::of(&settings.node));
         store.check_layout().await?;
         let mut client = Self::new(store, settings.limits.clone());
         client.http = settings.handlers.http.clone();
@@ -535,6 +538,18 @@ impl Client {
     /// A job's most recent runs, newest first.
     pub async fn runs(&self, id: &str, limit: usize) -> Result<Vec<RunRecord>> {
         self.store.runs(id, limit).await
+    }
+
+    /// A job's ledger of what did not run, newest first: one record per instant, or range
+    /// of instants, that was due and did not run, with its reason. Kept as the run history
+    /// is (`node.history_limit` records, `node.history_max_age`).
+    pub async fn skips(&self, id: &str, limit: usize) -> Result<Vec<SkipRecord>> {
+        self.store.skips(id, limit).await
+    }
+
+    /// The run of a job in progress now, from its lease (None when none runs).
+    pub async fn running(&self, id: &str) -> Result<Option<RunningLease>> {
+        self.store.active_lease(id).await
     }
     /// Read a job, or `None` when there is no such job.
     pub async fn find(&self, id: &str) -> Result<Option<JobRecord>> {

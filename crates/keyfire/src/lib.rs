@@ -89,4 +89,7 @@ pub use queue::Queue;
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
-pub use store::{DataLoss, DeadLetter, Fate, FlowLimitStatus, JobRecord, JobStatus, RunRecord};
+pub use store::{
+    DataLoss, DeadLetter, Fate, FlowLimitStatus, JobRecord, JobStatus, RunRecord, RunningLease,
+    SkipReason, SkipRecord,
+};

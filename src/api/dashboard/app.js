@@ -569,10 +569,11 @@
   }
 
   async function pageJob(seq, id) {
-    const [job, runs, dead] = await Promise.all([
+    const [job, runs, dead, why] = await Promise.all([
       api('GET', jobPath(id)),
-      api('GET', jobPath(id, '/runs'), { limit: 50 }),
+      api('GET', jobPath(id, '/runs'), { limit: 50, include: 'skipped' }),
       api('GET', jobPath(id, '/dead'), { limit: 100 }),
+      api('GET', jobPath(id, '/why')),
     ]);
     if (seq !== state.seq) return;
     const again = () => route();
@@ -592,7 +593,18 @@
       : h('ol', { class: 'firings', id: 'next-firings' }, job.next_firings.map((f) =>
         h('li', {}, fmtTime(f.utc), ' ', h('span', { class: 'muted' }, '· ' + fmtLocal(f.local) + ' ' + job.tz + ' · ' + fmtRel(f.utc)))));
 
-    const runRows = runs.runs.map((r) => {
+    // Runs and the instants that did not run (the ledger), newest first.
+    const skipRow = (k) => h('tr', { class: 'skipped', dataset: { skip: k.reason } },
+      h('td', { class: 'mono nowrap' }, k.count === 1 ? 'skipped 1 instant' : 'skipped ' + fmtNum(k.count) + ' instants'),
+      h('td', { class: 'num' }, '–'),
+      h('td', {}, '–'),
+      timeCell(k.last_at),
+      h('td', { class: 'muted', colspan: 2 }, k.count === 1 ? '' : 'from ' + fmtTime(k.first_at)),
+      h('td', {}, badge(k.reason, 'skip')),
+      h('td', {}, '–'),
+      h('td', { class: 'mono' }, k.detail || ''));
+    const runRows = (runs.timeline || []).map((e) => e.kind === 'skipped' ? skipRow(e.skipped) : runRow(e.run));
+    function runRow(r) {
       const late = r.started_at && r.scheduled_at
         ? new Date(r.started_at).getTime() - new Date(r.scheduled_at).getTime() : null;
       return h('tr', { dataset: { firing: r.firing_id, attempt: r.attempt } },
@@ -605,7 +617,7 @@
         h('td', {}, badge(r.outcome)),
         h('td', {}, r.fate ? badge(r.fate) : '–', r.retry_at ? h('div', { class: 'muted' }, 'next ' + fmtRel(r.retry_at)) : null),
         h('td', { class: 'error' }, r.error || ''));
-    });
+    }
     const runsTable = runRows.length === 0 ? empty('No runs yet.')
       : h('table', { id: 'runs-table' },
         h('thead', {}, h('tr', {},
@@ -623,7 +635,9 @@
       h('div', { class: 'cols' },
         h('div', {}, h('h2', {}, 'Job'), h('div', { class: 'panel' }, facts)),
         h('div', {}, h('h2', {}, 'Next firings'), h('div', { class: 'panel' }, firings))),
-      h('h2', {}, 'Runs ', h('span', { class: 'muted' }, '(newest first, last 50)')),
+      h('h2', {}, 'Why'),
+      h('div', { class: 'panel', id: 'job-why', dataset: { state: why.state } }, h('p', {}, why.summary)),
+      h('h2', {}, 'Runs ', h('span', { class: 'muted' }, '(newest first, last 50, with the instants that did not run)')),
       h('div', { class: 'panel' }, runsTable),
       h('h2', {}, 'Dead letters ', deadAllButtons(job.id, dead.dead.length, again)),
       h('div', { class: 'panel' }, deadTable(job.id, dead.dead, again)),

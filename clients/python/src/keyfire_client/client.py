@@ -5,7 +5,7 @@ document (`keyfire_client._generated`); this layer turns dicts into its models, 
 into typed exceptions (`keyfire_client.errors`), and adds what the document cannot say: the
 delay queue's reserved tasks with `touch`, and `If-Match` versions as integers.
 
-For routes this layer does not wrap (limits, dead letters, runs, nodes), use the generated
+For routes this layer does not wrap (limits, dead letters, nodes), use the generated
 functions with `Keyfire.api`:
 
     from keyfire_client._generated.api.limits import list_limits
@@ -25,7 +25,16 @@ import httpx
 
 from . import errors
 from ._generated import AuthenticatedClient, Client
-from ._generated.api.jobs import delete_job, get_job, pause_jobs, post_job, resume_jobs
+from ._generated.api.jobs import (
+    delete_job,
+    get_job,
+    job_runs,
+    job_why,
+    pause_job,
+    pause_jobs,
+    post_job,
+    resume_jobs,
+)
 from ._generated.api.tasks import post_task
 from ._generated.api.topics import (
     add_task,
@@ -41,10 +50,12 @@ from ._generated.api.topics import (
 from ._generated.models import (
     BulkChanged,
     JobView,
+    RunList,
     TaskView,
     TopicList,
     TopicSettings,
     TopicView,
+    WhyView,
 )
 from ._generated.types import UNSET
 
@@ -417,3 +428,20 @@ class Keyfire:
         """Resume every paused job of `handler`, or whose id starts with `id_prefix` (exactly
         one), each as `resume` would; `.matched` and `.changed` as for `pause_jobs`."""
         return self._call(resume_jobs, body=_body(handler=handler, id_prefix=id_prefix)).parsed
+
+    def pause_job(self, id: str) -> JobView:
+        """Pause a job: it fires nothing until resumed; `NotFound` when absent."""
+        return self._call(pause_job, id).parsed
+
+    def runs(self, id: str, *, limit: int = 20, skipped: bool = False) -> RunList:
+        """A job's most recent runs, newest first. With `skipped`, also the instants that were
+        due and did not run, with their reasons, merged with the runs in `timeline` (each
+        entry's `kind` is `run` or `skipped`)."""
+        include = "skipped" if skipped else UNSET
+        return self._call(job_runs, id, limit=limit, include=include).parsed
+
+    def why(self, id: str) -> WhyView:
+        """Why a job or one-shot task runs or does not, now: `state` (the main reason's code),
+        every reason in `causes`, a `summary` sentence, its next firing, and its last runs
+        and skips; `NotFound` when absent."""
+        return self._call(job_why, id).parsed

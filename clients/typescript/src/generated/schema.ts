@@ -187,7 +187,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A job's most recent runs, newest first. */
+        /**
+         * A job's most recent runs, newest first; with `include=skipped`, also the instants that
+         *     were due and did not run, with their reasons, merged with the runs in `timeline`.
+         */
         get: operations["job_runs"];
         put?: never;
         post?: never;
@@ -214,42 +217,22 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/jobs:pause": {
+    "/v1/jobs/{id}/why": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        get?: never;
-        put?: never;
         /**
-         * Pause every active job picked by `handler` or by `id_prefix` (exactly one).
-         * @description Reads the whole job index, a page at a time, and pauses each match as
-         *     `POST /v1/jobs/{id}/pause` would; a job created meanwhile may be missed.
+         * Why a job (or a one-shot task) runs or does not, now: its next firing and how far off;
+         *     if it does not run when it should, why (paused, outside its validity window, held by a
+         *     flow limit, no live node registers its handler, Redis full, its last attempt failing and
+         *     its next one queued, a firing in a node's hands); its last runs and skips.
          */
-        post: operations["pause_jobs"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/jobs:resume": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
+        get: operations["job_why"];
         put?: never;
-        /**
-         * Resume every paused job picked by `handler` or by `id_prefix` (exactly one).
-         * @description Each is resumed as `POST /v1/jobs/{id}/resume` would: its misfire policy decides what its
-         *     pause skipped.
-         */
-        post: operations["resume_jobs"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -681,19 +664,6 @@ export interface components {
             /** @description Its topic. */
             topic: string;
         };
-        /** @description What a bulk pause or resume did. */
-        BulkChanged: {
-            /**
-             * Format: int64
-             * @description Those this request paused (or resumed); the others already were, or are finished.
-             */
-            changed: number;
-            /**
-             * Format: int64
-             * @description Jobs the selection picked, whatever their status.
-             */
-            matched: number;
-        };
         /** @description How many dead letters a replay or purge acted on. */
         DeadCount: {
             /**
@@ -767,6 +737,11 @@ export interface components {
              */
             window?: string | null;
         };
+        /**
+         * @description What a timeline entry is.
+         * @enum {string}
+         */
+        EntryKind: "run" | "skipped";
         /** @description The body of every error answer. */
         ErrorBody: {
             /** @description The error. */
@@ -907,13 +882,6 @@ export interface components {
             jobs: components["schemas"]["JobView"][];
             /** @description Pass as `after` for the next page; null on the last page. */
             next_cursor?: string | null;
-        };
-        /** @description Which jobs to act on: exactly one of `handler` and `id_prefix`. */
-        JobSelection: {
-            /** @description Every job (one-shot tasks included) whose handler is this one. */
-            handler?: string;
-            /** @description Every job whose id starts with this (such as `billing-`). */
-            id_prefix?: string;
         };
         /** @description A job as a client declares it. Exactly one of `cron`, `every`, `at` and `after` gives the schedule (the others absent or null), and `tz` goes only with `cron`. `after` is resolved to `at` by Redis's clock on each write. `dedup` is for enqueued tasks (`POST /v1/tasks`) and refused here, except a deduplicated task's own declaration written back unchanged. */
         JobSpec: {
@@ -1432,6 +1400,8 @@ export interface components {
         RunList: {
             /** @description The runs. */
             runs: components["schemas"]["RunView"][];
+            /** @description With `include=skipped`: the runs and the instants that did not run, newest first. */
+            timeline?: components["schemas"]["TimelineEntry"][] | null;
         };
         /** @description One run of a firing. */
         RunView: {
@@ -1475,6 +1445,38 @@ export interface components {
              * @description When the handler started.
              */
             started_at?: string | null;
+        };
+        /**
+         * @description Why an instant did not run.
+         * @enum {string}
+         */
+        SkipReasonCode: "misfire" | "merged" | "catch_up_limit" | "overlap" | "paused" | "deleted" | "updated" | "cancelled" | "other";
+        /** @description An instant, or a range of instants, that was due and did not run. */
+        SkipView: {
+            /**
+             * Format: int64
+             * @description How many instants (a long outage's range is one record).
+             */
+            count: number;
+            /** @description More: the firing id of the run that still ran (`overlap`). */
+            detail?: string | null;
+            /**
+             * Format: date-time
+             * @description The first instant dropped.
+             */
+            first_at?: string | null;
+            /**
+             * Format: date-time
+             * @description The last instant dropped (`first_at` for one).
+             */
+            last_at?: string | null;
+            /** @description Why. */
+            reason: components["schemas"]["SkipReasonCode"];
+            /**
+             * Format: date-time
+             * @description When it was recorded (Redis time).
+             */
+            recorded_at?: string | null;
         };
         /** @description A job's spec as stored and shown: `after` resolved to `at`, signing secrets redacted. */
         StoredJobSpec: {
@@ -1711,6 +1713,18 @@ export interface components {
              */
             ttr: string;
         };
+        /** @description One entry of a job's timeline: a run, or instants that did not run. */
+        TimelineEntry: {
+            /**
+             * Format: date-time
+             * @description The instant it is about: a run's scheduled instant, the last instant skipped.
+             */
+            at?: string | null;
+            /** @description `run` or `skipped`. */
+            kind: components["schemas"]["EntryKind"];
+            run?: components["schemas"]["RunView"] | null;
+            skipped?: components["schemas"]["SkipView"] | null;
+        };
         /** @description A topic's tasks by state, and its counters since it was first used: see [`Queue::topics`](crate::Queue::topics). */
         TopicCounts: {
             /**
@@ -1844,6 +1858,119 @@ export interface components {
             /** @description The job. */
             job_id: string;
         };
+        /** @description One reason, in a sentence. */
+        WhyCause: {
+            /** @description The reason's code. */
+            code: components["schemas"]["WhyCode"];
+            /** @description What it means for this job. */
+            message: string;
+        };
+        /**
+         * @description A reason a job runs, or does not, now.
+         * @enum {string}
+         */
+        WhyCode: "paused" | "outside_window" | "finished" | "flow_limited" | "running" | "retrying" | "no_node" | "no_handler" | "redis_full" | "overdue" | "waiting";
+        /** @description A flow limit that holds the job's firings back. */
+        WhyLimit: {
+            /**
+             * Format: int64
+             * @description Most firings running at once, if bounded.
+             */
+            in_flight?: number | null;
+            /** @description The limit key. */
+            key: string;
+            /**
+             * Format: int64
+             * @description Most firings started per second, if bounded.
+             */
+            rate?: number | null;
+            /**
+             * Format: int64
+             * @description Firings running under it now.
+             */
+            running: number;
+            /**
+             * Format: int64
+             * @description Firings waiting in line.
+             */
+            waiting: number;
+        };
+        /** @description A failed attempt with another one queued. */
+        WhyRetry: {
+            /**
+             * Format: int64
+             * @description The attempt that failed.
+             */
+            attempt: number;
+            /** @description Its error. */
+            error?: string | null;
+            /** @description `<job id>:<instant ms>`. */
+            firing_id: string;
+            /**
+             * Format: date-time
+             * @description When the next attempt is due.
+             */
+            next_attempt_at?: string | null;
+        };
+        /** @description The run of the job in progress. */
+        WhyRunning: {
+            /**
+             * Format: int64
+             * @description 1 for the first attempt.
+             */
+            attempt: number;
+            /** @description `<job id>:<instant ms>`. */
+            firing_id: string;
+            /** @description The node running it. */
+            node: string;
+            /**
+             * Format: date-time
+             * @description When it was claimed.
+             */
+            since?: string | null;
+        };
+        /** @description Why a job runs, or does not, now. */
+        WhyView: {
+            /** @description Every reason that applies, the main one first. */
+            causes: components["schemas"]["WhyCause"][];
+            flow_limit?: components["schemas"]["WhyLimit"] | null;
+            /** @description Its handler. */
+            handler: string;
+            /** @description The live nodes that register its handler. */
+            handler_nodes: string[];
+            /** @description The job's id. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description Its next firing, if any.
+             */
+            next_at?: string | null;
+            /**
+             * Format: int64
+             * @description How far off the next firing is, in ms (negative: overdue).
+             */
+            next_in_ms?: number | null;
+            /**
+             * Format: date-time
+             * @description Redis's clock now.
+             */
+            now?: string | null;
+            /**
+             * Format: date-time
+             * @description When it was paused, if it is.
+             */
+            paused_since?: string | null;
+            /** @description Its last runs and skips (five of each at most), newest first. */
+            recent: components["schemas"]["TimelineEntry"][];
+            retry?: components["schemas"]["WhyRetry"] | null;
+            running?: components["schemas"]["WhyRunning"] | null;
+            /** @description The main reason: the first of `causes`. */
+            state: components["schemas"]["WhyCode"];
+            /** @description `active`, `paused` or `finished`. */
+            status: string;
+            /** @description In one sentence. */
+            summary: string;
+        };
     };
     responses: never;
     parameters: never;
@@ -1902,7 +2029,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1995,7 +2122,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2096,7 +2223,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2216,7 +2343,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2332,7 +2459,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2450,7 +2577,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2551,7 +2678,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2636,7 +2763,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2732,7 +2859,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2825,7 +2952,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2918,7 +3045,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2984,6 +3111,11 @@ export interface operations {
                  * @example 50
                  */
                 limit?: number;
+                /**
+                 * @description `skipped`: also the instants that were due and did not run (the job's ledger, as
+                 *     many records as `limit`), merged with the runs in `timeline`, newest first.
+                 */
+                include?: string;
             };
             header?: never;
             path: {
@@ -3026,7 +3158,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3108,7 +3240,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3157,34 +3289,31 @@ export interface operations {
             };
         };
     };
-    pause_jobs: {
+    job_why: {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                /**
+                 * @description The job's (or task's) id
+                 * @example nightly-report
+                 */
+                id: string;
+            };
             cookie?: never;
         };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "id_prefix": "billing-"
-                 *     }
-                 */
-                "application/json": components["schemas"]["JobSelection"];
-            };
-        };
+        requestBody?: never;
         responses: {
-            /** @description How many jobs matched, and how many this paused */
+            /** @description Why it runs or not, now */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BulkChanged"];
+                    "application/json": components["schemas"]["WhyView"];
                 };
             };
-            /** @description The body is not JSON (`malformed_json`) */
+            /** @description A path parameter is not UTF-8 once percent-decoded (`bad_path`) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3204,7 +3333,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3213,26 +3342,8 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The body is larger than `api.max_body_bytes` (`payload_too_large`) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is not sent as `application/json` (`unsupported_media_type`) */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Neither or both of `handler` and `id_prefix`, or one that picks nothing (`field` names it). The body does not fit the schema, or a field breaks a rule the schema cannot state; `field` names it (`invalid`) */
-            422: {
+            /** @description No such job */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3252,131 +3363,6 @@ export interface operations {
             /** @description Redis is unavailable; try again (`unavailable`) */
             503: {
                 headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
-            507: {
-                headers: {
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    resume_jobs: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "handler": "send-invoice"
-                 *     }
-                 */
-                "application/json": components["schemas"]["JobSelection"];
-            };
-        };
-        responses: {
-            /** @description How many jobs matched, and how many this resumed */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["BulkChanged"];
-                };
-            };
-            /** @description The body is not JSON (`malformed_json`) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Missing or wrong bearer token (`unauthorized`) */
-            401: {
-                headers: {
-                    /** @description `Bearer` */
-                    "WWW-Authenticate": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is larger than `api.max_body_bytes` (`payload_too_large`) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is not sent as `application/json` (`unsupported_media_type`) */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Neither or both of `handler` and `id_prefix`, or one that picks nothing (`field` names it); or a picked job no longer passes validation. The body does not fit the schema, or a field breaks a rule the schema cannot state; `field` names it (`invalid`) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Internal error, logged by the node (`internal`) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Redis is unavailable; try again (`unavailable`) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
-            507: {
-                headers: {
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3414,7 +3400,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3487,7 +3473,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3589,7 +3575,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `admin` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3698,7 +3684,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `admin` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3785,7 +3771,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3863,7 +3849,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3956,7 +3942,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4088,7 +4074,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4208,7 +4194,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4297,7 +4283,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4406,7 +4392,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `consume` scope, or may consume only other topics (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4545,7 +4531,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `consume` scope, or may consume only other topics (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4659,7 +4645,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4732,7 +4718,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4823,7 +4809,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `admin` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4957,7 +4943,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `consume` scope, or may consume only other topics (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5087,7 +5073,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `consume` scope, or may consume only other topics (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5194,7 +5180,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5319,7 +5305,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5413,7 +5399,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5527,7 +5513,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `consume` scope, or may consume only other topics (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5671,7 +5657,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `consume` scope, or may consume only other topics (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;

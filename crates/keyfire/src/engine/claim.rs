@@ -262,9 +262,9 @@ impl Claimer {
         plan: Option<&MisfirePlan>,
     ) -> ClaimArgs<'a> {
         let job = &cached.job;
-        let (next_ms, run, missed) = match plan {
-            Some(p) => (p.next, p.run, p.missed),
-            None => (job.next_after(at_ms), true, 0),
+        let (next_ms, run, missed, dropped) = match plan {
+            Some(p) => (p.next, p.run, p.missed, p.dropped),
+            None => (job.next_after(at_ms), true, 0, None),
         };
         ClaimArgs {
             job_id,
@@ -282,6 +282,7 @@ impl Claimer {
             announce_ms: ms(self.core.settings.timer_horizon),
             arms_next: false,
             compact: cached.compact,
+            dropped,
         }
     }
 

@@ -3,6 +3,7 @@
 use std::collections::VecDeque;
 
 use crate::job::{Job, MisfirePolicy};
+use crate::store::{Dropped, SkipReason};
 
 /// The decision for a firing found later than the job's misfire tolerance.
 #[derive(Debug, PartialEq, Eq)]
@@ -10,6 +11,8 @@ pub(crate) struct MisfirePlan {
     pub run: bool,
     pub next: Option<i64>,
     pub missed: u64,
+    /// The `missed` instants, as one range for the ledger (None when none are).
+    pub dropped: Option<Dropped>,
 }
 
 /// Apply the job's misfire policy to firing `at`, found when firings up to `until` (Redis now
@@ -21,34 +24,50 @@ pub(crate) fn misfire_plan(job: &Job, at: i64, until: i64) -> MisfirePlan {
         MisfirePolicy::CatchUp => job.catch_up_limit as usize,
         _ => 0,
     };
-    // The late firings after `at`: how many, and the newest `keep` of them.
+    // The late firings after `at`: how many, the first and last of them, the newest `keep`
+    // of them, and the newest of those dropped from that window.
     let mut count = 0u64;
+    let (mut first, mut last) = (None, at);
     let mut newest: VecDeque<i64> = VecDeque::with_capacity(keep + 1);
+    let mut dropped_last = at;
     let mut t = at;
     while let Some(n) = job.next_after(t) {
         if n > until || count >= MAX_SCAN {
             break;
         }
         count += 1;
+        first.get_or_insert(n);
+        last = n;
         if keep > 0 {
             newest.push_back(n);
-            if newest.len() > keep {
-                newest.pop_front();
+            if newest.len() > keep
+                && let Some(old) = newest.pop_front()
+            {
+                dropped_last = old;
             }
         }
         t = n;
     }
     let within = || job.next_after(until);
+    let range = |reason, first_ms, last_ms| {
+        Some(Dropped {
+            reason,
+            first_ms,
+            last_ms,
+        })
+    };
     match job.misfire {
         MisfirePolicy::FireOnce => MisfirePlan {
             run: true,
             next: within(),
             missed: count,
+            dropped: first.and_then(|f| range(SkipReason::Merged, f, last)),
         },
         MisfirePolicy::Skip => MisfirePlan {
             run: false,
             next: within(),
             missed: count + 1,
+            dropped: range(SkipReason::Misfire, at, last),
         },
         MisfirePolicy::CatchUp => {
             let total = count + 1;
@@ -57,13 +76,16 @@ pub(crate) fn misfire_plan(job: &Job, at: i64, until: i64) -> MisfirePlan {
                     run: true,
                     next: job.next_after(at),
                     missed: 0,
+                    dropped: None,
                 }
             } else {
                 // Run the newest `keep` late firings: skip `at` and the older ones.
+                let dropped_last = if keep == 0 { last } else { dropped_last };
                 MisfirePlan {
                     run: false,
                     next: newest.front().copied().or_else(within),
                     missed: total - keep as u64,
+                    dropped: range(SkipReason::CatchUpLimit, at, dropped_last),
                 }
             }
         }
@@ -96,7 +118,12 @@ mod tests {
             MisfirePlan {
                 run: true,
                 next: Some(11_000),
-                missed: 9
+                missed: 9,
+                dropped: Some(Dropped {
+                    reason: SkipReason::Merged,
+                    first_ms: 2_000,
+                    last_ms: 10_000
+                })
             }
         );
     }
@@ -109,7 +136,12 @@ mod tests {
             MisfirePlan {
                 run: false,
                 next: Some(11_000),
-                missed: 10
+                missed: 10,
+                dropped: Some(Dropped {
+                    reason: SkipReason::Misfire,
+                    first_ms: 1_000,
+                    last_ms: 10_000
+                })
             }
         );
     }
@@ -122,7 +154,8 @@ mod tests {
             MisfirePlan {
                 run: true,
                 next: Some(2_000),
-                missed: 0
+                missed: 0,
+                dropped: None
             }
         );
         // Limit 4: run the newest four of the ten late firings (7000..=10000).
@@ -132,7 +165,12 @@ mod tests {
             MisfirePlan {
                 run: false,
                 next: Some(7_000),
-                missed: 6
+                missed: 6,
+                dropped: Some(Dropped {
+                    reason: SkipReason::CatchUpLimit,
+                    first_ms: 1_000,
+                    last_ms: 6_000
+                })
             }
         );
         // And that one, found again, runs with the rest.
@@ -142,7 +180,8 @@ mod tests {
             MisfirePlan {
                 run: true,
                 next: Some(8_000),
-                missed: 0
+                missed: 0,
+                dropped: None
             }
         );
     }

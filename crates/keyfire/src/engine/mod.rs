@@ -129,7 +129,9 @@ impl Node {
         } = self;
         settings.check()?;
         executor::check_run_permits(settings.node.max_concurrent_runs)?;
-        let store = Store::open(&settings.redis).await?;
+        let store = Store::open(&settings.redis)
+            .await?
+            .with_ledger(crate::store::Ledger::of(&settings.node));
         store.check_layout().await?;
         notify::ensure_everywhere(&store, settings.redis.enable_notifications, true).await?;
         store.register_handlers(&registry.names()).await?;

@@ -5,8 +5,8 @@ use redis::{AsyncCommands, FromRedisValue, Value};
 use super::*;
 use crate::error::{Error, Result};
 
-script!(CLAIM, "claim.lua");
-script!(CLAIM_RETRY, "claim_retry.lua");
+script!(CLAIM, "ledger_lib.lua" + "claim.lua");
+script!(CLAIM_RETRY, "ledger_lib.lua" + "claim_retry.lua");
 script!(RECOVER, "recover.lua");
 script!(DEAD, "dead.lua");
 script!(COMPLETE, "complete.lua");
@@ -65,8 +65,14 @@ impl Store {
             if let Some(next) = sentinel {
                 inv.key(k.fire(a.job_id, next));
             }
+            // The ledger's key when an instant may be dropped: the plan drops some, or the
+            // overlap policy may refuse this one.
+            let ledger = a.dropped.is_some() || a.overlap == "forbid";
             if a.compact {
                 inv.key(k.task_bucket(a.job_id));
+            }
+            if ledger {
+                inv.key(k.skips(a.job_id));
             }
             inv.arg(a.job_id)
                 .arg(a.at_ms)
@@ -76,7 +82,8 @@ impl Store {
                 && a.run
                 && a.missed == 0
                 && a.overlap == "allow"
-                && sentinel.is_none();
+                && sentinel.is_none()
+                && !ledger;
             if common && !a.compact {
                 inv.arg(a.tolerance_ms);
             } else if common {
@@ -88,16 +95,31 @@ impl Store {
                     "replace" => 'r',
                     _ => 'a',
                 };
-                inv.arg(format!(
-                    "s{}|{}{}{}{}{}|{}",
+                let mut opts = format!(
+                    "s{}|{}{}{}{}{}{}|{}",
                     a.tolerance_ms,
                     flag(a.misfire_applied),
                     flag(a.run),
                     flag(a.compact),
                     flag(sentinel.is_some()),
                     overlap,
+                    flag(ledger),
                     a.missed
-                ));
+                );
+                if ledger {
+                    opts.push('|');
+                    opts.push_str(&self.ledger.opts());
+                    match a.dropped.filter(|_| a.missed > 0) {
+                        Some(d) => opts.push_str(&format!(
+                            "|{}|{}|{}",
+                            d.reason.as_str(),
+                            d.first_ms,
+                            d.last_ms
+                        )),
+                        None => opts.push_str("|||"),
+                    }
+                }
+                inv.arg(opts);
             }
         }
         let flat: Vec<Value> = inv.invoke_async(&mut self.conn.clone()).await?;
@@ -134,6 +156,7 @@ impl Store {
             .key(k.retry())
             .key(k.running())
             .key(k.attempts())
+            .key(k.skips(job_id))
             .arg(firing_id(job_id, at_ms))
             .arg(node)
             .arg(lease_ms)
@@ -141,6 +164,7 @@ impl Store {
             .arg(k.changes())
             .arg(job_id)
             .arg(version.map_or(String::new(), |(g, v)| format!("{g}.{v}")))
+            .arg(self.ledger.opts())
             .invoke_async(&mut self.conn.clone())
             .await?)
     }

@@ -10,9 +10,9 @@ use super::*;
 use crate::error::{Error, Result};
 use crate::job::{Dedup, JobSpec};
 
-script!(UPSERT, "task_lib.lua" + "upsert.lua");
+script!(UPSERT, "task_lib.lua" + "ledger_lib.lua" + "upsert.lua");
 script!(INSERT, "insert.lua");
-script!(DELETE, "delete.lua");
+script!(DELETE, "ledger_lib.lua" + "delete.lua");
 script!(PAUSE, "pause.lua");
 script!(TRIGGER, "trigger.lua");
 
@@ -142,6 +142,7 @@ impl Store {
             .key(k.task_count())
             .key(k.running())
             .key(k.runs(id))
+            .key(k.skips(id))
             .arg(id)
             .arg(serde_json::to_string(spec)?)
             .arg(expected.version)
@@ -149,7 +150,8 @@ impl Store {
             .arg(k.changes())
             .arg(created_ms)
             .arg(if once { "1" } else { "0" })
-            .arg(self.horizon_ms);
+            .arg(self.horizon_ms)
+            .arg(self.ledger.opts());
         if let Some((dedup, stale)) = dedup {
             inv.key(k.dedup(&dedup.name))
                 .arg(dedup.window_ms)
@@ -236,9 +238,11 @@ impl Store {
             .key(k.attempts())
             .key(k.task_bucket(id))
             .key(k.task_count())
+            .key(k.skips(id))
             .arg(id)
             .arg(k.changes())
             .arg(if only_if_finished { "1" } else { "0" })
+            .arg(self.ledger.opts())
             .invoke_async(&mut self.conn.clone())
             .await?;
         Ok(n == 1)

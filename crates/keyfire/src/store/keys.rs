@@ -319,6 +319,11 @@ impl Keys {
         format!("{}:runs:{id}", self.tag)
     }
 
+    /// LIST of a job's skip records (the ledger of instants that did not run), newest first.
+    pub fn skips(&self, id: &str) -> String {
+        format!("{}:skips:{id}", self.tag)
+    }
+
     /// ZSET node id → last heartbeat (ms, Redis time).
     pub fn nodes(&self) -> String {
         format!("{}:nodes", self.tag)

@@ -10,6 +10,7 @@ mod firings;
 mod flow_limits;
 mod jobs;
 mod keys;
+mod ledger;
 mod nodes;
 pub mod notify;
 mod ops;
@@ -35,6 +36,7 @@ pub use keys::{
     CLUSTER_SLOTS, Keys, LimitKeys, Shards, TASK_BUCKETS, firing_id, parse_firing_id, slot_of,
     stable_hash, task_bucket,
 };
+pub use ledger::{Ledger, RunningLease, SkipReason, SkipRecord};
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use nodes::{DataLoss, Heartbeat};
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]
@@ -75,6 +77,8 @@ pub struct Store {
     wait_off: Arc<std::sync::Mutex<HashMap<String, std::time::Instant>>>,
     /// Only firings due within this many ms hold a sentinel key (see [`Store::promote`]).
     horizon_ms: i64,
+    /// How many skip records a job's ledger keeps, and for how long (its run history's).
+    ledger: Ledger,
 }
 
 impl std::fmt::Debug for Store {
@@ -96,6 +100,7 @@ impl Store {
                 .then_some((redis.wait_replicas, redis.wait_timeout.as_millis() as u64)),
             wait_off: Arc::default(),
             horizon_ms: DEFAULT_SENTINEL_HORIZON_MS,
+            ledger: Ledger::default(),
         }
         .with_sentinel_horizon(redis.sentinel_horizon))
     }
@@ -114,6 +119,13 @@ impl Store {
     /// alone until [`Store::promote`] gives them one.
     pub fn with_sentinel_horizon(mut self, horizon: std::time::Duration) -> Self {
         self.horizon_ms = (horizon.as_millis() as i64).max(1);
+        self
+    }
+
+    /// Keep skip records as the run history is kept: `node.history_limit` per job, for
+    /// `node.history_max_age` (see [`Ledger`]).
+    pub fn with_ledger(mut self, ledger: Ledger) -> Self {
+        self.ledger = ledger;
         self
     }
 

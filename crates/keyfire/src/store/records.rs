@@ -392,6 +392,20 @@ pub struct ClaimArgs<'a> {
     pub arms_next: bool,
     /// The job was read as a compact task: the claim reads its record for the version check.
     pub compact: bool,
+    /// The instants the caller's misfire plan drops (`missed` of them), for the ledger.
+    pub dropped: Option<Dropped>,
+}
+
+/// A range of late instants a misfire plan drops: the ledger's record of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dropped {
+    /// `misfire`, `merged` or `catch_up_limit` (the claim makes it `paused` when the range
+    /// began during a pause).
+    pub reason: super::SkipReason,
+    /// The first instant dropped (ms).
+    pub first_ms: i64,
+    /// The last (ms).
+    pub last_ms: i64,
 }
 
 #[cfg(test)]

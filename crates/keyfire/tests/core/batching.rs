@@ -37,6 +37,7 @@ async fn args_for<'a>(
         announce_ms: 0,
         arms_next: false,
         compact: stored.compact,
+        dropped: None,
     }
 }
 

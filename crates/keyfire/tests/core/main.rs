@@ -14,6 +14,7 @@ mod faults;
 mod firing;
 mod flow_control;
 mod input;
+mod ledger;
 mod lifecycle;
 mod limits;
 mod node_process;

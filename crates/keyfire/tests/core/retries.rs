@@ -329,6 +329,7 @@ async fn a_stale_run_cannot_complete_a_replay_of_its_firing() {
         announce_ms: 0,
         arms_next: false,
         compact: stored.compact,
+        dropped: None,
     };
     let claimed = store.claim(&args).await.unwrap();
     assert!(

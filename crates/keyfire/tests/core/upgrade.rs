@@ -271,6 +271,7 @@ async fn a_lease_names_its_claim_instant() {
             announce_ms: 0,
             arms_next: false,
             compact: stored.compact,
+            dropped: None,
         })
         .await
         .unwrap();

@@ -23,7 +23,8 @@
 -- firing is skipped (misfire) is expanded here into its job hash and jobs-index entry.
 -- KEYS[1] due zset   KEYS[2] running zset   KEYS[3] jobs index   KEYS[4] compact task counter
 -- then per firing: its job hash, then the sentinel key of the job's next firing if its
---   options say so, then its compact bucket if its options say so (keys a firing does not
+--   options say so, then its compact bucket if its options say so, then its ledger (skip
+--   records) if its options say so (keys a firing does not
 --   need are not sent: each argument costs Redis about as much as a short command's work)
 -- ARGV[1] node id   ARGV[2] lease ms   ARGV[3] change channel   ARGV[4] sentinel horizon ms
 -- ARGV[5] timer horizon ms: next firings due within it are announced on the change channel,
@@ -44,7 +45,13 @@
 --     run ("0": skip it, misfire), compact (the caller read the job compact: its bucket is
 --     read instead of its hash; gone from there, the reply is 3 with version 0 and the
 --     caller reads it again), sentinel (its sentinel key is sent), then the overlap policy
---     (a: allow, f: forbid, r: replace); missed: firings to count as missed
+--     (a: allow, f: forbid, r: replace), then ledger ("1": the job's ledger key is sent, after
+--     its bucket, and the options go on "|<limit>|<max age ms>|<reason>|<first>|<last>": the
+--     ledger's bounds (see ledger_lib.lua) and the range of instants the caller's misfire
+--     plan drops, reason "" for none); missed: firings to count as missed
+--   Each instant that does not run gets its skip record in the ledger here: the late ones the
+--   misfire policy drops (misfire, merged, catch_up_limit; paused when the range began while
+--   the job was paused, before its resume), one refused by overlap forbid (overlap).
 --   A next firing that is due past the timer horizon but within the sentinel horizon gets
 --   its sentinel key when the caller sent it, else it is announced like a nearer one.
 -- The writes every firing of a call makes to the same key (its due entry removed or moved,
@@ -169,8 +176,18 @@ local function advance(job, next_sentinel, bucket, id, at_s, nxt, missed, record
   if missed ~= '0' then redis.call('HINCRBY', job, 'missed', missed) end
 end
 
+-- The ledger's record of a range the misfire policy dropped: `paused` when it began while the
+-- job was paused (a resume schedules the first firing after the pause began, so the firings
+-- the pause skipped come here as late ones).
+local function ledger_range(job, ledger, lopts, reason, first, last, missed)
+  if not ledger or reason == '' or missed == '0' then return end
+  local p = redis.call('HMGET', job, 'paused_at', 'resumed_at')
+  if p[1] and p[2] and num[first] >= num[p[1]] and num[first] <= num[p[2]] then reason = 'paused' end
+  ledger_skip(ledger, reason, first, last, missed, '', now_s, lopts)
+end
+
 local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tolerance, applied,
-                     run, missed, overlap, compact)
+                     run, missed, overlap, compact, ledger, lopts, reason, first, last)
   -- An instant in ms is an integer below 2^53: Redis writes its score as those digits, so
   -- the texts compare (the caller writes the instant the same way).
   local again = met[id]
@@ -221,6 +238,7 @@ local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tole
   local fid = id .. ':' .. at_s
   if run == '0' then
     advance(job, next_sentinel, bucket, id, at_s, nxt, missed, record)
+    ledger_range(job, ledger, lopts, reason, first, last, missed)
     return 6, 'missed'
   end
   -- The latest run's lease: is it still held? Looked up only when the answer matters (a
@@ -238,6 +256,8 @@ local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tole
         if overlap == 'forbid' then
           advance(job, next_sentinel, bucket, id, at_s, nxt, missed, record)
           redis.call('HINCRBY', job, 'skipped', 1)
+          ledger_range(job, ledger, lopts, reason, first, last, missed)
+          if ledger then ledger_skip(ledger, 'overlap', at_s, at_s, '1', running, now_s, lopts) end
           return 7, running
         elseif overlap == 'replace' then
           replaced = running
@@ -250,6 +270,7 @@ local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tole
     string.format('%d', (fields[4] or 0) + 1))
   run_add[#run_add + 1] = expiry_s
   run_add[#run_add + 1] = member
+  ledger_range(job, ledger, lopts, reason, first, last, missed)
   if replaced then
     redis.call('SPUBLISH', channel, cjson.encode({op = 'cancel', id = id, firing = replaced}))
   end
@@ -262,15 +283,20 @@ for i = 1, n do
   local opts = ARGV[a + 5]
   local first = string.byte(opts, 1)
   local applied, run, compact, sentinel, overlap, missed = '0', '1', '0', false, 'allow', '0'
-  local tolerance
+  local tolerance, ledger, lopts, reason, from, to = nil, false, nil, '', nil, nil
   if first < 97 then
     tolerance = num[opts]
   elseif first == 116 then
     -- "t<tolerance>": a compact task, otherwise the common case.
     tolerance, compact = string.sub(opts, 2) + 0, '1'
   else
-    local t, flags, m = string.match(opts, '^s(%d+)|(%w+)|(%d+)$')
+    local t, flags, m, rest = string.match(opts, '^s(%d+)|(%w+)|(%d+)(.*)$')
     assert(t, 'claim: bad options')
+    if string.sub(flags, 6, 6) == '1' then
+      local l, g, r, f, z = string.match(rest, '^|(%d+)|(%d+)|([%a_]*)|(%d*)|(%d*)$')
+      assert(l, 'claim: bad ledger options')
+      ledger, lopts, reason, from, to = true, l .. '|' .. g, r, f, z
+    end
     tolerance, missed = tonumber(t), m
     applied, run, compact = string.sub(flags, 1, 1), string.sub(flags, 2, 2), string.sub(flags, 3, 3)
     sentinel = string.sub(flags, 4, 4) == '1'
@@ -287,9 +313,13 @@ for i = 1, n do
     bucket = KEYS[k + 1]
     k = k + 1
   end
+  if ledger then
+    ledger = KEYS[k + 1]
+    k = k + 1
+  end
   local code, arg = claim(i, job, next_sentinel, bucket,
     ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], tolerance, applied, run,
-    missed, overlap, compact)
+    missed, overlap, compact, ledger, lopts, reason, from, to)
   reply[#reply + 1] = code
   reply[#reply + 1] = arg
 end

@@ -12,10 +12,15 @@
 --   (a compact task has no job hash, index entry, dead letters or queued attempts: its
 --   bucket field, then its due entry and sentinel, or its lease, or its history and done
 --   entry, are all there is; see task_lib.lua)
+-- KEYS[13] the job's ledger (skip records)
 -- ARGV[1] job id   ARGV[2] change channel   ARGV[3] "1": only if finished (retention cleanup)
+-- ARGV[4] the ledger's bounds "<limit>|<max age ms>"
+-- The ledger goes with the job, unless an instant was due and not yet claimed: then it records
+-- that instant as `deleted` and stays, for its maximum age (a job created again under the id
+-- shows it), see ledger_lib.lua.
 -- Reply: 1 deleted, 0 no such job (or not finished, with ARGV[3]).
 -- Cost: a scan of the retry and running ZSETs (pending retries and runs in progress).
-assert(#KEYS == 12 and #ARGV == 3, 'delete: wrong arity')
+assert(#KEYS == 13 and #ARGV == 4, 'delete: wrong arity')
 redis.call('ZREM', KEYS[7], ARGV[1])
 local compact = redis.call('EXISTS', KEYS[1]) == 0
 if compact then
@@ -28,6 +33,14 @@ if compact then
   redis.call('DECR', KEYS[12])
 elseif ARGV[3] == '1' and redis.call('HGET', KEYS[1], 'status') ~= 'finished' then
   return 0
+end
+local due = redis.call('ZSCORE', KEYS[2], ARGV[1])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if ARGV[3] ~= '1' and due and tonumber(due) <= now then
+  ledger_skip(KEYS[13], 'deleted', due, due, '1', '', string.format('%d', now), ARGV[4])
+else
+  redis.call('DEL', KEYS[13])
 end
 redis.call('DEL', KEYS[1], KEYS[4], KEYS[5], KEYS[6])
 redis.call('ZREM', KEYS[2], ARGV[1])

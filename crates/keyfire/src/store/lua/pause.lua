@@ -26,11 +26,13 @@ end
 if status ~= 'paused' then return {0, status, redis.call('HGET', KEYS[1], 'next') or ''} end
 local nxt = ARGV[3]
 if nxt == '' then
-  redis.call('HSET', KEYS[1], 'status', 'finished', 'next', '', 'updated', now)
+  redis.call('HSET', KEYS[1], 'status', 'finished', 'next', '', 'updated', now, 'resumed_at', now)
   redis.call('SPUBLISH', ARGV[4], cjson.encode({op = 'resume', id = ARGV[1]}))
   return {1, 'finished', ''}
 end
-redis.call('HSET', KEYS[1], 'status', 'active', 'next', nxt, 'updated', now)
+-- `resumed_at`: claim.lua records the late firings from the pause to here as `paused` in the
+-- job's ledger.
+redis.call('HSET', KEYS[1], 'status', 'active', 'next', nxt, 'updated', now, 'resumed_at', now)
 redis.call('ZADD', KEYS[2], nxt, ARGV[1])
 if tonumber(nxt) > now and tonumber(nxt) <= now + tonumber(ARGV[5]) then
   redis.call('SET', KEYS[3], '1', 'PXAT', nxt)

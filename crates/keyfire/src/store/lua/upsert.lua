@@ -12,25 +12,28 @@
 --   changed is expanded into its job hash first (version 1; see task_lib.lua), then changed
 --   as any job.
 -- KEYS[9] running zset   KEYS[10] the job's run history list (where an expanded task's run is)
+-- KEYS[11] the job's ledger (skip records): a change that moves the schedule off an instant
+--   that was due and not yet claimed records it there as `updated` (see ledger_lib.lua)
 -- ARGV[1] job id   ARGV[2] spec JSON   ARGV[3] expected version ("0": must not exist)
 -- ARGV[4] next firing ms or ""   ARGV[5] change channel
 -- ARGV[6] creation instant ms the caller computed the schedule with (kept when the job exists:
 --         it is the phase of an `every` job without start_at)
 -- ARGV[7] "1" when the job is one-shot (cleaned up a retention period after it succeeded)
 -- ARGV[8] sentinel horizon ms: only a firing due within it gets its sentinel key now
+-- ARGV[9] the ledger's bounds "<limit>|<max age ms>"
 -- Deduplication, only when a task with a dedup key is enqueued (creates; ARGV[3] is "0"):
--- KEYS[11] dedup key (same slot as the job: the job's id was picked on the key's shard)
--- ARGV[9] dedup window ms: the key names the created task and expires with the window
--- ARGV[10] id of a task the caller found deleted although the key named it, or "": a deleted
+-- KEYS[12] dedup key (same slot as the job: the job's id was picked on the key's shard)
+-- ARGV[10] dedup window ms: the key names the created task and expires with the window
+-- ARGV[11] id of a task the caller found deleted although the key named it, or "": a deleted
 --          task does not hold its key (the caller retries with its id to take the key over)
 -- Reply: {version, status, next, now}, or {-1, current version} when the version moved on,
 -- or {-2, id} when the dedup key names a task enqueued within its window (nothing written).
-assert((#KEYS == 10 and #ARGV == 8) or (#KEYS == 11 and #ARGV == 10), 'upsert: wrong arity')
+assert((#KEYS == 11 and #ARGV == 9) or (#KEYS == 12 and #ARGV == 11), 'upsert: wrong arity')
 -- A table lookup, not a Redis call: tasks without a dedup key cost no command more.
-local dedup = KEYS[11]
+local dedup = KEYS[12]
 if dedup then
   local holder = redis.call('GET', dedup)
-  if holder and holder ~= ARGV[10] then return {-2, holder} end
+  if holder and holder ~= ARGV[11] then return {-2, holder} end
 end
 local cur = redis.call('HGET', KEYS[1], 'version') or '0'
 if cur == '0' and redis.call('HEXISTS', KEYS[7], ARGV[1]) == 1 then
@@ -43,8 +46,8 @@ if cur ~= ARGV[3] then return {-1, cur} end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local version = tonumber(cur) + 1
-if dedup then redis.call('SET', dedup, ARGV[1], 'PX', ARGV[9]) end
-local status = redis.call('HGET', KEYS[1], 'status')
+if dedup then redis.call('SET', dedup, ARGV[1], 'PX', ARGV[10]) end
+local status, was = unpack(redis.call('HMGET', KEYS[1], 'status', 'next'))
 local gen = nil
 if not status then gen = redis.call('INCR', KEYS[6]) end
 redis.call('DEL', KEYS[4])
@@ -53,6 +56,11 @@ local nxt = ARGV[4]
 -- (re-declaring a one-shot job that already ran must not run it again).
 local last = redis.call('HGET', KEYS[1], 'last')
 if nxt ~= '' and last and tonumber(nxt) <= tonumber(last) then nxt = '' end
+-- The instant that was due and not claimed yet, dropped by this change: its ledger record.
+if was and was ~= '' and was ~= nxt and tonumber(was) <= now then
+  local now_s = string.format('%d', now)
+  ledger_skip(KEYS[11], 'updated', was, was, '1', '', now_s, ARGV[9])
+end
 if status == 'paused' then
   nxt = ''
 elseif nxt == '' then

@@ -8,6 +8,7 @@ from .dead_letter_view import DeadLetterView
 from .dead_list import DeadList
 from .dead_summary import DeadSummary
 from .dedup_spec import DedupSpec
+from .entry_kind import EntryKind
 from .error_body import ErrorBody
 from .error_detail import ErrorDetail
 from .finish_body import FinishBody
@@ -49,6 +50,8 @@ from .retry_spec_backoff_type_2_type_1 import RetrySpecBackoffType2Type1
 from .retry_spec_backoff_type_3_type_1 import RetrySpecBackoffType3Type1
 from .run_list import RunList
 from .run_view import RunView
+from .skip_reason_code import SkipReasonCode
+from .skip_view import SkipView
 from .stored_job_spec_type_0 import StoredJobSpecType0
 from .stored_job_spec_type_1 import StoredJobSpecType1
 from .stored_job_spec_type_2 import StoredJobSpecType2
@@ -63,6 +66,7 @@ from .task_spec_overlap_type_2_type_1 import TaskSpecOverlapType2Type1
 from .task_spec_overlap_type_3_type_1 import TaskSpecOverlapType3Type1
 from .task_spec_params_type_0 import TaskSpecParamsType0
 from .task_view import TaskView
+from .timeline_entry import TimelineEntry
 from .topic_counts import TopicCounts
 from .topic_list import TopicList
 from .topic_settings import TopicSettings
@@ -71,6 +75,12 @@ from .totals import Totals
 from .touch_body import TouchBody
 from .touched import Touched
 from .triggered import Triggered
+from .why_cause import WhyCause
+from .why_code import WhyCode
+from .why_limit import WhyLimit
+from .why_retry import WhyRetry
+from .why_running import WhyRunning
+from .why_view import WhyView
 
 __all__ = (
     "Added",
@@ -81,6 +91,7 @@ __all__ = (
     "DeadList",
     "DeadSummary",
     "DedupSpec",
+    "EntryKind",
     "ErrorBody",
     "ErrorDetail",
     "FinishBody",
@@ -122,6 +133,8 @@ __all__ = (
     "RetrySpecBackoffType3Type1",
     "RunList",
     "RunView",
+    "SkipReasonCode",
+    "SkipView",
     "StoredJobSpecType0",
     "StoredJobSpecType1",
     "StoredJobSpecType2",
@@ -136,6 +149,7 @@ __all__ = (
     "TaskSpecOverlapType3Type1",
     "TaskSpecParamsType0",
     "TaskView",
+    "TimelineEntry",
     "TopicCounts",
     "TopicList",
     "TopicSettings",
@@ -144,4 +158,10 @@ __all__ = (
     "TouchBody",
     "Touched",
     "Triggered",
+    "WhyCause",
+    "WhyCode",
+    "WhyLimit",
+    "WhyRetry",
+    "WhyRunning",
+    "WhyView",
 )

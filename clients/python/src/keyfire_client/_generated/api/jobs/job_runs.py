@@ -15,10 +15,13 @@ def _get_kwargs(
     id: str,
     *,
     limit: int | Unset = UNSET,
+    include: str | Unset = UNSET,
 ) -> dict[str, Any]:
     params: dict[str, Any] = {}
 
     params["limit"] = limit
+
+    params["include"] = include
 
     params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
 
@@ -93,12 +96,15 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     limit: int | Unset = UNSET,
+    include: str | Unset = UNSET,
 ) -> Response[ErrorBody | RunList]:
-    """A job's most recent runs, newest first.
+    """A job's most recent runs, newest first; with `include=skipped`, also the instants that
+    were due and did not run, with their reasons, merged with the runs in `timeline`.
 
     Args:
         id (str):
         limit (int | Unset):
+        include (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -111,6 +117,7 @@ def sync_detailed(
     kwargs = _get_kwargs(
         id=id,
         limit=limit,
+        include=include,
     )
 
     response = client.get_httpx_client().request(
@@ -125,12 +132,15 @@ def sync(
     *,
     client: AuthenticatedClient,
     limit: int | Unset = UNSET,
+    include: str | Unset = UNSET,
 ) -> ErrorBody | RunList | None:
-    """A job's most recent runs, newest first.
+    """A job's most recent runs, newest first; with `include=skipped`, also the instants that
+    were due and did not run, with their reasons, merged with the runs in `timeline`.
 
     Args:
         id (str):
         limit (int | Unset):
+        include (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -144,6 +154,7 @@ def sync(
         id=id,
         client=client,
         limit=limit,
+        include=include,
     ).parsed
 
 
@@ -152,12 +163,15 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     limit: int | Unset = UNSET,
+    include: str | Unset = UNSET,
 ) -> Response[ErrorBody | RunList]:
-    """A job's most recent runs, newest first.
+    """A job's most recent runs, newest first; with `include=skipped`, also the instants that
+    were due and did not run, with their reasons, merged with the runs in `timeline`.
 
     Args:
         id (str):
         limit (int | Unset):
+        include (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -170,6 +184,7 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         id=id,
         limit=limit,
+        include=include,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -182,12 +197,15 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     limit: int | Unset = UNSET,
+    include: str | Unset = UNSET,
 ) -> ErrorBody | RunList | None:
-    """A job's most recent runs, newest first.
+    """A job's most recent runs, newest first; with `include=skipped`, also the instants that
+    were due and did not run, with their reasons, merged with the runs in `timeline`.
 
     Args:
         id (str):
         limit (int | Unset):
+        include (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -202,5 +220,6 @@ async def asyncio(
             id=id,
             client=client,
             limit=limit,
+            include=include,
         )
     ).parsed

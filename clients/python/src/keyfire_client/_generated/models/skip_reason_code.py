@@ -1,0 +1,16 @@
+from enum import StrEnum
+
+
+class SkipReasonCode(StrEnum):
+    CANCELLED = "cancelled"
+    CATCH_UP_LIMIT = "catch_up_limit"
+    DELETED = "deleted"
+    MERGED = "merged"
+    MISFIRE = "misfire"
+    OTHER = "other"
+    OVERLAP = "overlap"
+    PAUSED = "paused"
+    UPDATED = "updated"
+
+    def __str__(self) -> str:
+        return str(self.value)

@@ -1,0 +1,18 @@
+from enum import StrEnum
+
+
+class WhyCode(StrEnum):
+    FINISHED = "finished"
+    FLOW_LIMITED = "flow_limited"
+    NO_HANDLER = "no_handler"
+    NO_NODE = "no_node"
+    OUTSIDE_WINDOW = "outside_window"
+    OVERDUE = "overdue"
+    PAUSED = "paused"
+    REDIS_FULL = "redis_full"
+    RETRYING = "retrying"
+    RUNNING = "running"
+    WAITING = "waiting"
+
+    def __str__(self) -> str:
+        return str(self.value)
