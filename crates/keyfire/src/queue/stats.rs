@@ -48,6 +48,9 @@ pub struct TopicStats {
     pub finished: u64,
     /// Tasks that used up their deliveries and went to the dead letters, in all.
     pub dead_total: u64,
+    /// Paused topics: 1 for a paused topic, 0 otherwise; for [`OTHER`], how many of its
+    /// topics are paused.
+    pub paused: u64,
 }
 
 impl TopicStats {
@@ -63,6 +66,7 @@ impl TopicStats {
         self.redelivered += o.redelivered;
         self.finished += o.finished;
         self.dead_total += o.dead_total;
+        self.paused += o.paused;
     }
 }
 
@@ -191,8 +195,13 @@ impl Queue {
                     redelivered: n(2),
                     finished: n(3),
                     dead_total: n(4),
+                    paused: u64::from(counters.get(5).copied().flatten().is_some()),
                 });
             }
+        }
+        // A topic is paused on each of its lanes: count it once.
+        for s in &mut out {
+            s.paused = s.paused.min(1);
         }
         Ok(out)
     }

@@ -707,8 +707,8 @@ impl Queue {
     }
 
     /// Each lane's figures for metrics, in the order given: `ZCARD` of its four sets, the head
-    /// of its ready set (id, when it became ready) and its counters (added, delivered,
-    /// redelivered, done, dead).
+    /// of its ready set (id, when it became ready), its counters (added, delivered,
+    /// redelivered, done, dead) and its paused flag (when it was paused, if it is).
     pub(super) async fn read_lane_stats(&self, lanes: &[Lane]) -> Result<Vec<LaneStats>> {
         let shards = self.store.shards();
         let rows = self

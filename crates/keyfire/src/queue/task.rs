@@ -181,6 +181,10 @@ pub struct TaskInfo {
     pub deadline: Option<DateTime<Utc>>,
     /// When it was finished, went to the dead letters, or was deleted.
     pub finished_at: Option<DateTime<Utc>>,
+    /// Why it went to the dead letters (a dead letter's: which delivery's reservation expired
+    /// unfinished); `None` for other tasks and for dead letters of earlier releases.
+    #[serde(default)]
+    pub last_error: Option<String>,
 }
 
 /// A topic's tasks by state, and its counters since it was first used: see [`Queue::topics`](crate::Queue::topics).
@@ -205,8 +209,14 @@ pub struct TopicCounts {
     pub redelivered: u64,
     /// Tasks finished, in all.
     pub done: u64,
-    /// Tasks deleted, in all.
+    /// Tasks deleted, in all (dead letters purged included).
     pub deleted: u64,
+    /// Dead letters replayed (made ready again), in all.
+    #[serde(default)]
+    pub replayed: u64,
+    /// Paused: pops reserve none of its tasks until it is resumed (adds go on).
+    #[serde(default)]
+    pub paused: bool,
     /// Its number of partitions (1 unless declared with more).
     #[serde(default = "one")]
     pub partitions: usize,
@@ -270,5 +280,6 @@ pub(super) fn decode_task(id: &str, map: &HashMap<String, String>) -> Result<Tas
         reserved_at: num("reserved_at").map(instant),
         deadline: num("deadline").map(instant),
         finished_at: num("finished_at").map(instant),
+        last_error: map.get("error").cloned(),
     })
 }
