@@ -171,4 +171,3 @@ impl Queue {
         Ok(acted)
     }
 }
-

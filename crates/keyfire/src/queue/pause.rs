@@ -9,7 +9,7 @@
 //! it finds the lane paused and waits again); the resume pushes a wake-up token per ready task
 //! (capped), as an add does, so waiting consumers take the ready tasks in order.
 
-use super::lane::{Layout, Lane};
+use super::lane::{Lane, Layout};
 use super::{NOTIFY_CAP, Queue, check_topic};
 use crate::error::Result;
 use crate::store::script;

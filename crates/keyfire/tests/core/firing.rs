@@ -339,8 +339,14 @@ async fn claims_go_ahead_of_run_permits_while_runs_are_short() {
     assert_eq!(ahead, 3, "claims that went ahead");
     let waited = late.iter().filter(|&&d| d >= 2_400).count() as u64;
     assert!(late.iter().all(|&d| d >= 2_400 || d <= 0), "{late:?}");
-    assert_eq!(held, waited, "firings claimed ahead and queued again: {late:?}");
-    assert!(held >= 2, "at most one fast run goes before the slow one: {late:?}");
+    assert_eq!(
+        held, waited,
+        "firings claimed ahead and queued again: {late:?}"
+    );
+    assert!(
+        held >= 2,
+        "at most one fast run goes before the slow one: {late:?}"
+    );
     node.shutdown().await;
 }
 

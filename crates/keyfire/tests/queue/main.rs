@@ -2,12 +2,14 @@
 //! in-process nodes serving the `topic` handler. One test binary made of modules.
 
 mod batch;
+mod dead;
 mod deletes;
 mod delivery;
 mod feed;
 mod idle;
 mod input;
 mod partitions;
+mod pause;
 mod recovery;
 mod redelivery;
 mod upgrade;
