@@ -21,5 +21,6 @@ mod promises;
 mod routes;
 mod socket;
 mod tls;
+mod topic_dead;
 mod topic_partitions;
 mod topics;
