@@ -374,3 +374,77 @@ async fn a_paused_topic_pops_nothing_then_resumes_in_order() {
         false
     );
 }
+
+/// `keyfire topics dead list|replay|purge` and `keyfire topics pause|resume` against the
+/// router served on a socket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_lists_replays_purges_and_pauses() {
+    use crate::support::{keyfire_cli, printed, printed_json};
+    let api = Api::new().await;
+    let ids = dead_letters(&api, "cli", 3).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let app = api.router.clone();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let token = api.token.clone();
+    let cli = move |args: &[&str]| keyfire_cli(&url, token.as_deref(), args);
+    tokio::task::block_in_place(|| {
+        let l = cli(&["topics", "dead", "list", "cli"]);
+        assert_eq!(l.status.code(), Some(0), "{}", printed(&l));
+        let out = printed(&l);
+        assert!(out.contains("DIED (UTC)") && out.contains("1/1"), "{out}");
+        for id in &ids {
+            assert!(out.contains(id.as_str()), "{out}");
+        }
+        let j = printed_json(&cli(&[
+            "topics", "dead", "ls", "cli", "--limit", "2", "--json",
+        ]));
+        assert_eq!(j["dead"].as_array().unwrap().len(), 2);
+
+        let r = cli(&[
+            "topics", "dead", "replay", "cli", "--id", &ids[0], "--id", &ids[1],
+        ]);
+        assert!(
+            printed(&r).contains("replayed 2 dead letter(s) of topic cli"),
+            "{}",
+            printed(&r)
+        );
+        let p = printed_json(&cli(&["topics", "dead", "purge", "cli", "--json"]));
+        assert_eq!(p["count"], 1);
+        let bad = cli(&["topics", "dead", "list", "cli", "--limit", "0"]);
+        assert_ne!(bad.status.code(), Some(0));
+        assert!(printed(&bad).contains("limit"), "{}", printed(&bad));
+
+        let paused = cli(&["topics", "pause", "cli"]);
+        assert!(
+            printed(&paused).contains("topic cli paused"),
+            "{}",
+            printed(&paused)
+        );
+        let list = printed(&cli(&["topics"]));
+        assert!(list.contains("PAUSED") && list.contains("yes"), "{list}");
+        let g = printed_json(&cli(&["topics", "get", "cli", "--json"]));
+        assert_eq!(g["paused"], true);
+        let r = printed_json(&cli(&["topics", "resume", "cli", "--json"]));
+        assert_eq!(
+            (r["paused"].as_bool(), r["changed"].as_bool()),
+            (Some(false), Some(true))
+        );
+        let unknown = cli(&["topics", "pause", "nosuch"]);
+        assert_ne!(unknown.status.code(), Some(0));
+        assert!(
+            printed(&unknown).contains("no topic 'nosuch'"),
+            "{}",
+            printed(&unknown)
+        );
+    });
+    // The replayed two are ready, the purged one deleted.
+    let c = api.get("/v1/topics").await;
+    assert_eq!(
+        (
+            c.body["topics"][0]["ready"].as_u64(),
+            c.body["topics"][0]["dead"].as_u64()
+        ),
+        (Some(2), Some(0))
+    );
+}
