@@ -721,7 +721,14 @@ impl Queue {
                     .zrange_withscores(k.qready(&t), 0, 0)
                     .cmd("HMGET")
                     .arg(k.qstats(&t))
-                    .arg(&["added", "delivered", "redelivered", "done", "dead"]);
+                    .arg(&[
+                        "added",
+                        "delivered",
+                        "redelivered",
+                        "done",
+                        "dead",
+                        "paused",
+                    ]);
             })
             .await?;
         rows.into_iter()

@@ -36,6 +36,7 @@ async fn a_paused_topic_delivers_nothing_until_resumed_then_in_order() {
     assert!(!q.pause("p").await.unwrap(), "paused already");
     assert!(q.is_paused("p").await.unwrap());
     assert!(q.topics().await.unwrap()[0].paused);
+    assert_eq!(q.topic_stats(&["p".into()]).await.unwrap()[0].paused, 1);
 
     // Pops give nothing for their whole wait, blocking or polling, though "b" is ready.
     for (label, queue) in [("blocking", &q), ("polling", &polling)] {
