@@ -62,7 +62,10 @@ from .task_spec_overlap_type_3_type_1 import TaskSpecOverlapType3Type1
 from .task_spec_params_type_0 import TaskSpecParamsType0
 from .task_view import TaskView
 from .topic_counts import TopicCounts
+from .topic_dead_letter import TopicDeadLetter
+from .topic_dead_list import TopicDeadList
 from .topic_list import TopicList
+from .topic_paused import TopicPaused
 from .topic_settings import TopicSettings
 from .topic_view import TopicView
 from .totals import Totals
@@ -133,7 +136,10 @@ __all__ = (
     "TaskSpecParamsType0",
     "TaskView",
     "TopicCounts",
+    "TopicDeadLetter",
+    "TopicDeadList",
     "TopicList",
+    "TopicPaused",
     "TopicSettings",
     "TopicView",
     "Totals",
