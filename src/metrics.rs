@@ -126,6 +126,10 @@ fn describe() {
         "Tasks of the topic that used up their deliveries (cluster-wide)"
     );
     describe_gauge!(
+        name::QUEUE_PAUSED,
+        "Whether the topic is paused: its pops reserve nothing (for _other: paused topics among the rest; cluster-wide)"
+    );
+    describe_gauge!(
         name::QUEUE_TOPICS,
         "Delay-queue topics in all (cluster-wide)"
     );
@@ -276,6 +280,7 @@ fn record_topic(t: &TopicStats) {
     }
     metrics::gauge!(name::QUEUE_OLDEST_READY, "topic" => topic.clone())
         .set(t.oldest_ready_ms.unwrap_or(0) as f64 / 1000.0);
+    metrics::gauge!(name::QUEUE_PAUSED, "topic" => topic.clone()).set(t.paused as f64);
     for (metric, n) in [
         (name::QUEUE_ADDED, t.added),
         (name::QUEUE_DELIVERED, t.delivered),

@@ -229,6 +229,9 @@ async fn queue_overdue_and_memory_figures_are_read_from_redis() {
     queue.add_task(task("mq-c", 60_000, 5)).await.unwrap();
     queue.add_task(task("mq-d", 60_000, 5)).await.unwrap();
     queue.add_task(task("mq-d", 60_000, 5)).await.unwrap();
+    // mq-a is paused, and mq-c past the cap.
+    queue.pause("mq-a").await.unwrap();
+    queue.pause("mq-c").await.unwrap();
     // 1.2 s on Redis's clock (the one the figures' ages are read by) past every add: mq-b's
     // reservations run out, and the ages below are at least that.
     let added = w.redis_ms().await;
@@ -259,6 +262,14 @@ async fn queue_overdue_and_memory_figures_are_read_from_redis() {
     assert_eq!(counter("keyfire_queue_dead_total", "mq-b"), 1.0);
     assert_eq!(counter("keyfire_queue_added_total", "_other"), 3.0);
     assert_eq!(one(&text, "keyfire_queue_topics", &[]), 4.0);
+    assert_eq!(counter("keyfire_queue_paused", "mq-a"), 1.0);
+    assert_eq!(counter("keyfire_queue_paused", "mq-b"), 0.0);
+    assert_eq!(
+        counter("keyfire_queue_paused", "_other"),
+        1.0,
+        "mq-c of the rest"
+    );
+    queue.resume("mq-a").await.unwrap();
     // The oldest ready task of mq-a was added before the 1.2 s wait; mq-b's went back to
     // ready just now.
     let oldest = counter("keyfire_queue_oldest_ready_seconds", "mq-a");

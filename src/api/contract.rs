@@ -284,6 +284,7 @@ fn parameter_rules(doc: &mut Value) {
                 ("query", "limit") => json!({"minimum": 1, "maximum": super::jobs::MAX_PAGE}),
                 ("query", "max") => json!({"type": "integer", "minimum": 1, "maximum": MAX_POP}),
                 ("query", "wait") => duration_rule(),
+                ("query", "ids") => json!({"pattern": super::topic_dead::IDS_PATTERN}),
                 ("query", "status") => names_rule(super::jobs::JOB_STATUSES, false),
                 ("header", "If-Match") => {
                     json!({"type": "string", "pattern": super::jobs::IF_MATCH_PATTERN})

@@ -6,8 +6,9 @@
 //!   many jobs at once, by handler or id prefix.
 //! - `/v1/tasks`, `/v1/tasks/batch`: one-shot tasks.
 //! - `/v1/topics` (+ `/{topic}/tasks`, `/{topic}/pop`, `/{topic}/tasks/{id}` (+ `/finish`,
-//!   `/touch`)): the delay queue ([`keyfire::queue::Queue`]); `/v1/tasks/{id}` (+ `/finish`,
-//!   `/touch`) are deprecated aliases of its task routes.
+//!   `/touch`), `/{topic}/dead` (+ `/replay`), `/{topic}/pause`, `/resume`): the delay queue
+//!   ([`keyfire::queue::Queue`]); `/v1/tasks/{id}` (+ `/finish`, `/touch`) are deprecated
+//!   aliases of its task routes.
 //! - `/v1/nodes`: live nodes, their load and version.
 //! - `/v1/overview`: the cluster at a glance (nodes, job counts, counters, dead letters).
 //! - `/healthz` (the process is up), `/readyz` (Redis answers, expired events are on).
@@ -39,6 +40,8 @@ pub mod overview;
 pub mod scopes;
 mod system;
 mod tasks;
+pub mod topic_dead;
+pub mod topic_pause;
 mod topic_tasks;
 pub mod topics;
 pub mod why;
@@ -206,6 +209,13 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(topic_tasks::touch_topic_task))
         .routes(routes!(topics::list_topics))
         .routes(routes!(topics::put_topic, topics::get_topic))
+        .routes(routes!(
+            topic_dead::list_topic_dead,
+            topic_dead::purge_topic_dead
+        ))
+        .routes(routes!(topic_dead::replay_topic_dead))
+        .routes(routes!(topic_pause::pause_topic))
+        .routes(routes!(topic_pause::resume_topic))
         .routes(routes!(
             limits::put_limit,
             limits::get_limit,

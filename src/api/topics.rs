@@ -584,6 +584,9 @@ pub struct TopicView {
     pub topic: String,
     /// Its number of partitions.
     pub partitions: usize,
+    /// Paused: its pops reserve nothing (`POST /v1/topics/{topic}/pause`, `/resume`).
+    #[serde(default)]
+    pub paused: bool,
 }
 
 /// Declare a topic's settings: its number of partitions.
@@ -614,13 +617,16 @@ pub async fn put_topic(
         .queue()
         .set_partitions(&topic, body.partitions)
         .await?;
+    let paused = state.queue().is_paused(&topic).await?;
     Ok(Json(TopicView {
         topic,
         partitions: body.partitions,
+        paused,
     }))
 }
 
-/// A topic's settings: its number of partitions (1 for a topic never declared).
+/// A topic's settings: its number of partitions (1 for a topic never declared), and whether it
+/// is paused.
 #[utoipa::path(
     get,
     path = "/v1/topics/{topic}",
@@ -637,5 +643,10 @@ pub async fn get_topic(
     Path(topic): Path<String>,
 ) -> Result<Json<TopicView>, ApiError> {
     let partitions = state.queue().partitions(&topic).await?;
-    Ok(Json(TopicView { topic, partitions }))
+    let paused = state.queue().is_paused(&topic).await?;
+    Ok(Json(TopicView {
+        topic,
+        partitions,
+        paused,
+    }))
 }

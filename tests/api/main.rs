@@ -23,6 +23,7 @@ mod routes;
 mod scopes;
 mod socket;
 mod tls;
+mod topic_dead;
 mod topic_partitions;
 mod topics;
 mod why;

@@ -19,7 +19,10 @@ async fn rest_sets_and_shows_partitions_refusing_bad_counts_before_any_write() {
     let api = Api::new().await;
     let a = api.get("/v1/topics/orders").await;
     assert_eq!(a.status, StatusCode::OK, "{:#}", a.body);
-    assert_eq!(a.body, json!({"topic": "orders", "partitions": 1}));
+    assert_eq!(
+        a.body,
+        json!({"topic": "orders", "partitions": 1, "paused": false})
+    );
     let before = api.snapshot().await;
     for (body, field) in [
         (json!({"partitions": 0}), "partitions"),
@@ -50,7 +53,10 @@ async fn rest_sets_and_shows_partitions_refusing_bad_counts_before_any_write() {
 
     let a = api.put("/v1/topics/orders", json!({"partitions": 4})).await;
     assert_eq!(a.status, StatusCode::OK, "{:#}", a.body);
-    assert_eq!(a.body, json!({"topic": "orders", "partitions": 4}));
+    assert_eq!(
+        a.body,
+        json!({"topic": "orders", "partitions": 4, "paused": false})
+    );
     assert_eq!(api.get("/v1/topics/orders").await.body["partitions"], 4);
     // Again with the same count: accepted, nothing changes.
     let a = api.put("/v1/topics/orders", json!({"partitions": 4})).await;

@@ -187,6 +187,35 @@ try {
   await shot('topics');
   step('topics');
 
+  // 7b'. A topic's dead letter and its pause show on the topics page.
+  const auth = token ? { authorization: 'Bearer ' + token } : {};
+  const post = (path, body) => fetch(base + path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...auth },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const dies = await post('/v1/topics/' + TOPIC + '/tasks', { id: 'dies-1', payload: PAYLOAD, ttr: '200ms', max_deliveries: 1 });
+  check(dies.status === 201, 'a task delivered once is added: HTTP ' + dies.status);
+  check((await post('/v1/topics/' + TOPIC + '/pop?max=10')).status === 200, 'the topic\'s tasks are popped');
+  let deadNow = 0;
+  for (let i = 0; i < 100 && deadNow === 0; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    await post('/v1/topics/' + TOPIC + '/pop'); // takes back the lapsed reservation: a dead letter
+    deadNow = (await (await fetch(base + '/v1/topics/' + TOPIC + '/dead', { headers: auth })).json()).dead.length;
+  }
+  check(deadNow === 1, 'the lapsed task is a dead letter');
+  check((await post('/v1/topics/' + TOPIC + '/pause')).status === 200, 'the topic is paused');
+  await page.locator('#nav a[data-page="limits"]').click();
+  await page.locator('#nav a[data-page="topics"]').click();
+  await page.locator(`tr[data-topic="${TOPIC}"] [data-col="paused"]`).waitFor();
+  const deadRow = page.locator(`table.topic-dead-table tr[data-task="dies-1"]`);
+  await deadRow.waitFor();
+  check((await deadRow.textContent()).includes('expired unfinished'), 'the dead letter shows why it died');
+  await noInjectedMarkup('topic dead letters');
+  await shot('topic-dead');
+  check((await post('/v1/topics/' + TOPIC + '/resume')).status === 200, 'the topic is resumed');
+  step('topic dead letters and pause');
+
   // 7c. Limits: a limit set through the API shows with its bounds.
   const limited = await fetch(base + '/v1/limits/host:browser.test', {
     method: 'PUT',

@@ -40,6 +40,10 @@ export type BulkChanged = Schemas["BulkChanged"];
 export type RunList = Schemas["RunList"];
 /** Why a job runs or does not: `state`, `causes`, `summary`, next firing, recent runs and skips. */
 export type WhyView = Schemas["WhyView"];
+/** A dead letter of a topic: its deliveries, when it died (`died_at`) and why (`error`). */
+export type TopicDeadLetter = Schemas["TopicDeadLetter"];
+/** A topic's paused state after a pause or resume. */
+export type TopicPaused = Schemas["TopicPaused"];
 /** How a finish answered one task: `done`, `lost` or `not_found`. */
 export type FinishOutcome = "done" | "lost" | "not_found" | (string & {});
 
@@ -283,6 +287,45 @@ export class Keyfire {
   /** `topic`'s settings: its partitions (1 unless declared with more). */
   async getTopic(topic: string): Promise<TopicView> {
     const { data } = await this.call(this.api.GET("/v1/topics/{topic}", { params: { path: { topic } } }));
+    return data;
+  }
+
+  /**
+   * `topic`'s dead letters (tasks delivered `max_deliveries` times without a finish), newest
+   * first, at most `limit` (1 to 1000, default 100). `NotFoundError` for an unknown topic.
+   */
+  async deadLetters(topic: string, options: { limit?: number } = {}): Promise<TopicDeadLetter[]> {
+    const { data } = await this.call(
+      this.api.GET("/v1/topics/{topic}/dead", { params: { path: { topic }, query: { limit: options.limit } } }),
+    );
+    return data.dead;
+  }
+
+  /** Make `topic`'s dead letters ready again (deliveries reset to 0): those of `ids`, or all. How many. */
+  async replayDead(topic: string, ids?: readonly string[]): Promise<number> {
+    const { data } = await this.call(
+      this.api.POST("/v1/topics/{topic}/dead/replay", { params: { path: { topic }, query: { ids: ids?.join(",") } } }),
+    );
+    return data.count;
+  }
+
+  /** Delete `topic`'s dead letters for good: those of `ids`, or all. How many. */
+  async purgeDead(topic: string, ids?: readonly string[]): Promise<number> {
+    const { data } = await this.call(
+      this.api.DELETE("/v1/topics/{topic}/dead", { params: { path: { topic }, query: { ids: ids?.join(",") } } }),
+    );
+    return data.count;
+  }
+
+  /** Pause `topic`: its pops reserve nothing until `resume` (adds go on). */
+  async pause(topic: string): Promise<TopicPaused> {
+    const { data } = await this.call(this.api.POST("/v1/topics/{topic}/pause", { params: { path: { topic } } }));
+    return data;
+  }
+
+  /** Resume a paused `topic`: its ready tasks are delivered again, in order. */
+  async resume(topic: string): Promise<TopicPaused> {
+    const { data } = await this.call(this.api.POST("/v1/topics/{topic}/resume", { params: { path: { topic } } }));
     return data;
   }
 

@@ -168,8 +168,8 @@ test("enqueue with dedup creates one task", async () => {
 test("a topic's partitions are declared once, then read back; another count is refused", async () => {
   const topic = newTopic();
   assert.equal((await keyfire.getTopic(topic)).partitions, 1);
-  assert.deepEqual(await keyfire.setTopic(topic, { partitions: 4 }), { topic, partitions: 4 });
-  assert.deepEqual(await keyfire.setTopic(topic, { partitions: 4 }), { topic, partitions: 4 });
+  assert.deepEqual(await keyfire.setTopic(topic, { partitions: 4 }), { topic, partitions: 4, paused: false });
+  assert.deepEqual(await keyfire.setTopic(topic, { partitions: 4 }), { topic, partitions: 4, paused: false });
   await rejection(keyfire.setTopic(topic, { partitions: 2 }), ConflictError); // set once
   const err = await rejection(keyfire.setTopic(newTopic(), { partitions: 65 }), InvalidError);
   assert.equal(err.field, "partitions");

@@ -83,6 +83,10 @@ pub mod name {
     /// Counter: tasks that used up their deliveries and went to the dead letters. Label
     /// `topic`. Cluster-wide.
     pub const QUEUE_DEAD: &str = "keyfire_queue_dead_total";
+    /// Gauge: whether a topic is paused (1) or not (0): its pops reserve nothing. Label
+    /// `topic` (the first `metrics.max_topics` by name; for `_other`, how many of the rest are
+    /// paused). Cluster-wide.
+    pub const QUEUE_PAUSED: &str = "keyfire_queue_paused";
     /// Gauge: topics in all (those past `metrics.max_topics` are summed as `_other`).
     /// Cluster-wide.
     pub const QUEUE_TOPICS: &str = "keyfire_queue_topics";

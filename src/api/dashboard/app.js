@@ -673,6 +673,10 @@
 
   // ---- topics (the delay queue) -------------------------------------------------------------
 
+  /** Topics whose dead letters the topics page lists, and how many of each. */
+  const DEAD_TOPICS = 5;
+  const DEAD_PER_TOPIC = 10;
+
   async function pageTopics(seq) {
     const r = await api('GET', '/v1/topics');
     if (seq !== state.seq) return;
@@ -683,13 +687,33 @@
         h('thead', {}, h('tr', {}, h('th', {}, 'Topic'),
           cols.map((c) => h('th', { class: 'num' }, c[0].toUpperCase() + c.slice(1))))),
         h('tbody', {}, r.topics.map((t) => h('tr', { dataset: { topic: t.topic } },
-          h('td', { class: 'mono nowrap' }, t.topic),
+          h('td', { class: 'mono nowrap' }, t.topic,
+            t.paused ? h('span', { dataset: { col: 'paused' } }, ' ', badge('paused')) : null),
           cols.map((c) => h('td', { class: 'num', dataset: { col: c } }, fmtNum(t[c])))))));
+    // The dead letters of the first topics that have some (newest first, read-only: replay and
+    // purge them with `keyfire topics dead` or the API).
+    const withDead = r.topics.filter((t) => t.dead > 0).slice(0, DEAD_TOPICS);
+    const lists = await Promise.all(withDead.map((t) =>
+      api('GET', '/v1/topics/' + encodeURIComponent(t.topic) + '/dead', { limit: DEAD_PER_TOPIC })));
+    if (seq !== state.seq) return;
+    const dead = withDead.map((t, i) => [
+      h('h2', {}, 'Dead letters of ', h('span', { class: 'mono' }, t.topic), ' ',
+        h('span', { class: 'muted' }, fmtNum(t.dead))),
+      h('div', { class: 'panel' }, h('table', { class: 'topic-dead-table', dataset: { topic: t.topic } },
+        h('thead', {}, h('tr', {},
+          h('th', {}, 'Task'), h('th', { class: 'num' }, 'Deliveries'), h('th', {}, 'Error'), h('th', {}, 'Died'))),
+        h('tbody', {}, lists[i].dead.map((d) => h('tr', { dataset: { task: d.id } },
+          h('td', { class: 'mono nowrap' }, d.id),
+          h('td', { class: 'num' }, fmtNum(d.deliveries) + '/' + fmtNum(d.max_deliveries)),
+          h('td', { class: 'error' }, d.error || ''),
+          timeCell(d.died_at)))))),
+    ]);
     show(
       h('h1', {}, 'Topics ', h('span', { class: 'muted' }, fmtNum(r.topics.length))),
       h('p', { class: 'muted' },
-        'Delay-queue topics: tasks by state now (delayed, ready, reserved, dead letters), then totals since each topic was first used.'),
+        'Delay-queue topics: tasks by state now (delayed, ready, reserved, dead letters), then totals since each topic was first used. A paused topic delivers nothing until it is resumed.'),
       h('div', { class: 'panel' }, table),
+      dead,
     );
   }
 

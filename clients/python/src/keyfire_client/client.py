@@ -5,7 +5,7 @@ document (`keyfire_client._generated`); this layer turns dicts into its models, 
 into typed exceptions (`keyfire_client.errors`), and adds what the document cannot say: the
 delay queue's reserved tasks with `touch`, and `If-Match` versions as integers.
 
-For routes this layer does not wrap (limits, dead letters, nodes), use the generated
+For routes this layer does not wrap (limits, jobs' dead letters, nodes), use the generated
 functions with `Keyfire.api`:
 
     from keyfire_client._generated.api.limits import list_limits
@@ -42,9 +42,14 @@ from ._generated.api.topics import (
     finish_many,
     get_topic,
     get_topic_task,
+    list_topic_dead,
     list_topics,
+    pause_topic,
     pop,
+    purge_topic_dead,
     put_topic,
+    replay_topic_dead,
+    resume_topic,
     touch_topic_task,
 )
 from ._generated.models import (
@@ -52,7 +57,9 @@ from ._generated.models import (
     JobView,
     RunList,
     TaskView,
+    TopicDeadLetter,
     TopicList,
+    TopicPaused,
     TopicSettings,
     TopicView,
     WhyView,
@@ -87,6 +94,11 @@ class _Json(dict):
 def _body(**fields: Any) -> _Json:
     """The fields that are not None, as a body."""
     return _Json({k: v for k, v in fields.items() if v is not None})
+
+
+def _ids(ids: Iterable[str] | None) -> Any:
+    """Task ids as the `ids` query parameter takes them (comma-separated); UNSET for all."""
+    return UNSET if ids is None else ",".join(ids)
 
 
 def _rfc3339(value: datetime | str | None) -> str | None:
@@ -324,6 +336,30 @@ class Keyfire:
     def get_topic(self, topic: str) -> TopicView:
         """`topic`'s settings: its partitions (1 unless declared with more)."""
         return self._call(get_topic, topic).parsed
+
+    def dead_letters(self, topic: str, *, limit: int = 100) -> list[TopicDeadLetter]:
+        """`topic`'s dead letters (tasks delivered `max_deliveries` times without a finish),
+        newest first, at most `limit` (1 to 1000): each with its `deliveries`, `died_at` and
+        `error` (why it died). `NotFound` for a topic that never had a task."""
+        return self._call(list_topic_dead, topic, limit=limit).parsed.dead
+
+    def replay_dead(self, topic: str, ids: Iterable[str] | None = None) -> int:
+        """Make `topic`'s dead letters ready again, their deliveries reset to 0: those of
+        `ids` (1 to 1000), or all of them. How many were made ready."""
+        return self._call(replay_topic_dead, topic, ids=_ids(ids)).parsed.count
+
+    def purge_dead(self, topic: str, ids: Iterable[str] | None = None) -> int:
+        """Delete `topic`'s dead letters for good: those of `ids`, or all. How many."""
+        return self._call(purge_topic_dead, topic, ids=_ids(ids)).parsed.count
+
+    def pause(self, topic: str) -> TopicPaused:
+        """Pause `topic`: its pops reserve nothing until `resume` (adds go on, reservations
+        handed out before can still be finished)."""
+        return self._call(pause_topic, topic).parsed
+
+    def resume(self, topic: str) -> TopicPaused:
+        """Resume a paused `topic`: its ready tasks are delivered again, in order."""
+        return self._call(resume_topic, topic).parsed
 
     def consumer(self, topic: str, handler: Callable[[Task], Any], **options: Any) -> Consumer:
         """A `Consumer` of `topic` calling `handler` for each task (see `Consumer`)."""

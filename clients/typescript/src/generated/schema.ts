@@ -481,7 +481,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A topic's settings: its number of partitions (1 for a topic never declared). */
+        /**
+         * A topic's settings: its number of partitions (1 for a topic never declared), and whether it
+         *     is paused.
+         */
         get: operations["get_topic"];
         /**
          * Declare a topic's settings: its number of partitions.
@@ -492,6 +495,48 @@ export interface paths {
          */
         put: operations["put_topic"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/topics/{topic}/dead": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A topic's dead letters (tasks delivered `max_deliveries` times without a finish), newest
+         *     first, each with its deliveries, when it died and why.
+         */
+        get: operations["list_topic_dead"];
+        put?: never;
+        post?: never;
+        /** Delete dead letters for good: those `ids` names, or all of the topic's. */
+        delete: operations["purge_topic_dead"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/topics/{topic}/dead/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make dead letters ready again: those `ids` names, or all of the topic's.
+         * @description Each goes to the tail of the ready set with its delivery count reset to 0 (so it gets its
+         *     `max_deliveries` again), and waiting consumers are woken, as for a ready add.
+         */
+        post: operations["replay_topic_dead"];
         delete?: never;
         options?: never;
         head?: never;
@@ -521,6 +566,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/topics/{topic}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a topic: its pops reserve nothing until it is resumed.
+         * @description A pop, waiting or not, answers nothing (204, or an empty list) while the topic is paused.
+         *     Adds are accepted, delayed tasks still become ready, and reservations handed out before
+         *     can still be finished and touched. Pausing a paused topic changes nothing.
+         */
+        post: operations["pause_topic"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/topics/{topic}/pop": {
         parameters: {
             query?: never;
@@ -537,6 +604,26 @@ export interface paths {
          *     another consumer.
          */
         post: operations["pop"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/topics/{topic}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a paused topic: its ready tasks are delivered again, in the order they became
+         *     ready, and waiting pops are woken. Resuming a topic that is not paused changes nothing.
+         */
+        post: operations["resume_topic"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1744,7 +1831,7 @@ export interface components {
             delayed: number;
             /**
              * Format: int64
-             * @description Tasks deleted, in all.
+             * @description Tasks deleted, in all (dead letters purged included).
              */
             deleted: number;
             /**
@@ -1759,6 +1846,8 @@ export interface components {
             done: number;
             /** @description Its number of partitions (1 unless declared with more). */
             partitions?: number;
+            /** @description Paused: pops reserve none of its tasks until it is resumed (adds go on). */
+            paused?: boolean;
             /**
              * Format: int64
              * @description Tasks waiting for a consumer.
@@ -1771,16 +1860,74 @@ export interface components {
             redelivered: number;
             /**
              * Format: int64
+             * @description Dead letters replayed (made ready again), in all.
+             */
+            replayed?: number;
+            /**
+             * Format: int64
              * @description Tasks held by consumers.
              */
             reserved: number;
             /** @description The topic. */
             topic: string;
         };
+        /** @description One dead letter of a topic. Instants are Redis time. */
+        TopicDeadLetter: {
+            /**
+             * Format: date-time
+             * @description When it was added.
+             */
+            created_at: string;
+            /**
+             * Format: int64
+             * @description Deliveries it was given (its `max_deliveries`, unless that was lowered).
+             */
+            deliveries: number;
+            /**
+             * Format: date-time
+             * @description When it became a dead letter.
+             */
+            died_at?: string | null;
+            /**
+             * Format: date-time
+             * @description When it was due.
+             */
+            due_at: string;
+            /**
+             * @description Why it died: which delivery's reservation expired unfinished (null for dead letters
+             *     of earlier releases).
+             */
+            error?: string | null;
+            /** @description The task's id. */
+            id: string;
+            /**
+             * Format: int64
+             * @description Deliveries it was allowed.
+             */
+            max_deliveries: number;
+            /** @description Its payload, as it was added. */
+            payload: unknown;
+            /** @description Its topic. */
+            topic: string;
+        };
+        /** @description A topic's dead letters, newest first. */
+        TopicDeadList: {
+            /** @description The dead letters. */
+            dead: components["schemas"]["TopicDeadLetter"][];
+        };
         /** @description Every topic. */
         TopicList: {
             /** @description By name. */
             topics: components["schemas"]["TopicCounts"][];
+        };
+        /** @description A topic's paused state after a pause or resume. */
+        TopicPaused: {
+            /** @description Whether this call changed it (false: it was so already). */
+            changed: boolean;
+            /** @description Whether it is paused now. */
+            paused: boolean;
+            /** @description The topic. */
+            topic: string;
         };
         /** @description A topic's settings, as `PUT /v1/topics/{topic}` takes them. */
         TopicSettings: {
@@ -1795,6 +1942,8 @@ export interface components {
         TopicView: {
             /** @description Its number of partitions. */
             partitions: number;
+            /** @description Paused: its pops reserve nothing (`POST /v1/topics/{topic}/pause`, `/resume`). */
+            paused?: boolean;
             /** @description The topic. */
             topic: string;
         };
@@ -4885,6 +5034,319 @@ export interface operations {
             };
         };
     };
+    list_topic_dead: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Most recent dead letters to return, 1 to 1000 (default 100).
+                 * @example 50
+                 */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The topic
+                 * @example emails
+                 */
+                topic: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Dead letters, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopicDeadList"];
+                };
+            };
+            /** @description `limit` is not 1 to 1000 (`bad_query`). A path parameter is not UTF-8 once percent-decoded (`bad_path`). A query parameter is unknown, repeated or out of its range (`bad_query`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such topic (`field`: `topic`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not a valid topic name */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    purge_topic_dead: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only these tasks: 1 to 1000 ids, comma-separated (ids that are no dead letters of the
+                 *     topic are passed over); default: all of the topic's dead letters.
+                 */
+                ids?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The topic
+                 * @example emails
+                 */
+                topic: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description How many were deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeadCount"];
+                };
+            };
+            /** @description `ids` is empty, holds more than 1000 ids or one that is not a task id (`bad_query`, `field`: `ids` or `ids[i]`). A path parameter is not UTF-8 once percent-decoded (`bad_path`). A query parameter is unknown, repeated or out of its range (`bad_query`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such topic (`field`: `topic`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not a valid topic name */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    replay_topic_dead: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only these tasks: 1 to 1000 ids, comma-separated (ids that are no dead letters of the
+                 *     topic are passed over); default: all of the topic's dead letters.
+                 */
+                ids?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The topic
+                 * @example emails
+                 */
+                topic: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description How many were made ready */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeadCount"];
+                };
+            };
+            /** @description `ids` is empty, holds more than 1000 ids or one that is not a task id (`bad_query`, `field`: `ids` or `ids[i]`). A path parameter is not UTF-8 once percent-decoded (`bad_path`). A query parameter is unknown, repeated or out of its range (`bad_query`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such topic (`field`: `topic`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not a valid topic name */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     finish_many: {
         parameters: {
             query?: never;
@@ -5010,6 +5472,108 @@ export interface operations {
             };
         };
     };
+    pause_topic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The topic
+                 * @example emails
+                 */
+                topic: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Paused */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopicPaused"];
+                };
+            };
+            /** @description A path parameter is not UTF-8 once percent-decoded (`bad_path`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such topic (`field`: `topic`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not a valid topic name */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     pop: {
         parameters: {
             query?: {
@@ -5075,6 +5639,108 @@ export interface operations {
             };
             /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not a valid topic name */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    resume_topic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The topic
+                 * @example emails
+                 */
+                topic: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Resumed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopicPaused"];
+                };
+            };
+            /** @description A path parameter is not UTF-8 once percent-decoded (`bad_path`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such topic (`field`: `topic`) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

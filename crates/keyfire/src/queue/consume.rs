@@ -33,6 +33,9 @@ impl Queue {
     ///
     /// Refused, naming the field: `max` of 0 or above [`MAX_POP`], `wait` above [`MAX_WAIT`](super::MAX_WAIT),
     /// a bad topic name.
+    ///
+    /// A paused topic ([`Queue::pause`]) gives nothing: the pop waits out its `wait` (a
+    /// [`Queue::resume`] meanwhile wakes it) and returns an empty list.
     pub async fn pop_many(&self, topic: &str, max: usize, wait: Duration) -> Result<Vec<Reserved>> {
         traced::pop(self, topic, max, wait).await
     }
@@ -63,6 +66,11 @@ impl Queue {
                     .read_candidates(lane, want + want.clamp(16, 256))
                     .await?;
                 let reply = self.pop_script(lane, want, &candidates).await?;
+                if reply.paused {
+                    // The topic is paused: this lane reserved nothing and answers no ready
+                    // tasks, so the pop waits (a resume wakes it).
+                    tracing::trace!(topic, lane = %lane.id(), "pop of a paused topic");
+                }
                 left += reply.left;
                 if let Some(d) = reply.earliest_deadline {
                     let wait = (d - reply.now_ms).max(0);

@@ -76,18 +76,27 @@
 //! default), dead ones for the dead-letter retention (7 days): memory is bounded by rate times
 //! retention.
 //!
+//! **Dead letters and pauses.** A topic's dead letters keep their record (deliveries, when
+//! they died, and why: `error`) for the dead-letter retention; [`Queue::replay_dead`] makes
+//! them ready again (deliveries reset to 0) and [`Queue::purge_dead`] deletes them, all or by
+//! id, one script call per lane and batch (`dead.rs`). [`Queue::pause`] stops a topic's pops
+//! from reserving anything until [`Queue::resume`]: a flag in each lane's stats hash, which
+//! `pop.lua` reads in the same call (`pause.rs`).
+//!
 //! **Where the code is**: adds, lookups, deletes and the topic list here; pops, finishes and
-//! touches in `consume.rs`; promotion and the reclaim of lapsed reservations in `due.rs`, and
+//! touches in `consume.rs`; dead letters in `dead.rs`; pauses in `pause.rs`; promotion and the reclaim of lapsed reservations in `due.rs`, and
 //! what triggers them on the nodes in `promoter.rs`; where a topic's keys live in `lane.rs`;
 //! the script calls and their replies in `store.rs` and `reply.rs`; input checks in
 //! `check.rs`; the upgrade's moves in `migrate.rs`.
 
 mod check;
 mod consume;
+mod dead;
 mod due;
 mod handler;
 mod lane;
 mod migrate;
+mod pause;
 mod promoter;
 mod reply;
 mod stats;
@@ -112,6 +121,7 @@ use crate::job::ValidationError;
 use crate::store::Store;
 use check::{Checked, check, check_max_deliveries, check_payload, check_ttr};
 pub use check::{check_max, check_task_id, check_topic, check_wait, token_topic};
+pub use dead::check_dead_ids;
 pub use due::Promotion;
 pub use handler::{TopicHandler, serve_topics};
 pub use lane::MAX_PARTITIONS;
@@ -520,24 +530,6 @@ impl Queue {
         Err(Error::TaskNotFound(id.to_string()))
     }
 
-    /// The dead letters of `topic`, the most recent first.
-    pub async fn dead_letters(&self, topic: &str, limit: usize) -> Result<Vec<TaskInfo>> {
-        check_topic(topic)?;
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let mut all = Vec::new();
-        for lane in self.lanes(topic, true).await? {
-            all.extend(self.read_dead(&lane, limit).await?);
-        }
-        all.sort_by(|a, b| b.1.total_cmp(&a.1));
-        all.into_iter()
-            .filter(|(_, _, m)| m.get("state").map(String::as_str) == Some("dead"))
-            .take(limit)
-            .map(|(id, _, m)| decode_task(&id, &m))
-            .collect()
-    }
-
     /// Declare `topic`'s number of partitions (1 to [`MAX_PARTITIONS`]): its tasks spread over
     /// that many lanes on as many shards (see the module docs). The count is set once, from the
     /// default 1, before the topic's first task (or before the queue's switch to the sharded
@@ -597,7 +589,8 @@ impl Queue {
         {
             let n = |f: &str| stats.get(f).copied().unwrap_or(0).max(0) as u64;
             let live = delayed + ready + reserved;
-            let added = stats::tasks_added(live, n("done"), n("dead"), n("deleted"), n("added"));
+            let (done, dead, deleted) = (n("done"), n("dead"), n("deleted"));
+            let added = stats::tasks_added(live, done, dead, deleted, n("replayed"), n("added"));
             out.push(TopicCounts {
                 partitions,
                 delayed,
@@ -609,6 +602,8 @@ impl Queue {
                 redelivered: n("redelivered"),
                 done: n("done"),
                 deleted: n("deleted"),
+                replayed: n("replayed"),
+                paused: stats.contains_key("paused"),
                 topic,
             });
         }

@@ -86,6 +86,8 @@ pub(super) struct PopReply {
     /// Ready tasks left after this pop.
     pub(super) left: u64,
     pub(super) earliest_deadline: Option<i64>,
+    /// The lane is paused: nothing was taken, whatever is ready.
+    pub(super) paused: bool,
     pub(super) taken: Vec<Taken>,
 }
 
@@ -100,10 +102,10 @@ impl FromRedisValue for PopReply {
                 .ok_or_else(err)?
         };
         let n = usize::try_from(num(0)?).map_err(|_| err())?;
-        if items.len() != 4 + 9 * n {
+        if items.len() != 5 + 9 * n {
             return Err(err());
         }
-        let taken = items[4..]
+        let taken = items[5..]
             .chunks(9)
             .map(|c| {
                 Ok(Taken {
@@ -123,6 +125,7 @@ impl FromRedisValue for PopReply {
             now_ms: num(1)?,
             left: num(2)?.max(0) as u64,
             earliest_deadline: Some(num(3)?).filter(|d| *d >= 0),
+            paused: num(4)? == 1,
             taken,
         })
     }

@@ -49,6 +49,9 @@ pub struct TopicStats {
     pub finished: u64,
     /// Tasks that used up their deliveries and went to the dead letters, in all.
     pub dead_total: u64,
+    /// Paused topics: 1 for a paused topic, 0 otherwise; for [`OTHER`], how many of its
+    /// topics are paused.
+    pub paused: u64,
 }
 
 impl TopicStats {
@@ -64,6 +67,7 @@ impl TopicStats {
         self.redelivered += o.redelivered;
         self.finished += o.finished;
         self.dead_total += o.dead_total;
+        self.paused += o.paused;
     }
 }
 
@@ -176,8 +180,9 @@ impl Queue {
             })
             .collect();
         let now = self.store.time_ms().await?;
-        // Per topic: the `added` counters of earlier releases, and tasks deleted while live.
-        let mut legacy = vec![(0u64, 0u64); topics.len()];
+        // Per topic: the `added` counters of earlier releases, tasks deleted while live, and
+        // dead letters replayed.
+        let mut legacy = vec![(0u64, 0u64, 0u64); topics.len()];
         for (lanes, of) in lanes.chunks(PIPELINE).zip(of.chunks(PIPELINE)) {
             let rows = self.read_lane_stats(lanes).await?;
             for (&i, (delayed, ready, reserved, dead, head, counters)) in of.iter().zip(rows) {
@@ -194,14 +199,18 @@ impl Queue {
                     redelivered: n(2),
                     finished: n(3),
                     dead_total: n(4),
+                    paused: u64::from(counters.get(5).copied().flatten().is_some()),
                 });
                 legacy[i].0 += n(0);
-                legacy[i].1 += n(5);
+                legacy[i].1 += n(6);
+                legacy[i].2 += n(7);
             }
         }
-        for (s, (added, deleted)) in out.iter_mut().zip(legacy) {
+        for (s, (added, deleted, replayed)) in out.iter_mut().zip(legacy) {
+            // A topic is paused on each of its lanes: count it once.
+            s.paused = s.paused.min(1);
             let live = s.delayed + s.ready + s.reserved;
-            s.added = tasks_added(live, s.finished, s.dead_total, deleted, added);
+            s.added = tasks_added(live, s.finished, s.dead_total, deleted, replayed, added);
         }
         Ok(out)
     }
@@ -210,12 +219,21 @@ impl Queue {
 /// A topic's count of tasks added, in all. No script counts an add, so a topic holding only
 /// delayed tasks needs no stats hash (about 130 bytes a topic): every task added is live
 /// (delayed, ready or reserved), finished, dead, or deleted while live, and the script that
-/// moves it out of the live sets counts it. A dead letter replayed is live again and counts as
-/// added again. Lanes written by earlier releases hold an `added` counter of their own
-/// (`legacy`, summed over the topic's lanes): the larger of the two is taken, so the count
+/// moves it out of the live sets counts it; a dead letter replayed is live again, so the
+/// replays are taken off. Lanes written by earlier releases hold an `added` counter of their
+/// own (`legacy`, summed over the topic's lanes): the larger of the two is taken, so the count
 /// does not go back across an upgrade.
-pub(super) fn tasks_added(live: u64, done: u64, dead: u64, deleted: u64, legacy: u64) -> u64 {
-    (live + done + dead + deleted).max(legacy)
+pub(super) fn tasks_added(
+    live: u64,
+    done: u64,
+    dead: u64,
+    deleted: u64,
+    replayed: u64,
+    legacy: u64,
+) -> u64 {
+    (live + done + dead + deleted)
+        .saturating_sub(replayed)
+        .max(legacy)
 }
 
 #[cfg(test)]
@@ -224,11 +242,13 @@ mod tests {
 
     #[test]
     fn tasks_added_are_derived_and_never_below_an_earlier_count() {
-        assert_eq!(tasks_added(2, 3, 1, 1, 0), 7);
+        assert_eq!(tasks_added(2, 3, 1, 1, 0, 0), 7);
+        // A dead letter replayed is live (or done) again: it was added once.
+        assert_eq!(tasks_added(3, 3, 1, 1, 1, 0), 7);
         // An earlier release counted 10 adds; 3 of them are gone from what is counted now.
-        assert_eq!(tasks_added(2, 3, 1, 1, 10), 10);
+        assert_eq!(tasks_added(2, 3, 1, 1, 0, 10), 10);
         // After the upgrade, new adds raise the derived count past the earlier one.
-        assert_eq!(tasks_added(9, 3, 1, 1, 10), 14);
+        assert_eq!(tasks_added(9, 3, 1, 1, 0, 10), 14);
     }
 
     #[test]

@@ -707,8 +707,9 @@ impl Queue {
     }
 
     /// Each lane's figures for metrics, in the order given: `ZCARD` of its four sets, the head
-    /// of its ready set (id, when it became ready) and its counters (added by earlier releases,
-    /// delivered, redelivered, done, dead, deleted).
+    /// of its ready set (id, when it became ready), its counters (added by earlier releases,
+    /// delivered, redelivered, done, dead), its paused flag (when it was paused, if it is),
+    /// and the counters tasks added are derived with (deleted, replayed).
     pub(super) async fn read_lane_stats(&self, lanes: &[Lane]) -> Result<Vec<LaneStats>> {
         let shards = self.store.shards();
         let rows = self
@@ -727,7 +728,9 @@ impl Queue {
                         "redelivered",
                         "done",
                         "dead",
+                        "paused",
                         "deleted",
+                        "replayed",
                     ]);
             })
             .await?;

@@ -181,6 +181,10 @@ pub struct TaskInfo {
     pub deadline: Option<DateTime<Utc>>,
     /// When it was finished, went to the dead letters, or was deleted.
     pub finished_at: Option<DateTime<Utc>>,
+    /// Why it went to the dead letters (a dead letter's: which delivery's reservation expired
+    /// unfinished); `None` for other tasks and for dead letters of earlier releases.
+    #[serde(default)]
+    pub last_error: Option<String>,
 }
 
 /// A topic's tasks by state, and its counters since it was first used: see [`Queue::topics`](crate::Queue::topics).
@@ -205,9 +209,15 @@ pub struct TopicCounts {
     pub redelivered: u64,
     /// Tasks finished, in all.
     pub done: u64,
-    /// Tasks deleted while delayed, ready or reserved, in all (deleting a dead letter or a
-    /// finished task's record is not counted again).
+    /// Tasks deleted while delayed, ready or reserved, in all (a dead letter deleted or purged,
+    /// or a finished task's record deleted, is not counted again).
     pub deleted: u64,
+    /// Dead letters replayed (made ready again), in all.
+    #[serde(default)]
+    pub replayed: u64,
+    /// Paused: pops reserve none of its tasks until it is resumed (adds go on).
+    #[serde(default)]
+    pub paused: bool,
     /// Its number of partitions (1 unless declared with more).
     #[serde(default = "one")]
     pub partitions: usize,
@@ -271,5 +281,6 @@ pub(super) fn decode_task(id: &str, map: &HashMap<String, String>) -> Result<Tas
         reserved_at: num("reserved_at").map(instant),
         deadline: num("deadline").map(instant),
         finished_at: num("finished_at").map(instant),
+        last_error: map.get("error").cloned(),
     })
 }

@@ -52,8 +52,8 @@ async fn index_marked(w: &World) -> bool {
 }
 
 /// Two idle nodes holding 2,000 topics, each with a task delayed an hour and one reserved for
-/// an hour, ask Redis for no more than two idle nodes holding nothing (within 2× and a few
-/// commands). Walking every topic's heads, as the sweep did before the due index, costs about
+/// an hour, half of them paused, ask Redis for no more than two idle nodes holding nothing
+/// (within 2× and a few commands): nothing polls a topic, paused or not. Walking every topic's heads, as the sweep did before the due index, costs about
 /// two reads per topic per node and sweep: 16,000 commands/s here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn idle_topics_cost_redis_nothing() {
@@ -79,6 +79,9 @@ async fn idle_topics_cost_redis_nothing() {
     for i in 0..TOPICS {
         let r = q.pop(&format!("idle-{i}"), Duration::ZERO).await.unwrap();
         assert!(r.is_some(), "topic idle-{i} had a ready task");
+    }
+    for i in (0..TOPICS).step_by(2) {
+        assert!(q.pause(&format!("idle-{i}")).await.unwrap());
     }
     // The adds' and pops' aftermath (wake messages, timers) passes within a sweep or two.
     tokio::time::sleep(Duration::from_secs(2)).await;

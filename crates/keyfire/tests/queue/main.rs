@@ -3,12 +3,14 @@
 
 mod batch;
 mod counts;
+mod dead;
 mod deletes;
 mod delivery;
 mod feed;
 mod idle;
 mod input;
 mod partitions;
+mod pause;
 mod recovery;
 mod redelivery;
 mod upgrade;

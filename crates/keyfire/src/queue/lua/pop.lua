@@ -16,7 +16,10 @@
 -- into a record that stores none, for touch and for a node of the previous release)
 -- ARGV[4] the lane's id in the due index
 -- ARGV[5..] pairs: candidate id (as KEYS[6..]), the token it gets if taken
--- Reply: {taken, now, ready left, earliest reservation deadline or -1,
+-- A paused lane (field `paused` of its stats hash) reserves nothing: the script answers at once,
+-- taking nothing, and clears the notify list (its tokens announce nothing while paused; a resume
+-- pushes them again).
+-- Reply: {taken, now, ready left, earliest reservation deadline or -1, paused (1|0),
 --         then per task taken: id, payload, deliveries, ttr, due, ready_at, deadline, token,
 --         the add's traceparent or ''}
 --        with nothing ready left the notify list is cleared (its tokens announce
@@ -25,6 +28,11 @@ assert(#KEYS >= 5 and #ARGV == 4 + 2 * (#KEYS - 5), 'pop: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local max = tonumber(ARGV[1])
+if redis.call('HEXISTS', KEYS[4], 'paused') == 1 then
+  redis.call('DEL', KEYS[3])
+  local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  return {0, now, 0, tonumber(first[2]) or -1, 1}
+end
 local out = {}
 local taken = 0
 if #KEYS > 5 then
@@ -94,6 +102,6 @@ if first[2] then
   earliest = tonumber(first[2])
   if taken > 0 then redis.call('ZADD', KEYS[5], 'LT', earliest, ARGV[4]) end
 end
-local reply = {taken, now, left, earliest}
+local reply = {taken, now, left, earliest, 0}
 for _, v in ipairs(out) do reply[#reply + 1] = v end
 return reply

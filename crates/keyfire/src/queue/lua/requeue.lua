@@ -5,7 +5,8 @@
 -- Take back expired reservations. Each candidate whose deadline (its score in the reserved set)
 -- has passed by Redis's clock goes back to the ready set, its token revoked so the late
 -- consumer's finish is refused; or, when it was delivered max-deliveries times, to the topic's
--- dead letters (state 'dead', its record kept for the dead-letter retention).
+-- dead letters (state 'dead', its record kept for the dead-letter retention, with its last error
+-- in `error`: which delivery's reservation expired unfinished; `finished_at` says when it died).
 -- Also drops dead-letter entries older than that retention (their records expired with them).
 -- KEYS[1] ready zset   KEYS[2] reserved zset   KEYS[3] dead zset   KEYS[4] notify list
 -- KEYS[5] topic stats hash   KEYS[6..] task hashes of the candidates
@@ -29,7 +30,9 @@ for i = 4, #ARGV do
     if f[1] == 'reserved' then
       redis.call('HDEL', key, 'token', 'deadline')
       if (tonumber(f[2]) or 0) >= (tonumber(f[3]) or default_max) then
-        redis.call('HSET', key, 'state', 'dead', 'finished_at', now)
+        redis.call('HSET', key, 'state', 'dead', 'finished_at', now, 'error',
+          'the reservation of delivery ' .. (tonumber(f[2]) or 0) .. ' of ' ..
+          (tonumber(f[3]) or default_max) .. ' expired unfinished')
         redis.call('ZADD', KEYS[3], now, id)
         redis.call('PEXPIRE', key, retention)
         redis.call('HINCRBY', KEYS[5], 'dead', 1)

@@ -68,7 +68,10 @@ from .task_spec_params_type_0 import TaskSpecParamsType0
 from .task_view import TaskView
 from .timeline_entry import TimelineEntry
 from .topic_counts import TopicCounts
+from .topic_dead_letter import TopicDeadLetter
+from .topic_dead_list import TopicDeadList
 from .topic_list import TopicList
+from .topic_paused import TopicPaused
 from .topic_settings import TopicSettings
 from .topic_view import TopicView
 from .totals import Totals
@@ -151,7 +154,10 @@ __all__ = (
     "TaskView",
     "TimelineEntry",
     "TopicCounts",
+    "TopicDeadLetter",
+    "TopicDeadList",
     "TopicList",
+    "TopicPaused",
     "TopicSettings",
     "TopicView",
     "Totals",

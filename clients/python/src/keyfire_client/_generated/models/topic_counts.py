@@ -19,7 +19,7 @@ class TopicCounts:
         added (int): Tasks added, in all.
         dead (int): Dead letters (within the dead-letter retention).
         delayed (int): Tasks waiting for their instant.
-        deleted (int): Tasks deleted, in all.
+        deleted (int): Tasks deleted, in all (dead letters purged included).
         delivered (int): Pops that returned a task, in all.
         done (int): Tasks finished, in all.
         ready (int): Tasks waiting for a consumer.
@@ -27,6 +27,8 @@ class TopicCounts:
         reserved (int): Tasks held by consumers.
         topic (str): The topic.
         partitions (int | Unset): Its number of partitions (1 unless declared with more).
+        paused (bool | Unset): Paused: pops reserve none of its tasks until it is resumed (adds go on).
+        replayed (int | Unset): Dead letters replayed (made ready again), in all.
     """
 
     added: int
@@ -40,6 +42,8 @@ class TopicCounts:
     reserved: int
     topic: str
     partitions: int | Unset = UNSET
+    paused: bool | Unset = UNSET
+    replayed: int | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -65,6 +69,10 @@ class TopicCounts:
 
         partitions = self.partitions
 
+        paused = self.paused
+
+        replayed = self.replayed
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -83,6 +91,10 @@ class TopicCounts:
         )
         if partitions is not UNSET:
             field_dict["partitions"] = partitions
+        if paused is not UNSET:
+            field_dict["paused"] = paused
+        if replayed is not UNSET:
+            field_dict["replayed"] = replayed
 
         return field_dict
 
@@ -111,6 +123,10 @@ class TopicCounts:
 
         partitions = d.pop("partitions", UNSET)
 
+        paused = d.pop("paused", UNSET)
+
+        replayed = d.pop("replayed", UNSET)
+
         topic_counts = cls(
             added=added,
             dead=dead,
@@ -123,6 +139,8 @@ class TopicCounts:
             reserved=reserved,
             topic=topic,
             partitions=partitions,
+            paused=paused,
+            replayed=replayed,
         )
 
         topic_counts.additional_properties = d

@@ -6,6 +6,8 @@ from typing import Any, TypeVar
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..types import UNSET, Unset
+
 T = TypeVar("T", bound="TopicView")
 
 
@@ -16,16 +18,20 @@ class TopicView:
     Attributes:
         partitions (int): Its number of partitions.
         topic (str): The topic.
+        paused (bool | Unset): Paused: its pops reserve nothing (`POST /v1/topics/{topic}/pause`, `/resume`).
     """
 
     partitions: int
     topic: str
+    paused: bool | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         partitions = self.partitions
 
         topic = self.topic
+
+        paused = self.paused
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -35,6 +41,8 @@ class TopicView:
                 "topic": topic,
             }
         )
+        if paused is not UNSET:
+            field_dict["paused"] = paused
 
         return field_dict
 
@@ -45,9 +53,12 @@ class TopicView:
 
         topic = d.pop("topic")
 
+        paused = d.pop("paused", UNSET)
+
         topic_view = cls(
             partitions=partitions,
             topic=topic,
+            paused=paused,
         )
 
         topic_view.additional_properties = d

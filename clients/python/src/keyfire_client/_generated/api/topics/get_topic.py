@@ -84,7 +84,8 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
 ) -> Response[ErrorBody | TopicView]:
-    """A topic's settings: its number of partitions (1 for a topic never declared).
+    """A topic's settings: its number of partitions (1 for a topic never declared), and whether it
+    is paused.
 
     Args:
         topic (str):
@@ -113,7 +114,8 @@ def sync(
     *,
     client: AuthenticatedClient,
 ) -> ErrorBody | TopicView | None:
-    """A topic's settings: its number of partitions (1 for a topic never declared).
+    """A topic's settings: its number of partitions (1 for a topic never declared), and whether it
+    is paused.
 
     Args:
         topic (str):
@@ -137,7 +139,8 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
 ) -> Response[ErrorBody | TopicView]:
-    """A topic's settings: its number of partitions (1 for a topic never declared).
+    """A topic's settings: its number of partitions (1 for a topic never declared), and whether it
+    is paused.
 
     Args:
         topic (str):
@@ -164,7 +167,8 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
 ) -> ErrorBody | TopicView | None:
-    """A topic's settings: its number of partitions (1 for a topic never declared).
+    """A topic's settings: its number of partitions (1 for a topic never declared), and whether it
+    is paused.
 
     Args:
         topic (str):
