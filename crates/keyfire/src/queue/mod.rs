@@ -589,8 +589,8 @@ impl Queue {
         {
             let n = |f: &str| stats.get(f).copied().unwrap_or(0).max(0) as u64;
             let live = delayed + ready + reserved;
-            let (done, dead, deleted) = (n("done"), n("dead"), n("deleted"));
-            let added = stats::tasks_added(live, done, dead, deleted, n("replayed"), n("added"));
+            let (done, died, deleted) = (n("done"), n("dead"), n("deleted"));
+            let added = stats::tasks_added(live, done, died, deleted, n("replayed"), n("added"));
             out.push(TopicCounts {
                 partitions,
                 delayed,
