@@ -174,7 +174,20 @@ fn field_rules(doc: &mut Value) {
         property(doc, "DedupSpec", "key"),
         json!({"pattern": NO_CONTROL_PATTERN, "minLength": 1, "maxLength": MAX_DEDUP_KEY_LEN}),
     );
-    apply(property(doc, "DedupSpec", "window"), duration_rule());
+    apply(
+        property(doc, "DedupSpec", "window"),
+        json!({"type": "string", "pattern": DURATION_PATTERN}),
+    );
+    // A window always, and either a key or `content: true` (not both).
+    let dedup = schema(doc, "DedupSpec");
+    dedup.insert("required".into(), json!(["window"]));
+    dedup.insert(
+        "oneOf".into(),
+        json!([
+            {"required": ["key"], "properties": {"key": {"type": "string"}, "content": {"const": false}}},
+            {"required": ["content"], "properties": {"content": {"const": true}, "key": {"type": "null"}}},
+        ]),
+    );
 
     // `PUT /v1/limits/{key}` is the only route that takes a limit, and its path gives the key
     // (a body key equal to the path's is let through).

@@ -19,6 +19,7 @@ mod limits;
 mod openapi;
 mod promises;
 mod routes;
+mod schema_exact;
 mod socket;
 mod tls;
 mod topic_partitions;
