@@ -178,14 +178,20 @@ fn field_rules(doc: &mut Value) {
         property(doc, "DedupSpec", "window"),
         json!({"type": "string", "pattern": DURATION_PATTERN}),
     );
-    // A window always, and either a key or `content: true` (not both).
+    // A window always, and a key or `content: true`, not both (as `allOf`/`anyOf`/`not` with
+    // `enum`, the forms the Python generator reads; it fails on `const` in a `oneOf`).
+    let content_true =
+        json!({"required": ["content"], "properties": {"content": {"enum": [true]}}});
     let dedup = schema(doc, "DedupSpec");
     dedup.insert("required".into(), json!(["window"]));
     dedup.insert(
-        "oneOf".into(),
+        "allOf".into(),
         json!([
-            {"required": ["key"], "properties": {"key": {"type": "string"}, "content": {"const": false}}},
-            {"required": ["content"], "properties": {"content": {"const": true}, "key": {"type": "null"}}},
+            {"anyOf": [non_null("key", "string"), content_true]},
+            {"not": {
+                "required": ["key", "content"],
+                "properties": {"key": {"type": "string"}, "content": {"enum": [true]}},
+            }},
         ]),
     );
 

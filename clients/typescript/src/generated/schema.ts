@@ -701,7 +701,7 @@ export interface components {
              */
             content?: boolean;
             /**
-             * @description The dedup key chosen by the caller (1 to 256 bytes, no control characters), such as
+             * @description The dedup key chosen by the caller (1 to 256 characters, no control characters), such as
              *     `order-1234:receipt`. One namespace per keyfire prefix.
              * @example order-1234:receipt
              */
@@ -710,8 +710,13 @@ export interface components {
              * @description How long the key holds after the first enqueue: more than zero, at most `24h`.
              * @example 10m
              */
-            window?: string | null;
-        };
+            window: string;
+        } & (({
+            key: string;
+        } | {
+            /** @enum {unknown} */
+            content: true;
+        }) & unknown);
         /** @description The body of every error answer. */
         ErrorBody: {
             /** @description The error. */
