@@ -225,3 +225,115 @@ async fn keys_as_long_as_the_document_allows_are_taken() {
         }
     }
 }
+
+/// Whether the document's `traceparent` rule (its pattern, and neither id all zeros) takes `s`.
+fn traceparent_fits(rule: &serde_json::Value, s: &str) -> bool {
+    let re = |p: &serde_json::Value| Regex::new(p.as_str().unwrap()).unwrap();
+    re(&rule["pattern"]).is_match(s)
+        && rule["allOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| !re(&n["not"]["pattern"]).is_match(s))
+}
+
+/// The document stated no rule for `traceparent`, which the server checks as W3C gives it:
+/// any string was schema-valid and most were refused. The rule it states now and the
+/// validator take the same strings.
+#[tokio::test]
+async fn traceparent_rule_agrees_with_the_validator() {
+    let api = Api::new().await;
+    let doc = doc();
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let span = "00f067aa0ba902b7";
+    let zeros = |n: usize| "0".repeat(n);
+    let samples = [
+        (format!("00-{trace}-{span}-01"), true),
+        (format!("00-{trace}-{span}-00"), true),
+        (format!("01-{trace}-{span}-01"), true),
+        (format!("01-{trace}-{span}-01-what-comes-later"), true),
+        (format!("fe-{trace}-{span}-01-"), true),
+        (format!("ff-{trace}-{span}-01"), false),
+        (format!("00-{trace}-{span}-01-more"), false),
+        (format!("01-{trace}-{span}-01more"), false),
+        (format!("01-{trace}-{span}-01- space"), false),
+        (format!("00-{}-{span}-01", zeros(32)), false),
+        (format!("00-{trace}-{}-01", zeros(16)), false),
+        (format!("00-{}-{span}-01", trace.to_uppercase()), false),
+        (format!(" 00-{trace}-{span}-01"), false),
+        (format!("00-{trace}-{span}-01\n"), false),
+        (format!("00-{trace}-{span}-1"), false),
+        (String::new(), false),
+        ("\u{1e}".to_string(), false),
+    ];
+    for schema in ["JobSpec", "JobSpecWithoutId", "TaskSpec"] {
+        let rule = field(&doc, schema, "traceparent");
+        for (s, ok) in &samples {
+            assert_eq!(traceparent_fits(&rule, s), *ok, "{schema}: {s:?}");
+        }
+    }
+    for (n, (s, ok)) in samples.iter().enumerate() {
+        let a = api
+            .post(
+                "/v1/jobs",
+                Some(json!({"id": format!("traced-{n}"), "every": "1h", "handler": "log", "traceparent": s})),
+            )
+            .await;
+        if *ok {
+            assert_eq!(a.status, StatusCode::CREATED, "{s:?}: {:#}", a.body);
+        } else {
+            a.assert_error(422, "invalid");
+            assert_eq!(a.field(), "traceparent", "{s:?}");
+        }
+    }
+}
+
+/// A one-shot task with a `dedup` takes no id (keyfire picks it): the document said nothing
+/// of it, so an id beside a dedup was schema-valid and refused. It states it now, as the
+/// server has it: an empty or null id is no id.
+#[tokio::test]
+async fn a_task_id_beside_dedup_is_refused_as_the_document_says() {
+    let api = Api::new().await;
+    let doc = doc();
+    let rules = doc["components"]["schemas"]["TaskSpec"]["allOf"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let rule = rules
+        .iter()
+        .map(|r| &r["not"])
+        .find(|n| n["required"] == json!(["id", "dedup"]))
+        .expect("TaskSpec states the id/dedup rule");
+    assert_eq!(
+        rule["properties"]["id"],
+        json!({"type": "string", "minLength": 1})
+    );
+    assert_eq!(rule["properties"]["dedup"], json!({"type": "object"}));
+    for (n, (id, ok)) in [
+        (json!("given"), false),
+        (json!(""), true),
+        (json!(null), true),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        // The rule refuses a non-empty string id beside an object dedup.
+        assert_eq!(id.as_str().is_some_and(|s| !s.is_empty()), !ok);
+        let body = json!({"after": "1h", "handler": "log", "id": id, "dedup": {"key": format!("k{n}"), "window": "10m"}});
+        let a = api.post("/v1/tasks", Some(body)).await;
+        if ok {
+            assert_eq!(a.status, StatusCode::CREATED, "{id}: {:#}", a.body);
+        } else {
+            a.assert_error(422, "invalid");
+            assert_eq!(a.field(), "id");
+        }
+    }
+    // Without dedup an id is taken.
+    let a = api
+        .post(
+            "/v1/tasks",
+            Some(json!({"after": "1h", "handler": "log", "id": "given"})),
+        )
+        .await;
+    assert_eq!(a.status, StatusCode::CREATED, "{:#}", a.body);
+}

@@ -19,7 +19,7 @@ pub use policy::{
     OverlapPolicy, RetryPolicy, RetrySpec,
 };
 pub use schedule::Schedule;
-pub use spec::{ID_PATTERN, Job, JobSpec, MAX_ID_LEN, Validation};
+pub use spec::{ID_PATTERN, Job, JobSpec, MAX_ID_LEN, TRACEPARENT_PATTERN, Validation};
 pub use validation::ValidationError;
 
 /// How many ms in a firing's lifetime a job may be late before the misfire policy applies.
