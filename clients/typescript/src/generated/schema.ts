@@ -933,7 +933,7 @@ export interface components {
              *     firings link to that trace when the node exports traces.
              * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
              */
-            traceparent?: string | null;
+            traceparent?: ((string & (unknown & unknown)) | null) & (unknown & unknown);
             /**
              * @description IANA zone the cron expression is read in (default `UTC`).
              * @example Europe/Berlin
@@ -1032,7 +1032,7 @@ export interface components {
              *     firings link to that trace when the node exports traces.
              * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
              */
-            traceparent?: string | null;
+            traceparent?: ((string & (unknown & unknown)) | null) & (unknown & unknown);
             /**
              * @description IANA zone the cron expression is read in (default `UTC`).
              * @example Europe/Berlin
@@ -1493,7 +1493,7 @@ export interface components {
              *     firings link to that trace when the node exports traces.
              * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
              */
-            traceparent?: string | null;
+            traceparent?: ((string & (unknown & unknown)) | null) & (unknown & unknown);
             /**
              * @description IANA zone the cron expression is read in (default `UTC`).
              * @example Europe/Berlin
@@ -1593,8 +1593,8 @@ export interface components {
              *     firings link to that trace when the node exports traces.
              * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
              */
-            traceparent?: string | null;
-        };
+            traceparent?: ((string & (unknown & unknown)) | null) & (unknown & unknown);
+        } & (unknown & unknown);
         /** @description A task as stored. Instants are Redis time. */
         TaskView: {
             /**
