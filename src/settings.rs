@@ -153,7 +153,7 @@ impl std::fmt::Debug for ApiSettings {
 pub struct MetricsSettings {
     /// Shortest time between two reads of the figures from Redis; scrapes in between get the
     /// last ones.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "keyfire::job::duration_serde")]
     pub min_interval: Duration,
     /// Topics with series of their own (the first by name); the others are summed into
     /// `topic="_other"`. 0: every topic is summed into `_other`.

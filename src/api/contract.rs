@@ -25,6 +25,7 @@ use super::auth::OPEN_PATHS;
 use keyfire::job::{
     BACKOFFS, DURATION_PATTERN, ID_PATTERN, LIMIT_KEY_PATTERN, MAX_ATTEMPTS_LIMIT,
     MAX_DEDUP_KEY_LEN, MAX_ID_LEN, MAX_LIMIT_KEY_LEN, MISFIRE_POLICIES, OVERLAP_POLICIES,
+    TRACEPARENT_PATTERN,
 };
 use keyfire::queue::{
     MAX_DELIVERIES_LIMIT, MAX_NEW_ID_LEN, MAX_POP, MAX_TASK_ID_LEN, MAX_TOPIC_LEN, NAME_PATTERN,
@@ -112,6 +113,18 @@ fn duration_rule() -> Value {
     json!({"pattern": DURATION_PATTERN})
 }
 
+/// A W3C `traceparent`: its shape, and neither id all zeros (each a `not`, which a null value
+/// passes: it is no string).
+fn traceparent_rule() -> Value {
+    json!({
+        "pattern": TRACEPARENT_PATTERN,
+        "allOf": [
+            {"not": {"type": "string", "pattern": "^.{3}0{32}-"}},
+            {"not": {"type": "string", "pattern": "^.{36}0{16}-"}},
+        ],
+    })
+}
+
 /// An enum of names; `null` too when the field is optional (serde reads null as absent).
 fn names_rule(names: &[&str], nullable: bool) -> Value {
     let mut values: Vec<Value> = names.iter().map(|n| json!(n)).collect();
@@ -165,6 +178,7 @@ fn field_rules(doc: &mut Value) {
         );
         apply(property(doc, name, "catch_up_limit"), u32_from(1, u32::MAX));
         apply(property(doc, name, "handler"), json!({"minLength": 1}));
+        apply(property(doc, name, "traceparent"), traceparent_rule());
     }
     // A task's id may be left out, null or empty: keyfire picks a UUID then.
     apply(
@@ -186,7 +200,26 @@ fn field_rules(doc: &mut Value) {
         property(doc, "DedupSpec", "key"),
         json!({"pattern": NO_CONTROL_PATTERN, "minLength": 1, "maxLength": MAX_DEDUP_KEY_LEN}),
     );
-    apply(property(doc, "DedupSpec", "window"), duration_rule());
+    apply(
+        property(doc, "DedupSpec", "window"),
+        json!({"type": "string", "pattern": DURATION_PATTERN}),
+    );
+    // A window always, and a key or `content: true`, not both (as `allOf`/`anyOf`/`not` with
+    // `enum`, the forms the Python generator reads; it fails on `const` in a `oneOf`).
+    let content_true =
+        json!({"required": ["content"], "properties": {"content": {"enum": [true]}}});
+    let dedup = schema(doc, "DedupSpec");
+    dedup.insert("required".into(), json!(["window"]));
+    dedup.insert(
+        "allOf".into(),
+        json!([
+            {"anyOf": [non_null("key", "string"), content_true]},
+            {"not": {
+                "required": ["key", "content"],
+                "properties": {"key": {"type": "string"}, "content": {"enum": [true]}},
+            }},
+        ]),
+    );
 
     // `PUT /v1/limits/{key}` is the only route that takes a limit, and its path gives the key
     // (a body key equal to the path's is let through).
@@ -486,7 +519,14 @@ fn job_schemas(doc: &mut Value) {
     // and no id needed.
     let mut task = without(&["cron", "every", "tz"]);
     task["required"] = json!(["handler"]);
-    task["not"] = both_given("at", "after");
+    // Not both `at` and `after`; no id (but an empty one) beside a `dedup`.
+    task["allOf"] = json!([
+        {"not": both_given("at", "after")},
+        {"not": {
+            "required": ["id", "dedup"],
+            "properties": {"id": {"type": "string", "minLength": 1}, "dedup": {"type": "object"}},
+        }},
+    ]);
     task["description"] = json!(
         "A one-shot task: a job run once, at `at`, `after` a delay, or at once when neither \
          is given. Without an `id` (or with an empty or null one) keyfire picks a UUID; \

@@ -260,12 +260,8 @@ pub struct TopicList {
 
 /// A duration field (`30s`, `1m 30s`): 422 naming it when it does not parse.
 fn duration(field: &str, text: &str) -> Result<Duration, ApiError> {
-    humantime::parse_duration(text.trim()).map_err(|e| {
-        ApiError::invalid(
-            field,
-            format!("invalid {field}: '{text}' is not a duration such as 30s or 5m ({e})"),
-        )
-    })
+    keyfire::job::parse_duration(text)
+        .map_err(|e| ApiError::invalid(field, format!("invalid {field}: {e}")))
 }
 
 /// The queue's errors, with the one a delayed add meets when no node serves the `topic`
@@ -368,12 +364,8 @@ pub async fn pop(
 ) -> Result<Response, ApiError> {
     let wait = match q.wait.as_deref() {
         None => Duration::ZERO,
-        Some(w) => humantime::parse_duration(w.trim()).map_err(|e| {
-            ApiError::bad_query(
-                "wait",
-                format!("wait must be a duration such as 10s, not '{w}' ({e})"),
-            )
-        })?,
+        Some(w) => keyfire::job::parse_duration(w)
+            .map_err(|e| ApiError::bad_query("wait", format!("invalid wait: {e}")))?,
     };
     if wait > MAX_WAIT {
         return Err(ApiError::bad_query(

@@ -350,11 +350,7 @@ pub async fn run(mut args: TaskArgs) -> CliResult {
 }
 
 fn parse_duration(flag: &str, text: &str) -> CliResult<Duration> {
-    humantime::parse_duration(text.trim()).map_err(|e| {
-        CliError::usage(format!(
-            "{flag} must be a duration such as 10s, not '{text}': {e}"
-        ))
-    })
+    keyfire::job::parse_duration(text).map_err(|e| CliError::usage(format!("{flag}: {e}")))
 }
 
 /// The flags of `keyfire task add --handler …`.

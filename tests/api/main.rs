@@ -20,6 +20,7 @@ mod limits;
 mod openapi;
 mod promises;
 mod routes;
+mod schema_exact;
 mod scopes;
 mod socket;
 mod tls;

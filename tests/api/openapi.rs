@@ -164,7 +164,7 @@ async fn document_and_router_agree() {
     assert!(doc["components"]["schemas"]["ErrorBody"].is_object());
 }
 
-fn doc() -> Value {
+pub(crate) fn doc() -> Value {
     serde_json::to_value(keyfire_server::api::openapi()).unwrap()
 }
 
@@ -273,7 +273,7 @@ fn payloads_are_any_json_value() {
 }
 
 /// Whether `value` fits a string schema's pattern and length bounds.
-fn fits(schema: &Value, value: &str) -> bool {
+pub(crate) fn fits(schema: &Value, value: &str) -> bool {
     let pattern = schema["pattern"].as_str().expect("a pattern");
     let re = Regex::new(pattern).unwrap_or_else(|e| panic!("{pattern}: {e}"));
     let n = value.chars().count() as u64;
@@ -282,7 +282,7 @@ fn fits(schema: &Value, value: &str) -> bool {
         && schema["maxLength"].as_u64().is_none_or(|m| n <= m)
 }
 
-fn path_param(doc: &Value, path: &str, method: &str, name: &str) -> Value {
+pub(crate) fn path_param(doc: &Value, path: &str, method: &str, name: &str) -> Value {
     doc["paths"][path][method]["parameters"]
         .as_array()
         .unwrap()
@@ -292,7 +292,7 @@ fn path_param(doc: &Value, path: &str, method: &str, name: &str) -> Value {
         .clone()
 }
 
-fn field(doc: &Value, schema: &str, field: &str) -> Value {
+pub(crate) fn field(doc: &Value, schema: &str, field: &str) -> Value {
     doc["components"]["schemas"][schema]["properties"][field].clone()
 }
 

@@ -40,7 +40,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub due: Option<usize>,
     /// Length of the measured phase, such as `10s` (default 10s; idle 20s for each of its two).
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = keyfire::job::parse_duration)]
     pub duration: Option<Duration>,
     /// Write the lateness distribution (CDF) to this SVG file.
     #[arg(long)]

@@ -16,7 +16,7 @@ pub struct ChaosArgs {
     #[arg(long, default_value_t = 10.0, conflicts_with = "duration")]
     pub minutes: f64,
     /// Length of the fault phase as a duration (`90s`, `30m`), instead of `--minutes`.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = keyfire::job::parse_duration)]
     pub duration: Option<Duration>,
     /// The Redis the round runs on: `standalone` (one server, restarted by the faults) or
     /// `cluster` (3 masters with a replica each; masters killed and failed over, replicas

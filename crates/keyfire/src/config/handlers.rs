@@ -55,10 +55,10 @@ pub struct HttpHandlerSettings {
     /// (a rotation). A job's own `signing_secrets` win over these.
     pub signing_secrets: BTreeMap<String, Vec<String>>,
     /// Timeout of one call when the job's params give none.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::job::duration_serde")]
     pub timeout: Duration,
     /// Longest timeout a job's params may ask for.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::job::duration_serde")]
     pub max_timeout: Duration,
     /// Bytes of a failed response's body kept in the run's error (and of any response's
     /// body sent in a callback).
@@ -272,7 +272,7 @@ pub struct CommandHandlerSettings {
     /// Programs it may run, exactly as jobs name them (`/usr/bin/backup`), or `*` for any.
     pub allowed_programs: Vec<String>,
     /// Timeout of one run when the job's params give none.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::job::duration_serde")]
     pub timeout: Duration,
     /// Bytes of output (stdout, then stderr) kept in a failed run's error.
     pub max_output_bytes: usize,

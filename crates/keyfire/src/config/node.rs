@@ -17,36 +17,36 @@ pub struct NodeSettings {
     /// while they are short (docs/architecture.md, claims ahead of runs).
     pub max_concurrent_runs: usize,
     /// How often the node announces itself and re-reads Redis's clock.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::job::duration_serde")]
     pub heartbeat_interval: Duration,
     /// A node not heard from for this long is no longer live.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::job::duration_serde")]
     pub node_ttl: Duration,
     /// How often the sweeper looks for overdue firings.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::job::duration_serde")]
     pub sweep_interval: Duration,
     /// How long after its instant (plus `node_ttl`) a firing is left to its owner before any
     /// node claims it.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::job::duration_serde")]
     pub claim_grace: Duration,
     /// How far ahead a node arms local timers for the firings it owns.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::job::duration_serde")]
     pub timer_horizon: Duration,
     /// On shutdown, how long running jobs may take to finish.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::job::duration_serde")]
     pub drain_timeout: Duration,
     /// Lease of a run: renewed while it runs; a run whose node died is taken over after it.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::job::duration_serde")]
     pub lease: Duration,
     /// Runs kept in each job's history.
     pub history_limit: usize,
     /// Oldest run record kept in a job's history.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::job::duration_serde")]
     pub history_max_age: Duration,
     /// Dead letters kept per job.
     pub dead_letter_limit: usize,
     /// How long a one-shot task that succeeded is kept before it is cleaned up.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::job::duration_serde")]
     pub task_retention: Duration,
 }
 

@@ -67,7 +67,7 @@ pub struct RedisSettings {
     pub wait_replicas: u32,
     /// Longest `WAIT` for [`RedisSettings::wait_replicas`]; past it the firing runs anyway
     /// (availability first) and `keyfire_unreplicated_writes_total` counts it.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::job::duration_serde")]
     pub wait_timeout: Duration,
     /// Prefix of every key; keys live under the hash tag `{prefix}`.
     pub prefix: String,
@@ -76,7 +76,7 @@ pub struct RedisSettings {
     pub enable_notifications: bool,
     /// Only firings due within this horizon hold a sentinel key; later ones live in the due
     /// ZSET alone and get theirs as they come near.
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "crate::job::duration_serde")]
     pub sentinel_horizon: Duration,
 }
 

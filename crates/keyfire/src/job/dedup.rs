@@ -15,7 +15,8 @@ use super::validation::{ValidationError, duration_ms};
 /// Longest dedup window: a day.
 pub const MAX_DEDUP_WINDOW_MS: i64 = 24 * 3_600_000;
 
-/// Longest dedup key, in bytes.
+/// Longest dedup key, in characters (as JSON Schema's `maxLength` counts them: the OpenAPI
+/// document states it).
 pub const MAX_DEDUP_KEY_LEN: usize = 256;
 
 /// How a task is deduplicated: give `key`, or `content: true` to derive the key from the
@@ -28,7 +29,7 @@ pub const MAX_DEDUP_KEY_LEN: usize = 256;
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct DedupSpec {
-    /// The dedup key chosen by the caller (1 to 256 bytes, no control characters), such as
+    /// The dedup key chosen by the caller (1 to 256 characters, no control characters), such as
     /// `order-1234:receipt`. One namespace per keyfire prefix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(example = "order-1234:receipt"))]
@@ -82,13 +83,11 @@ impl DedupSpec {
                 if key.is_empty() {
                     return Err(ValidationError::new("dedup.key", "must not be empty"));
                 }
-                if key.len() > MAX_DEDUP_KEY_LEN {
+                let chars = key.chars().count();
+                if chars > MAX_DEDUP_KEY_LEN {
                     return Err(ValidationError::new(
                         "dedup.key",
-                        format!(
-                            "must be at most {MAX_DEDUP_KEY_LEN} bytes, got {}",
-                            key.len()
-                        ),
+                        format!("must be at most {MAX_DEDUP_KEY_LEN} characters, got {chars}"),
                     ));
                 }
                 if key.chars().any(char::is_control) {

@@ -2,6 +2,7 @@
 //! and the validated form the engine schedules from ([`Job`]).
 
 mod dedup;
+mod duration;
 mod flow_limit;
 mod policy;
 mod schedule;
@@ -9,6 +10,7 @@ mod spec;
 mod validation;
 
 pub use dedup::{Dedup, DedupSpec, MAX_DEDUP_KEY_LEN, MAX_DEDUP_WINDOW_MS};
+pub use duration::{DURATION_PATTERN, duration_serde, parse_duration};
 pub use flow_limit::{
     FlowLimitSpec, LIMIT_KEY_PATTERN, MAX_LIMIT_KEY_LEN, host_limit_key, validate_limit_key,
 };
@@ -17,8 +19,8 @@ pub use policy::{
     OverlapPolicy, RetryPolicy, RetrySpec,
 };
 pub use schedule::Schedule;
-pub use spec::{ID_PATTERN, Job, JobSpec, MAX_ID_LEN, Validation};
-pub use validation::{DURATION_PATTERN, ValidationError, parse_duration};
+pub use spec::{ID_PATTERN, Job, JobSpec, MAX_ID_LEN, TRACEPARENT_PATTERN, Validation};
+pub use validation::ValidationError;
 
 /// How many ms in a firing's lifetime a job may be late before the misfire policy applies.
 pub const DEFAULT_MISFIRE_TOLERANCE_MS: i64 = 10_000;

@@ -152,6 +152,12 @@ pub const MAX_ID_LEN: usize = 128;
 /// OpenAPI document states it (a test checks the two agree).
 pub const ID_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9_.-]*$";
 
+/// A W3C `traceparent` as [`JobSpec::validate`] takes it, as a regular expression (the REST
+/// API's OpenAPI document states it): version `00` exactly as the W3C gives it, a later version
+/// (not `ff`) with more fields after a `-`; lower-case hex; visible ASCII only. The ids must
+/// not be all zeros as well, which the document states beside it (a test checks they agree).
+pub const TRACEPARENT_PATTERN: &str = "^(00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}|(0[1-9a-f]|[1-9a-e][0-9a-f]|f[0-9a-e])-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}(-[!-~]*)?)$";
+
 /// Check a job id: `[A-Za-z0-9][A-Za-z0-9_.-]*`, at most [`MAX_ID_LEN`] bytes. Ids appear in
 /// Redis key names, so `:`, `{`, `}` and spaces are refused.
 pub(super) fn validate_id(id: &str) -> Result<(), ValidationError> {
@@ -289,8 +295,11 @@ impl JobSpec {
     /// Check every field and build the validated [`Job`]. The error names the first bad field.
     pub fn validate(mut self, v: &Validation<'_>) -> Result<Job, ValidationError> {
         validate_id(&self.id)?;
+        // Visible ASCII only: the parser also trims whitespace around a header's value, which a
+        // body's field has no reason to hold.
         if let Some(tp) = &self.traceparent
-            && crate::trace::TraceParent::parse(tp).is_none()
+            && (crate::trace::TraceParent::parse(tp).is_none()
+                || !tp.bytes().all(|b| b.is_ascii_graphic()))
         {
             return Err(ValidationError::new(
                 "traceparent",

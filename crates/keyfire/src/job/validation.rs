@@ -1,7 +1,7 @@
 //! What validation reports: a bad field and what is wrong with it. A leaf of the job model,
 //! so that the spec and its policies both use it without depending on each other.
 
-use std::time::Duration;
+use super::duration::parse_duration;
 
 /// A bad field and what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -21,17 +21,6 @@ impl ValidationError {
             message: message.into(),
         }
     }
-}
-
-/// The duration syntax, as a regular expression: `0`, or numbers (a fraction allowed) each
-/// followed by a unit, such as `30s`, `1.5h` or `1h 30m`. The REST API's OpenAPI document
-/// states it; a test checks it against the parser (which also takes a few odd forms, such as
-/// spaces inside a number, that no client needs).
-pub const DURATION_PATTERN: &str = "^\\s*(0\\s*|([0-9]+(\\.[0-9]+)?\\s*(nanos|nsec|ns|usec|us|µs|millis|msec|ms|seconds|second|secs|sec|s|minutes|minute|mins|min|m|hours|hour|hrs|hr|h|days|day|d|weeks|week|wks|wk|w|months|month|M|years|year|yrs|yr|y)\\s*)+)$";
-
-/// Parse a duration such as `30s`, `250ms`, `1h 30m`.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s.trim()).map_err(|e| format!("'{s}' is not a duration ({e})"))
 }
 
 pub(crate) fn duration_ms(field: &str, s: &str) -> Result<i64, ValidationError> {

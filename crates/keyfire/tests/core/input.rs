@@ -123,7 +123,7 @@ async fn bad_dedup_input_is_refused_by_name_before_any_write() {
         ));
     }
     assert_eq!(w.keys().await, before, "something was written");
-    // The edges are accepted: a window of 1 ms and of exactly a day, a key of 256 bytes.
+    // The edges are accepted: a window of 1 ms and of exactly a day, a key of 256 characters.
     for d in [
         DedupSpec::key("k", "1ms"),
         DedupSpec::key("k".repeat(256), "24h"),

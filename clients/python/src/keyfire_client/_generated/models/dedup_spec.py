@@ -20,19 +20,21 @@ class DedupSpec:
     duplicate, and creates nothing. After the window a new task is created.
 
         Attributes:
+            window (str): How long the key holds after the first enqueue: more than zero, at most `24h`. Example: 10m.
             content (bool | Unset): Derive the key from the task's content instead: a SHA-256 of its handler and params
                 (JSON with sorted object keys). Its instant is not part of it.
-            key (None | str | Unset): The dedup key chosen by the caller (1 to 256 bytes, no control characters), such as
+            key (None | str | Unset): The dedup key chosen by the caller (1 to 256 characters, no control characters), such
+                as
                 `order-1234:receipt`. One namespace per keyfire prefix. Example: order-1234:receipt.
-            window (None | str | Unset): How long the key holds after the first enqueue: more than zero, at most `24h`.
-                Example: 10m.
     """
 
+    window: str
     content: bool | Unset = UNSET
     key: None | str | Unset = UNSET
-    window: None | str | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
+        window = self.window
+
         content = self.content
 
         key: None | str | Unset
@@ -41,27 +43,25 @@ class DedupSpec:
         else:
             key = self.key
 
-        window: None | str | Unset
-        if isinstance(self.window, Unset):
-            window = UNSET
-        else:
-            window = self.window
-
         field_dict: dict[str, Any] = {}
 
-        field_dict.update({})
+        field_dict.update(
+            {
+                "window": window,
+            }
+        )
         if content is not UNSET:
             field_dict["content"] = content
         if key is not UNSET:
             field_dict["key"] = key
-        if window is not UNSET:
-            field_dict["window"] = window
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         d = dict(src_dict)
+        window = d.pop("window")
+
         content = d.pop("content", UNSET)
 
         def _parse_key(data: object) -> None | str | Unset:
@@ -73,19 +73,10 @@ class DedupSpec:
 
         key = _parse_key(d.pop("key", UNSET))
 
-        def _parse_window(data: object) -> None | str | Unset:
-            if data is None:
-                return data
-            if isinstance(data, Unset):
-                return data
-            return cast(None | str | Unset, data)
-
-        window = _parse_window(d.pop("window", UNSET))
-
         dedup_spec = cls(
+            window=window,
             content=content,
             key=key,
-            window=window,
         )
 
         return dedup_spec
