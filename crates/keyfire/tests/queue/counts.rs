@@ -37,7 +37,7 @@ async fn tasks_added_are_counted_once_whatever_became_of_them() {
 
     // Delayed only: counted as added, and no stats hash written for it.
     for _ in 0..2 {
-        q.add("c", json!(1), later.clone(), ttr, 1).await.unwrap();
+        q.add("c", json!(1), later, ttr, 1).await.unwrap();
     }
     let c = counts(&q, "c").await;
     assert_eq!((c.added, c.delayed), (2, 2), "{c:?}");
@@ -45,8 +45,8 @@ async fn tasks_added_are_counted_once_whatever_became_of_them() {
 
     // Three ready: one finished, one left to die (one delivery), one deleted while ready.
     let now = When::Delay(Duration::ZERO);
-    let done = q.add("c", json!(2), now.clone(), ttr, 1).await.unwrap();
-    let dies = q.add("c", json!(3), now.clone(), ttr, 1).await.unwrap();
+    let done = q.add("c", json!(2), now, ttr, 1).await.unwrap();
+    let dies = q.add("c", json!(3), now, ttr, 1).await.unwrap();
     let gone = q.add("c", json!(4), now, ttr, 1).await.unwrap();
     q.delete(&gone).await.unwrap();
     let mut popped = Vec::new();
