@@ -231,6 +231,11 @@ impl Runner {
             }
             let (outcome_name, error, retry) = match outcome {
                 RunOutcome::Ok => ("ok", None, None),
+                RunOutcome::Cancelled if self.executor.requested(&fid) => (
+                    "cancelled",
+                    Some("cancelled on request".to_string()),
+                    None,
+                ),
                 RunOutcome::Cancelled => ("cancelled", Some("cancelled".to_string()), None),
                 RunOutcome::Timeout => (
                     "timeout",
@@ -242,6 +247,7 @@ impl Runner {
                 }
                 RunOutcome::Failed(HandlerError::Abort(message)) => ("failed", Some(message), None),
             };
+            self.executor.forget_request(&fid);
             if let Some(e) = &error {
                 tracing::warn!(outcome = outcome_name, error = %e, "run did not succeed");
             }
@@ -320,8 +326,9 @@ impl Runner {
         .await;
     }
 
-    /// Run the handler under the job's timeout; a cancel request (overlap `replace`, lost
-    /// lease, shutdown) gives it [`CANCEL_GRACE`] to return before it is dropped.
+    /// Run the handler under the job's timeout; a cancel (a cancel request, overlap
+    /// `replace`, lost lease, shutdown) gives it [`CANCEL_GRACE`] to return before it is
+    /// dropped.
     pub(super) async fn invoke(
         &self,
         handler: &str,

@@ -5,6 +5,7 @@ mod scripts;
 pub(crate) use scripts::script;
 
 mod callbacks;
+mod cancel;
 mod conn;
 mod firings;
 mod flow_limits;
