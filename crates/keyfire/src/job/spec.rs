@@ -154,7 +154,7 @@ pub const ID_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9_.-]*$";
 
 /// Check a job id: `[A-Za-z0-9][A-Za-z0-9_.-]*`, at most [`MAX_ID_LEN`] bytes. Ids appear in
 /// Redis key names, so `:`, `{`, `}` and spaces are refused.
-pub(super) fn validate_id(id: &str) -> Result<(), ValidationError> {
+pub(crate) fn validate_id(id: &str) -> Result<(), ValidationError> {
     let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-');
     if id.is_empty() {
         return Err(ValidationError::new("id", "must not be empty"));
