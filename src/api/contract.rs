@@ -510,6 +510,7 @@ fn links(doc: &mut Value) {
         "pause_job",
         "resume_job",
         "trigger_job",
+        "cancel_job",
         "job_runs",
         "list_dead",
     ];
