@@ -3,6 +3,7 @@
 //! also the node process the crash tests start (`node_process`).
 
 mod batching;
+mod cancel;
 mod changes;
 mod compact;
 mod crash;
