@@ -6,6 +6,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod cancel;
 mod cli;
 mod common;
 mod contract;
