@@ -11,7 +11,7 @@
  */
 
 export { Keyfire, Task } from "./client.js";
-export type { AddOptions, Enqueued, FinishOutcome, JobSpec, JobView, KeyfireOptions, PopOptions, TaskSpec, TaskView, TopicList, TopicView } from "./client.js";
+export type { AddOptions, CancelView, Enqueued, FinishOutcome, JobSpec, JobView, KeyfireOptions, PopOptions, TaskSpec, TaskView, TopicList, TopicView } from "./client.js";
 export { Consumer } from "./consumer.js";
 export type { ConsumerOptions, ConsumerStats, Handler } from "./consumer.js";
 export {

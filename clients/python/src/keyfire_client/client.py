@@ -25,8 +25,8 @@ import httpx
 
 from . import errors
 from ._generated import AuthenticatedClient, Client
-from ._generated.api.jobs import delete_job, get_job, post_job
-from ._generated.api.tasks import post_task
+from ._generated.api.jobs import cancel_job, delete_job, get_job, post_job
+from ._generated.api.tasks import cancel_task, post_task
 from ._generated.api.topics import (
     add_task,
     delete_topic_task,
@@ -38,7 +38,7 @@ from ._generated.api.topics import (
     put_topic,
     touch_topic_task,
 )
-from ._generated.models import JobView, TaskView, TopicList, TopicSettings, TopicView
+from ._generated.models import CancelView, JobView, TaskView, TopicList, TopicSettings, TopicView
 from ._generated.types import UNSET
 
 if TYPE_CHECKING:
@@ -395,3 +395,16 @@ class Keyfire:
     def delete_job(self, id: str) -> None:
         """Delete a job, its pending firing and its history; `NotFound` when absent."""
         self._call(delete_job, id)
+
+    def cancel_job(self, id: str) -> CancelView:
+        """Cancel what a job has in progress, on whichever node runs it: `stopping` lists the
+        running firings told to stop (each recorded `cancelled` in the job's runs once its node
+        stopped it), `cancelled` those cancelled before they ran (queued retries, a one-shot
+        job's pending instant). Never retried. `NotFound` when absent, `Conflict` (code
+        `nothing_to_cancel`) when nothing was in progress."""
+        return self._call(cancel_job, id).parsed
+
+    def cancel_task(self, id: str) -> CancelView:
+        """Cancel a one-shot task: before it runs (it is then finished, its run recorded
+        `cancelled`), or while it runs. As `cancel_job`."""
+        return self._call(cancel_task, id).parsed

@@ -2,6 +2,7 @@
 
 from .add_task import AddTask
 from .added import Added
+from .cancel_view import CancelView
 from .dead_count import DeadCount
 from .dead_letter_view import DeadLetterView
 from .dead_list import DeadList
@@ -73,6 +74,7 @@ from .triggered import Triggered
 __all__ = (
     "Added",
     "AddTask",
+    "CancelView",
     "DeadCount",
     "DeadLetterView",
     "DeadList",
