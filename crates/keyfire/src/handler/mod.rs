@@ -58,8 +58,9 @@ pub struct Firing {
 
 impl Firing {
     /// Completes when the run must stop (see [`Firing::cancel`]): select on it beside the
-    /// work, and return soon after (an error then is recorded as `cancelled`, and a
-    /// cancelled firing is not retried).
+    /// work, and return soon after. After a cancel request or under overlap `replace`, an
+    /// error is then recorded as `cancelled` and not retried; after a lost lease or a
+    /// shutdown, the firing runs again on another node.
     pub async fn cancelled(&self) {
         self.cancel.cancelled().await
     }
