@@ -32,7 +32,10 @@ async fn cancel(state: &ApiState, id: String) -> Result<(StatusCode, Json<Cancel
     let done = match state.client().cancel(&id).await {
         Ok(done) => done,
         Err(Error::Invalid(v)) => {
-            return Err(ApiError::bad_path("id", format!("invalid id: {}", v.message)));
+            return Err(ApiError::bad_path(
+                "id",
+                format!("invalid id: {}", v.message),
+            ));
         }
         Err(e) => return Err(e.into()),
     };

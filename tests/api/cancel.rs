@@ -32,7 +32,11 @@ async fn cancel_answers_each_case_exactly() {
     api.post("/v1/jobs/hourly/cancel", None)
         .await
         .assert_error(409, "nothing_to_cancel");
-    assert_eq!(api.snapshot().await, before, "a refused cancel wrote something");
+    assert_eq!(
+        api.snapshot().await,
+        before,
+        "a refused cancel wrote something"
+    );
 
     for (id, route) in [("t1", "/v1/tasks/t1/cancel"), ("t2", "/v1/jobs/t2/cancel")] {
         let created = api
@@ -50,14 +54,25 @@ async fn cancel_answers_each_case_exactly() {
         let cancelled = done.body["cancelled"].as_array().unwrap();
         assert_eq!(cancelled.len(), 1, "{:#}", done.body);
         assert!(
-            cancelled[0].as_str().unwrap().starts_with(&format!("{id}:")),
+            cancelled[0]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("{id}:")),
             "{:#}",
             done.body
         );
         let job = api.get(&format!("/v1/jobs/{id}")).await;
-        assert_eq!(job.body["status"], "finished", "{:#} (was due {at})", job.body);
+        assert_eq!(
+            job.body["status"], "finished",
+            "{:#} (was due {at})",
+            job.body
+        );
         let runs = api.get(&format!("/v1/jobs/{id}/runs")).await;
-        assert_eq!(runs.body["runs"][0]["outcome"], "cancelled", "{:#}", runs.body);
+        assert_eq!(
+            runs.body["runs"][0]["outcome"], "cancelled",
+            "{:#}",
+            runs.body
+        );
         assert_eq!(runs.body["runs"][0]["firing_id"], cancelled[0]);
         // Cancelled: nothing left to cancel.
         api.post(route, None)

@@ -17,8 +17,8 @@ pub use policy::{
     OverlapPolicy, RetryPolicy, RetrySpec,
 };
 pub use schedule::Schedule;
-pub use spec::{ID_PATTERN, Job, JobSpec, MAX_ID_LEN, Validation};
 pub(crate) use spec::validate_id;
+pub use spec::{ID_PATTERN, Job, JobSpec, MAX_ID_LEN, Validation};
 pub use validation::{DURATION_PATTERN, ValidationError, parse_duration};
 
 /// How many ms in a firing's lifetime a job may be late before the misfire policy applies.

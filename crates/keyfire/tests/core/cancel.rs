@@ -28,13 +28,17 @@ fn retries(max_attempts: u32, interval: &str) -> RetrySpec {
 
 /// The newest run record of `id`, once there is one with outcome `cancelled`.
 async fn cancelled_record(client: &Client, id: &str) -> RunRecord {
-    wait::until("a cancelled run record", Duration::from_secs(15), async || {
-        let runs = client.runs(id, 10).await.unwrap();
-        match runs.first() {
-            Some(r) if r.outcome == "cancelled" => Ok(r.clone()),
-            other => Err(format!("{other:?}")),
-        }
-    })
+    wait::until(
+        "a cancelled run record",
+        Duration::from_secs(15),
+        async || {
+            let runs = client.runs(id, 10).await.unwrap();
+            match runs.first() {
+                Some(r) if r.outcome == "cancelled" => Ok(r.clone()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
     .await
 }
 
@@ -58,20 +62,31 @@ async fn a_running_firing_is_stopped_on_its_node_and_never_retried() {
     let started = w.recorder.seen_of("long").remove(0);
 
     let done = client.cancel("long").await.unwrap();
-    assert_eq!(done.stopping, [started.firing_id.clone()], "{done:?}");
+    assert_eq!(
+        done.stopping,
+        std::slice::from_ref(&started.firing_id),
+        "{done:?}"
+    );
     assert!(done.cancelled.is_empty(), "{done:?}");
     let record = cancelled_record(&client, "long").await;
     assert!(
         w.recorder.was_cancelled(&started.firing_id),
         "the handler's token did not fire"
     );
-    assert_eq!(record.node, started.node, "recorded by the node that ran it");
+    assert_eq!(
+        record.node, started.node,
+        "recorded by the node that ran it"
+    );
     assert_eq!(record.fate.as_deref(), Some("done"), "{record:?}");
     assert_eq!(record.error.as_deref(), Some("cancelled on request"));
     w.wait_idle(Duration::from_secs(5)).await;
     // Past several retry intervals: still one attempt.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(w.recorder.seen_of("long").len(), 1, "a cancelled firing ran again");
+    assert_eq!(
+        w.recorder.seen_of("long").len(),
+        1,
+        "a cancelled firing ran again"
+    );
     let job = client.get("long").await.unwrap();
     assert_eq!((job.status, job.dead), (JobStatus::Finished, 0));
     // Nothing left to cancel.
@@ -233,7 +248,10 @@ async fn a_cancelled_command_loses_its_process_group() {
         .unwrap();
     let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).ok();
     let (sh, child) = wait::until("the program's pids", Duration::from_secs(15), async || {
-        Some((read("sh")?.trim().to_string(), read("child")?.trim().to_string()))
+        Some((
+            read("sh")?.trim().to_string(),
+            read("child")?.trim().to_string(),
+        ))
     })
     .await;
     assert!(!gone(&sh) && !gone(&child), "started");
@@ -268,14 +286,21 @@ async fn a_pending_task_cancelled_before_it_runs_never_runs() {
     let runs = client.runs("soon", 10).await.unwrap();
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!(
-        (runs[0].outcome.as_str(), runs[0].fate.as_deref(), runs[0].scheduled_ms),
+        (
+            runs[0].outcome.as_str(),
+            runs[0].fate.as_deref(),
+            runs[0].scheduled_ms
+        ),
         ("cancelled", Some("done"), at)
     );
     // Past its instant: nothing ran.
     w.until_redis_ms(at + 1_500).await;
     node.sweep_once().await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(w.recorder.seen_of("soon").is_empty(), "a cancelled task ran");
+    assert!(
+        w.recorder.seen_of("soon").is_empty(),
+        "a cancelled task ran"
+    );
     assert!(client.cancel("soon").await.unwrap().is_empty());
     node.shutdown().await;
 }
@@ -294,16 +319,29 @@ async fn a_queued_retry_is_cancelled_before_it_runs() {
         )
         .await
         .unwrap();
-    let first = wait::until("the first attempt's outcome", Duration::from_secs(10), async || {
-        let runs = client.runs("failing", 10).await.unwrap();
-        runs.into_iter().find(|r| r.fate.as_deref() == Some("retry"))
-    })
+    let first = wait::until(
+        "the first attempt's outcome",
+        Duration::from_secs(10),
+        async || {
+            let runs = client.runs("failing", 10).await.unwrap();
+            runs.into_iter()
+                .find(|r| r.fate.as_deref() == Some("retry"))
+        },
+    )
     .await;
     let done = client.cancel("failing").await.unwrap();
-    assert_eq!(done.cancelled, [first.firing_id.clone()], "{done:?}");
+    assert_eq!(
+        done.cancelled,
+        std::slice::from_ref(&first.firing_id),
+        "{done:?}"
+    );
     let runs = client.runs("failing", 10).await.unwrap();
     assert_eq!(
-        (runs[0].outcome.as_str(), runs[0].attempt, runs[0].fate.as_deref()),
+        (
+            runs[0].outcome.as_str(),
+            runs[0].attempt,
+            runs[0].fate.as_deref()
+        ),
         ("cancelled", 2, Some("done"))
     );
     w.wait_idle(Duration::from_secs(5)).await;
@@ -338,7 +376,11 @@ async fn a_takeover_does_not_run_a_cancelled_firing_again() {
     assert_eq!(record.fate.as_deref(), Some("done"), "{record:?}");
     w.wait_idle(Duration::from_secs(10)).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(w.recorder.seen_of("orphan").len(), 1, "taken over and run again");
+    assert_eq!(
+        w.recorder.seen_of("orphan").len(),
+        1,
+        "taken over and run again"
+    );
     b.shutdown().await;
 }
 
