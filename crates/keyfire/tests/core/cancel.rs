@@ -61,6 +61,7 @@ async fn a_running_firing_is_stopped_on_its_node_and_never_retried() {
     w.recorder.wait_count(1, Duration::from_secs(10)).await;
     let started = w.recorder.seen_of("long").remove(0);
 
+    let asked = std::time::Instant::now();
     let done = client.cancel("long").await.unwrap();
     assert_eq!(
         done.stopping,
@@ -69,6 +70,11 @@ async fn a_running_firing_is_stopped_on_its_node_and_never_retried() {
     );
     assert!(done.cancelled.is_empty(), "{done:?}");
     let record = cancelled_record(&client, "long").await;
+    eprintln!(
+        "cancel: the run on node {} was stopped and recorded {:?} after the request",
+        record.node,
+        asked.elapsed()
+    );
     assert!(
         w.recorder.was_cancelled(&started.firing_id),
         "the handler's token did not fire"
@@ -408,4 +414,52 @@ async fn unknown_bad_and_idle_jobs_have_nothing_cancelled() {
         client.get("hourly").await.unwrap().status,
         JobStatus::Active
     );
+}
+
+/// A node that missed a cancel's announcement (a subscription lost and made again) stops the
+/// run at its next lease renewal, which reads the flag. The flag is written here as cancel.lua
+/// writes it, with no announcement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missed_announcement_stops_the_run_at_its_next_renewal() {
+    use redis::AsyncCommands;
+    let w = World::new().await;
+    let node = w.node("a").await;
+    let client = w.client().await;
+    client
+        .enqueue(
+            JobSpec::after("deaf", "0s", "sleepy")
+                .params(json!({"sleep_ms": 60_000}))
+                .retry(retries(5, "100ms")),
+        )
+        .await
+        .unwrap();
+    w.recorder.wait_count(1, Duration::from_secs(10)).await;
+    let fid = w.recorder.seen_of("deaf").remove(0).firing_id;
+    let store = client.store();
+    let k = store.job_keys("deaf");
+    let mut conn = store.connection();
+    let leases: Vec<String> = conn.zrange(k.running(), 0, -1).await.unwrap();
+    let lease = leases
+        .into_iter()
+        .find(|m| m.starts_with(&format!("{fid}|")))
+        .expect("the run's lease");
+    let flagged = std::time::Instant::now();
+    let _: () = conn.hset(k.cancels(), &fid, &lease).await.unwrap();
+    let record = cancelled_record(&client, "deaf").await;
+    assert!(
+        w.recorder.was_cancelled(&fid),
+        "the handler's token did not fire"
+    );
+    assert_eq!(record.error.as_deref(), Some("cancelled on request"));
+    // Within one renewal (a third of the 5 s lease) and the handler's return.
+    let took = flagged.elapsed();
+    assert!(took < Duration::from_secs(4), "stopped after {took:?}");
+    eprintln!("cancel: a missed announcement stopped the run after {took:?}");
+    w.wait_idle(Duration::from_secs(5)).await;
+    assert_eq!(
+        w.recorder.seen_of("deaf").len(),
+        1,
+        "a cancelled firing ran again"
+    );
+    node.shutdown().await;
 }
