@@ -1442,7 +1442,7 @@ export interface components {
             attempt: number;
             /**
              * Format: date-time
-             * @description When it was claimed (Redis time).
+             * @description When it was claimed (Redis time); null for a firing cancelled before it ran.
              */
             claimed_at?: string | null;
             /** @description The handler's error, if any. */
@@ -1456,7 +1456,7 @@ export interface components {
             finished_at?: string | null;
             /** @description `<job id>:<instant ms>`, the same for every attempt of a firing. */
             firing_id: string;
-            /** @description The node that ran it. */
+            /** @description The node that ran it (empty for a firing cancelled before it ran). */
             node: string;
             /** @description `ok`, `failed`, `timeout`, `cancelled` or `lost`. */
             outcome: string;
