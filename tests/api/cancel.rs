@@ -75,8 +75,18 @@ async fn cancel_answers_each_case_exactly() {
         );
         assert_eq!(runs.body["runs"][0]["firing_id"], cancelled[0]);
         // Never claimed, never started.
-        assert_eq!(runs.body["runs"][0]["claimed_at"], json!(null), "{:#}", runs.body);
-        assert_eq!(runs.body["runs"][0]["started_at"], json!(null), "{:#}", runs.body);
+        assert_eq!(
+            runs.body["runs"][0]["claimed_at"],
+            json!(null),
+            "{:#}",
+            runs.body
+        );
+        assert_eq!(
+            runs.body["runs"][0]["started_at"],
+            json!(null),
+            "{:#}",
+            runs.body
+        );
         // Cancelled: nothing left to cancel.
         api.post(route, None)
             .await
