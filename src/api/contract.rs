@@ -308,7 +308,10 @@ fn parameter_rules(doc: &mut Value) {
         for p in params {
             let name = p["name"].as_str().unwrap_or_default().to_string();
             let rule = match (p["in"].as_str().unwrap_or_default(), name.as_str()) {
-                ("path", "id") if path.starts_with("/v1/jobs/") => {
+                // A one-shot task's cancel takes a job id (the task is a job).
+                ("path", "id")
+                    if path.starts_with("/v1/jobs/") || path == "/v1/tasks/{id}/cancel" =>
+                {
                     name_rule(ID_PATTERN, MAX_ID_LEN)
                 }
                 ("path", "id") => name_rule(NAME_PATTERN, MAX_TASK_ID_LEN),
@@ -563,6 +566,7 @@ fn links(doc: &mut Value) {
         "pause_job",
         "resume_job",
         "trigger_job",
+        "cancel_job",
         "job_runs",
         "list_dead",
     ];
@@ -607,7 +611,15 @@ fn links(doc: &mut Value) {
             )
         })
         .collect();
+    // An enqueued one-shot task is cancelled by its id (it is a job).
+    let mut task_links = Map::new();
+    task_links.insert(
+        "cancel_task".into(),
+        json!({"operationId": "cancel_task", "parameters": job_id.clone()}),
+    );
     for (path, method, status, set) in [
+        ("/v1/tasks", "post", "200", &task_links),
+        ("/v1/tasks", "post", "201", &task_links),
         ("/v1/jobs", "post", "200", &job_links),
         ("/v1/jobs", "post", "201", &job_links),
         ("/v1/jobs/{id}", "put", "200", &job_links),

@@ -1,10 +1,10 @@
 //! The REST API (axum, JSON): [`router`] builds it over an [`ApiState`], [`serve`] runs it.
 //!
-//! - `/v1/jobs`, `/v1/jobs/{id}` (+ `/pause`, `/resume`, `/trigger`, `/runs`, `/why`): jobs CRUD
-//!   through the [`Client`]; every job answer carries its next five firings in UTC and in its
-//!   zone. `/v1/jobs/{id}/dead` (+ `/replay`): dead letters. `/v1/jobs:pause`, `/v1/jobs:resume`:
-//!   many jobs at once, by handler or id prefix.
-//! - `/v1/tasks`, `/v1/tasks/batch`: one-shot tasks.
+//! - `/v1/jobs`, `/v1/jobs/{id}` (+ `/pause`, `/resume`, `/trigger`, `/cancel`, `/runs`, `/why`):
+//!   jobs CRUD through the [`Client`]; every job answer carries its next five firings in UTC and
+//!   in its zone. `/v1/jobs/{id}/dead` (+ `/replay`): dead letters. `/v1/jobs:pause`,
+//!   `/v1/jobs:resume`: many jobs at once, by handler or id prefix.
+//! - `/v1/tasks`, `/v1/tasks/batch`, `/v1/tasks/{id}/cancel`: one-shot tasks.
 //! - `/v1/topics` (+ `/{topic}/tasks`, `/{topic}/pop`, `/{topic}/tasks/{id}` (+ `/finish`,
 //!   `/touch`), `/{topic}/dead` (+ `/replay`), `/{topic}/pause`, `/resume`): the delay queue
 //!   ([`keyfire::queue::Queue`]); `/v1/tasks/{id}` (+ `/finish`, `/touch`) are deprecated
@@ -26,6 +26,7 @@
 //! `guard`, and docs/security.md).
 
 mod auth;
+pub mod cancel;
 mod contract;
 mod dashboard;
 mod error;
@@ -191,6 +192,8 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(jobs::job_runs))
         .routes(routes!(why::job_why))
         .routes(routes!(jobs::trigger_job))
+        .routes(routes!(cancel::cancel_job))
+        .routes(routes!(cancel::cancel_task))
         .routes(routes!(jobs::list_dead, jobs::purge_dead))
         .routes(routes!(jobs::replay_dead))
         .routes(routes!(tasks::post_task))

@@ -210,9 +210,9 @@ pub struct RunView {
     pub scheduled_at: Option<DateTime<Utc>>,
     /// 1 for the first attempt.
     pub attempt: u32,
-    /// The node that ran it.
+    /// The node that ran it (empty for a firing cancelled before it ran).
     pub node: String,
-    /// When it was claimed (Redis time).
+    /// When it was claimed (Redis time); null for a firing cancelled before it ran.
     pub claimed_at: Option<DateTime<Utc>>,
     /// When the handler started.
     pub started_at: Option<DateTime<Utc>>,
@@ -235,7 +235,8 @@ impl From<&RunRecord> for RunView {
             scheduled_at: at_ms(r.scheduled_ms),
             attempt: r.attempt,
             node: r.node.clone(),
-            claimed_at: at_ms(r.claimed_ms),
+            // 0: never claimed (a firing cancelled before it ran).
+            claimed_at: Some(r.claimed_ms).filter(|&ms| ms > 0).and_then(at_ms),
             started_at: Some(r.started_ms).filter(|&ms| ms > 0).and_then(at_ms),
             finished_at: r.finished_ms.and_then(at_ms),
             outcome: r.outcome.clone(),

@@ -47,6 +47,7 @@ pub const ROUTES: &[(&str, &str, Need)] = &[
     ("POST", "/v1/jobs/{id}/pause", S(Write)),
     ("POST", "/v1/jobs/{id}/resume", S(Write)),
     ("POST", "/v1/jobs/{id}/trigger", S(Write)),
+    ("POST", "/v1/jobs/{id}/cancel", S(Write)),
     ("GET", "/v1/jobs/{id}/runs", S(Read)),
     ("GET", "/v1/jobs/{id}/why", S(Read)),
     ("GET", "/v1/jobs/{id}/dead", S(Read)),
@@ -57,6 +58,7 @@ pub const ROUTES: &[(&str, &str, Need)] = &[
     // One-shot tasks.
     ("POST", "/v1/tasks", S(Write)),
     ("POST", "/v1/tasks/batch", S(Write)),
+    ("POST", "/v1/tasks/{id}/cancel", S(Write)),
     // The delay queue.
     ("GET", "/v1/topics", S(Read)),
     ("GET", "/v1/topics/{topic}", S(Read)),

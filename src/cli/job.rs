@@ -1,5 +1,5 @@
-//! `keyfire job add|get|ls|edit|rm|pause|resume|trigger|runs|why`: manage jobs through a node's
-//! API (`pause` and `resume` also many at once, by `--handler` or `--prefix`).
+//! `keyfire job add|get|ls|edit|rm|pause|resume|trigger|cancel|runs|why`: manage jobs through a
+//! node's API (`pause` and `resume` also many at once, by `--handler` or `--prefix`).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use super::remote::{
     Api, CliError, CliResult, EXIT_CODES_HELP, Remote, print_table, segment, short_time,
 };
+use crate::api::cancel::CancelView;
 use crate::api::model::{JobList, JobView, RunList, Triggered};
 
 /// `keyfire job …`.
@@ -139,6 +140,15 @@ enum JobCommand {
         /// The job's id.
         id: String,
     },
+    /// Cancel what a job has in progress: its running firings are stopped (on whichever
+    /// node runs them) and recorded `cancelled`, attempts queued for a retry and a one-shot
+    /// job's pending instant are removed and recorded `cancelled`; none is retried. Prints
+    /// each firing as `stopping ID` or `cancelled ID`. Exit 4 when there was nothing to
+    /// cancel.
+    Cancel {
+        /// The job's id.
+        id: String,
+    },
     /// Show a job's most recent runs, newest first.
     Runs {
         /// The job's id.
@@ -206,6 +216,9 @@ pub async fn run(args: JobArgs) -> CliResult {
         JobCommand::Resume { which } => pause_resume(&api, which, "resume").await,
         JobCommand::Runs { id, limit, skipped } => runs(&api, &id, limit, skipped).await,
         JobCommand::Why { id } => super::why::why(&api, &id).await,
+        JobCommand::Cancel { id } => {
+            cancel(&api, &format!("/v1/jobs/{}/cancel", segment(&id))).await
+        }
         JobCommand::Trigger { id } => {
             let t: Triggered = api
                 .send(
@@ -223,6 +236,22 @@ pub async fn run(args: JobArgs) -> CliResult {
             Ok(())
         }
     }
+}
+
+/// `POST` a cancel to `path` (a job's or a task's) and print what it did.
+pub(super) async fn cancel(api: &Api, path: &str) -> CliResult {
+    let done: CancelView = api.send(Method::POST, path, None, &[]).await?;
+    if api.json {
+        api.print_json(&done);
+    } else {
+        for f in &done.stopping {
+            println!("stopping {f}");
+        }
+        for f in &done.cancelled {
+            println!("cancelled {f}");
+        }
+    }
+    Ok(())
 }
 
 /// Convert TOML to JSON; TOML datetimes become RFC 3339 strings.

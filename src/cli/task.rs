@@ -1,5 +1,5 @@
-//! `keyfire task …`: one-shot tasks (`add --handler`) and the delay queue's tasks (`add
-//! --topic`, `pop`, `finish`, `touch`, `get`, `rm`), through a node's API.
+//! `keyfire task …`: one-shot tasks (`add --handler`, `cancel`) and the delay queue's tasks
+//! (`add --topic`, `pop`, `finish`, `touch`, `get`, `rm`), through a node's API.
 
 use std::time::Duration;
 
@@ -115,6 +115,14 @@ enum TaskCommand {
     },
     /// Show a topic's task: its state and deliveries.
     Get {
+        /// The task's id.
+        id: String,
+    },
+    /// Cancel a one-shot task: before it runs (it is then finished, its run recorded
+    /// `cancelled`), or while it runs (stopped on whichever node runs it); never retried.
+    /// Prints `cancelled ID` or `stopping ID`. Exit 4 when there was nothing to cancel (it
+    /// ran already).
+    Cancel {
         /// The task's id.
         id: String,
     },
@@ -338,6 +346,9 @@ pub async fn run(mut args: TaskArgs) -> CliResult {
             Ok(())
         }
         TaskCommand::Why { id } => super::why::why(&api, &id).await,
+        TaskCommand::Cancel { id } => {
+            super::job::cancel(&api, &format!("/v1/tasks/{}/cancel", segment(&id))).await
+        }
         TaskCommand::Rm { id } => {
             let path = format!("/v1/tasks/{}", segment(&id));
             let _: Value = api.send(Method::DELETE, &path, None, &[]).await?;

@@ -267,6 +267,18 @@ async fn the_cli_drives_a_served_node() {
         printed_json(&cli(&url, &["job", "get", &task_id, "--json"]))["id"],
         task_id
     );
+    // Cancel: the pending task is cancelled before it runs; then there is nothing left to
+    // cancel (exit 4), nor in a recurring job that runs nothing; no job is exit 3.
+    let cancelled = cli(&url, &["task", "cancel", &task_id]);
+    assert_eq!(code(&cancelled), 0, "{}", printed(&cancelled));
+    assert!(
+        printed(&cancelled).starts_with(&format!("cancelled {task_id}:")),
+        "{}",
+        printed(&cancelled)
+    );
+    assert_eq!(code(&cli(&url, &["task", "cancel", &task_id])), 4);
+    assert_eq!(code(&cli(&url, &["job", "cancel", "from-file"])), 4);
+    assert_eq!(code(&cli(&url, &["job", "cancel", "nope"])), 3);
     let listed = printed_json(&cli(&url, &["job", "ls", "--json", "--limit", "2"]));
     assert_eq!(listed["jobs"].as_array().unwrap().len(), 2);
     assert!(listed["next_cursor"].is_string());

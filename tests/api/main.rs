@@ -7,6 +7,7 @@
 mod support;
 
 mod bulk;
+mod cancel;
 mod cli;
 mod common;
 mod contract;

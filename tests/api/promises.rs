@@ -87,6 +87,7 @@ async fn browser_requests_from_other_sites_cannot_change_anything() {
     for uri in [
         "/v1/jobs/victim/pause",
         "/v1/jobs/victim/trigger",
+        "/v1/jobs/victim/cancel",
         "/v1/jobs/victim/resume",
         "/v1/jobs/victim/dead/replay",
     ] {

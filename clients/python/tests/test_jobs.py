@@ -1,5 +1,5 @@
-"""Job create, read, update (with If-Match versions) and delete; enqueue with dedup; a topic's
-partitions."""
+"""Job create, read, update (with If-Match versions) and delete; enqueue with dedup; cancel; a
+topic's partitions."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from keyfire_client import Conflict, Invalid, NotFound
+from keyfire_client import Code, Conflict, Invalid, NotFound
 
 
 def test_job_crud_round_trip(kf):
@@ -53,6 +53,20 @@ def test_enqueue_with_dedup_creates_one_task(kf):
     assert (again.created, again.duplicate) == (False, True)
     assert again.id == first.id
     kf.delete_job(first.id)
+
+
+def test_cancel_a_pending_task_then_nothing_is_left(kf):
+    task = kf.enqueue("log", after="1h")
+    done = kf.cancel_task(task.id)
+    assert done.job_id == task.id and done.stopping == []
+    assert len(done.cancelled) == 1 and done.cancelled[0].startswith(f"{task.id}:")
+    assert kf.get_job(task.id).status == "finished"
+    with pytest.raises(Conflict) as e:
+        kf.cancel_job(task.id)
+    assert (e.value.code, e.value.status) == (Code.NOTHING_TO_CANCEL, 409)
+    with pytest.raises(NotFound):
+        kf.cancel_job(f"nope-{uuid.uuid4().hex[:8]}")
+    kf.delete_job(task.id)
 
 
 def test_topic_partitions_are_declared_once_then_read_back(kf, topic):

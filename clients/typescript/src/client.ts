@@ -21,6 +21,8 @@ type Schemas = components["schemas"];
 export type JobSpec = Schemas["JobSpec"];
 /** A job as the API shows it: spec, state, `version`, next firings. */
 export type JobView = Schemas["JobView"];
+/** What a cancel did: the running firings told to stop, and those cancelled before they ran. */
+export type CancelView = Schemas["CancelView"];
 /**
  * A one-shot task to enqueue (with `dedup` for deduplication). Its `id` is optional: the node
  * picks one when it is left out (and must, with `dedup`).
@@ -410,6 +412,18 @@ export class Keyfire {
   }
 
   /**
+   * Cancel what a job has in progress, on whichever node runs it: `stopping` lists the running
+   * firings told to stop (each recorded `cancelled` in the job's runs once its node stopped
+   * it), `cancelled` those cancelled before they ran (queued retries, a one-shot job's pending
+   * instant). Never retried. `NotFoundError` when absent, `ConflictError` (code
+   * `nothing_to_cancel`) when nothing was in progress.
+   */
+  async cancelJob(id: string): Promise<CancelView> {
+    const { data } = await this.call(this.api.POST("/v1/jobs/{id}/cancel", { params: { path: { id } } }));
+    return data;
+  }
+
+  /**
    * A job's most recent runs, newest first. With `skipped`, also the instants that were due
    * and did not run, with their reasons, merged with the runs in `timeline` (each entry's
    * `kind` is `run` or `skipped`).
@@ -427,6 +441,15 @@ export class Keyfire {
    */
   async why(id: string): Promise<WhyView> {
     const { data } = await this.call(this.api.GET("/v1/jobs/{id}/why", { params: { path: { id } } }));
+    return data;
+  }
+
+  /**
+   * Cancel a one-shot task: before it runs (it is then finished, its run recorded
+   * `cancelled`), or while it runs. As `cancelJob`.
+   */
+  async cancelTask(id: string): Promise<CancelView> {
+    const { data } = await this.call(this.api.POST("/v1/tasks/{id}/cancel", { params: { path: { id } } }));
     return data;
   }
 }

@@ -7,7 +7,7 @@
  * - `InvalidError`: bad input, named in `field` (422 `invalid`; 400 `malformed_json`,
  *   `bad_query`, `bad_path`, `bad_request`; 413; 415);
  * - `NotFoundError` (404), `ConflictError` (409: changed concurrently, not at the `If-Match`
- *   version, a reservation lost);
+ *   version, a reservation lost, nothing to cancel);
  * - `UnauthorizedError` (401: missing or wrong token; 403 `forbidden`);
  * - `UnavailableError` (503: Redis is away; 502 and 504 from a proxy) and its subclasses
  *   `UnreachableError` (no answer at all) and `RedisFullError` (507: Redis reached its
@@ -26,6 +26,7 @@ export const ErrorCode = {
   NotFound: "not_found",
   MethodNotAllowed: "method_not_allowed",
   Conflict: "conflict",
+  NothingToCancel: "nothing_to_cancel",
   PayloadTooLarge: "payload_too_large",
   UnsupportedMediaType: "unsupported_media_type",
   Invalid: "invalid",

@@ -1,5 +1,5 @@
 // Typed errors carrying code, message and field; job CRUD with If-Match versions; enqueue with
-// dedup; the package's version.
+// dedup; cancel; the package's version.
 
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -163,6 +163,20 @@ test("enqueue with dedup creates one task", async () => {
   assert.deepEqual([again.created, again.duplicate], [false, true]);
   assert.equal(again.job.id, first.job.id);
   await keyfire.deleteJob(first.job.id);
+});
+
+test("a pending task is cancelled before it runs; then nothing is left to cancel", async () => {
+  const { job } = await keyfire.enqueue({ handler: "log", after: "1h" });
+  const done = await keyfire.cancelTask(job.id);
+  assert.equal(done.job_id, job.id);
+  assert.deepEqual(done.stopping, []);
+  assert.equal(done.cancelled.length, 1);
+  assert.ok(done.cancelled[0].startsWith(`${job.id}:`), done.cancelled[0]);
+  assert.equal((await keyfire.getJob(job.id)).status, "finished");
+  const err = await rejection(keyfire.cancelJob(job.id), ConflictError);
+  assert.deepEqual([err.code, err.status], [ErrorCode.NothingToCancel, 409]);
+  await rejection(keyfire.cancelJob(`nope-${randomBytes(4).toString("hex")}`), NotFoundError);
+  await keyfire.deleteJob(job.id);
 });
 
 test("a topic's partitions are declared once, then read back; another count is refused", async () => {

@@ -8,8 +8,8 @@ use crate::error::{Error, Result};
 use crate::inspect::{LiveNode, ServerMemory, Totals};
 use crate::job::{Job, JobSpec, Validation, ValidationError};
 use crate::store::{
-    DeadLetter, Deduped, JobRecord, JobStatus, RunRecord, RunningLease, Shards, SkipRecord, Store,
-    UpsertReply,
+    CancelReply, DeadLetter, Deduped, JobRecord, JobStatus, RunRecord, RunningLease, Shards,
+    SkipRecord, Store, UpsertReply,
 };
 
 /// Check that `spec` is one-shot and give it an instant when it has none, and an id when it
@@ -62,6 +62,25 @@ pub enum Upserted {
     /// An enqueue named a dedup key that a task enqueued within the key's window holds: that
     /// task, left as it is; nothing was created.
     Duplicate,
+}
+
+/// What [`Client::cancel`] did: both lists empty when the job had nothing to cancel.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Cancelled {
+    /// Running firings (firing ids) told to stop: the node running each stops it (its handler
+    /// sees [`Firing::cancel`](crate::Firing::cancel)) and records it `cancelled`, unless it
+    /// succeeded first; no further attempt follows.
+    pub stopping: Vec<String>,
+    /// Firings cancelled before they ran, recorded `cancelled` already: a one-shot job's
+    /// pending instant (the job is then finished) and attempts queued for a retry.
+    pub cancelled: Vec<String>,
+}
+
+impl Cancelled {
+    /// Whether there was nothing to cancel.
+    pub fn is_empty(&self) -> bool {
+        self.stopping.is_empty() && self.cancelled.is_empty()
+    }
 }
 
 /// Optimistic updates retry this often when a concurrent change moved the version.
@@ -514,6 +533,28 @@ impl Client {
             .trigger(id)
             .await?
             .ok_or_else(|| Error::NotFound(id.to_string()))
+    }
+
+    /// Cancel what job `id` has in progress, in one atomic step: its running firings are
+    /// told to stop (on whichever node runs them) and recorded `cancelled`; attempts queued
+    /// for a retry, and a one-shot job's pending instant, are removed and recorded
+    /// `cancelled`. A cancelled firing is never retried, not even when its node dies before it
+    /// records the outcome. A recurring job's next scheduled firing is left alone (pause
+    /// the job for that). [`Cancelled::is_empty`] when there was nothing to cancel;
+    /// [`Error::NotFound`] when there is no such job.
+    pub async fn cancel(&self, id: &str) -> Result<Cancelled> {
+        crate::job::validate_id(id)?;
+        match self.store.cancel(id).await? {
+            CancelReply::Missing => Err(Error::NotFound(id.to_string())),
+            CancelReply::Nothing => Ok(Cancelled::default()),
+            CancelReply::Cancelled {
+                stopping,
+                cancelled,
+            } => Ok(Cancelled {
+                stopping,
+                cancelled,
+            }),
+        }
     }
 
     /// A job's dead letters (firings that used up their attempts), newest first.

@@ -26,6 +26,7 @@ import httpx
 from . import errors
 from ._generated import AuthenticatedClient, Client
 from ._generated.api.jobs import (
+    cancel_job,
     delete_job,
     get_job,
     job_runs,
@@ -35,7 +36,7 @@ from ._generated.api.jobs import (
     post_job,
     resume_jobs,
 )
-from ._generated.api.tasks import post_task
+from ._generated.api.tasks import cancel_task, post_task
 from ._generated.api.topics import (
     add_task,
     delete_topic_task,
@@ -54,6 +55,7 @@ from ._generated.api.topics import (
 )
 from ._generated.models import (
     BulkChanged,
+    CancelView,
     JobView,
     RunList,
     TaskView,
@@ -481,3 +483,16 @@ class Keyfire:
         every reason in `causes`, a `summary` sentence, its next firing, and its last runs
         and skips; `NotFound` when absent."""
         return self._call(job_why, id).parsed
+
+    def cancel_job(self, id: str) -> CancelView:
+        """Cancel what a job has in progress, on whichever node runs it: `stopping` lists the
+        running firings told to stop (each recorded `cancelled` in the job's runs once its node
+        stopped it), `cancelled` those cancelled before they ran (queued retries, a one-shot
+        job's pending instant). Never retried. `NotFound` when absent, `Conflict` (code
+        `nothing_to_cancel`) when nothing was in progress."""
+        return self._call(cancel_job, id).parsed
+
+    def cancel_task(self, id: str) -> CancelView:
+        """Cancel a one-shot task: before it runs (it is then finished, its run recorded
+        `cancelled`), or while it runs. As `cancel_job`."""
+        return self._call(cancel_task, id).parsed

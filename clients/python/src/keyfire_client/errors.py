@@ -6,7 +6,7 @@ callers catch what they can act on:
 - `Invalid`: bad input, named in `field` (422 `invalid`; 400 `malformed_json`, `bad_query`,
   `bad_path`, `bad_request`; 413 `payload_too_large`; 415 `unsupported_media_type`);
 - `NotFound` (404), `Conflict` (409: changed concurrently, not at the `If-Match` version, a
-  reservation lost);
+  reservation lost, nothing to cancel);
 - `Unauthorized` (401: missing or wrong token; 403 `forbidden`);
 - `Unavailable` (503: Redis is away; 502 and 504 from a proxy in front of the node) and its
   subclasses `Unreachable` (no answer at all: refused, reset, timed out) and `RedisFull` (507:
@@ -45,6 +45,7 @@ class Code(str, Enum):
     NOT_FOUND = "not_found"
     METHOD_NOT_ALLOWED = "method_not_allowed"
     CONFLICT = "conflict"
+    NOTHING_TO_CANCEL = "nothing_to_cancel"
     PAYLOAD_TOO_LARGE = "payload_too_large"
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
     INVALID = "invalid"

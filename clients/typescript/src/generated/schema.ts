@@ -107,6 +107,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/jobs/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel what a job has in progress, on whichever node runs it.
+         * @description Running firings are told to stop (the handler's cancellation: an `http` call's connection
+         *     is closed, a `command`'s process group gets SIGTERM then SIGKILL) and are recorded
+         *     `cancelled` in the job's runs once their node has stopped them; attempts queued for a retry
+         *     and a one-shot job's pending instant are removed and recorded `cancelled` at once. A
+         *     cancelled firing is never retried. A recurring job keeps its schedule: its next firing is
+         *     not cancelled (pause the job for that).
+         */
+        post: operations["cancel_job"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs/{id}/dead": {
         parameters: {
             query?: never;
@@ -386,6 +411,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tasks/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a one-shot task: its pending instant (the task is then `finished`, its run recorded
+         *     `cancelled`), or its running firing, on whichever node runs it. A one-shot task is a job:
+         *     the same as `POST /v1/jobs/{id}/cancel`.
+         */
+        post: operations["cancel_task"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tasks/{id}/finish": {
         parameters: {
             query?: never;
@@ -639,6 +685,22 @@ export interface components {
             /** @description Its topic. */
             topic: string;
         };
+        /** @description What a cancel did. */
+        CancelView: {
+            /**
+             * @description Firings cancelled before they ran, recorded `cancelled` in the job's runs already: a
+             *     one-shot job's pending instant (the job is then `finished`), attempts queued for a
+             *     retry.
+             */
+            cancelled: string[];
+            /** @description The job. */
+            job_id: string;
+            /**
+             * @description Running firings told to stop: the node running each stops it and records it
+             *     `cancelled` in the job's runs (unless it succeeded first). Empty with status 200.
+             */
+            stopping: string[];
+        };
         /** @description How many dead letters a replay or purge acted on. */
         DeadCount: {
             /**
@@ -728,7 +790,7 @@ export interface components {
              * @description One of `malformed_json` (400), `bad_query` (400), `bad_path` (400), `bad_request` (400:
              *     a header such as `If-Match` is not what it must be), `unauthorized`
              *     (401), `forbidden` (403), `not_found` (404), `method_not_allowed` (405), `conflict`
-             *     (409), `payload_too_large` (413), `unsupported_media_type` (415), `invalid` (422),
+             *     (409), `nothing_to_cancel` (409: a cancel found nothing in progress), `payload_too_large` (413), `unsupported_media_type` (415), `invalid` (422),
              *     `internal` (500), `unavailable` (503), `redis_full` (507: Redis reached its
              *     `maxmemory` and refuses writes; a `Retry-After` header comes with it).
              * @example invalid
@@ -1385,7 +1447,7 @@ export interface components {
             attempt: number;
             /**
              * Format: date-time
-             * @description When it was claimed (Redis time).
+             * @description When it was claimed (Redis time); null for a firing cancelled before it ran.
              */
             claimed_at?: string | null;
             /** @description The handler's error, if any. */
@@ -1399,7 +1461,7 @@ export interface components {
             finished_at?: string | null;
             /** @description `<job id>:<instant ms>`, the same for every attempt of a firing. */
             firing_id: string;
-            /** @description The node that ran it. */
+            /** @description The node that ran it (empty for a firing cancelled before it ran). */
             node: string;
             /** @description `ok`, `failed`, `timeout`, `cancelled` or `lost`. */
             outcome: string;
@@ -2404,6 +2466,117 @@ export interface operations {
             };
             /** @description No such job */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    cancel_job: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The job's id
+                 * @example nightly-report
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Cancelled before they ran (`cancelled`), nothing was running: recorded in the job's runs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CancelView"];
+                };
+            };
+            /** @description Running firings (`stopping`) are being stopped; each is recorded `cancelled` once its node stopped it */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CancelView"];
+                };
+            };
+            /** @description Bad id (`bad_path`, `field` "id"). A path parameter is not UTF-8 once percent-decoded (`bad_path`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such job */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Nothing to cancel (`nothing_to_cancel`): no firing running, no attempt queued, no pending one-shot instant */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4032,6 +4205,117 @@ export interface operations {
             };
             /** @description Invalid id */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    cancel_task: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The task's id
+                 * @example welcome-1
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Cancelled before it ran (`cancelled`): recorded in its runs, the task is finished */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CancelView"];
+                };
+            };
+            /** @description Its running firing (`stopping`) is being stopped; recorded `cancelled` once its node stopped it */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CancelView"];
+                };
+            };
+            /** @description Bad id (`bad_path`, `field` "id"). A path parameter is not UTF-8 once percent-decoded (`bad_path`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such task */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Nothing to cancel (`nothing_to_cancel`): it ran already */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -47,9 +47,17 @@ pub(super) struct Executor {
     pub(super) record_permits: Arc<Semaphore>,
     /// How long this node's handlers have been taking, lately.
     pub(super) run_time: RunTime,
-    /// Cancellation of the runs in progress here, by firing id (overlap `replace`).
+    /// Cancellation of the runs in progress here, by firing id (overlap `replace`, cancel
+    /// requests).
     active: Mutex<HashMap<String, CancellationToken>>,
+    /// Cancel requests, by firing id, with when they came: for a run that starts after its
+    /// request came (claimed, not yet running), and to say why a run was cancelled. Kept for
+    /// [`REQUEST_MEMORY`].
+    requested: Mutex<HashMap<String, std::time::Instant>>,
 }
+
+/// How long a cancel request is remembered for a run that has not started here yet.
+const REQUEST_MEMORY: Duration = Duration::from_secs(60);
 
 impl Executor {
     /// The permits for `max_runs` concurrent runs (checked by [`check_run_permits`]).
@@ -61,6 +69,7 @@ impl Executor {
             record_permits: Arc::new(Semaphore::new(max_runs * RECORD_PERMITS_PER_RUN)),
             run_time: RunTime::default(),
             active: Mutex::new(HashMap::new()),
+            requested: Mutex::new(HashMap::new()),
         }
     }
 
@@ -88,7 +97,13 @@ impl Executor {
     }
 
     /// A run of `firing` started here, stopped by `token`.
+    /// A run of a firing whose cancel was requested before it started here is cancelled at
+    /// once.
     pub(super) fn enter(&self, firing: String, token: CancellationToken) {
+        if self.requested(&firing) {
+            tracing::info!(firing, "cancelling the run: its cancel was requested");
+            token.cancel();
+        }
         self.active
             .lock()
             .expect("active runs lock")
@@ -100,15 +115,42 @@ impl Executor {
         self.active.lock().expect("active runs lock").remove(firing);
     }
 
+    /// Whether a cancel of `firing` was requested (lately).
+    pub(super) fn requested(&self, firing: &str) -> bool {
+        let requested = self.requested.lock().expect("cancel requests lock");
+        requested
+            .get(firing)
+            .is_some_and(|at| at.elapsed() < REQUEST_MEMORY)
+    }
+
+    /// Forget the cancel request of `firing` (its outcome is recorded).
+    pub(super) fn forget_request(&self, firing: &str) {
+        let mut requested = self.requested.lock().expect("cancel requests lock");
+        if !requested.is_empty() {
+            requested.remove(firing);
+        }
+    }
+
     /// How many runs are in progress here.
     pub(super) fn active(&self) -> usize {
         self.active.lock().expect("active runs lock").len()
     }
 
-    /// Cancel a local run of `firing` (overlap `replace` from any node).
-    pub(super) fn cancel_run(&self, firing: &str) {
+    /// Cancel a local run of `firing`: a newer run replaces it (overlap `replace` from any
+    /// node), or its cancel was `requested` (cancel.lua). A requested cancel is remembered for
+    /// a run that starts here later (claimed, waiting for its permit).
+    pub(super) fn cancel_run(&self, firing: &str, requested: bool) {
+        if requested {
+            let mut pending = self.requested.lock().expect("cancel requests lock");
+            pending.retain(|_, at| at.elapsed() < REQUEST_MEMORY);
+            pending.insert(firing.to_string(), std::time::Instant::now());
+        }
         if let Some(token) = self.active.lock().expect("active runs lock").get(firing) {
-            tracing::info!(firing, "cancelling the run: a newer run replaces it");
+            if requested {
+                tracing::info!(firing, "cancelling the run: its cancel was requested");
+            } else {
+                tracing::info!(firing, "cancelling the run: a newer run replaces it");
+            }
             token.cancel();
         }
     }

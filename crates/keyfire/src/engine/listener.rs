@@ -33,8 +33,13 @@ enum Change {
     Retry { firing: String, at: i64 },
     /// heartbeat.lua: a node joined or left the live set.
     Nodes,
-    /// claim.lua (`overlap = replace`): stop the run of `firing`.
-    Cancel { firing: String },
+    /// claim.lua (`overlap = replace`), or cancel.lua (`why`: `request`, a cancel request):
+    /// stop the run of `firing`.
+    Cancel {
+        firing: String,
+        #[serde(default)]
+        why: Option<String>,
+    },
     /// claim.lua: next firings due within the timer horizon, as (id, firing ms).
     Next {
         #[serde(default)]
@@ -159,7 +164,10 @@ impl Listener {
 
     fn on_change(self: &Arc<Self>, change: Change) {
         match change {
-            Change::Cancel { firing } => self.executor.cancel_run(&firing),
+            Change::Cancel { firing, why } => {
+                let requested = why.as_deref() == Some("request");
+                self.executor.cancel_run(&firing, requested)
+            }
             Change::Nodes => self.membership.on_membership_change(),
             Change::Retry { firing, at: due } => {
                 // A trigger or a dead-letter replay: an attempt due now.
@@ -270,7 +278,11 @@ mod tests {
         ));
         assert!(matches!(
             decode(r#"{"op":"cancel","id":"a","firing":"a:1"}"#),
-            Change::Cancel { .. }
+            Change::Cancel { why: None, .. }
+        ));
+        assert!(matches!(
+            decode(r#"{"op":"cancel","id":"a","firing":"a:1","why":"request"}"#),
+            Change::Cancel { why: Some(_), .. }
         ));
         match decode(r#"{"op":"next","id":"","firings":[["a","1700000000000"]]}"#) {
             Change::Next { firings } => {

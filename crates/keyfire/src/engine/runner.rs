@@ -21,7 +21,7 @@ use super::membership::Fence;
 use super::specs::Specs;
 use crate::handler::{Firing, HandlerError, Registry};
 use crate::metrics::name;
-use crate::store::{RunRecord, firing_id};
+use crate::store::{Renewal, RunRecord, firing_id};
 use crate::trace::{self, Start, TraceParent, Tracer, Value};
 
 /// After a cancel request, how long a handler may take to return before it is dropped.
@@ -231,6 +231,11 @@ impl Runner {
             }
             let (outcome_name, error, retry) = match outcome {
                 RunOutcome::Ok => ("ok", None, None),
+                RunOutcome::Cancelled if self.executor.requested(&fid) => (
+                    "cancelled",
+                    Some("cancelled on request".to_string()),
+                    None,
+                ),
                 RunOutcome::Cancelled => ("cancelled", Some("cancelled".to_string()), None),
                 RunOutcome::Timeout => (
                     "timeout",
@@ -242,6 +247,7 @@ impl Runner {
                 }
                 RunOutcome::Failed(HandlerError::Abort(message)) => ("failed", Some(message), None),
             };
+            self.executor.forget_request(&fid);
             if let Some(e) = &error {
                 tracing::warn!(outcome = outcome_name, error = %e, "run did not succeed");
             }
@@ -320,8 +326,9 @@ impl Runner {
         .await;
     }
 
-    /// Run the handler under the job's timeout; a cancel request (overlap `replace`, lost
-    /// lease, shutdown) gives it [`CANCEL_GRACE`] to return before it is dropped.
+    /// Run the handler under the job's timeout; a cancel (a cancel request, overlap
+    /// `replace`, lost lease, shutdown) gives it [`CANCEL_GRACE`] to return before it is
+    /// dropped.
     pub(super) async fn invoke(
         &self,
         handler: &str,
@@ -388,7 +395,8 @@ impl Runner {
     }
 
     /// Renew a run's lease every third of its length; cancel the run if the lease is lost
-    /// (and return true).
+    /// (and return true), or if a cancel request flagged it (the announcement may have been
+    /// missed).
     pub(super) async fn renew_loop(
         self: Arc<Self>,
         job_id: String,
@@ -405,17 +413,17 @@ impl Runner {
             match self
                 .core
                 .store
-                .renew(
-                    &job_id,
-                    at_ms,
-                    attempt,
-                    Some(claimed_ms),
-                    &self.core.id,
-                    lease,
-                )
+                .renew_run(&job_id, at_ms, attempt, claimed_ms, &self.core.id, lease)
                 .await
             {
-                Ok(true) => {
+                Ok(renewal @ (Renewal::Renewed | Renewal::Cancelled)) => {
+                    if renewal == Renewal::Cancelled && !cancel.is_cancelled() {
+                        // Its cancel was requested, and this node missed the announcement.
+                        let fid = firing_id(&job_id, at_ms);
+                        tracing::info!(firing = %fid, "renewal found a cancel request");
+                        self.executor.cancel_run(&fid, true);
+                        cancel.cancel();
+                    }
                     // The limit slot lives as long as the run's lease.
                     if let Some(key) = &slot
                         && let Err(e) = self
@@ -427,7 +435,7 @@ impl Runner {
                         tracing::warn!(key, error = %e, "limit slot renewal failed");
                     }
                 }
-                Ok(false) => {
+                Ok(Renewal::Lost) => {
                     tracing::warn!(job = %job_id, at = at_ms, "lease lost; cancelling the run");
                     cancel.cancel();
                     return true;

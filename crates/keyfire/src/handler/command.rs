@@ -16,10 +16,16 @@
 //! or the timeout is a failed attempt whose error holds the status and the output (stdout, then
 //! stderr), truncated to `handlers.command.max_output_bytes` (at least half of it for stderr when it has that much): the run record keeps only the
 //! error text. A program that is not allowed, or cannot be started, fails without retry.
+//!
+//! The program runs in a process group of its own (on Unix). Its timeout, or the run's cancel
+//! (a cancel request, overlap `replace`, shutdown), stops the whole group: `SIGTERM`, then
+//! `SIGKILL` after [`STOP_GRACE`] if any of it is still there. A run dropped by the node (the
+//! job's own timeout) kills the group at once.
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde::Deserialize;
@@ -28,6 +34,49 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use super::template::render;
 use super::{Firing, Handler, HandlerError, HandlerResult};
 use crate::config::CommandHandlerSettings;
+
+/// How long a stopped program's process group has after `SIGTERM` before `SIGKILL`: within
+/// the second the node gives a cancelled run to return.
+pub(crate) const STOP_GRACE: Duration = Duration::from_millis(500);
+
+/// The program's process group while it may run: dropped (the run's future dropped by the
+/// node), it kills the whole group.
+struct Group(Option<i32>);
+
+impl Group {
+    #[cfg(unix)]
+    fn signal(&self, sig: nix::sys::signal::Signal) {
+        if let Some(pgid) = self.0 {
+            // ESRCH: the group is gone already.
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), sig);
+        }
+    }
+
+    /// Stop the group: `SIGTERM`, then `SIGKILL` after [`STOP_GRACE`] unless the program
+    /// exited; reaps the program.
+    async fn stop(&mut self, child: &mut tokio::process::Child) {
+        #[cfg(unix)]
+        {
+            self.signal(nix::sys::signal::Signal::SIGTERM);
+            if tokio::time::timeout(STOP_GRACE, child.wait()).await.is_ok() {
+                // The program is gone; what it left in its group goes now.
+                self.signal(nix::sys::signal::Signal::SIGKILL);
+                self.0 = None;
+                return;
+            }
+            self.signal(nix::sys::signal::Signal::SIGKILL);
+            self.0 = None;
+        }
+        let _ = child.kill().await;
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        self.signal(nix::sys::signal::Signal::SIGKILL);
+    }
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -115,9 +164,13 @@ async fn run(settings: &CommandHandlerSettings, f: Firing) -> HandlerResult {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    #[cfg(unix)]
+    cmd.process_group(0);
     let mut child = cmd
         .spawn()
         .map_err(|e| HandlerError::abort(format!("command: cannot start '{}': {e}", p.program)))?;
+    // Its own group: the group id is its process id.
+    let mut group = Group(child.id().map(|pid| pid as i32));
     let max = settings.max_output_bytes;
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
@@ -127,7 +180,7 @@ async fn run(settings: &CommandHandlerSettings, f: Firing) -> HandlerResult {
     let waited = tokio::select! {
         r = tokio::time::timeout(timeout, child.wait()) => r,
         () = f.cancel.cancelled() => {
-            let _ = child.kill().await;
+            group.stop(&mut child).await;
             return Err(HandlerError::retry(format!("command: '{}' cancelled", p.program)));
         }
     };
@@ -140,10 +193,13 @@ async fn run(settings: &CommandHandlerSettings, f: Firing) -> HandlerResult {
             )));
         }
         Err(_) => {
-            let _ = child.kill().await;
+            group.stop(&mut child).await;
             None
         }
     };
+    // Exited by itself: nothing of its group is signalled (its group id may be reused once
+    // the program is reaped and its group empty).
+    group.0 = None;
     let (out, out_cut) = out.await.unwrap_or_default();
     let (err, err_cut) = err.await.unwrap_or_default();
     match status {

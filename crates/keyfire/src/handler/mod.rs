@@ -44,13 +44,31 @@ pub struct Firing {
     pub params: Value,
     /// The node running it.
     pub node_id: String,
-    /// Cancelled when the run must stop: the node is shutting down past its drain timeout,
-    /// or the run's lease was lost.
+    /// Cancelled when the run must stop: its cancel was requested
+    /// ([`Client::cancel`](crate::Client::cancel), `POST /v1/jobs/{id}/cancel`), a newer run
+    /// replaces it (overlap `replace`), the node is shutting down past its drain timeout, or
+    /// the run's lease was lost. The handler then has a second to return before it is
+    /// dropped; see [`Firing::cancelled`].
     pub cancel: CancellationToken,
     /// What the handler reports beyond its result: the response it got and the callbacks to
     /// send once the firing's outcome is recorded. `Report::default()` when building a
     /// `Firing` by hand.
     pub report: Report,
+}
+
+impl Firing {
+    /// Completes when the run must stop (see [`Firing::cancel`]): select on it beside the
+    /// work, and return soon after. After a cancel request or under overlap `replace`, an
+    /// error is then recorded as `cancelled` and not retried; after a lost lease or a
+    /// shutdown, the firing runs again on another node.
+    pub async fn cancelled(&self) {
+        self.cancel.cancelled().await
+    }
+
+    /// Whether the run must stop (see [`Firing::cancel`]).
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
 }
 
 /// What a handler reports about its run beyond success or failure. The node reads it when the

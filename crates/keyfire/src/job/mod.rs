@@ -19,6 +19,7 @@ pub use policy::{
     OverlapPolicy, RetryPolicy, RetrySpec,
 };
 pub use schedule::Schedule;
+pub(crate) use spec::validate_id;
 pub use spec::{ID_PATTERN, Job, JobSpec, MAX_ID_LEN, TRACEPARENT_PATTERN, Validation};
 pub use validation::ValidationError;
 

@@ -160,7 +160,7 @@ pub const TRACEPARENT_PATTERN: &str = "^(00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2
 
 /// Check a job id: `[A-Za-z0-9][A-Za-z0-9_.-]*`, at most [`MAX_ID_LEN`] bytes. Ids appear in
 /// Redis key names, so `:`, `{`, `}` and spaces are refused.
-pub(super) fn validate_id(id: &str) -> Result<(), ValidationError> {
+pub(crate) fn validate_id(id: &str) -> Result<(), ValidationError> {
     let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-');
     if id.is_empty() {
         return Err(ValidationError::new("id", "must not be empty"));

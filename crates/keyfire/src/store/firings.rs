@@ -248,6 +248,7 @@ impl Store {
             .key(k.dead(job_id))
             .key(k.lock(job_id, at_ms))
             .key(k.runs(job_id))
+            .key(k.cancels())
             .arg(&fid)
             .arg(max_attempts)
             .arg(dead_limit.max(1))
@@ -368,7 +369,8 @@ impl Store {
             .key(k.retry())
             .key(k.done())
             .key(k.outbox())
-            .key(k.outbox_data());
+            .key(k.outbox_data())
+            .key(k.cancels());
         inv.arg(limits.history.max(1))
             .arg(limits.dead.max(1))
             .arg(limits.history_max_age_ms);

@@ -292,6 +292,13 @@ impl Keys {
         format!("{}:attempts", self.tag)
     }
 
+    /// HASH firing id → the lease it stops: running firings a cancel request flagged
+    /// (cancel.lua). Their outcome, or a takeover of their run, records them `cancelled` and
+    /// queues no further attempt.
+    pub fn cancels(&self) -> String {
+        format!("{}:cancels", self.tag)
+    }
+
     /// LIST of a job's dead letters (firings that exhausted their attempts), newest first.
     pub fn dead(&self, id: &str) -> String {
         format!("{}:dead:{id}", self.tag)

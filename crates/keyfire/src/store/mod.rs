@@ -5,6 +5,7 @@ mod scripts;
 pub(crate) use scripts::script;
 
 mod callbacks;
+mod cancel;
 mod conn;
 mod firings;
 mod flow_limits;
@@ -25,6 +26,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 pub use callbacks::{CallbackFate, TakenCallback};
+pub use cancel::{CancelReply, Renewal};
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use conn::{
     Conn, Mode, client_addr, data_client, parse_cluster_slots, redact_url, sentinel_client,

@@ -4,6 +4,7 @@
 
 mod batching;
 mod bulk;
+mod cancel;
 mod changes;
 mod compact;
 mod crash;

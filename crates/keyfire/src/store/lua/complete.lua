@@ -21,8 +21,12 @@
 -- before its outcome is recorded here.
 -- A callback given with an attempt is queued in the shard's outbox when the outcome is the
 -- one it reports (a success; a firing that is dead), once per firing and outcome.
+-- A firing a cancel request flagged (cancel.lua: the cancels hash) whose run ends other than
+-- in success is recorded `cancelled`, with no further attempt, whatever the run reported (the
+-- handler may have failed before the request reached its node); the flag goes with the
+-- outcome. The hash is looked at only when it exists: once per call.
 -- KEYS[1] running zset   KEYS[2] attempts hash   KEYS[3] retry zset   KEYS[4] done zset
--- KEYS[5] outbox zset   KEYS[6] outbox hash
+-- KEYS[5] outbox zset   KEYS[6] outbox hash   KEYS[7] cancels hash
 -- then per attempt: its job hash, its run history list, then its dead letters list if its
 --   options say a dead-letter entry follows (keys and arguments an attempt does not need
 --   are not sent: each costs Redis about as much as a short command's work)
@@ -42,7 +46,7 @@
 --     reports)
 -- Reply: per attempt, two values: fate (done | retry | dead | fenced | gone) and Redis time
 -- (ms); gone: the job was deleted while it ran.
-assert(#KEYS >= 8 and #ARGV >= 7, 'complete: wrong arity')
+assert(#KEYS >= 9 and #ARGV >= 7, 'complete: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local history, dead_limit, max_age = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -92,6 +96,8 @@ end
 
 -- Firings met in this call: one met again sees the writes before it (sent first).
 local met = {}
+-- Whether any firing of the shard is flagged by a cancel request.
+local flagged = redis.call('EXISTS', KEYS[7]) == 1
 
 local function complete(job, runs, dead, exact, fid, outcome, record, retry, id, letter, once,
                         callback)
@@ -121,6 +127,10 @@ local function complete(job, runs, dead, exact, fid, outcome, record, retry, id,
       redis.call('HDEL', KEYS[2], fid)
       earlier = true
     end
+  end
+  if flagged and redis.call('HDEL', KEYS[7], fid) == 1 and outcome ~= 'ok' and outcome ~= 'cancelled' then
+    outcome = 'cancelled'
+    record = string.gsub(record, '"outcome":"%a+"', '"outcome":"cancelled"', 1)
   end
   local fate = 'done'
   local extra = '"finished_ms":' .. now_s
@@ -185,7 +195,7 @@ local function complete(job, runs, dead, exact, fid, outcome, record, retry, id,
 end
 
 local reply = {}
-local k, a = 6, 3
+local k, a = 7, 3
 while a < #ARGV do
   local exact, id, record, opts = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
   a = a + 4

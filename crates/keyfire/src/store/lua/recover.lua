@@ -14,6 +14,8 @@
 -- KEYS[1] running zset   KEYS[2] attempts hash   KEYS[3] retry zset   KEYS[4] job hash
 -- KEYS[5] dead letters list   KEYS[6] lock of the firing (written only by nodes of an
 --   earlier layout, whose lease records are a bare attempt number)   KEYS[7] run history list
+-- KEYS[8] (optional) cancels hash: a run a cancel request flagged (cancel.lua) is recorded
+--   `cancelled` and not run again
 -- ARGV[1] firing id, or the run's lease member when the caller read it
 -- ARGV[2] max attempts   ARGV[3] dead-letter limit   ARGV[4] dead-letter entry JSON
 -- ARGV[5] history limit   ARGV[6] the firing's scheduled instant ms
@@ -23,8 +25,9 @@
 -- ARGV[9] (with a node id in ARGV[7]) the lease's expiry ms as the caller read it, or "":
 --   a lease renewed since (its expiry moved) is left alone, since its holder is alive after
 --   all (the caller's view of the live set was older than the holder's last heartbeat)
--- Reply: {0} nothing to do | {1, next attempt} queued | {2, attempts} dead
-assert(#KEYS == 7 and (#ARGV == 8 or #ARGV == 9), 'recover: wrong arity')
+-- Reply: {0} nothing to do | {1, next attempt} queued | {2, attempts} dead |
+--   {3, attempt} recorded `cancelled` (flagged by a cancel request)
+assert((#KEYS == 7 or #KEYS == 8) and (#ARGV == 8 or #ARGV == 9), 'recover: wrong arity')
 local fid = string.match(ARGV[1], '^[^|]*')
 local member, score = nil, nil
 if ARGV[1] ~= fid then
@@ -86,6 +89,16 @@ end
 -- The claim counted the run (one of an earlier layout did not).
 if earlier then redis.call('HINCRBY', KEYS[4], 'runs', 1) end
 redis.call('HINCRBY', KEYS[4], 'failures', 1)
+if KEYS[8] and redis.call('HDEL', KEYS[8], fid) == 1 then
+  redis.call('LPUSH', KEYS[7], cjson.encode({
+    firing_id = fid, scheduled_ms = tonumber(ARGV[6]), attempt = attempt, node = node,
+    claimed_ms = tonumber(claimed), started_ms = tonumber(claimed), outcome = 'cancelled',
+    fate = 'done', finished_ms = now,
+    error = ARGV[8] .. '; cancelled on request, so not run again'}))
+  redis.call('LTRIM', KEYS[7], 0, tonumber(ARGV[5]) - 1)
+  if earlier then redis.call('HDEL', KEYS[2], fid) end
+  return {3, attempt}
+end
 local fate = 'retry'
 if attempt >= tonumber(ARGV[2]) then fate = 'dead' end
 local lost = {

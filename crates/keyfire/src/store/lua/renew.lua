@@ -9,10 +9,14 @@
 -- node. A run claimed by a node of the earlier layout (running entry: the firing id,
 -- record "<attempt>:<claimed ms>:<node>" in the attempts hash) is renewed too.
 -- KEYS[1] running zset   KEYS[2] attempts hash   KEYS[3] job hash
+-- KEYS[4] (optional) cancels hash: a run a cancel request flagged (cancel.lua) is told so, in
+--   case its node missed the announcement (its lease is renewed all the same, so it records
+--   its outcome)
 -- ARGV[1] node id   ARGV[2] firing id   ARGV[3] lease ms   ARGV[4] attempt
 -- ARGV[5] claimed ms, or "" when the caller does not know it
--- Reply: 1 renewed, 0 the lease is no longer ours (expired and taken over).
-assert(#KEYS == 3 and #ARGV == 5, 'renew: wrong arity')
+-- Reply: 1 renewed, 0 the lease is no longer ours (expired and taken over), 2 renewed and
+--   flagged by a cancel request.
+assert((#KEYS == 3 or #KEYS == 4) and #ARGV == 5, 'renew: wrong arity')
 local fid, node, attempt = ARGV[2], ARGV[1], ARGV[4]
 local member = nil
 if ARGV[5] ~= '' then
@@ -47,4 +51,5 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[3]), member)
+if KEYS[4] and redis.call('HEXISTS', KEYS[4], fid) == 1 then return 2 end
 return 1

@@ -19,7 +19,8 @@ class ErrorDetail:
         code (str): One of `malformed_json` (400), `bad_query` (400), `bad_path` (400), `bad_request` (400:
             a header such as `If-Match` is not what it must be), `unauthorized`
             (401), `forbidden` (403), `not_found` (404), `method_not_allowed` (405), `conflict`
-            (409), `payload_too_large` (413), `unsupported_media_type` (415), `invalid` (422),
+            (409), `nothing_to_cancel` (409: a cancel found nothing in progress), `payload_too_large` (413),
+            `unsupported_media_type` (415), `invalid` (422),
             `internal` (500), `unavailable` (503), `redis_full` (507: Redis reached its
             `maxmemory` and refuses writes; a `Retry-After` header comes with it). Example: invalid.
         message (str): What went wrong, in words a person can act on. Example: invalid cron: expected 5 fields (6 with

@@ -19,9 +19,10 @@ class RunView:
     Attributes:
         attempt (int): 1 for the first attempt.
         firing_id (str): `<job id>:<instant ms>`, the same for every attempt of a firing.
-        node (str): The node that ran it.
+        node (str): The node that ran it (empty for a firing cancelled before it ran).
         outcome (str): `ok`, `failed`, `timeout`, `cancelled` or `lost`.
-        claimed_at (datetime.datetime | None | Unset): When it was claimed (Redis time).
+        claimed_at (datetime.datetime | None | Unset): When it was claimed (Redis time); null for a firing cancelled
+            before it ran.
         error (None | str | Unset): The handler's error, if any.
         fate (None | str | Unset): What became of the firing: `done`, `retry` or `dead`.
         finished_at (datetime.datetime | None | Unset): When it ended (Redis time).
