@@ -212,7 +212,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A job's most recent runs, newest first. */
+        /**
+         * A job's most recent runs, newest first; with `include=skipped`, also the instants that
+         *     were due and did not run, with their reasons, merged with the runs in `timeline`.
+         */
         get: operations["job_runs"];
         put?: never;
         post?: never;
@@ -233,6 +236,70 @@ export interface paths {
         put?: never;
         /** Run a job once now, without moving its schedule (its overlap policy applies). */
         post: operations["trigger_job"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/{id}/why": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Why a job (or a one-shot task) runs or does not, now: its next firing and how far off;
+         *     if it does not run when it should, why (paused, outside its validity window, held by a
+         *     flow limit, no live node registers its handler, Redis full, its last attempt failing and
+         *     its next one queued, a firing in a node's hands); its last runs and skips.
+         */
+        get: operations["job_why"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs:pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause every active job picked by `handler` or by `id_prefix` (exactly one).
+         * @description Reads the whole job index, a page at a time, and pauses each match as
+         *     `POST /v1/jobs/{id}/pause` would; a job created meanwhile may be missed.
+         */
+        post: operations["pause_jobs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs:resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume every paused job picked by `handler` or by `id_prefix` (exactly one).
+         * @description Each is resumed as `POST /v1/jobs/{id}/resume` would: its misfire policy decides what its
+         *     pause skipped.
+         */
+        post: operations["resume_jobs"];
         delete?: never;
         options?: never;
         head?: never;
@@ -502,7 +569,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A topic's settings: its number of partitions (1 for a topic never declared). */
+        /**
+         * A topic's settings: its number of partitions (1 for a topic never declared), and whether it
+         *     is paused.
+         */
         get: operations["get_topic"];
         /**
          * Declare a topic's settings: its number of partitions.
@@ -513,6 +583,48 @@ export interface paths {
          */
         put: operations["put_topic"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/topics/{topic}/dead": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A topic's dead letters (tasks delivered `max_deliveries` times without a finish), newest
+         *     first, each with its deliveries, when it died and why.
+         */
+        get: operations["list_topic_dead"];
+        put?: never;
+        post?: never;
+        /** Delete dead letters for good: those `ids` names, or all of the topic's. */
+        delete: operations["purge_topic_dead"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/topics/{topic}/dead/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make dead letters ready again: those `ids` names, or all of the topic's.
+         * @description Each goes to the tail of the ready set with its delivery count reset to 0 (so it gets its
+         *     `max_deliveries` again), and waiting consumers are woken, as for a ready add.
+         */
+        post: operations["replay_topic_dead"];
         delete?: never;
         options?: never;
         head?: never;
@@ -542,6 +654,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/topics/{topic}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a topic: its pops reserve nothing until it is resumed.
+         * @description A pop, waiting or not, answers nothing (204, or an empty list) while the topic is paused.
+         *     Adds are accepted, delayed tasks still become ready, and reservations handed out before
+         *     can still be finished and touched. Pausing a paused topic changes nothing.
+         */
+        post: operations["pause_topic"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/topics/{topic}/pop": {
         parameters: {
             query?: never;
@@ -558,6 +692,26 @@ export interface paths {
          *     another consumer.
          */
         post: operations["pop"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/topics/{topic}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a paused topic: its ready tasks are delivered again, in the order they became
+         *     ready, and waiting pops are woken. Resuming a topic that is not paused changes nothing.
+         */
+        post: operations["resume_topic"];
         delete?: never;
         options?: never;
         head?: never;
@@ -685,6 +839,19 @@ export interface components {
             /** @description Its topic. */
             topic: string;
         };
+        /** @description What a bulk pause or resume did. */
+        BulkChanged: {
+            /**
+             * Format: int64
+             * @description Those this request paused (or resumed); the others already were, or are finished.
+             */
+            changed: number;
+            /**
+             * Format: int64
+             * @description Jobs the selection picked, whatever their status.
+             */
+            matched: number;
+        };
         /** @description What a cancel did. */
         CancelView: {
             /**
@@ -779,6 +946,11 @@ export interface components {
             /** @enum {unknown} */
             content: true;
         }) & unknown);
+        /**
+         * @description What a timeline entry is.
+         * @enum {string}
+         */
+        EntryKind: "run" | "skipped";
         /** @description The body of every error answer. */
         ErrorBody: {
             /** @description The error. */
@@ -919,6 +1091,13 @@ export interface components {
             jobs: components["schemas"]["JobView"][];
             /** @description Pass as `after` for the next page; null on the last page. */
             next_cursor?: string | null;
+        };
+        /** @description Which jobs to act on: exactly one of `handler` and `id_prefix`. */
+        JobSelection: {
+            /** @description Every job (one-shot tasks included) whose handler is this one. */
+            handler?: string;
+            /** @description Every job whose id starts with this (such as `billing-`). */
+            id_prefix?: string;
         };
         /** @description A job as a client declares it. Exactly one of `cron`, `every`, `at` and `after` gives the schedule (the others absent or null), and `tz` goes only with `cron`. `after` is resolved to `at` by Redis's clock on each write. `dedup` is for enqueued tasks (`POST /v1/tasks`) and refused here, except a deduplicated task's own declaration written back unchanged. */
         JobSpec: {
@@ -1437,6 +1616,8 @@ export interface components {
         RunList: {
             /** @description The runs. */
             runs: components["schemas"]["RunView"][];
+            /** @description With `include=skipped`: the runs and the instants that did not run, newest first. */
+            timeline?: components["schemas"]["TimelineEntry"][] | null;
         };
         /** @description One run of a firing. */
         RunView: {
@@ -1480,6 +1661,38 @@ export interface components {
              * @description When the handler started.
              */
             started_at?: string | null;
+        };
+        /**
+         * @description Why an instant did not run.
+         * @enum {string}
+         */
+        SkipReasonCode: "misfire" | "merged" | "catch_up_limit" | "overlap" | "paused" | "deleted" | "updated" | "cancelled" | "other";
+        /** @description An instant, or a range of instants, that was due and did not run. */
+        SkipView: {
+            /**
+             * Format: int64
+             * @description How many instants (a long outage's range is one record).
+             */
+            count: number;
+            /** @description More: the firing id of the run that still ran (`overlap`). */
+            detail?: string | null;
+            /**
+             * Format: date-time
+             * @description The first instant dropped.
+             */
+            first_at?: string | null;
+            /**
+             * Format: date-time
+             * @description The last instant dropped (`first_at` for one).
+             */
+            last_at?: string | null;
+            /** @description Why. */
+            reason: components["schemas"]["SkipReasonCode"];
+            /**
+             * Format: date-time
+             * @description When it was recorded (Redis time).
+             */
+            recorded_at?: string | null;
         };
         /** @description A job's spec as stored and shown: `after` resolved to `at`, signing secrets redacted. */
         StoredJobSpec: {
@@ -1716,6 +1929,18 @@ export interface components {
              */
             ttr: string;
         };
+        /** @description One entry of a job's timeline: a run, or instants that did not run. */
+        TimelineEntry: {
+            /**
+             * Format: date-time
+             * @description The instant it is about: a run's scheduled instant, the last instant skipped.
+             */
+            at?: string | null;
+            /** @description `run` or `skipped`. */
+            kind: components["schemas"]["EntryKind"];
+            run?: components["schemas"]["RunView"] | null;
+            skipped?: components["schemas"]["SkipView"] | null;
+        };
         /** @description A topic's tasks by state, and its counters since it was first used: see [`Queue::topics`](crate::Queue::topics). */
         TopicCounts: {
             /**
@@ -1735,7 +1960,8 @@ export interface components {
             delayed: number;
             /**
              * Format: int64
-             * @description Tasks deleted, in all.
+             * @description Tasks deleted while delayed, ready or reserved, in all (a dead letter deleted or purged,
+             *     or a finished task's record deleted, is not counted again).
              */
             deleted: number;
             /**
@@ -1750,6 +1976,8 @@ export interface components {
             done: number;
             /** @description Its number of partitions (1 unless declared with more). */
             partitions?: number;
+            /** @description Paused: pops reserve none of its tasks until it is resumed (adds go on). */
+            paused?: boolean;
             /**
              * Format: int64
              * @description Tasks waiting for a consumer.
@@ -1762,16 +1990,74 @@ export interface components {
             redelivered: number;
             /**
              * Format: int64
+             * @description Dead letters replayed (made ready again), in all.
+             */
+            replayed?: number;
+            /**
+             * Format: int64
              * @description Tasks held by consumers.
              */
             reserved: number;
             /** @description The topic. */
             topic: string;
         };
+        /** @description One dead letter of a topic. Instants are Redis time. */
+        TopicDeadLetter: {
+            /**
+             * Format: date-time
+             * @description When it was added.
+             */
+            created_at: string;
+            /**
+             * Format: int64
+             * @description Deliveries it was given (its `max_deliveries`, unless that was lowered).
+             */
+            deliveries: number;
+            /**
+             * Format: date-time
+             * @description When it became a dead letter.
+             */
+            died_at?: string | null;
+            /**
+             * Format: date-time
+             * @description When it was due.
+             */
+            due_at: string;
+            /**
+             * @description Why it died: which delivery's reservation expired unfinished (null for dead letters
+             *     of earlier releases).
+             */
+            error?: string | null;
+            /** @description The task's id. */
+            id: string;
+            /**
+             * Format: int64
+             * @description Deliveries it was allowed.
+             */
+            max_deliveries: number;
+            /** @description Its payload, as it was added. */
+            payload: unknown;
+            /** @description Its topic. */
+            topic: string;
+        };
+        /** @description A topic's dead letters, newest first. */
+        TopicDeadList: {
+            /** @description The dead letters. */
+            dead: components["schemas"]["TopicDeadLetter"][];
+        };
         /** @description Every topic. */
         TopicList: {
             /** @description By name. */
             topics: components["schemas"]["TopicCounts"][];
+        };
+        /** @description A topic's paused state after a pause or resume. */
+        TopicPaused: {
+            /** @description Whether this call changed it (false: it was so already). */
+            changed: boolean;
+            /** @description Whether it is paused now. */
+            paused: boolean;
+            /** @description The topic. */
+            topic: string;
         };
         /** @description A topic's settings, as `PUT /v1/topics/{topic}` takes them. */
         TopicSettings: {
@@ -1786,6 +2072,8 @@ export interface components {
         TopicView: {
             /** @description Its number of partitions. */
             partitions: number;
+            /** @description Paused: its pops reserve nothing (`POST /v1/topics/{topic}/pause`, `/resume`). */
+            paused?: boolean;
             /** @description The topic. */
             topic: string;
         };
@@ -1849,6 +2137,119 @@ export interface components {
             /** @description The job. */
             job_id: string;
         };
+        /** @description One reason, in a sentence. */
+        WhyCause: {
+            /** @description The reason's code. */
+            code: components["schemas"]["WhyCode"];
+            /** @description What it means for this job. */
+            message: string;
+        };
+        /**
+         * @description A reason a job runs, or does not, now.
+         * @enum {string}
+         */
+        WhyCode: "paused" | "outside_window" | "finished" | "flow_limited" | "running" | "retrying" | "no_node" | "no_handler" | "redis_full" | "overdue" | "waiting";
+        /** @description A flow limit that holds the job's firings back. */
+        WhyLimit: {
+            /**
+             * Format: int64
+             * @description Most firings running at once, if bounded.
+             */
+            in_flight?: number | null;
+            /** @description The limit key. */
+            key: string;
+            /**
+             * Format: int64
+             * @description Most firings started per second, if bounded.
+             */
+            rate?: number | null;
+            /**
+             * Format: int64
+             * @description Firings running under it now.
+             */
+            running: number;
+            /**
+             * Format: int64
+             * @description Firings waiting in line.
+             */
+            waiting: number;
+        };
+        /** @description A failed attempt with another one queued. */
+        WhyRetry: {
+            /**
+             * Format: int64
+             * @description The attempt that failed.
+             */
+            attempt: number;
+            /** @description Its error. */
+            error?: string | null;
+            /** @description `<job id>:<instant ms>`. */
+            firing_id: string;
+            /**
+             * Format: date-time
+             * @description When the next attempt is due.
+             */
+            next_attempt_at?: string | null;
+        };
+        /** @description The run of the job in progress. */
+        WhyRunning: {
+            /**
+             * Format: int64
+             * @description 1 for the first attempt.
+             */
+            attempt: number;
+            /** @description `<job id>:<instant ms>`. */
+            firing_id: string;
+            /** @description The node running it. */
+            node: string;
+            /**
+             * Format: date-time
+             * @description When it was claimed.
+             */
+            since?: string | null;
+        };
+        /** @description Why a job runs, or does not, now. */
+        WhyView: {
+            /** @description Every reason that applies, the main one first. */
+            causes: components["schemas"]["WhyCause"][];
+            flow_limit?: components["schemas"]["WhyLimit"] | null;
+            /** @description Its handler. */
+            handler: string;
+            /** @description The live nodes that register its handler. */
+            handler_nodes: string[];
+            /** @description The job's id. */
+            id: string;
+            /**
+             * Format: date-time
+             * @description Its next firing, if any.
+             */
+            next_at?: string | null;
+            /**
+             * Format: int64
+             * @description How far off the next firing is, in ms (negative: overdue).
+             */
+            next_in_ms?: number | null;
+            /**
+             * Format: date-time
+             * @description Redis's clock now.
+             */
+            now?: string | null;
+            /**
+             * Format: date-time
+             * @description When it was paused, if it is.
+             */
+            paused_since?: string | null;
+            /** @description Its last runs and skips (five of each at most), newest first. */
+            recent: components["schemas"]["TimelineEntry"][];
+            retry?: components["schemas"]["WhyRetry"] | null;
+            running?: components["schemas"]["WhyRunning"] | null;
+            /** @description The main reason: the first of `causes`. */
+            state: components["schemas"]["WhyCode"];
+            /** @description `active`, `paused` or `finished`. */
+            status: string;
+            /** @description In one sentence. */
+            summary: string;
+        };
     };
     responses: never;
     parameters: never;
@@ -1907,7 +2308,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2000,7 +2401,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2101,7 +2502,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2221,7 +2622,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2337,7 +2738,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2455,7 +2856,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2557,7 +2958,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2667,7 +3068,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2752,7 +3153,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2848,7 +3249,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2941,7 +3342,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3034,7 +3435,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3100,6 +3501,11 @@ export interface operations {
                  * @example 50
                  */
                 limit?: number;
+                /**
+                 * @description `skipped`: also the instants that were due and did not run (the job's ledger, as
+                 *     many records as `limit`), merged with the runs in `timeline`, newest first.
+                 */
+                include?: string;
             };
             header?: never;
             path: {
@@ -3142,7 +3548,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3224,7 +3630,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3235,6 +3641,316 @@ export interface operations {
             };
             /** @description No such job */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    job_why: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The job's (or task's) id
+                 * @example nightly-report
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Why it runs or not, now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WhyView"];
+                };
+            };
+            /** @description A path parameter is not UTF-8 once percent-decoded (`bad_path`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such job */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    pause_jobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id_prefix": "billing-"
+                 *     }
+                 */
+                "application/json": components["schemas"]["JobSelection"];
+            };
+        };
+        responses: {
+            /** @description How many jobs matched, and how many this paused */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkChanged"];
+                };
+            };
+            /** @description The body is not JSON (`malformed_json`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than `api.max_body_bytes` (`payload_too_large`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not sent as `application/json` (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Neither or both of `handler` and `id_prefix`, or one that picks nothing (`field` names it). The body does not fit the schema, or a field breaks a rule the schema cannot state; `field` names it (`invalid`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    resume_jobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "handler": "send-invoice"
+                 *     }
+                 */
+                "application/json": components["schemas"]["JobSelection"];
+            };
+        };
+        responses: {
+            /** @description How many jobs matched, and how many this resumed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkChanged"];
+                };
+            };
+            /** @description The body is not JSON (`malformed_json`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than `api.max_body_bytes` (`payload_too_large`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not sent as `application/json` (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Neither or both of `handler` and `id_prefix`, or one that picks nothing (`field` names it); or a picked job no longer passes validation. The body does not fit the schema, or a field breaks a rule the schema cannot state; `field` names it (`invalid`) */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3302,7 +4018,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3375,7 +4091,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3477,7 +4193,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `admin` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3586,7 +4302,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `admin` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3673,7 +4389,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3751,7 +4467,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3844,7 +4560,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3976,7 +4692,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4096,7 +4812,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4185,7 +4901,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4296,7 +5012,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4405,7 +5121,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `consume` scope, or may consume only other topics (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4544,7 +5260,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `consume` scope, or may consume only other topics (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4658,7 +5374,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4731,7 +5447,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4822,7 +5538,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `admin` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4859,6 +5575,319 @@ export interface operations {
                 };
             };
             /** @description Not a valid topic name, or `partitions` out of 1 to 64. The body does not fit the schema, or a field breaks a rule the schema cannot state; `field` names it (`invalid`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_topic_dead: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Most recent dead letters to return, 1 to 1000 (default 100).
+                 * @example 50
+                 */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The topic
+                 * @example emails
+                 */
+                topic: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Dead letters, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopicDeadList"];
+                };
+            };
+            /** @description `limit` is not 1 to 1000 (`bad_query`). A path parameter is not UTF-8 once percent-decoded (`bad_path`). A query parameter is unknown, repeated or out of its range (`bad_query`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such topic (`field`: `topic`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not a valid topic name */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    purge_topic_dead: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only these tasks: 1 to 1000 ids, comma-separated (ids that are no dead letters of the
+                 *     topic are passed over); default: all of the topic's dead letters.
+                 */
+                ids?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The topic
+                 * @example emails
+                 */
+                topic: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description How many were deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeadCount"];
+                };
+            };
+            /** @description `ids` is empty, holds more than 1000 ids or one that is not a task id (`bad_query`, `field`: `ids` or `ids[i]`). A path parameter is not UTF-8 once percent-decoded (`bad_path`). A query parameter is unknown, repeated or out of its range (`bad_query`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such topic (`field`: `topic`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not a valid topic name */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    replay_topic_dead: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only these tasks: 1 to 1000 ids, comma-separated (ids that are no dead letters of the
+                 *     topic are passed over); default: all of the topic's dead letters.
+                 */
+                ids?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The topic
+                 * @example emails
+                 */
+                topic: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description How many were made ready */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeadCount"];
+                };
+            };
+            /** @description `ids` is empty, holds more than 1000 ids or one that is not a task id (`bad_query`, `field`: `ids` or `ids[i]`). A path parameter is not UTF-8 once percent-decoded (`bad_path`). A query parameter is unknown, repeated or out of its range (`bad_query`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such topic (`field`: `topic`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not a valid topic name */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4956,7 +5985,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `consume` scope, or may consume only other topics (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4984,6 +6013,108 @@ export interface operations {
                 };
             };
             /** @description Not a valid topic name, or a task's id or token is refused (a token of another topic too); the batch is refused whole. The body does not fit the schema, or a field breaks a rule the schema cannot state; `field` names it (`invalid`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    pause_topic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The topic
+                 * @example emails
+                 */
+                topic: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Paused */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopicPaused"];
+                };
+            };
+            /** @description A path parameter is not UTF-8 once percent-decoded (`bad_path`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such topic (`field`: `topic`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not a valid topic name */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5086,8 +6217,110 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `consume` scope, or may consume only other topics (`forbidden`) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not a valid topic name */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    resume_topic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The topic
+                 * @example emails
+                 */
+                topic: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Resumed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopicPaused"];
+                };
+            };
+            /** @description A path parameter is not UTF-8 once percent-decoded (`bad_path`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such topic (`field`: `topic`) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5193,7 +6426,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5318,7 +6551,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5412,7 +6645,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5526,7 +6759,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `consume` scope, or may consume only other topics (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5670,7 +6903,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost` (`forbidden`) */
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `consume` scope, or may consume only other topics (`forbidden`) */
             403: {
                 headers: {
                     [name: string]: unknown;

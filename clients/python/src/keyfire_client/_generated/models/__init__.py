@@ -2,12 +2,14 @@
 
 from .add_task import AddTask
 from .added import Added
+from .bulk_changed import BulkChanged
 from .cancel_view import CancelView
 from .dead_count import DeadCount
 from .dead_letter_view import DeadLetterView
 from .dead_list import DeadList
 from .dead_summary import DeadSummary
 from .dedup_spec import DedupSpec
+from .entry_kind import EntryKind
 from .error_body import ErrorBody
 from .error_detail import ErrorDetail
 from .finish_body import FinishBody
@@ -22,6 +24,7 @@ from .held_firing import HeldFiring
 from .job_counts import JobCounts
 from .job_dead import JobDead
 from .job_list import JobList
+from .job_selection import JobSelection
 from .job_spec_type_0 import JobSpecType0
 from .job_spec_type_1 import JobSpecType1
 from .job_spec_type_2 import JobSpecType2
@@ -48,6 +51,8 @@ from .retry_spec_backoff_type_2_type_1 import RetrySpecBackoffType2Type1
 from .retry_spec_backoff_type_3_type_1 import RetrySpecBackoffType3Type1
 from .run_list import RunList
 from .run_view import RunView
+from .skip_reason_code import SkipReasonCode
+from .skip_view import SkipView
 from .stored_job_spec_type_0 import StoredJobSpecType0
 from .stored_job_spec_type_1 import StoredJobSpecType1
 from .stored_job_spec_type_2 import StoredJobSpecType2
@@ -62,24 +67,36 @@ from .task_spec_overlap_type_2_type_1 import TaskSpecOverlapType2Type1
 from .task_spec_overlap_type_3_type_1 import TaskSpecOverlapType3Type1
 from .task_spec_params_type_0 import TaskSpecParamsType0
 from .task_view import TaskView
+from .timeline_entry import TimelineEntry
 from .topic_counts import TopicCounts
+from .topic_dead_letter import TopicDeadLetter
+from .topic_dead_list import TopicDeadList
 from .topic_list import TopicList
+from .topic_paused import TopicPaused
 from .topic_settings import TopicSettings
 from .topic_view import TopicView
 from .totals import Totals
 from .touch_body import TouchBody
 from .touched import Touched
 from .triggered import Triggered
+from .why_cause import WhyCause
+from .why_code import WhyCode
+from .why_limit import WhyLimit
+from .why_retry import WhyRetry
+from .why_running import WhyRunning
+from .why_view import WhyView
 
 __all__ = (
     "Added",
     "AddTask",
+    "BulkChanged",
     "CancelView",
     "DeadCount",
     "DeadLetterView",
     "DeadList",
     "DeadSummary",
     "DedupSpec",
+    "EntryKind",
     "ErrorBody",
     "ErrorDetail",
     "FinishBody",
@@ -94,6 +111,7 @@ __all__ = (
     "JobCounts",
     "JobDead",
     "JobList",
+    "JobSelection",
     "JobSpecType0",
     "JobSpecType1",
     "JobSpecType2",
@@ -120,6 +138,8 @@ __all__ = (
     "RetrySpecBackoffType3Type1",
     "RunList",
     "RunView",
+    "SkipReasonCode",
+    "SkipView",
     "StoredJobSpecType0",
     "StoredJobSpecType1",
     "StoredJobSpecType2",
@@ -134,12 +154,22 @@ __all__ = (
     "TaskSpecOverlapType3Type1",
     "TaskSpecParamsType0",
     "TaskView",
+    "TimelineEntry",
     "TopicCounts",
+    "TopicDeadLetter",
+    "TopicDeadList",
     "TopicList",
+    "TopicPaused",
     "TopicSettings",
     "TopicView",
     "Totals",
     "TouchBody",
     "Touched",
     "Triggered",
+    "WhyCause",
+    "WhyCode",
+    "WhyLimit",
+    "WhyRetry",
+    "WhyRunning",
+    "WhyView",
 )

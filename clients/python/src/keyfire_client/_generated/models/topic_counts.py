@@ -19,7 +19,8 @@ class TopicCounts:
         added (int): Tasks added, in all.
         dead (int): Dead letters (within the dead-letter retention).
         delayed (int): Tasks waiting for their instant.
-        deleted (int): Tasks deleted, in all (dead letters purged included).
+        deleted (int): Tasks deleted while delayed, ready or reserved, in all (a dead letter deleted or purged,
+            or a finished task's record deleted, is not counted again).
         delivered (int): Pops that returned a task, in all.
         done (int): Tasks finished, in all.
         ready (int): Tasks waiting for a consumer.
