@@ -204,17 +204,33 @@ try {
     deadNow = (await (await fetch(base + '/v1/topics/' + TOPIC + '/dead', { headers: auth })).json()).dead.length;
   }
   check(deadNow === 1, 'the lapsed task is a dead letter');
-  check((await post('/v1/topics/' + TOPIC + '/pause')).status === 200, 'the topic is paused');
   await page.locator('#nav a[data-page="limits"]').click();
   await page.locator('#nav a[data-page="topics"]').click();
-  await page.locator(`tr[data-topic="${TOPIC}"] [data-col="paused"]`).waitFor();
   const deadRow = page.locator(`table.topic-dead-table tr[data-task="dies-1"]`);
   await deadRow.waitFor();
   check((await deadRow.textContent()).includes('expired unfinished'), 'the dead letter shows why it died');
+  // Paused from the page: the row shows it, and the API says so.
+  await page.locator(`tr[data-topic="${TOPIC}"] button[data-action="pause"]`).click();
+  await dialog.waitFor({ state: 'visible' });
+  check((await dialog.locator('#confirm-text').textContent()).includes(TOPIC), 'the dialog names the topic');
+  await dialog.getByRole('button', { name: 'Pause' }).click();
+  await page.locator(`tr[data-topic="${TOPIC}"] [data-col="paused"]`).waitFor();
+  const topicNow = async () => (await (await fetch(base + '/v1/topics/' + TOPIC, { headers: auth })).json());
+  check((await topicNow()).paused === true, 'the topic is paused through the page');
   await noInjectedMarkup('topic dead letters');
   await shot('topic-dead');
-  check((await post('/v1/topics/' + TOPIC + '/resume')).status === 200, 'the topic is resumed');
-  step('topic dead letters and pause');
+  // Its dead letters replayed from the page: none left.
+  await page.locator(`h2[data-dead-topic="${TOPIC}"] button[data-action="replay"]`).click();
+  await dialog.getByRole('button', { name: 'Replay all' }).click();
+  await page.locator('#banner-text', { hasText: 'ready again' }).waitFor();
+  const deadLeft = (await (await fetch(base + '/v1/topics/' + TOPIC + '/dead', { headers: auth })).json()).dead.length;
+  check(deadLeft === 0, 'the dead letters are replayed through the page: ' + deadLeft + ' left');
+  // Resumed from the page.
+  await page.locator(`tr[data-topic="${TOPIC}"] button[data-action="resume"]`).click();
+  await dialog.getByRole('button', { name: 'Resume' }).click();
+  await page.locator(`tr[data-topic="${TOPIC}"] button[data-action="pause"]`).waitFor();
+  check((await topicNow()).paused === false, 'the topic is resumed through the page');
+  step('topic dead letters, pause, replay and resume');
 
   // 7c. Limits: a limit set through the API shows with its bounds.
   const limited = await fetch(base + '/v1/limits/host:browser.test', {

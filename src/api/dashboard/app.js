@@ -677,28 +677,71 @@
   const DEAD_TOPICS = 5;
   const DEAD_PER_TOPIC = 10;
 
+  const topicPath = (topic, tail) => '/v1/topics/' + encodeURIComponent(topic) + tail;
+
+  /** A topic's Pause or Resume button: pops deliver nothing while it is paused. */
+  function topicPauseButton(t, after) {
+    const pausing = !t.paused;
+    return h('button', {
+      type: 'button', class: 'small', dataset: { action: pausing ? 'pause' : 'resume' }, onclick: async () => {
+        const done = pausing
+          ? await act('Pause topic', 'Pause topic "' + t.topic + '"? Pops deliver nothing until it is resumed; adds are still taken, and tasks handed out can still be finished.', 'Pause',
+            async () => { await api('POST', topicPath(t.topic, '/pause')); return 'Paused topic "' + t.topic + '".'; })
+          : await act('Resume topic', 'Resume topic "' + t.topic + '"? Its ready tasks are delivered again, oldest first.', 'Resume',
+            async () => { await api('POST', topicPath(t.topic, '/resume')); return 'Resumed topic "' + t.topic + '".'; });
+        if (done) after();
+      },
+    }, pausing ? 'Pause' : 'Resume');
+  }
+
+  /** Replay all or purge all of a topic's dead letters. */
+  function topicDeadButtons(t, after) {
+    return h('span', { class: 'actions' },
+      h('button', {
+        type: 'button', class: 'small', dataset: { action: 'replay' }, onclick: async () => {
+          if (await act('Replay all', 'Make all ' + t.dead + ' dead letter(s) of topic "' + t.topic + '" ready again, with their deliveries reset?', 'Replay all',
+            async () => {
+              const r = await api('POST', topicPath(t.topic, '/dead/replay'));
+              return 'Made ' + r.count + ' dead letter(s) of topic "' + t.topic + '" ready again.';
+            })) after();
+        },
+      }, 'Replay all'),
+      ' ',
+      h('button', {
+        type: 'button', class: 'small', dataset: { action: 'purge' }, onclick: async () => {
+          if (await act('Purge all', 'Drop all ' + t.dead + ' dead letter(s) of topic "' + t.topic + '" for good?', 'Purge all',
+            async () => {
+              const r = await api('DELETE', topicPath(t.topic, '/dead'));
+              return 'Purged ' + r.count + ' dead letter(s) of topic "' + t.topic + '".';
+            })) after();
+        },
+      }, 'Purge all'));
+  }
+
   async function pageTopics(seq) {
     const r = await api('GET', '/v1/topics');
     if (seq !== state.seq) return;
+    const again = () => route();
     const cols = ['delayed', 'ready', 'reserved', 'dead', 'added', 'delivered', 'redelivered', 'done', 'deleted'];
     const table = r.topics.length === 0
       ? empty('No topics yet. Producers add tasks with POST /v1/topics/{topic}/tasks.')
       : h('table', { class: 'topics-table' },
         h('thead', {}, h('tr', {}, h('th', {}, 'Topic'),
-          cols.map((c) => h('th', { class: 'num' }, c[0].toUpperCase() + c.slice(1))))),
+          cols.map((c) => h('th', { class: 'num' }, c[0].toUpperCase() + c.slice(1))), h('th', {}, ''))),
         h('tbody', {}, r.topics.map((t) => h('tr', { dataset: { topic: t.topic } },
           h('td', { class: 'mono nowrap' }, t.topic,
             t.paused ? h('span', { dataset: { col: 'paused' } }, ' ', badge('paused')) : null),
-          cols.map((c) => h('td', { class: 'num', dataset: { col: c } }, fmtNum(t[c])))))));
-    // The dead letters of the first topics that have some (newest first, read-only: replay and
-    // purge them with `keyfire topics dead` or the API).
+          cols.map((c) => h('td', { class: 'num', dataset: { col: c } }, fmtNum(t[c]))),
+          h('td', {}, topicPauseButton(t, again))))));
+    // The dead letters of the first topics that have some (newest first), with buttons that
+    // replay or purge them all (`keyfire topics dead` and the API also take ids).
     const withDead = r.topics.filter((t) => t.dead > 0).slice(0, DEAD_TOPICS);
     const lists = await Promise.all(withDead.map((t) =>
       api('GET', '/v1/topics/' + encodeURIComponent(t.topic) + '/dead', { limit: DEAD_PER_TOPIC })));
     if (seq !== state.seq) return;
     const dead = withDead.map((t, i) => [
-      h('h2', {}, 'Dead letters of ', h('span', { class: 'mono' }, t.topic), ' ',
-        h('span', { class: 'muted' }, fmtNum(t.dead))),
+      h('h2', { dataset: { deadTopic: t.topic } }, 'Dead letters of ', h('span', { class: 'mono' }, t.topic), ' ',
+        h('span', { class: 'muted' }, fmtNum(t.dead)), ' ', topicDeadButtons(t, again)),
       h('div', { class: 'panel' }, h('table', { class: 'topic-dead-table', dataset: { topic: t.topic } },
         h('thead', {}, h('tr', {},
           h('th', {}, 'Task'), h('th', { class: 'num' }, 'Deliveries'), h('th', {}, 'Error'), h('th', {}, 'Died'))),
