@@ -82,7 +82,7 @@ async fn full_world() -> (Api, Registry, Fired) {
 }
 
 /// `INFO memory`'s `used_memory`.
-async fn used_memory(api: &Api) -> u64 {
+pub(crate) async fn used_memory(api: &Api) -> u64 {
     let info: String = redis::cmd("INFO")
         .arg("memory")
         .query_async(&mut api.world.conn().await)
@@ -94,7 +94,7 @@ async fn used_memory(api: &Api) -> u64 {
 }
 
 /// Set `maxmemory` (by the fixture's name for CONFIG: a managed-like server renames it).
-async fn set_maxmemory(api: &Api, bytes: u64) {
+pub(crate) async fn set_maxmemory(api: &Api, bytes: u64) {
     let _: () = api
         .world
         .redis

@@ -64,6 +64,32 @@ async fn why_a_job_waits_for_its_next_instant() {
     assert!(summary.contains("next firing is at"), "{summary}");
 }
 
+/// Redis at `maxmemory`: the answer names it first (and only it: nothing else stands in the
+/// job's way), with the server and its figures in the sentence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn why_names_a_full_redis() {
+    let api = Api::new().await;
+    let node = api.world.node("a").await;
+    let a = api
+        .call(
+            axum::http::Method::PUT,
+            "/v1/jobs/yearly",
+            Some(json!({"cron": "0 0 1 1 *", "handler": "rec"})),
+        )
+        .await;
+    assert_eq!(a.status.as_u16(), 201, "{:#}", a.body);
+    assert_eq!(why(&api, "yearly").await["state"], "waiting");
+    let used = crate::full_redis::used_memory(&api).await;
+    crate::full_redis::set_maxmemory(&api, used / 2).await;
+    let w = why(&api, "yearly").await;
+    crate::full_redis::set_maxmemory(&api, 0).await;
+    node.shutdown().await;
+    assert_eq!(w["state"], "redis_full", "{w:#}");
+    assert_eq!(codes(&w), ["redis_full"]);
+    let summary = w["summary"].as_str().unwrap();
+    assert!(summary.contains("is full"), "{summary}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn why_a_paused_job_says_since_when() {
     let api = Api::new().await;
