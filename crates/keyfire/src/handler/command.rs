@@ -45,10 +45,13 @@ struct Group(Option<i32>);
 
 impl Group {
     #[cfg(unix)]
-    fn signal(&self, sig: nix::sys::signal::Signal) {
+    fn signal(&self, sig: libc::c_int) {
         if let Some(pgid) = self.0 {
-            // ESRCH: the group is gone already.
-            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), sig);
+            // SAFETY: killpg(2) takes two integers and touches no memory of ours. Its error
+            // (ESRCH: the group is gone already) is ignored.
+            unsafe {
+                libc::killpg(pgid, sig);
+            }
         }
     }
 
@@ -57,14 +60,14 @@ impl Group {
     async fn stop(&mut self, child: &mut tokio::process::Child) {
         #[cfg(unix)]
         {
-            self.signal(nix::sys::signal::Signal::SIGTERM);
+            self.signal(libc::SIGTERM);
             if tokio::time::timeout(STOP_GRACE, child.wait()).await.is_ok() {
                 // The program is gone; what it left in its group goes now.
-                self.signal(nix::sys::signal::Signal::SIGKILL);
+                self.signal(libc::SIGKILL);
                 self.0 = None;
                 return;
             }
-            self.signal(nix::sys::signal::Signal::SIGKILL);
+            self.signal(libc::SIGKILL);
             self.0 = None;
         }
         let _ = child.kill().await;
@@ -74,7 +77,7 @@ impl Group {
 impl Drop for Group {
     fn drop(&mut self) {
         #[cfg(unix)]
-        self.signal(nix::sys::signal::Signal::SIGKILL);
+        self.signal(libc::SIGKILL);
     }
 }
 
