@@ -42,8 +42,6 @@ pub enum SkipReasonCode {
     Deleted,
     /// The job was changed with it due (its schedule moved on).
     Updated,
-    /// The firing was cancelled before it ran.
-    Cancelled,
     /// A reason this version does not know.
     Other,
 }
@@ -58,7 +56,6 @@ impl From<SkipReason> for SkipReasonCode {
             SkipReason::Paused => Self::Paused,
             SkipReason::Deleted => Self::Deleted,
             SkipReason::Updated => Self::Updated,
-            SkipReason::Cancelled => Self::Cancelled,
             SkipReason::Other => Self::Other,
         }
     }

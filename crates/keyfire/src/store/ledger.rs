@@ -63,8 +63,6 @@ pub enum SkipReason {
     Deleted,
     /// The job was changed with this instant due and not yet run (its schedule moved on).
     Updated,
-    /// The firing was cancelled before it ran.
-    Cancelled,
     /// A reason this version does not know (written by a later one).
     #[serde(other)]
     Other,
@@ -81,7 +79,6 @@ impl SkipReason {
             Self::Paused => "paused",
             Self::Deleted => "deleted",
             Self::Updated => "updated",
-            Self::Cancelled => "cancelled",
             Self::Other => "other",
         }
     }
