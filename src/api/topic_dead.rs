@@ -152,6 +152,19 @@ pub(super) async fn list_topic_dead(
     }))
 }
 
+/// The ids a replay or a purge names (None: all of the topic's dead letters), once the topic
+/// name, the ids and the topic's existence are checked, in that order.
+async fn dead_ids(
+    state: &ApiState,
+    topic: &str,
+    q: &TopicDeadFilter,
+) -> Result<Option<Vec<String>>, ApiError> {
+    check_topic(topic)?;
+    let ids = ids_param(q.ids.as_deref())?;
+    known_topic(state, topic).await?;
+    Ok(ids)
+}
+
 /// Make dead letters ready again: those `ids` names, or all of the topic's.
 ///
 /// Each goes to the tail of the ready set with its delivery count reset to 0 (so it gets its
@@ -174,9 +187,7 @@ pub(super) async fn replay_topic_dead(
     Path(topic): Path<String>,
     ApiQuery(q): ApiQuery<TopicDeadFilter>,
 ) -> Result<Json<DeadCount>, ApiError> {
-    check_topic(&topic)?;
-    let ids = ids_param(q.ids.as_deref())?;
-    known_topic(&state, &topic).await?;
+    let ids = dead_ids(&state, &topic, &q).await?;
     let count = state.queue().replay_dead(&topic, ids.as_deref()).await?;
     Ok(Json(DeadCount { count }))
 }
@@ -200,9 +211,7 @@ pub(super) async fn purge_topic_dead(
     Path(topic): Path<String>,
     ApiQuery(q): ApiQuery<TopicDeadFilter>,
 ) -> Result<Json<DeadCount>, ApiError> {
-    check_topic(&topic)?;
-    let ids = ids_param(q.ids.as_deref())?;
-    known_topic(&state, &topic).await?;
+    let ids = dead_ids(&state, &topic, &q).await?;
     let count = state.queue().purge_dead(&topic, ids.as_deref()).await?;
     Ok(Json(DeadCount { count }))
 }
