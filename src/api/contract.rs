@@ -37,6 +37,10 @@ const METHODS: [&str; 5] = ["get", "put", "post", "delete", "patch"];
 
 /// A control character ([`char::is_control`]): what a dedup key may not hold.
 const NO_CONTROL_PATTERN: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$";
+/// No control character and no white space (Rust's `char::is_control` or
+/// `char::is_whitespace`), exactly: a handler name.
+const HANDLER_NAME_PATTERN: &str =
+    "^[^\\u0000-\\u0020\\u007f-\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]+$";
 
 /// Paths that read no Redis (so neither 500 nor 503 can come from them).
 const NO_REDIS_PATHS: &[&str] = &["/healthz", "/v1/openapi.json", "/metrics"];
@@ -150,7 +154,7 @@ fn field_rules(doc: &mut Value) {
     );
     apply(
         property(doc, "JobSelection", "handler"),
-        json!({"pattern": NO_CONTROL_PATTERN, "minLength": 1, "maxLength": keyfire::bulk::MAX_HANDLER_LEN}),
+        json!({"pattern": HANDLER_NAME_PATTERN, "minLength": 1, "maxLength": keyfire::bulk::MAX_HANDLER_LEN}),
     );
     let job_like = ["JobSpec", "JobSpecWithoutId", "TaskSpec", "StoredJobSpec"];
     for name in job_like {

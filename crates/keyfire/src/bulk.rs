@@ -36,14 +36,14 @@ impl JobSelector {
                 if h.is_empty() {
                     return bad("handler", "must not be empty".into());
                 }
-                if h.len() > MAX_HANDLER_LEN
+                if h.chars().count() > MAX_HANDLER_LEN
                     || h.chars().any(|c| c.is_control() || c.is_whitespace())
                 {
                     return bad(
                         "handler",
                         format!(
                             "is not a handler name (no spaces or control characters, at most \
-                             {MAX_HANDLER_LEN} bytes)"
+                             {MAX_HANDLER_LEN} characters)"
                         ),
                     );
                 }
