@@ -6,7 +6,7 @@
 //!   `/v1/jobs:resume`: many jobs at once, by handler or id prefix.
 //! - `/v1/tasks`, `/v1/tasks/batch`, `/v1/tasks/{id}/cancel`: one-shot tasks.
 //! - `/v1/topics` (+ `/{topic}/tasks`, `/{topic}/pop`, `/{topic}/tasks/{id}` (+ `/finish`,
-//!   `/touch`), `/{topic}/dead` (+ `/replay`), `/{topic}/pause`, `/resume`): the delay queue
+//!   `/touch`, `/why`), `/{topic}/dead` (+ `/replay`), `/{topic}/pause`, `/resume`): the delay queue
 //!   ([`keyfire::queue::Queue`]); `/v1/tasks/{id}` (+ `/finish`, `/touch`) are deprecated
 //!   aliases of its task routes.
 //! - `/v1/nodes`: live nodes, their load and version.
@@ -44,6 +44,7 @@ mod tasks;
 pub mod topic_dead;
 pub mod topic_pause;
 mod topic_tasks;
+pub mod topic_why;
 pub mod topics;
 pub mod why;
 
@@ -210,6 +211,7 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         ))
         .routes(routes!(topic_tasks::finish_topic_task))
         .routes(routes!(topic_tasks::touch_topic_task))
+        .routes(routes!(topic_why::topic_task_why))
         .routes(routes!(topics::list_topics))
         .routes(routes!(topics::put_topic, topics::get_topic))
         .routes(routes!(

@@ -75,6 +75,7 @@ pub const ROUTES: &[(&str, &str, Need)] = &[
     ("DELETE", "/v1/topics/{topic}/tasks/{id}", S(Write)),
     ("POST", "/v1/topics/{topic}/tasks/{id}/finish", S(Consume)),
     ("POST", "/v1/topics/{topic}/tasks/{id}/touch", S(Consume)),
+    ("GET", "/v1/topics/{topic}/tasks/{id}/why", S(Read)),
     ("GET", "/v1/tasks/{id}", S(Read)),
     ("DELETE", "/v1/tasks/{id}", S(Write)),
     ("POST", "/v1/tasks/{id}/finish", S(Consume)),

@@ -1,7 +1,7 @@
 //! `keyfire topics`: the delay queue's topics, with their tasks by state; `keyfire topics set`
 //! and `get`: a topic's settings (its number of partitions); `keyfire topics dead
 //! list|replay|purge`: a topic's dead letters (the shape of `keyfire dead` for a job's);
-//! `keyfire topics pause|resume`.
+//! `keyfire topics pause|resume`; `keyfire topics why TOPIC ID`: why a task is where it is.
 
 use clap::{Args, Subcommand};
 use reqwest::Method;
@@ -11,6 +11,7 @@ use super::remote::{Api, CliResult, EXIT_CODES_HELP, Remote, print_table, segmen
 use crate::api::model::DeadCount;
 use crate::api::topic_dead::TopicDeadList;
 use crate::api::topic_pause::TopicPaused;
+use crate::api::topic_why::TaskWhyView;
 use crate::api::topics::{TopicList, TopicView};
 
 /// `keyfire topics`.
@@ -53,6 +54,13 @@ enum TopicsCommand {
     Resume {
         /// The topic.
         topic: String,
+    },
+    /// Why a task is where it is (delayed, ready, reserved, dead, done or deleted), in reasons.
+    Why {
+        /// The task's topic.
+        topic: String,
+        /// The task's id.
+        id: String,
     },
 }
 
@@ -160,6 +168,37 @@ async fn pause(api: &Api, topic: &str, verb: &str) -> CliResult {
     Ok(())
 }
 
+/// Ask the node why task `id` of `topic` is where it is, and print it: the summary, then
+/// each reason (as `keyfire job why` does), then the task's instants.
+async fn why(api: &Api, topic: &str, id: &str) -> CliResult {
+    let why: TaskWhyView = api
+        .get(&format!(
+            "/v1/topics/{}/tasks/{}/why",
+            segment(topic),
+            segment(id)
+        ))
+        .await?;
+    if api.json {
+        api.print_json(&why);
+        return Ok(());
+    }
+    println!("{}", why.summary);
+    println!();
+    for c in &why.causes {
+        let code = serde_json::to_value(c.code).unwrap_or_default();
+        println!("  {:<15} {}", code.as_str().unwrap_or("-"), c.message);
+    }
+    println!("  {:<15} {}", "due", why.due_at.to_rfc3339());
+    println!(
+        "  {:<15} {} of {}",
+        "deliveries", why.deliveries, why.max_deliveries
+    );
+    if let Some(d) = &why.deadline {
+        println!("  {:<15} {}", "deadline", d.to_rfc3339());
+    }
+    Ok(())
+}
+
 fn show(api: &Api, v: &TopicView) {
     if api.json {
         api.print_json(v);
@@ -193,6 +232,7 @@ pub async fn run(args: TopicsArgs) -> CliResult {
         Some(TopicsCommand::Dead { command }) => return dead(&api, command).await,
         Some(TopicsCommand::Pause { topic }) => return pause(&api, &topic, "pause").await,
         Some(TopicsCommand::Resume { topic }) => return pause(&api, &topic, "resume").await,
+        Some(TopicsCommand::Why { topic, id }) => return why(&api, &topic, &id).await,
         None => {}
     }
     let list: TopicList = api.get("/v1/topics").await?;

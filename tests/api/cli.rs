@@ -370,6 +370,17 @@ async fn the_cli_drives_the_delay_queue() {
         assert_eq!(code(&fin), 0, "{}", printed(&fin));
         let got = printed_json(&cli(&url, &["task", "get", &id, "--json"]));
         assert_eq!(got["state"], "done");
+        let why = cli(&url, &["topics", "why", "orders", &id]);
+        assert_eq!(code(&why), 0, "{}", printed(&why));
+        let out = printed(&why);
+        assert!(
+            out.contains("topic orders") && out.contains("done"),
+            "{out}"
+        );
+        let why = printed_json(&cli(&url, &["topics", "why", "spare", &spare_id, "--json"]));
+        assert_eq!(why["state"], "ready");
+        let none = cli(&url, &["topics", "why", "orders", "nope"]);
+        assert_eq!(code(&none), 3, "{}", printed(&none));
 
         // Nothing ready: exit 3 after the wait.
         let start = Instant::now();

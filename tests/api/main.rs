@@ -27,5 +27,6 @@ mod socket;
 mod tls;
 mod topic_dead;
 mod topic_partitions;
+mod topic_why;
 mod topics;
 mod why;

@@ -46,6 +46,7 @@ const EXPECTED: &[(&str, &str)] = &[
     ("DELETE", "/v1/topics/{topic}/tasks/{id}"),
     ("POST", "/v1/topics/{topic}/tasks/{id}/finish"),
     ("POST", "/v1/topics/{topic}/tasks/{id}/touch"),
+    ("GET", "/v1/topics/{topic}/tasks/{id}/why"),
     ("GET", "/v1/topics"),
     ("GET", "/v1/topics/{topic}"),
     ("PUT", "/v1/topics/{topic}"),

@@ -76,3 +76,24 @@ def test_a_paused_topic_pops_nothing_until_resumed(kf, topic):
     assert [t.id for t in kf.pop(topic, max=10, wait="1s")] == [second]
     with pytest.raises(NotFound):
         kf.pause(topic + "-none")
+
+
+def test_task_why_names_where_a_task_is(kf, topic):
+    first = kf.add(topic, {"n": 1})
+    second = kf.add(topic, {"n": 2})
+    why = kf.task_why(topic, second)
+    assert why.state == "ready" and why.ready_ahead == 1
+    assert why.causes[0].code == "ready" and f"topic {topic}" in why.summary
+    kf.pause(topic)
+    why = kf.task_why(topic, first)
+    assert why.state == "paused" and why.paused is True
+    assert [c.code for c in why.causes] == ["paused", "ready"]
+    kf.resume(topic)
+    [held] = kf.pop(topic)
+    why = kf.task_why(topic, held.id)
+    assert why.state == "reserved" and why.deliveries == 1 and why.deadline is not None
+    with pytest.raises(NotFound):
+        kf.task_why(topic, "no-such-task")
+    with pytest.raises(Invalid) as e:
+        kf.task_why(topic, "a:b")
+    assert e.value.field == "id"

@@ -42,6 +42,7 @@ export type BulkChanged = Schemas["BulkChanged"];
 export type RunList = Schemas["RunList"];
 /** Why a job runs or does not: `state`, `causes`, `summary`, next firing, recent runs and skips. */
 export type WhyView = Schemas["WhyView"];
+export type TaskWhyView = Schemas["TaskWhyView"];
 /** A dead letter of a topic: its deliveries, when it died (`died_at`) and why (`error`). */
 export type TopicDeadLetter = Schemas["TopicDeadLetter"];
 /** A topic's paused state after a pause or resume. */
@@ -260,6 +261,16 @@ export class Keyfire {
   /** A topic task's state (`delayed`, `ready`, `reserved`, `done`, `dead`, `deleted`). */
   async getTask(topic: string, id: string): Promise<TaskView> {
     const { data } = await this.call(this.api.GET("/v1/topics/{topic}/tasks/{id}", { params: { path: { topic, id } } }));
+    return data;
+  }
+
+  /**
+   * Why a topic task is where it is: `state` (the main reason's code), every reason in
+   * `causes`, a `summary` sentence, its instants and deliveries; `NotFoundError` when the task
+   * is not in the topic.
+   */
+  async taskWhy(topic: string, id: string): Promise<TaskWhyView> {
+    const { data } = await this.call(this.api.GET("/v1/topics/{topic}/tasks/{id}/why", { params: { path: { topic, id } } }));
     return data;
   }
 

@@ -193,6 +193,24 @@ test("a topic's partitions are declared once, then read back; another count is r
   assert.equal(task.id, id);
 });
 
+test("taskWhy names where a topic task is", async () => {
+  const topic = newTopic();
+  const first = await keyfire.add(topic, { n: 1 });
+  const second = await keyfire.add(topic, { n: 2 });
+  let why = await keyfire.taskWhy(topic, second);
+  assert.equal(why.state, "ready");
+  assert.equal(why.ready_ahead, 1);
+  assert.ok(why.summary.includes(`topic ${topic}`), why.summary);
+  await keyfire.pause(topic);
+  why = await keyfire.taskWhy(topic, first);
+  assert.equal(why.state, "paused");
+  assert.deepEqual(why.causes.map((c) => c.code), ["paused", "ready"]);
+  await keyfire.resume(topic);
+  await rejection(keyfire.taskWhy(topic, "no-such-task"), NotFoundError);
+  const err = await rejection(keyfire.taskWhy(topic, "a:b"), InvalidError);
+  assert.equal(err.field, "id");
+});
+
 test("the package's version follows the server's", () => {
   const cargo = readFileSync(join(ROOT, "Cargo.toml"), "utf8");
   const server = /\[workspace\.package\][^[]*?\nversion = "([^"]+)"/.exec(cargo)?.[1];

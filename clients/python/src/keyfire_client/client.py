@@ -51,6 +51,7 @@ from ._generated.api.topics import (
     put_topic,
     replay_topic_dead,
     resume_topic,
+    topic_task_why,
     touch_topic_task,
 )
 from ._generated.models import (
@@ -59,6 +60,7 @@ from ._generated.models import (
     JobView,
     RunList,
     TaskView,
+    TaskWhyView,
     TopicDeadLetter,
     TopicList,
     TopicPaused,
@@ -320,6 +322,13 @@ class Keyfire:
         """A topic task's state (`delayed`, `ready`, `reserved`, `done`, `dead`, `deleted`)
         and deliveries."""
         return self._call(get_topic_task, topic, id).parsed
+
+    def task_why(self, topic: str, id: str) -> TaskWhyView:
+        """Why a topic task is where it is: `state` (the main reason's code: `delayed`,
+        `overdue`, `ready`, `paused`, `reserved`, `dead`, `done`, `deleted`...), every reason in
+        `causes`, a `summary` sentence, and its instants and deliveries; `NotFound` when the
+        task is not in the topic."""
+        return self._call(topic_task_why, topic, id).parsed
 
     def delete_task(self, topic: str, id: str) -> None:
         """Delete a topic task in any state, for good."""

@@ -798,6 +798,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/topics/{topic}/tasks/{id}/why": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Why task `id` of `topic` is where it is: delayed until its due instant (or overdue, with
+         *     no live node to promote it), ready and waiting for a consumer (how many before it; its
+         *     topic paused), reserved until its deadline (delivery n of max), a dead letter (its error,
+         *     replayable), done, or deleted.
+         */
+        get: operations["topic_task_why"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1928,6 +1950,82 @@ export interface components {
              * @example 60s
              */
             ttr: string;
+        };
+        /** @description One reason, in a sentence. */
+        TaskWhyCause: {
+            /** @description The reason's code. */
+            code: components["schemas"]["TaskWhyCode"];
+            /** @description What it means for this task. */
+            message: string;
+        };
+        /**
+         * @description A reason a task is where it is.
+         * @enum {string}
+         */
+        TaskWhyCode: "paused" | "delayed" | "overdue" | "no_node" | "ready" | "reserved" | "dead" | "done" | "deleted";
+        /** @description Why a delay-queue task is where it is. */
+        TaskWhyView: {
+            /** @description Every reason that applies, the main one first. */
+            causes: components["schemas"]["TaskWhyCause"][];
+            /**
+             * Format: date-time
+             * @description While reserved: when the reservation expires unless finished or touched.
+             */
+            deadline?: string | null;
+            /**
+             * Format: int64
+             * @description Deliveries so far.
+             */
+            deliveries: number;
+            /**
+             * Format: date-time
+             * @description When it is (was) due.
+             */
+            due_at: string;
+            /**
+             * Format: int64
+             * @description How far off its due instant is, in ms (negative: past).
+             */
+            due_in_ms: number;
+            /** @description A dead letter's: why it went to the dead letters. */
+            error?: string | null;
+            /**
+             * Format: date-time
+             * @description When it was finished, went to the dead letters, or was deleted.
+             */
+            finished_at?: string | null;
+            /** @description The task's id. */
+            id: string;
+            /**
+             * Format: int64
+             * @description Deliveries before the dead letters.
+             */
+            max_deliveries: number;
+            /**
+             * Format: date-time
+             * @description Redis's clock now.
+             */
+            now?: string | null;
+            /** @description Whether its topic is paused. */
+            paused: boolean;
+            /**
+             * Format: int64
+             * @description While ready: how many tasks wait before it in its partition's ready set.
+             */
+            ready_ahead?: number | null;
+            /**
+             * Format: date-time
+             * @description When it last became ready.
+             */
+            ready_at?: string | null;
+            /** @description The main reason: the first of `causes`. */
+            state: components["schemas"]["TaskWhyCode"];
+            /** @description In one sentence. */
+            summary: string;
+            /** @description `delayed`, `ready`, `reserved`, `dead`, `done` or `deleted`. */
+            task_state: string;
+            /** @description The task's topic. */
+            topic: string;
         };
         /** @description One entry of a job's timeline: a run, or instants that did not run. */
         TimelineEntry: {
@@ -6980,6 +7078,102 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    topic_task_why: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The task's topic
+                 * @example emails
+                 */
+                topic: string;
+                /**
+                 * @description The task's id
+                 * @example welcome-1
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Why it is where it is */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaskWhyView"];
+                };
+            };
+            /** @description A path parameter is not UTF-8 once percent-decoded (`bad_path`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such task in this topic */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not a valid topic or task id (names the field) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

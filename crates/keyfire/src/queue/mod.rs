@@ -496,6 +496,22 @@ impl Queue {
         Ok(info)
     }
 
+    /// How many tasks wait ahead of ready task `id` of `topic` in its partition's ready set
+    /// (`ZRANK`; `None` when it is not ready). Tasks of the topic's other partitions are not
+    /// counted: consumers take from every partition.
+    pub async fn ready_ahead_in(&self, topic: &str, id: &str) -> Result<Option<u64>> {
+        check_topic(topic)?;
+        check_task_id(id)?;
+        let (lane, _, _) = self.locate(topic, id).await?;
+        let k = lane.keys(self.store.shards());
+        let rank: Option<u64> = redis::cmd("ZRANK")
+            .arg(k.qready(&lane.name()))
+            .arg(id)
+            .query_async(&mut self.store.connection())
+            .await?;
+        Ok(rank)
+    }
+
     /// The lane holding task `id` of `topic`, its record and its score in the lane's ready
     /// set: its own partition first (by its id), then partition 0 (where an add that had not
     /// heard of the partition count yet put it), then the others, then the meta tag's lane.

@@ -67,6 +67,9 @@ from .task_spec_overlap_type_2_type_1 import TaskSpecOverlapType2Type1
 from .task_spec_overlap_type_3_type_1 import TaskSpecOverlapType3Type1
 from .task_spec_params_type_0 import TaskSpecParamsType0
 from .task_view import TaskView
+from .task_why_cause import TaskWhyCause
+from .task_why_code import TaskWhyCode
+from .task_why_view import TaskWhyView
 from .timeline_entry import TimelineEntry
 from .topic_counts import TopicCounts
 from .topic_dead_letter import TopicDeadLetter
@@ -154,6 +157,9 @@ __all__ = (
     "TaskSpecOverlapType3Type1",
     "TaskSpecParamsType0",
     "TaskView",
+    "TaskWhyCause",
+    "TaskWhyCode",
+    "TaskWhyView",
     "TimelineEntry",
     "TopicCounts",
     "TopicDeadLetter",
