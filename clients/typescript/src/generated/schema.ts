@@ -1688,7 +1688,7 @@ export interface components {
          * @description Why an instant did not run.
          * @enum {string}
          */
-        SkipReasonCode: "misfire" | "merged" | "catch_up_limit" | "overlap" | "paused" | "deleted" | "updated" | "cancelled" | "other";
+        SkipReasonCode: "misfire" | "merged" | "catch_up_limit" | "overlap" | "paused" | "deleted" | "updated" | "other";
         /** @description An instant, or a range of instants, that was due and did not run. */
         SkipView: {
             /**

@@ -2,7 +2,6 @@ from enum import StrEnum
 
 
 class SkipReasonCode(StrEnum):
-    CANCELLED = "cancelled"
     CATCH_UP_LIMIT = "catch_up_limit"
     DELETED = "deleted"
     MERGED = "merged"
