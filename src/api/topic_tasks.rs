@@ -19,7 +19,11 @@ use super::topics::{self, FinishBody, TaskView, TouchBody, Touched};
 
 /// Task `id`, found in `topic` (looked for in the topic's partitions only); 404 when it is not
 /// there.
-async fn in_topic(state: &ApiState, topic: &str, id: &str) -> Result<TaskInfo, ApiError> {
+pub(super) async fn in_topic(
+    state: &ApiState,
+    topic: &str,
+    id: &str,
+) -> Result<TaskInfo, ApiError> {
     match state.queue().get_in(topic, id).await {
         Ok(task) => Ok(task),
         Err(keyfire::Error::TaskNotFound(_)) => Err(ApiError::not_found(format!(

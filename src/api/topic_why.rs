@@ -129,19 +129,11 @@ pub(super) async fn topic_task_why(
     Path((topic, id)): Path<(String, String)>,
 ) -> Result<Json<TaskWhyView>, ApiError> {
     let queue = state.queue();
-    let task = match queue.get_in(&topic, &id).await {
-        Ok(task) => task,
-        Err(keyfire::Error::TaskNotFound(_)) => {
-            return Err(ApiError::not_found(format!(
-                "no task '{id}' in topic '{topic}'"
-            )));
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let task = super::topic_tasks::in_topic(&state, &topic, &id).await?;
     let now = state.client().time_ms().await?;
     let paused = queue.is_paused(&topic).await?;
     let ready_ahead = match task.state {
-        TaskState::Ready => queue.ready_ahead_in(&topic, &id).await.unwrap_or(None),
+        TaskState::Ready => queue.ready_ahead_in(&topic, &id).await?,
         _ => None,
     };
     let live = if task.state == TaskState::Delayed {

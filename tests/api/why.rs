@@ -42,10 +42,8 @@ async fn why_until(api: &Api, id: &str, code: &str) -> Value {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn why_a_job_waits_for_its_next_instant() {
-    let api = Api::new().await;
-    let node = api.world.node("a").await;
+/// A job `yearly` whose next firing is months away, on handler `rec`.
+async fn put_yearly(api: &Api) {
     let a = api
         .call(
             axum::http::Method::PUT,
@@ -54,6 +52,13 @@ async fn why_a_job_waits_for_its_next_instant() {
         )
         .await;
     assert_eq!(a.status.as_u16(), 201, "{:#}", a.body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn why_a_job_waits_for_its_next_instant() {
+    let api = Api::new().await;
+    let node = api.world.node("a").await;
+    put_yearly(&api).await;
     let w = why(&api, "yearly").await;
     node.shutdown().await;
     assert_eq!(w["state"], "waiting", "{w:#}");
@@ -70,14 +75,7 @@ async fn why_a_job_waits_for_its_next_instant() {
 async fn why_names_a_full_redis() {
     let api = Api::new().await;
     let node = api.world.node("a").await;
-    let a = api
-        .call(
-            axum::http::Method::PUT,
-            "/v1/jobs/yearly",
-            Some(json!({"cron": "0 0 1 1 *", "handler": "rec"})),
-        )
-        .await;
-    assert_eq!(a.status.as_u16(), 201, "{:#}", a.body);
+    put_yearly(&api).await;
     assert_eq!(why(&api, "yearly").await["state"], "waiting");
     let used = crate::full_redis::used_memory(&api).await;
     crate::full_redis::set_maxmemory(&api, used / 2).await;
