@@ -274,6 +274,11 @@ pub struct Report {
     pub redis_usec_per_firing: Option<f64>,
     /// Of which in scripts (`EVALSHA`), what they called included.
     pub redis_script_usec_per_firing: Option<f64>,
+    /// This process's CPU (every node and the harness) per firing recorded, µs: the
+    /// nodes' side of the bill, beside `redis_usec_per_firing`. Compare builds by it in
+    /// alternated runs (it moves with the machine's load more than Redis's figures do).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_cpu_usec_per_firing: Option<f64>,
     /// Commands per second over the measured phase.
     pub redis_commands_per_s: Option<f64>,
     /// Change of `used_memory` (client buffers left out) over loading the pending jobs, per job.

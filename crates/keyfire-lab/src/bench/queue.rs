@@ -524,6 +524,9 @@ pub(super) async fn run(
     mem.apply(&mut report, n);
     report.redis_usec_per_firing = d.per(d.total_usec(), log.len());
     report.redis_script_usec_per_firing = d.per(d.script_usec(), log.len());
+    if !log.is_empty() {
+        report.node_cpu_usec_per_firing = Some(round2(d.cpu_node_s * 1e6 / log.len() as f64));
+    }
     h.progress
         .note(format!("redis commands per task: {}", d.mix(log.len())));
     Ok(BenchRun {

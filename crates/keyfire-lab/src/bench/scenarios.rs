@@ -206,6 +206,7 @@ fn blank(p: &Params) -> Report {
         redis_scripts_per_firing: None,
         redis_usec_per_firing: None,
         redis_script_usec_per_firing: None,
+        node_cpu_usec_per_firing: None,
         redis_commands_per_s: None,
         redis_memory_bytes_per_pending_job: None,
         redis_memory_bytes_per_cron_job: None,
@@ -255,6 +256,7 @@ fn apply_delta(r: &mut Report, d: &Delta, nodes: usize) {
         r.redis_scripts_per_firing = d.per(d.script_calls(), d.recorded);
         r.redis_usec_per_firing = d.per(d.total_usec(), d.recorded);
         r.redis_script_usec_per_firing = d.per(d.script_usec(), d.recorded);
+        r.node_cpu_usec_per_firing = Some(round2(d.cpu_node_s * 1e6 / d.recorded as f64));
     }
     if let Some(calls) = d.calls_by_master.as_ref().filter(|c| c.len() > 1) {
         r.master_command_shares = shares(&calls.iter().map(|&c| c as f64).collect::<Vec<_>>());
