@@ -108,13 +108,9 @@ async fn a_running_firing_is_stopped_on_its_node_and_never_retried() {
 /// the flag. (Driven through the scripts: the race is Redis's order of the two calls.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outcome_that_races_the_cancel_is_recorded_cancelled() {
-    use keyfire::store::{Fate, HistoryLimits};
+    use crate::scripts::{LIMITS, run_record};
+    use keyfire::store::Fate;
     use redis::AsyncCommands;
-    const LIMITS: HistoryLimits = HistoryLimits {
-        history: 10,
-        history_max_age_ms: 3_600_000,
-        dead: 10,
-    };
     let w = World::new().await;
     let client = w.client().await;
     let store = client.store();
@@ -133,19 +129,7 @@ async fn an_outcome_that_races_the_cancel_is_recorded_cancelled() {
             .unwrap();
         let done = client.cancel("r").await.unwrap();
         assert_eq!(done.stopping, [format!("r:{at}")]);
-        let run = RunRecord {
-            firing_id: format!("r:{at}"),
-            scheduled_ms: at,
-            attempt: 1,
-            node: "n1".into(),
-            claimed_ms: claimed,
-            started_ms: claimed,
-            outcome: outcome.into(),
-            error: (outcome != "ok").then(|| "boom".to_string()),
-            finished_ms: None,
-            fate: None,
-            retry_at_ms: None,
-        };
+        let run = run_record("r", at, 1, claimed, "n1", outcome);
         let retry = (outcome != "ok").then_some(100);
         let (fate, _) = store.complete("r", &run, &LIMITS, retry).await.unwrap();
         assert_eq!(fate, Fate::Done, "{outcome}");
