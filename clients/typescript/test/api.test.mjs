@@ -21,10 +21,7 @@ import { newTopic, nodeForFile, ROOT, test } from "./node.mjs";
 
 let node;
 let keyfire;
-nodeForFile(Keyfire, (started, client) => {
-  node = started;
-  keyfire = client;
-});
+nodeForFile(Keyfire, (started, client) => ([node, keyfire] = [started, client]));
 
 /** `assert.rejects` that also hands back the error. */
 async function rejection(promise, Class) {

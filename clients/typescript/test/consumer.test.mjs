@@ -11,10 +11,7 @@ import { freePort, newTopic, nodeForFile, startNode, test } from "./node.mjs";
 
 let node;
 let keyfire;
-nodeForFile(Keyfire, (started, client) => {
-  node = started;
-  keyfire = client;
-});
+nodeForFile(Keyfire, (started, client) => ([node, keyfire] = [started, client]));
 
 test("a consumer finishes 10,000 tasks, none lost or doubled", async () => {
   const topic = newTopic();

@@ -9,10 +9,7 @@ import { newSecret, nodeForFile, test } from "./node.mjs";
 
 let node;
 let keyfire;
-nodeForFile(Keyfire, (started, client) => {
-  node = started;
-  keyfire = client;
-});
+nodeForFile(Keyfire, (started, client) => ([node, keyfire] = [started, client]));
 
 /** Records each request's raw body and headers; answers 200. */
 async function startReceiver() {

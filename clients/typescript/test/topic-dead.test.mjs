@@ -8,10 +8,7 @@ import { newTopic, nodeForFile, test } from "./node.mjs";
 
 let node;
 let keyfire;
-nodeForFile(Keyfire, (started, client) => {
-  node = started;
-  keyfire = client;
-});
+nodeForFile(Keyfire, (started, client) => ([node, keyfire] = [started, client]));
 
 /** `n` tasks delivered once, popped and left to lapse: dead letters. Their ids. */
 async function kill(topic, n) {
