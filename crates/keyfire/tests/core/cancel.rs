@@ -10,12 +10,9 @@ use keyfire::config::HandlerSettings;
 use keyfire::job::RetrySpec;
 use keyfire::store::{JobStatus, RunRecord};
 use keyfire::{Client, JobSpec, Node, Registry};
-use keyfire_testkit::wait;
 use keyfire_testkit::world::World;
+use keyfire_testkit::{SilentReceiver, wait};
 use serde_json::json;
-use tokio::io::AsyncReadExt;
-use tokio::net::TcpListener;
-use tokio::sync::mpsc;
 
 fn retries(max_attempts: u32, interval: &str) -> RetrySpec {
     RetrySpec {
@@ -148,30 +145,8 @@ async fn an_outcome_that_races_the_cancel_is_recorded_cancelled() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_http_call_closes_its_connection() {
     let w = World::new().await;
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (events, mut seen) = mpsc::unbounded_channel::<&'static str>();
-    tokio::spawn(async move {
-        let (mut sock, _) = listener.accept().await.unwrap();
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut got = Vec::new();
-        let mut told = false;
-        loop {
-            match sock.read(&mut buf).await {
-                Ok(0) | Err(_) => {
-                    let _ = events.send("closed");
-                    return;
-                }
-                Ok(n) => {
-                    got.extend_from_slice(&buf[..n]);
-                    if !told && got.windows(4).any(|w| w == b"\r\n\r\n") {
-                        told = true;
-                        let _ = events.send("request");
-                    }
-                }
-            }
-        }
-    });
+    let mut receiver = SilentReceiver::start().await;
+    let addr = receiver.addr;
     let nodes = [w.node("a").await, w.node("b").await];
     let client = w.client().await;
     client
@@ -182,15 +157,10 @@ async fn a_cancelled_http_call_closes_its_connection() {
         )
         .await
         .unwrap();
-    let next = async |seen: &mut mpsc::UnboundedReceiver<&'static str>| {
-        tokio::time::timeout(Duration::from_secs(15), seen.recv())
-            .await
-            .expect("the receiver heard nothing")
-    };
-    assert_eq!(next(&mut seen).await, Some("request"));
+    assert_eq!(receiver.next().await, Some("request"));
     let done = client.cancel("hook").await.unwrap();
     assert_eq!(done.stopping.len(), 1, "{done:?}");
-    assert_eq!(next(&mut seen).await, Some("closed"));
+    assert_eq!(receiver.next().await, Some("closed"));
     let record = cancelled_record(&client, "hook").await;
     assert!(["a", "b"].contains(&record.node.as_str()), "{record:?}");
     w.wait_idle(Duration::from_secs(5)).await;
