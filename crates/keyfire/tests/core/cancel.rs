@@ -23,6 +23,19 @@ fn retries(max_attempts: u32, interval: &str) -> RetrySpec {
     }
 }
 
+/// Enqueue `id`, a run of `sleepy` for a minute (five attempts), and wait until it started.
+async fn start_a_minute_long_run(w: &World, client: &Client, id: &str) {
+    client
+        .enqueue(
+            JobSpec::after(id, "0s", "sleepy")
+                .params(json!({"sleep_ms": 60_000}))
+                .retry(retries(5, "100ms")),
+        )
+        .await
+        .unwrap();
+    w.recorder.wait_count(1, Duration::from_secs(10)).await;
+}
+
 /// The newest run record of `id`, once there is one with outcome `cancelled`.
 async fn cancelled_record(client: &Client, id: &str) -> RunRecord {
     wait::until(
@@ -47,15 +60,7 @@ async fn a_running_firing_is_stopped_on_its_node_and_never_retried() {
     let w = World::new().await;
     let nodes = [w.node("a").await, w.node("b").await];
     let client = w.client().await;
-    client
-        .enqueue(
-            JobSpec::after("long", "0s", "sleepy")
-                .params(json!({"sleep_ms": 60_000}))
-                .retry(retries(5, "100ms")),
-        )
-        .await
-        .unwrap();
-    w.recorder.wait_count(1, Duration::from_secs(10)).await;
+    start_a_minute_long_run(&w, &client, "long").await;
     let started = w.recorder.seen_of("long").remove(0);
 
     let asked = std::time::Instant::now();
@@ -317,15 +322,7 @@ async fn a_takeover_does_not_run_a_cancelled_firing_again() {
     let w = World::new().await;
     let a = w.node("a").await;
     let client = w.client().await;
-    client
-        .enqueue(
-            JobSpec::after("orphan", "0s", "sleepy")
-                .params(json!({"sleep_ms": 60_000}))
-                .retry(retries(5, "100ms")),
-        )
-        .await
-        .unwrap();
-    w.recorder.wait_count(1, Duration::from_secs(10)).await;
+    start_a_minute_long_run(&w, &client, "orphan").await;
     // Dies mid-run: records nothing, its lease stays until a peer takes it over.
     a.abort();
     let done = client.cancel("orphan").await.unwrap();
@@ -379,15 +376,7 @@ async fn a_missed_announcement_stops_the_run_at_its_next_renewal() {
     let w = World::new().await;
     let node = w.node("a").await;
     let client = w.client().await;
-    client
-        .enqueue(
-            JobSpec::after("deaf", "0s", "sleepy")
-                .params(json!({"sleep_ms": 60_000}))
-                .retry(retries(5, "100ms")),
-        )
-        .await
-        .unwrap();
-    w.recorder.wait_count(1, Duration::from_secs(10)).await;
+    start_a_minute_long_run(&w, &client, "deaf").await;
     let fid = w.recorder.seen_of("deaf").remove(0).firing_id;
     let store = client.store();
     let k = store.job_keys("deaf");
