@@ -4,10 +4,8 @@
 use std::time::Duration;
 
 use axum::http::StatusCode;
+use keyfire_testkit::SilentReceiver;
 use serde_json::json;
-use tokio::io::AsyncReadExt;
-use tokio::net::TcpListener;
-use tokio::sync::mpsc;
 
 use crate::common::Api;
 
@@ -99,29 +97,8 @@ async fn cancel_answers_each_case_exactly() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_running_http_firing_is_stopped_through_the_api() {
     let api = Api::new().await;
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (events, mut seen) = mpsc::unbounded_channel::<&'static str>();
-    tokio::spawn(async move {
-        let (mut sock, _) = listener.accept().await.unwrap();
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut got = Vec::new();
-        loop {
-            match sock.read(&mut buf).await {
-                Ok(0) | Err(_) => {
-                    let _ = events.send("closed");
-                    return;
-                }
-                Ok(n) => {
-                    let had = got.windows(4).any(|w| w == b"\r\n\r\n");
-                    got.extend_from_slice(&buf[..n]);
-                    if !had && got.windows(4).any(|w| w == b"\r\n\r\n") {
-                        let _ = events.send("request");
-                    }
-                }
-            }
-        }
-    });
+    let mut receiver = SilentReceiver::start().await;
+    let addr = receiver.addr;
     let node = api.world.node("runner").await;
     let created = api
         .post(
@@ -135,17 +112,12 @@ async fn a_running_http_firing_is_stopped_through_the_api() {
         )
         .await;
     assert_eq!(created.status, StatusCode::CREATED, "{:#}", created.body);
-    let next = async |seen: &mut mpsc::UnboundedReceiver<&'static str>| {
-        tokio::time::timeout(Duration::from_secs(15), seen.recv())
-            .await
-            .expect("the receiver heard nothing")
-    };
-    assert_eq!(next(&mut seen).await, Some("request"));
+    assert_eq!(receiver.next().await, Some("request"));
     let done = api.post("/v1/jobs/hook/cancel", None).await;
     assert_eq!(done.status, StatusCode::ACCEPTED, "{:#}", done.body);
     assert_eq!(done.body["stopping"].as_array().unwrap().len(), 1);
     assert_eq!(done.body["cancelled"], json!([]));
-    assert_eq!(next(&mut seen).await, Some("closed"));
+    assert_eq!(receiver.next().await, Some("closed"));
     let runs = keyfire_testkit::wait::until(
         "the run recorded cancelled",
         Duration::from_secs(15),

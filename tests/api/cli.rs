@@ -86,17 +86,32 @@ fn wait_ready(url: &str) {
     });
 }
 
+/// `keyfire serve` on a free port with `extra` in its config, ready (it lists a node).
+/// Dropping it stops the process, then removes the config's directory.
+struct Served {
+    server: Serve,
+    url: String,
+    /// Where the config is; room for the test's own files.
+    dir: tempfile::TempDir,
+}
+
+fn serve_ready(w: &World, extra: &str) -> Served {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let config = write_config(w, dir.path(), port, extra);
+    let server = serve(&config);
+    let url = format!("http://127.0.0.1:{port}");
+    tokio::task::block_in_place(|| wait_ready(&url));
+    Served { server, url, dir }
+}
+
 /// Add a cron job with seconds, see it run, pause it, edit it, list runs,
 /// delete it; with the documented exit codes along the way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cli_drives_a_served_node() {
     let w = World::new().await;
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let config = write_config(&w, dir.path(), port, "");
-    let mut server = serve(&config);
-    let url = format!("http://127.0.0.1:{port}");
-    tokio::task::block_in_place(|| wait_ready(&url));
+    let mut served = serve_ready(&w, "");
+    let url = served.url.clone();
 
     let nodes = cli(&url, &["nodes"]);
     assert_eq!(code(&nodes), 0);
@@ -250,7 +265,7 @@ async fn the_cli_drives_a_served_node() {
     assert_eq!(code(&usage), 2);
 
     // A job from a TOML file, and a task.
-    let file = dir.path().join("jobs.toml");
+    let file = served.dir.path().join("jobs.toml");
     std::fs::write(
         &file,
         "[[jobs]]\nid = \"from-file\"\nevery = \"1h\"\nhandler = \"log\"\nparams = { a = 1 }\n\n[[jobs]]\nid = \"at-file\"\nat = 2099-01-01T00:00:00Z\nhandler = \"noop\"\n",
@@ -287,8 +302,8 @@ async fn the_cli_drives_a_served_node() {
     assert_eq!(code(&rm), 0);
     assert_eq!(code(&cli(&url, &["job", "get", "tick"])), 3);
 
-    let _ = kill(Pid::from_raw(server.0.id() as i32), Signal::SIGTERM);
-    let status = server.0.wait().unwrap();
+    let _ = kill(Pid::from_raw(served.server.0.id() as i32), Signal::SIGTERM);
+    let status = served.server.0.wait().unwrap();
     assert!(status.success(), "serve exited with {status}");
 }
 
@@ -324,14 +339,9 @@ async fn serve_refuses_an_invalid_declared_job() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cli_drives_the_delay_queue() {
     let w = World::new().await;
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let config = write_config(&w, dir.path(), port, "");
-    let _server = serve(&config);
-    let url = format!("http://127.0.0.1:{port}");
+    let served = serve_ready(&w, "");
+    let url = served.url.clone();
     tokio::task::block_in_place(|| {
-        wait_ready(&url);
-
         let one_shot = cli(&url, &["task", "add", "--handler", "noop", "--after", "1h"]);
         assert_eq!(code(&one_shot), 0, "{}", printed(&one_shot));
 
@@ -421,12 +431,8 @@ async fn the_cli_drives_the_delay_queue() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cli_enqueues_with_dedup() {
     let w = World::new().await;
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let config = write_config(&w, dir.path(), port, "");
-    let _server = serve(&config);
-    let url = format!("http://127.0.0.1:{port}");
-    wait_ready(&url);
+    let served = serve_ready(&w, "");
+    let url = served.url.clone();
 
     let add = |extra: &[&str]| {
         let mut args = vec!["task", "add", "--handler", "log", "--after", "1h"];
@@ -502,13 +508,9 @@ async fn the_cli_enqueues_with_dedup() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cli_manages_flow_limits() {
     let w = World::new().await;
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
     let declared = "[[flow_limits]]\nkey = \"host:declared.example\"\nrate = 7\n";
-    let config = write_config(&w, dir.path(), port, declared);
-    let _server = serve(&config);
-    let url = format!("http://127.0.0.1:{port}");
-    wait_ready(&url);
+    let served = serve_ready(&w, declared);
+    let url = served.url.clone();
 
     let got = printed_json(&cli(
         &url,
@@ -565,12 +567,8 @@ async fn the_cli_manages_flow_limits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cli_shows_what_did_not_run_and_why() {
     let w = World::new().await;
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let config = write_config(&w, dir.path(), port, "");
-    let _server = serve(&config);
-    let url = format!("http://127.0.0.1:{port}");
-    tokio::task::block_in_place(|| wait_ready(&url));
+    let served = serve_ready(&w, "");
+    let url = served.url.clone();
 
     let add = cli(
         &url,

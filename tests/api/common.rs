@@ -131,6 +131,16 @@ impl Api {
         self.call(Method::DELETE, uri, None).await
     }
 
+    /// Add a task to `topic` (`body` as the REST API takes it): 201 naming the topic. Its id.
+    pub(crate) async fn add_task(&self, topic: &str, body: Value) -> String {
+        let a = self
+            .post(&format!("/v1/topics/{topic}/tasks"), Some(body))
+            .await;
+        assert_eq!(a.status, StatusCode::CREATED, "{:#}", a.body);
+        assert_eq!(a.body["topic"], topic, "{:#}", a.body);
+        a.body["id"].as_str().unwrap().to_string()
+    }
+
     /// Every key under this world's prefix with its serialized value: equal snapshots mean
     /// nothing was written.
     pub(crate) async fn snapshot(&self) -> Vec<(String, Vec<u8>)> {

@@ -19,7 +19,7 @@ use keyfire_server::settings::ServerSettings;
 use serde_json::{Value, json};
 
 use crate::common::Api;
-use crate::support::{World, wait};
+use crate::support::{World, json_of, wait};
 
 const NO_MATCH: &str = "No matching signature found";
 const TOO_OLD: &str = "Message timestamp too old";
@@ -136,14 +136,7 @@ impl PyReceiver {
     }
 
     async fn log(&self) -> Vec<Value> {
-        http_client()
-            .get(format!("{}/log", self.base))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
+        json_of(http_client().get(format!("{}/log", self.base))).await
     }
 }
 

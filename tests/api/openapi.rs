@@ -925,17 +925,7 @@ async fn a_full_redis_is_documented() {
     assert_eq!(a.status, StatusCode::CREATED, "{:#}", a.body);
     let a = api.put("/v1/limits/probe-key", json!({"rate": 5})).await;
     assert_eq!(a.status, StatusCode::OK, "{:#}", a.body);
-    let mut c = api.world.conn().await;
-    let _: () = api
-        .world
-        .redis
-        .admin("CONFIG")
-        .arg("SET")
-        .arg("maxmemory")
-        .arg("1")
-        .query_async(&mut c)
-        .await
-        .unwrap();
+    crate::full_redis::set_maxmemory(&api, 1).await;
     let body = |path: &str| -> Option<Value> {
         Some(match path {
             "/v1/jobs" => json!({"id": "another", "every": "1h", "handler": "log"}),

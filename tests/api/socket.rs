@@ -3,7 +3,7 @@
 use keyfire::Registry;
 use serde_json::{Value, json};
 
-use crate::support::World;
+use crate::support::{World, json_of};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_answers_over_tcp_with_auth() {
@@ -19,14 +19,7 @@ async fn serve_answers_over_tcp_with_auth() {
     crate::support::install_tls_provider();
     let http = reqwest::Client::new();
 
-    let health: Value = http
-        .get(format!("{base}/healthz"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let health: Value = json_of(http.get(format!("{base}/healthz"))).await;
     assert_eq!(health["status"], "ok");
     let refused = http.get(format!("{base}/v1/jobs")).send().await.unwrap();
     assert_eq!(refused.status(), 401);
@@ -41,15 +34,7 @@ async fn serve_answers_over_tcp_with_auth() {
         .await
         .unwrap();
     assert_eq!(created.status(), 201);
-    let list: Value = http
-        .get(format!("{base}/v1/jobs"))
-        .bearer_auth("tcp-token")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: Value = json_of(http.get(format!("{base}/v1/jobs")).bearer_auth("tcp-token")).await;
     let ids: Vec<&str> = list["jobs"]
         .as_array()
         .unwrap()
@@ -57,15 +42,11 @@ async fn serve_answers_over_tcp_with_auth() {
         .map(|j| j["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["declared", "over-tcp"]);
-    let nodes: Value = http
-        .get(format!("{base}/v1/nodes"))
-        .bearer_auth("tcp-token")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let nodes: Value = json_of(
+        http.get(format!("{base}/v1/nodes"))
+            .bearer_auth("tcp-token"),
+    )
+    .await;
     assert_eq!(nodes["nodes"][0]["id"], "sock");
     served.shutdown().await;
     assert!(

@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
@@ -24,14 +24,8 @@ fn serve_without_ca_store(dir: &Path, config: &str) -> std::process::Child {
     std::fs::create_dir_all(&empty_dir).unwrap();
     let empty_file = dir.join("no-certs.pem");
     std::fs::write(&empty_file, "").unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_keyfire"));
-    cmd.arg("serve").arg("--config").arg(&path);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("KEYFIRE__") || k == "RUST_LOG" {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env("SSL_CERT_FILE", &empty_file)
+    crate::support::keyfire_serve(&path)
+        .env("SSL_CERT_FILE", &empty_file)
         .env("SSL_CERT_DIR", &empty_dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -7,18 +7,10 @@
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::common::Api;
 use crate::support::wait;
-
-async fn add(api: &Api, topic: &str, body: Value) -> String {
-    let a = api
-        .post(&format!("/v1/topics/{topic}/tasks"), Some(body))
-        .await;
-    assert_eq!(a.status, StatusCode::CREATED, "{:#}", a.body);
-    a.body["id"].as_str().unwrap().to_string()
-}
 
 /// Add `n` tasks delivered once each with a short ttr, pop them and let the reservations
 /// lapse: `n` dead letters. Their ids, in the order added.
@@ -26,7 +18,7 @@ async fn dead_letters(api: &Api, topic: &str, n: usize) -> Vec<String> {
     let mut ids = Vec::new();
     for i in 0..n {
         let body = json!({"id": format!("{topic}-{i}"), "payload": {"n": i}, "ttr": "200ms", "max_deliveries": 1});
-        ids.push(add(api, topic, body).await);
+        ids.push(api.add_task(topic, body).await);
     }
     let p = api
         .post(&format!("/v1/topics/{topic}/pop?max={n}&wait=1s"), None)
@@ -299,7 +291,7 @@ async fn bad_dead_letter_requests_are_refused_naming_the_field_and_change_nothin
 async fn a_paused_topic_pops_nothing_then_resumes_in_order() {
     let api = Api::new().await;
     for id in ["a", "b"] {
-        add(&api, "p", json!({"id": id, "payload": id})).await;
+        api.add_task("p", json!({"id": id, "payload": id})).await;
     }
     let held = api.post("/v1/topics/p/pop", None).await;
     assert_eq!(held.body["id"], "a");
@@ -336,7 +328,7 @@ async fn a_paused_topic_pops_nothing_then_resumes_in_order() {
             .await
     };
     let added_then_resumed = async {
-        add(&api, "p", json!({"id": "c", "payload": "c"})).await;
+        api.add_task("p", json!({"id": "c", "payload": "c"})).await;
         tokio::time::sleep(Duration::from_millis(500)).await;
         let c = api.get("/v1/topics/p/tasks/c").await;
         assert_eq!(

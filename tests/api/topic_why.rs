@@ -11,14 +11,6 @@ use serde_json::{Value, json};
 use crate::common::{Answer, Api};
 use crate::support::wait;
 
-async fn add(api: &Api, topic: &str, body: Value) -> String {
-    let a = api
-        .post(&format!("/v1/topics/{topic}/tasks"), Some(body))
-        .await;
-    assert_eq!(a.status, StatusCode::CREATED, "{:#}", a.body);
-    a.body["id"].as_str().unwrap().to_string()
-}
-
 async fn why(api: &Api, topic: &str, id: &str) -> Answer {
     let a = api.get(&format!("/v1/topics/{topic}/tasks/{id}/why")).await;
     assert_eq!(a.status, StatusCode::OK, "{:#}", a.body);
@@ -51,7 +43,9 @@ async fn pop(api: &Api, topic: &str) -> Value {
 async fn a_delayed_task_says_when_it_is_due() {
     let api = Api::new().await;
     let _node = api.world.queue_node("a").await;
-    let id = add(&api, "later", json!({"payload": 1, "delay": "1h"})).await;
+    let id = api
+        .add_task("later", json!({"payload": 1, "delay": "1h"}))
+        .await;
     let a = why(&api, "later", &id).await;
     check(&a, "later", &id, "delayed", "delayed");
     let due_in = a.body["due_in_ms"].as_i64().unwrap();
@@ -70,8 +64,8 @@ async fn a_delayed_task_says_when_it_is_due() {
 #[tokio::test]
 async fn a_ready_task_says_how_many_wait_ahead_of_it() {
     let api = Api::new().await;
-    let first = add(&api, "work", json!({"payload": 1})).await;
-    let second = add(&api, "work", json!({"payload": 2})).await;
+    let first = api.add_task("work", json!({"payload": 1})).await;
+    let second = api.add_task("work", json!({"payload": 2})).await;
     let a = why(&api, "work", &second).await;
     check(&a, "work", &second, "ready", "ready");
     assert_eq!(a.body["ready_ahead"], 1, "{:#}", a.body);
@@ -82,7 +76,7 @@ async fn a_ready_task_says_how_many_wait_ahead_of_it() {
 #[tokio::test]
 async fn a_ready_task_of_a_paused_topic_names_the_pause_first() {
     let api = Api::new().await;
-    let id = add(&api, "held", json!({"payload": 1})).await;
+    let id = api.add_task("held", json!({"payload": 1})).await;
     let p = api.post("/v1/topics/held/pause", None).await;
     assert_eq!(p.status, StatusCode::OK, "{:#}", p.body);
     let a = why(&api, "held", &id).await;
@@ -97,12 +91,12 @@ async fn a_ready_task_of_a_paused_topic_names_the_pause_first() {
 #[tokio::test]
 async fn a_reserved_task_names_its_deadline_and_delivery() {
     let api = Api::new().await;
-    let id = add(
-        &api,
-        "busy",
-        json!({"payload": 1, "ttr": "5m", "max_deliveries": 4}),
-    )
-    .await;
+    let id = api
+        .add_task(
+            "busy",
+            json!({"payload": 1, "ttr": "5m", "max_deliveries": 4}),
+        )
+        .await;
     assert_eq!(pop(&api, "busy").await["id"], id.as_str());
     let a = why(&api, "busy", &id).await;
     check(&a, "busy", &id, "reserved", "reserved");
@@ -121,12 +115,12 @@ async fn a_reserved_task_names_its_deadline_and_delivery() {
 #[tokio::test]
 async fn a_dead_task_gives_its_error_and_says_it_can_be_replayed() {
     let api = Api::new().await;
-    let id = add(
-        &api,
-        "fragile",
-        json!({"payload": 1, "ttr": "200ms", "max_deliveries": 1}),
-    )
-    .await;
+    let id = api
+        .add_task(
+            "fragile",
+            json!({"payload": 1, "ttr": "200ms", "max_deliveries": 1}),
+        )
+        .await;
     assert_eq!(pop(&api, "fragile").await["id"], id.as_str());
     let q = api.world.queue().await;
     wait::until(
@@ -159,7 +153,7 @@ async fn a_dead_task_gives_its_error_and_says_it_can_be_replayed() {
 #[tokio::test]
 async fn a_done_task_says_when_it_was_finished() {
     let api = Api::new().await;
-    let id = add(&api, "quick", json!({"payload": 1})).await;
+    let id = api.add_task("quick", json!({"payload": 1})).await;
     let token = pop(&api, "quick").await["token"]
         .as_str()
         .unwrap()
@@ -180,7 +174,9 @@ async fn a_done_task_says_when_it_was_finished() {
 async fn a_deleted_task_says_so() {
     let api = Api::new().await;
     let _node = api.world.queue_node("a").await;
-    let id = add(&api, "gone", json!({"payload": 1, "delay": "1h"})).await;
+    let id = api
+        .add_task("gone", json!({"payload": 1, "delay": "1h"}))
+        .await;
     let d = api.delete(&format!("/v1/topics/gone/tasks/{id}")).await;
     assert_eq!(d.status, StatusCode::NO_CONTENT, "{:#}", d.body);
     let a = why(&api, "gone", &id).await;
@@ -190,7 +186,7 @@ async fn a_deleted_task_says_so() {
 #[tokio::test]
 async fn no_such_task_is_404_and_bad_input_names_the_field() {
     let api = Api::new().await;
-    let id = add(&api, "here", json!({"payload": 1})).await;
+    let id = api.add_task("here", json!({"payload": 1})).await;
     let a = api.get("/v1/topics/here/tasks/nope/why").await;
     a.assert_error(404, "not_found");
     // In another topic: not found either.

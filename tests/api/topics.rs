@@ -8,24 +8,15 @@ use serde_json::{Value, json};
 
 use crate::common::Api;
 
-async fn add(api: &Api, topic: &str, body: Value) -> String {
-    let a = api
-        .post(&format!("/v1/topics/{topic}/tasks"), Some(body))
-        .await;
-    assert_eq!(a.status, StatusCode::CREATED, "{:#}", a.body);
-    assert_eq!(a.body["topic"], topic);
-    a.body["id"].as_str().unwrap().to_string()
-}
-
 #[tokio::test]
 async fn add_pop_touch_finish_get() {
     let api = Api::new().await;
-    let id = add(
-        &api,
-        "orders",
-        json!({"payload": {"order": 7}, "ttr": "30s", "max_deliveries": 3}),
-    )
-    .await;
+    let id = api
+        .add_task(
+            "orders",
+            json!({"payload": {"order": 7}, "ttr": "30s", "max_deliveries": 3}),
+        )
+        .await;
     let t = api.get(&format!("/v1/tasks/{id}")).await;
     assert_eq!(t.status, StatusCode::OK, "{:#}", t.body);
     assert_eq!(t.body["state"], "ready");
@@ -95,7 +86,9 @@ async fn add_pop_touch_finish_get() {
 #[tokio::test]
 async fn a_late_finish_is_refused_after_redelivery() {
     let api = Api::new().await;
-    let id = add(&api, "jobs", json!({"payload": 1, "ttr": "200ms"})).await;
+    let id = api
+        .add_task("jobs", json!({"payload": 1, "ttr": "200ms"}))
+        .await;
     let first = api.post("/v1/topics/jobs/pop", None).await;
     assert_eq!(first.status, StatusCode::OK);
     let late = first.body["token"].as_str().unwrap().to_string();
@@ -123,7 +116,7 @@ async fn a_late_finish_is_refused_after_redelivery() {
 #[tokio::test]
 async fn delete_and_not_found() {
     let api = Api::new().await;
-    let id = add(&api, "t", json!({"payload": "x"})).await;
+    let id = api.add_task("t", json!({"payload": "x"})).await;
     let d = api.delete(&format!("/v1/tasks/{id}")).await;
     assert_eq!(d.status, StatusCode::NO_CONTENT, "{:#}", d.body);
     assert_eq!(
@@ -150,7 +143,9 @@ async fn delete_and_not_found() {
 async fn a_delayed_task_is_ready_after_its_delay() {
     let api = Api::new().await;
     let _node = api.world.queue_node("a").await;
-    let id = add(&api, "later", json!({"payload": 1, "delay": "700ms"})).await;
+    let id = api
+        .add_task("later", json!({"payload": 1, "delay": "700ms"}))
+        .await;
     assert_eq!(
         api.get(&format!("/v1/tasks/{id}")).await.body["state"],
         "delayed"
@@ -206,7 +201,7 @@ async fn pop_waits_then_answers_promptly() {
     // waits between attempts by short polls, not a `BLPOP`, so Redis never shows the pop
     // blocked and nothing tells that it is waiting; 300 ms lets it get there.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let id = add(&api, "empty", json!({"payload": "now"})).await;
+    let id = api.add_task("empty", json!({"payload": "now"})).await;
     let added_at = Instant::now();
     let (status, took) = popper.await.unwrap();
     assert_eq!(status, StatusCode::OK);
@@ -222,7 +217,9 @@ async fn pop_waits_then_answers_promptly() {
 
     // A delayed task that becomes ready during the wait, too.
     let _node = api.world.queue_node("a").await;
-    let id = add(&api, "empty", json!({"payload": 2, "delay": "600ms"})).await;
+    let id = api
+        .add_task("empty", json!({"payload": 2, "delay": "600ms"}))
+        .await;
     let start = Instant::now();
     let p = api.post("/v1/topics/empty/pop?wait=10s", None).await;
     let took = start.elapsed();
@@ -323,7 +320,10 @@ async fn batch_pop_and_batch_finish() {
     let api = Api::new().await;
     let mut ids = Vec::new();
     for i in 0..5 {
-        ids.push(add(&api, "bulk", json!({"payload": i, "ttr": "30s"})).await);
+        ids.push(
+            api.add_task("bulk", json!({"payload": i, "ttr": "30s"}))
+                .await,
+        );
     }
     let p = api.post("/v1/topics/bulk/pop?max=3&wait=1s", None).await;
     assert_eq!(p.status, StatusCode::OK, "{:#}", p.body);
@@ -378,7 +378,7 @@ async fn batch_pop_and_batch_finish() {
 #[tokio::test]
 async fn batch_bad_input_names_the_field() {
     let api = Api::new().await;
-    let id = add(&api, "t", json!({"payload": 1})).await;
+    let id = api.add_task("t", json!({"payload": 1})).await;
     for (query, field) in [
         ("max=0", "max"),
         ("max=1001", "max"),

@@ -50,41 +50,61 @@ fn print_round(name: &str, seed: u64, out: &Outcome) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_minute_of_every_fault_loses_and_doubles_nothing() {
-    let out = keyfire_lab::chaos::run(Config {
-        seed: SEED,
-        duration: Duration::from_secs(60),
-        nodes: 4,
+/// A round of `seed` for `secs` seconds on `nodes` node processes, each fault printed as it
+/// is injected, its files in a temporary directory (kept when it fails).
+fn round(seed: u64, secs: u64, nodes: usize, cluster: bool) -> Config {
+    Config {
+        seed,
+        duration: Duration::from_secs(secs),
+        nodes,
         node_bin: node_bin(),
         dir: None,
         verbose: true,
-        cluster: false,
-    })
-    .await
-    .expect("the round ran");
+        cluster,
+    }
+}
+
+/// Every fault kind of `kinds` was injected at least once.
+fn assert_injected(out: &Outcome, kinds: impl IntoIterator<Item = FaultKind>) {
     let r = &out.report;
-    print_round("chaos round", SEED, &out);
-    for kind in FaultKind::SCHEDULED
-        .into_iter()
-        .chain([FaultKind::HandlerFail, FaultKind::HandlerHang])
-    {
+    for kind in kinds {
         assert!(
             r.faults.get(&kind).copied().unwrap_or(0) >= 1,
             "no {kind} fault was injected: {r}"
         );
     }
+}
+
+/// The checker found no violation.
+fn assert_no_violation(seed: u64, out: &Outcome) {
+    let r = &out.report;
+    assert!(
+        r.ok(),
+        "{} violations (seed {seed}; files in {}):\n{r}",
+        r.violations.len(),
+        out.dir.display()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_minute_of_every_fault_loses_and_doubles_nothing() {
+    let out = keyfire_lab::chaos::run(round(SEED, 60, 4, false))
+        .await
+        .expect("the round ran");
+    let r = &out.report;
+    print_round("chaos round", SEED, &out);
+    assert_injected(
+        &out,
+        FaultKind::SCHEDULED
+            .into_iter()
+            .chain([FaultKind::HandlerFail, FaultKind::HandlerHang]),
+    );
     assert!(r.required > 200, "too few firings to mean much: {r}");
     assert!(
         r.refused > 0,
         "Redis full refused no call of the workload: {r}"
     );
-    assert!(
-        r.ok(),
-        "{} violations (seed {SEED}; files in {}):\n{r}",
-        r.violations.len(),
-        out.dir.display()
-    );
+    assert_no_violation(SEED, &out);
 }
 
 /// The seed of the delay-queue round `cargo test` runs.
@@ -96,36 +116,12 @@ const QUEUE_SEED: u64 = 14;
 /// none early.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queue_faults_lose_no_task_and_deliver_none_twice_or_early() {
-    let out = keyfire_lab::chaos::run_queue(Config {
-        seed: QUEUE_SEED,
-        duration: Duration::from_secs(30),
-        nodes: 3,
-        node_bin: node_bin(),
-        dir: None,
-        verbose: true,
-        cluster: false,
-    })
-    .await
-    .expect("the round ran");
+    let out = keyfire_lab::chaos::run_queue(round(QUEUE_SEED, 30, 3, false))
+        .await
+        .expect("the round ran");
     let r = &out.report;
-    eprintln!(
-        "queue chaos round (seed {QUEUE_SEED}), files in {}:\n{r}",
-        out.dir.display()
-    );
-    for f in &out.faults {
-        eprintln!(
-            "  {} {}: {}",
-            f.kind,
-            f.node.as_deref().unwrap_or("-"),
-            f.detail
-        );
-    }
-    for kind in FaultKind::QUEUE_SCHEDULED {
-        assert!(
-            r.faults.get(&kind).copied().unwrap_or(0) >= 1,
-            "no {kind} fault was injected: {r}"
-        );
-    }
+    print_round("queue chaos round", QUEUE_SEED, &out);
+    assert_injected(&out, FaultKind::QUEUE_SCHEDULED);
     assert!(
         out.faults
             .iter()
@@ -137,12 +133,7 @@ async fn queue_faults_lose_no_task_and_deliver_none_twice_or_early() {
         r.deliveries > r.queue_tasks,
         "no task was delivered again (killed consumers, expired reservations): {r}"
     );
-    assert!(
-        r.ok(),
-        "{} violations (seed {QUEUE_SEED}; files in {}):\n{r}",
-        r.violations.len(),
-        out.dir.display()
-    );
+    assert_no_violation(QUEUE_SEED, &out);
 }
 
 /// The seed of the Redis Cluster round `cargo test` runs.
@@ -155,25 +146,12 @@ const CLUSTER_SEED: u64 = 5;
 /// nothing lost, doubled, early or late.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_round_of_failovers_migrations_and_partitions_loses_and_doubles_nothing() {
-    let out = keyfire_lab::chaos::run(Config {
-        seed: CLUSTER_SEED,
-        duration: Duration::from_secs(90),
-        nodes: 4,
-        node_bin: node_bin(),
-        dir: None,
-        verbose: true,
-        cluster: true,
-    })
-    .await
-    .expect("the round ran");
+    let out = keyfire_lab::chaos::run(round(CLUSTER_SEED, 90, 4, true))
+        .await
+        .expect("the round ran");
     let r = &out.report;
     print_round("cluster chaos round", CLUSTER_SEED, &out);
-    for kind in FaultKind::CLUSTER_SCHEDULED {
-        assert!(
-            r.faults.get(&kind).copied().unwrap_or(0) >= 1,
-            "no {kind} fault was injected: {r}"
-        );
-    }
+    assert_injected(&out, FaultKind::CLUSTER_SCHEDULED);
     // The fault log says each cluster fault did what it says.
     let detail = |kind: FaultKind, has: &str| {
         out.faults
@@ -194,10 +172,5 @@ async fn a_cluster_round_of_failovers_migrations_and_partitions_loses_and_double
     assert!(detail(FaultKind::MasterPartition, "cut off"));
     assert!(r.required > 200, "too few firings to mean much: {r}");
     assert!(r.queue_tasks > 50, "too few delay-queue tasks: {r}");
-    assert!(
-        r.ok(),
-        "{} violations (seed {CLUSTER_SEED}; files in {}):\n{r}",
-        r.violations.len(),
-        out.dir.display()
-    );
+    assert_no_violation(CLUSTER_SEED, &out);
 }

@@ -75,14 +75,7 @@ in_flight = 10
         )
         .unwrap();
         let log = dir.join(format!("{id}.log"));
-        let mut cmd = Command::new(BIN);
-        cmd.arg("serve").arg("--config").arg(&config);
-        for (k, _) in std::env::vars() {
-            if k.starts_with("KEYFIRE__") || k == "RUST_LOG" {
-                cmd.env_remove(k);
-            }
-        }
-        let child = cmd
+        let child = crate::support::keyfire_serve(&config)
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&log).unwrap())
             .stderr(Stdio::inherit())

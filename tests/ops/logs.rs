@@ -2,7 +2,7 @@
 //! carry the run's span (job id, firing id, attempt), and `log.level` filters.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -54,14 +54,8 @@ retry = {{ max_attempts = 1 }}
         ),
     )
     .unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_keyfire"));
-    cmd.arg("serve").arg("--config").arg(&config);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("KEYFIRE__") || k == "RUST_LOG" {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.stdout(Stdio::piped())
+    crate::support::keyfire_serve(&config)
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("run keyfire serve")

@@ -27,7 +27,7 @@ use opentelemetry_proto::tonic::trace::v1::status::StatusCode as OtlpStatus;
 use prost::Message;
 use serde_json::{Value, json};
 
-use crate::support::wait;
+use crate::support::{json_of, wait};
 use keyfire_testkit::free_port;
 
 /// The trace of the request that creates the traced job.
@@ -193,6 +193,27 @@ level = "info"
         }
     }
 
+    /// `start` with `[telemetry]` exporting every span to `endpoint` (`enabled` or not), then
+    /// ready; with a client to call it.
+    async fn traced(
+        redis: &RedisServer,
+        name: &str,
+        endpoint: impl std::fmt::Display,
+        enabled: bool,
+    ) -> (Node, reqwest::Client) {
+        let enabled = if enabled { "enabled = true\n" } else { "" };
+        let node = Node::start(
+            redis,
+            name,
+            &format!(
+                "[telemetry]\n{enabled}endpoint = \"http://{endpoint}\"\nsampling_ratio = 1.0\n"
+            ),
+        );
+        let http = client();
+        node.ready(&http).await;
+        (node, http)
+    }
+
     async fn ready(&self, http: &reqwest::Client) {
         wait::until(
             "the node to be ready",
@@ -227,10 +248,9 @@ level = "info"
 }
 
 fn serve(config: &std::path::Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_keyfire"));
-    cmd.arg("serve").arg("--config").arg(config);
+    let mut cmd = crate::support::keyfire_serve(config);
     for (k, _) in std::env::vars() {
-        if k.starts_with("KEYFIRE__") || k.starts_with("OTEL_") || k == "RUST_LOG" {
+        if k.starts_with("OTEL_") {
             cmd.env_remove(k);
         }
     }
@@ -282,15 +302,7 @@ async fn attempts_are_exported_with_the_ids_the_receiver_saw() {
     let redis = RedisServer::start().expect("redis-server");
     let (collector_addr, collector) = start_collector().await;
     let (receiver_addr, receiver) = start_receiver().await;
-    let node = Node::start(
-        &redis,
-        "traced",
-        &format!(
-            "[telemetry]\nenabled = true\nendpoint = \"http://{collector_addr}\"\nsampling_ratio = 1.0\n"
-        ),
-    );
-    let http = client();
-    node.ready(&http).await;
+    let (node, http) = Node::traced(&redis, "traced", collector_addr, true).await;
     node.create(
         &http,
         json!({"id": "traced-ok", "after": "1s", "handler": "http",
@@ -311,25 +323,15 @@ async fn attempts_are_exported_with_the_ids_the_receiver_saw() {
     })
     .await;
     // A task through the delay queue: added under ADDER, popped, finished.
-    let added: Value = http
-        .post(format!("{}/v1/topics/work/tasks", node.api))
-        .header("traceparent", ADDER)
-        .json(&json!({"payload": {"n": 1}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let added: Value = json_of(
+        http.post(format!("{}/v1/topics/work/tasks", node.api))
+            .header("traceparent", ADDER)
+            .json(&json!({"payload": {"n": 1}})),
+    )
+    .await;
     let task_id = added["id"].as_str().unwrap().to_string();
-    let popped: Value = http
-        .post(format!("{}/v1/topics/work/pop?wait=5s", node.api))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let popped: Value =
+        json_of(http.post(format!("{}/v1/topics/work/pop?wait=5s", node.api))).await;
     assert_eq!(popped["id"], task_id.as_str());
     let finished = http
         .post(format!("{}/v1/tasks/{task_id}/finish", node.api))
@@ -486,13 +488,7 @@ async fn telemetry_off_sends_nothing() {
     let (collector_addr, collector) = start_collector().await;
     let (receiver_addr, receiver) = start_receiver().await;
     // Everything but `enabled`.
-    let node = Node::start(
-        &redis,
-        "untraced",
-        &format!("[telemetry]\nendpoint = \"http://{collector_addr}\"\nsampling_ratio = 1.0\n"),
-    );
-    let http = client();
-    node.ready(&http).await;
+    let (node, http) = Node::traced(&redis, "untraced", collector_addr, false).await;
     node.create(
         &http,
         json!({"id": "untraced", "after": "1s", "handler": "http",
@@ -533,15 +529,7 @@ async fn a_collector_that_never_answers_does_not_delay_firings() {
         }
     });
     let (receiver_addr, receiver) = start_receiver().await;
-    let node = Node::start(
-        &redis,
-        "blackholed",
-        &format!(
-            "[telemetry]\nenabled = true\nendpoint = \"http://{hole}\"\nsampling_ratio = 1.0\n"
-        ),
-    );
-    let http = client();
-    node.ready(&http).await;
+    let (node, http) = Node::traced(&redis, "blackholed", hole, true).await;
     node.create(
         &http,
         json!({"id": "beat", "every": "1s", "handler": "http",

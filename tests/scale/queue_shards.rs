@@ -14,7 +14,7 @@ use keyfire::{Node, Registry, Settings};
 use keyfire_testkit::RedisCluster;
 use redis::aio::MultiplexedConnection;
 
-use crate::support::{fast_node, wait};
+use crate::support::{command_calls, fast_node, json_of, wait};
 
 /// An HTTP client (reqwest is built without a default TLS provider).
 fn http() -> reqwest::Client {
@@ -40,6 +40,20 @@ async fn queue_node(s: &Settings, id: &str) -> NodeHandle {
     Node::new(s, registry).start().await.expect("start node")
 }
 
+/// Node `n1` serving the queue on `s`, and a queue once it has switched to the sharded layout.
+async fn sharded_queue(s: &Settings) -> (NodeHandle, Queue) {
+    let node = queue_node(s, "n1").await;
+    let queue = Queue::connect(s).await.unwrap();
+    wait_sharded(&queue, Duration::from_secs(20)).await;
+    (node, queue)
+}
+
+/// A pop of `topic` gets nothing within 300 ms.
+async fn assert_nothing_more(queue: &Queue, topic: &str) {
+    let got = queue.pop(topic, Duration::from_millis(300)).await.unwrap();
+    assert!(got.is_none(), "more came: {got:?}");
+}
+
 /// Wait (up to `limit`) until the queue has switched to the sharded layout.
 async fn wait_sharded(queue: &Queue, limit: Duration) {
     wait::until("the queue on the sharded layout", limit, async || {
@@ -63,21 +77,9 @@ async fn master_conns(cluster: &RedisCluster) -> Vec<(String, MultiplexedConnect
 
 /// Every command a server ran so far (`INFO commandstats`, the commands of scripts included).
 async fn calls(c: &mut MultiplexedConnection) -> u64 {
-    let text: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(c)
-        .await
-        .unwrap();
-    keyfire::store::parse_info(&text)
-        .into_iter()
-        .filter(|(k, _)| k.starts_with("cmdstat_") && k != "cmdstat_info")
-        .filter_map(|(_, v)| {
-            v.split(',')
-                .find_map(|p| p.strip_prefix("calls="))?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum()
+    let mut calls = command_calls(c).await;
+    calls.remove("info");
+    calls.values().sum()
 }
 
 async fn all_calls(conns: &mut [(String, MultiplexedConnection)]) -> BTreeMap<String, u64> {
@@ -156,9 +158,7 @@ async fn topics_and_the_partitions_of_one_topic_spread_over_three_masters() {
     let _turn = crate::TOPOLOGY.lock().await;
     let cluster = RedisCluster::start(3, 0).expect("cluster");
     let s = settings("kqs", &cluster);
-    let node = queue_node(&s, "n1").await;
-    let queue = Queue::connect(&s).await.unwrap();
-    wait_sharded(&queue, Duration::from_secs(20)).await;
+    let (node, queue) = sharded_queue(&s).await;
     queue.set_partitions("hot", 3).await.unwrap();
     assert_eq!(queue.partitions("hot").await.unwrap(), 3);
     let store = queue.store().clone();
@@ -239,9 +239,7 @@ async fn the_meta_tag_runs_no_command_per_task_or_pop() {
     let _turn = crate::TOPOLOGY.lock().await;
     let cluster = RedisCluster::start(3, 0).expect("cluster");
     let s = settings("kqm", &cluster);
-    let node = queue_node(&s, "n1").await;
-    let queue = Queue::connect(&s).await.unwrap();
-    wait_sharded(&queue, Duration::from_secs(20)).await;
+    let (node, queue) = sharded_queue(&s).await;
     // No node runs while counting: its heartbeats and sweeps cost the meta tag commands by
     // the second, not by the task (ready tasks need no node).
     node.shutdown().await;
@@ -411,13 +409,7 @@ async fn tasks_of_the_meta_layout_are_delivered_once_after_the_upgrade() {
     let t = counts.iter().find(|t| t.topic == topic).unwrap();
     assert_eq!((t.added, t.done, t.partitions), (121, 121, 3), "{t:?}");
     // Nothing more comes.
-    assert!(
-        queue
-            .pop(topic, Duration::from_millis(300))
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert_nothing_more(&queue, topic).await;
     node.shutdown().await;
 }
 
@@ -494,6 +486,38 @@ impl Drop for OldNode {
     }
 }
 
+/// Add task `id` (`{"i": i}`, delayed `delay_ms`) to `topic` through the library. Its id.
+async fn add_new(queue: &Queue, topic: &str, id: String, i: u64, delay_ms: u64) -> String {
+    queue
+        .add_task(
+            NewTask::new(topic, serde_json::json!({"i": i}))
+                .delay(Duration::from_millis(delay_ms))
+                .id(id.clone()),
+        )
+        .await
+        .unwrap();
+    id
+}
+
+/// The same through the REST API of the node at `url`.
+async fn add_old(
+    http: &reqwest::Client,
+    url: &str,
+    topic: &str,
+    id: String,
+    i: u64,
+    delay_ms: u64,
+) -> String {
+    let r = http
+        .post(format!("{url}/v1/topics/{topic}/tasks"))
+        .json(&serde_json::json!({"payload": {"i": i}, "delay": format!("{delay_ms}ms"), "id": id}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "old add: {}", r.status());
+    id
+}
+
 /// A rolling upgrade: a node of the previous release (its binary, `KEYFIRE_OLD_BIN`) and a
 /// node and consumers of this one side by side. Tasks are added through both, popped through
 /// one and finished through the other; the queue stays in the meta-tag layout while the old
@@ -521,25 +545,8 @@ async fn a_rolling_upgrade_beside_the_previous_release_loses_and_doubles_nothing
 
     // Side by side: adds through both releases (delayed), in the meta-tag layout.
     for i in 0..100 {
-        let id = format!("new-{i}");
-        queue
-            .add_task(
-                NewTask::new(topic, serde_json::json!({"i": i}))
-                    .delay(Duration::from_millis(200 + i * 10))
-                    .id(id.clone()),
-            )
-            .await
-            .unwrap();
-        ids.insert(id);
-        let id = format!("old-{i}");
-        let r = http
-            .post(format!("{}/v1/topics/{topic}/tasks", old.url))
-            .json(&serde_json::json!({"payload": {"i": i}, "delay": format!("{}ms", 200 + i * 10), "id": id}))
-            .send()
-            .await
-            .unwrap();
-        assert!(r.status().is_success(), "old add: {}", r.status());
-        ids.insert(id);
+        ids.insert(add_new(&queue, topic, format!("new-{i}"), i, 200 + i * 10).await);
+        ids.insert(add_old(&http, &old.url, topic, format!("old-{i}"), i, 200 + i * 10).await);
     }
     assert!(
         !queue.is_sharded().await.unwrap(),
@@ -558,17 +565,11 @@ async fn a_rolling_upgrade_beside_the_previous_release_loses_and_doubles_nothing
         );
         turn += 1;
         if turn % 2 == 0 {
-            let r: serde_json::Value = http
-                .post(format!(
-                    "{}/v1/topics/{topic}/pop?max=20&wait=200ms",
-                    old.url
-                ))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let r: serde_json::Value = json_of(http.post(format!(
+                "{}/v1/topics/{topic}/pop?max=20&wait=200ms",
+                old.url
+            )))
+            .await;
             let pairs: Vec<(String, String)> = r["tasks"]
                 .as_array()
                 .unwrap()
@@ -603,15 +604,11 @@ async fn a_rolling_upgrade_beside_the_previous_release_loses_and_doubles_nothing
             via_new += got.len();
             if !got.is_empty() {
                 let body = serde_json::json!({"tasks": got.iter().map(|r| serde_json::json!({"id": r.id, "token": r.token})).collect::<Vec<_>>()});
-                let r: serde_json::Value = http
-                    .post(format!("{}/v1/topics/{topic}/finish", old.url))
-                    .json(&body)
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
+                let r: serde_json::Value = json_of(
+                    http.post(format!("{}/v1/topics/{topic}/finish", old.url))
+                        .json(&body),
+                )
+                .await;
                 let outcomes = r["results"].as_array().unwrap();
                 assert!(outcomes.iter().all(|o| o["outcome"] == "done"), "{r}");
             }
@@ -623,41 +620,28 @@ async fn a_rolling_upgrade_beside_the_previous_release_loses_and_doubles_nothing
     assert!(via_old > 0 && via_new > 0, "old {via_old}, new {via_new}");
     // Tasks the old node adds due later, still delayed when it leaves.
     for i in 0..100 {
-        let id = format!("late-{i}");
-        let r = http
-            .post(format!("{}/v1/topics/{topic}/tasks", old.url))
-            .json(&serde_json::json!({"payload": {"i": i}, "delay": format!("{}ms", 3_000 + i * 20), "id": id}))
-            .send()
-            .await
-            .unwrap();
-        assert!(r.status().is_success());
-        ids.insert(id);
+        ids.insert(
+            add_old(
+                &http,
+                &old.url,
+                topic,
+                format!("late-{i}"),
+                i,
+                3_000 + i * 20,
+            )
+            .await,
+        );
     }
     old.stop();
     wait_sharded(&queue, Duration::from_secs(45)).await;
     for i in 0..100 {
-        let id = format!("after-{i}");
-        queue
-            .add_task(
-                NewTask::new(topic, serde_json::json!({"i": i}))
-                    .delay(Duration::from_millis(100 + i * 5))
-                    .id(id.clone()),
-            )
-            .await
-            .unwrap();
-        ids.insert(id);
+        ids.insert(add_new(&queue, topic, format!("after-{i}"), i, 100 + i * 5).await);
     }
     let rest = drain(&queue, topic, 200, Duration::from_secs(60)).await;
     for (id, n) in rest {
         *seen.entry(id).or_default() += n;
     }
     assert_once(&seen, &ids);
-    assert!(
-        queue
-            .pop(topic, Duration::from_millis(300))
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert_nothing_more(&queue, topic).await;
     node.shutdown().await;
 }

@@ -78,6 +78,19 @@ pub(crate) fn run_keyfire_dev(args: &[&str]) -> Vec<String> {
 /// The `keyfire` binary under test.
 pub(crate) const KEYFIRE_BIN: &str = env!("CARGO_BIN_EXE_keyfire");
 
+/// `keyfire serve --config <config>`, to be started: without the caller's `KEYFIRE__*`
+/// variables and `RUST_LOG`, so that the config alone decides.
+pub(crate) fn keyfire_serve(config: &std::path::Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(KEYFIRE_BIN);
+    cmd.arg("serve").arg("--config").arg(config);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("KEYFIRE__") || k == "RUST_LOG" {
+            cmd.env_remove(k);
+        }
+    }
+    cmd
+}
+
 /// Run the `keyfire` CLI against the API at `url`, with `token` as `KEYFIRE_TOKEN` when
 /// given, and wait for it to exit.
 pub(crate) fn keyfire_cli(url: &str, token: Option<&str>, args: &[&str]) -> std::process::Output {
@@ -168,6 +181,12 @@ pub(crate) fn tls_redis(
             panic!("start redis-server with TLS: {msg}");
         }
     }
+}
+
+/// Send `req` and read the answer's body as JSON (panics on a transport error or a body that
+/// is not a `T`).
+pub(crate) async fn json_of<T: serde::de::DeserializeOwned>(req: reqwest::RequestBuilder) -> T {
+    req.send().await.unwrap().json().await.unwrap()
 }
 
 /// Install ring as the process's rustls crypto provider, for the tests' own `reqwest` clients

@@ -5,7 +5,6 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before } from "node:test";
 
 import {
   ConflictError,
@@ -18,16 +17,11 @@ import {
   UnavailableError,
   VERSION,
 } from "../dist/index.js";
-import { newTopic, ROOT, startNode, test } from "./node.mjs";
+import { newTopic, nodeForFile, ROOT, test } from "./node.mjs";
 
 let node;
 let keyfire;
-
-before(async () => {
-  node = await startNode();
-  keyfire = new Keyfire({ baseUrl: node.url, token: node.token });
-});
-after(async () => node?.stop());
+nodeForFile(Keyfire, (started, client) => ([node, keyfire] = [started, client]));
 
 /** `assert.rejects` that also hands back the error. */
 async function rejection(promise, Class) {

@@ -4,20 +4,14 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
-import { after, before } from "node:test";
 import { fileURLToPath } from "node:url";
 
 import { Keyfire, UnavailableError, UnreachableError } from "../dist/index.js";
-import { freePort, newTopic, startNode, test } from "./node.mjs";
+import { freePort, newTopic, nodeForFile, startNode, test } from "./node.mjs";
 
 let node;
 let keyfire;
-
-before(async () => {
-  node = await startNode();
-  keyfire = new Keyfire({ baseUrl: node.url, token: node.token });
-});
-after(async () => node?.stop());
+nodeForFile(Keyfire, (started, client) => ([node, keyfire] = [started, client]));
 
 test("a consumer finishes 10,000 tasks, none lost or doubled", async () => {
   const topic = newTopic();

@@ -3,19 +3,13 @@
 
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
-import { after, before } from "node:test";
 
 import { Keyfire, WebhookVerificationError, WebhookVerifier } from "../dist/index.js";
-import { newSecret, startNode, test } from "./node.mjs";
+import { newSecret, nodeForFile, test } from "./node.mjs";
 
 let node;
 let keyfire;
-
-before(async () => {
-  node = await startNode();
-  keyfire = new Keyfire({ baseUrl: node.url, token: node.token });
-});
-after(async () => node?.stop());
+nodeForFile(Keyfire, (started, client) => ([node, keyfire] = [started, client]));
 
 /** Records each request's raw body and headers; answers 200. */
 async function startReceiver() {

@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync 
 import { createServer, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
-import { test as nodeTest } from "node:test";
+import { after, before, test as nodeTest } from "node:test";
 import { fileURLToPath } from "node:url";
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
@@ -151,6 +151,19 @@ export async function startNode({ persist = false } = {}) {
     await stop({ printLog: true });
     throw err;
   }
+}
+
+/**
+ * A node for the whole test file: started in a `before` hook, which hands `onStart` the node
+ * and a client of it (`Keyfire`, made with the node's url and token), and stopped `after`.
+ */
+export function nodeForFile(Keyfire, onStart) {
+  let node;
+  before(async () => {
+    node = await startNode();
+    onStart(node, new Keyfire({ baseUrl: node.url, token: node.token }));
+  });
+  after(async () => node?.stop());
 }
 
 /** A topic of the test's own. */

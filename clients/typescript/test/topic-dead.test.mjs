@@ -2,19 +2,13 @@
 // against a real node.
 
 import assert from "node:assert/strict";
-import { after, before } from "node:test";
 
 import { InvalidError, Keyfire, NotFoundError } from "../dist/index.js";
-import { newTopic, startNode, test } from "./node.mjs";
+import { newTopic, nodeForFile, test } from "./node.mjs";
 
 let node;
 let keyfire;
-
-before(async () => {
-  node = await startNode();
-  keyfire = new Keyfire({ baseUrl: node.url, token: node.token });
-});
-after(async () => node?.stop());
+nodeForFile(Keyfire, (started, client) => ([node, keyfire] = [started, client]));
 
 /** `n` tasks delivered once, popped and left to lapse: dead letters. Their ids. */
 async function kill(topic, n) {

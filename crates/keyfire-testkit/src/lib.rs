@@ -20,6 +20,7 @@ pub mod chaos_cluster;
 mod cluster;
 mod sentinel;
 mod server;
+mod silent;
 pub mod wait;
 pub mod world;
 
@@ -28,6 +29,7 @@ pub use sentinel::RedisSentinelSet;
 pub use server::{
     MANAGED_RENAMES, REDIS_CONF, RedisOptions, RedisServer, StartError, managed_from_env,
 };
+pub use silent::SilentReceiver;
 pub use world::{Recorder, Seen, World, WorldOf, WorldSettings};
 
 /// Run one command on the server at `addr` (`host:port`) over a short-lived connection.

@@ -526,6 +526,16 @@ pub fn percentile(sorted: &[i64], p: usize) -> i64 {
     sorted[idx.min(sorted.len() - 1)]
 }
 
+/// Assert that the runs of `seen`, by scheduled instant, are `every_ms` apart with none
+/// missing (`what` says what a gap would mean).
+pub fn assert_spaced(seen: &[Seen], every_ms: i64, what: &str) {
+    let mut instants: Vec<i64> = seen.iter().map(|r| r.scheduled_ms).collect();
+    instants.sort();
+    for pair in instants.windows(2) {
+        assert_eq!(pair[1] - pair[0], every_ms, "{what}: {instants:?}");
+    }
+}
+
 /// Count runs per firing id; return the ones that ran more than once.
 pub fn doubles(seen: &[Seen]) -> Vec<(String, usize)> {
     let mut counts: HashMap<&str, usize> = HashMap::new();
@@ -595,7 +605,9 @@ impl<S: WorldSettings> WorldOf<S> {
 
 /// Calls of each Redis command so far (`INFO commandstats`; a script's commands count too),
 /// by command name.
-pub async fn command_calls(c: &mut ConnectionManager) -> std::collections::BTreeMap<String, u64> {
+pub async fn command_calls(
+    c: &mut impl redis::aio::ConnectionLike,
+) -> std::collections::BTreeMap<String, u64> {
     let text: String = redis::cmd("INFO")
         .arg("commandstats")
         .query_async(c)

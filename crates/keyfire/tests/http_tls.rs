@@ -60,6 +60,22 @@ impl Ca {
         roots
     }
 
+    /// A server certificate for the receivers here (`localhost`, `127.0.0.1`).
+    fn localhost(&self) -> Leaf {
+        self.leaf(
+            &["localhost", "127.0.0.1"],
+            ExtendedKeyUsagePurpose::ServerAuth,
+        )
+    }
+
+    /// A client certificate for `keyfire.client.test`.
+    fn client(&self) -> Leaf {
+        self.leaf(
+            &["keyfire.client.test"],
+            ExtendedKeyUsagePurpose::ClientAuth,
+        )
+    }
+
     fn leaf(&self, names: &[&str], purpose: ExtendedKeyUsagePurpose) -> Leaf {
         let key = KeyPair::generate().unwrap();
         let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
@@ -288,10 +304,7 @@ fn failed_attempt(r: HandlerResult) -> String {
 #[tokio::test]
 async fn a_private_ca_in_ca_file_is_trusted() {
     let ca = Ca::new("keyfire test CA");
-    let server = ca.leaf(
-        &["localhost", "127.0.0.1"],
-        ExtendedKeyUsagePurpose::ServerAuth,
-    );
+    let server = ca.localhost();
     let receiver = Receiver::start(Some(server_config(&server, None)), ok()).await;
     let url = format!("https://127.0.0.1:{}/hook", receiver.port());
     let files = Files::new();
@@ -321,14 +334,8 @@ async fn a_private_ca_in_ca_file_is_trusted() {
 async fn a_client_certificate_is_presented_when_configured() {
     let server_ca = Ca::new("server CA");
     let client_ca = Ca::new("client CA");
-    let server = server_ca.leaf(
-        &["localhost", "127.0.0.1"],
-        ExtendedKeyUsagePurpose::ServerAuth,
-    );
-    let client = client_ca.leaf(
-        &["keyfire.client.test"],
-        ExtendedKeyUsagePurpose::ClientAuth,
-    );
+    let server = server_ca.localhost();
+    let client = client_ca.client();
     let receiver = Receiver::start(Some(server_config(&server, Some(&client_ca))), ok()).await;
     let url = format!("https://127.0.0.1:{}/hook", receiver.port());
     let files = Files::new();
@@ -361,14 +368,8 @@ async fn a_client_certificate_is_presented_when_configured() {
 async fn per_host_settings_apply_to_their_host_on_every_hop_and_callback() {
     let server_ca = Ca::new("internal CA");
     let client_ca = Ca::new("internal client CA");
-    let server = server_ca.leaf(
-        &["localhost", "127.0.0.1"],
-        ExtendedKeyUsagePurpose::ServerAuth,
-    );
-    let client = client_ca.leaf(
-        &["keyfire.client.test"],
-        ExtendedKeyUsagePurpose::ClientAuth,
-    );
+    let server = server_ca.localhost();
+    let client = client_ca.client();
     let stranger = Ca::new("unrelated CA");
     // Answers `/to-ip` with a redirect to itself by address (no per-host settings there).
     let respond: Respond = Arc::new(|path, addr| match path {
@@ -459,10 +460,7 @@ async fn per_host_settings_apply_to_their_host_on_every_hop_and_callback() {
 #[test]
 fn bad_tls_files_are_errors_naming_the_setting() {
     let ca = Ca::new("keyfire test CA");
-    let client = ca.leaf(
-        &["keyfire.client.test"],
-        ExtendedKeyUsagePurpose::ClientAuth,
-    );
+    let client = ca.client();
     let other = ca.leaf(&["other.test"], ExtendedKeyUsagePurpose::ClientAuth);
     let files = Files::new();
     let ca_file = files.write("ca.pem", &ca.pem());

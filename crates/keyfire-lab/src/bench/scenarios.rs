@@ -127,6 +127,14 @@ fn spread(tag: &str, n: usize, from: i64, span: i64) -> Vec<JobSpec> {
         .collect()
 }
 
+/// The instant of the last of `specs` (one-shot tasks), or `none` when there is none.
+fn last_at(specs: &[JobSpec], none: i64) -> i64 {
+    specs
+        .last()
+        .and_then(|s| s.at)
+        .map_or(none, |a| a.timestamp_millis())
+}
+
 /// The firing id each one-shot task will run under.
 fn firing_ids(specs: &[JobSpec]) -> HashSet<String> {
     specs
@@ -144,10 +152,7 @@ async fn load_pending(h: &mut Harness, n: usize) -> anyhow::Result<Memory> {
     let far = h.redis_ms().await? + HOUR_MS;
     h.load(spread("p", n, far, HOUR_MS), "pending").await?;
     h.settle().await?;
-    Ok(Memory {
-        before,
-        after: h.data_memory().await,
-    })
+    Ok(Memory::since(before, h).await)
 }
 
 /// Redis's data memory (each master's) before and after loading a scenario's jobs.
@@ -157,6 +162,14 @@ pub(super) struct Memory {
 }
 
 impl Memory {
+    /// From `before` to Redis's data memory now.
+    async fn since(before: Option<Vec<f64>>, h: &Harness) -> Memory {
+        Memory {
+            before,
+            after: h.data_memory().await,
+        }
+    }
+
     /// The change over every master, per item of `n`.
     fn total(&self, n: usize) -> Option<f64> {
         let each = self.each()?;
@@ -380,6 +393,24 @@ async fn measure_firings(
     Ok((report, late))
 }
 
+/// `measure_firings`, with the data memory per item that loading took.
+async fn measure_with_memory(
+    h: &mut Harness,
+    p: &Params,
+    expected: &HashSet<String>,
+    window: (i64, i64),
+    planned_ms: i64,
+    snap0: &Snapshot,
+    mem: &Memory,
+) -> anyhow::Result<BenchRun> {
+    let (mut report, late) = measure_firings(h, p, expected, window, planned_ms, snap0).await?;
+    mem.apply(&mut report, p.n);
+    Ok(BenchRun {
+        report,
+        lateness_ms: late,
+    })
+}
+
 /// Load due tasks, warn if loading ate into the lead, and start measuring just before the
 /// first instant.
 async fn load_due(
@@ -410,18 +441,9 @@ async fn sparse(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
     let lead = h.lead_ms(p.due).await?;
     let t0 = h.redis_ms().await? + lead;
     let specs = spread("s", p.due, t0, p.duration_ms);
-    let last = specs
-        .last()
-        .and_then(|s| s.at)
-        .map_or(t0, |a| a.timestamp_millis());
+    let last = last_at(&specs, t0);
     let (expected, snap0) = load_due(h, specs, t0, last, "due").await?;
-    let (mut report, late) =
-        measure_firings(h, p, &expected, (t0, last), p.duration_ms, &snap0).await?;
-    mem.apply(&mut report, p.n);
-    Ok(BenchRun {
-        report,
-        lateness_ms: late,
-    })
+    measure_with_memory(h, p, &expected, (t0, last), p.duration_ms, &snap0, &mem).await
 }
 
 /// n one-shot tasks due evenly over the duration (10,000 a second by default).
@@ -430,22 +452,10 @@ async fn steady(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
     let before = h.data_memory().await;
     let t0 = h.redis_ms().await? + lead;
     let specs = spread("s", p.n, t0, p.duration_ms);
-    let last = specs
-        .last()
-        .and_then(|s| s.at)
-        .map_or(t0, |a| a.timestamp_millis());
+    let last = last_at(&specs, t0);
     let (expected, snap0) = load_due(h, specs, t0, last, "steady").await?;
-    let mem = Memory {
-        before,
-        after: h.data_memory().await,
-    };
-    let (mut report, late) =
-        measure_firings(h, p, &expected, (t0, last), p.duration_ms, &snap0).await?;
-    mem.apply(&mut report, p.n);
-    Ok(BenchRun {
-        report,
-        lateness_ms: late,
-    })
+    let mem = Memory::since(before, h).await;
+    measure_with_memory(h, p, &expected, (t0, last), p.duration_ms, &snap0, &mem).await
 }
 
 /// n tasks due at the same instant.
@@ -457,16 +467,8 @@ async fn burst(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
         .map(|i| Harness::task(format!("b{i}"), t0))
         .collect();
     let (expected, snap0) = load_due(h, specs, t0, t0, "burst").await?;
-    let mem = Memory {
-        before,
-        after: h.data_memory().await,
-    };
-    let (mut report, late) = measure_firings(h, p, &expected, (t0, t0), 0, &snap0).await?;
-    mem.apply(&mut report, p.n);
-    Ok(BenchRun {
-        report,
-        lateness_ms: late,
-    })
+    let mem = Memory::since(before, h).await;
+    measure_with_memory(h, p, &expected, (t0, t0), 0, &snap0, &mem).await
 }
 
 /// n one-shot tasks through the bulk path: tasks per second.
@@ -478,10 +480,7 @@ async fn enqueue(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
     let secs = h.load(specs, "enqueue").await?;
     let snap1 = h.snapshot().await;
     h.settle().await?;
-    let mem = Memory {
-        before,
-        after: h.data_memory().await,
-    };
+    let mem = Memory::since(before, h).await;
     let d = Delta::between(&snap0, &snap1);
     let mut report = blank(p);
     apply_delta(&mut report, &d, p.nodes);
@@ -507,10 +506,7 @@ async fn cron(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
     load_jobs(&h.client, specs, &pb).await?;
     pb.finish_and_clear();
     h.settle().await?;
-    let mem = Memory {
-        before,
-        after: h.data_memory().await,
-    };
+    let mem = Memory::since(before, h).await;
 
     let seconds = (p.duration_ms / 1000).max(1);
     let t0 = (h.redis_ms().await? + 2_000) / 1000 * 1000 + 1000;
@@ -522,13 +518,7 @@ async fn cron(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
     h.recorder.set_window(t0, last);
     h.sleep_until_redis(t0 - 100).await;
     let snap0 = h.snapshot().await;
-    let (mut report, late) =
-        measure_firings(h, p, &expected, (t0, last), p.duration_ms, &snap0).await?;
-    mem.apply(&mut report, p.n);
-    Ok(BenchRun {
-        report,
-        lateness_ms: late,
-    })
+    measure_with_memory(h, p, &expected, (t0, last), p.duration_ms, &snap0, &mem).await
 }
 
 /// Work held, none due: measured first with nothing held, then holding `n` topics (each with
@@ -646,10 +636,7 @@ async fn load_idle_topics(h: &mut Harness, n: usize, held: &mut Held) -> anyhow:
             pb.inc(r? as u64);
         }
         pb.finish_and_clear();
-        anyhow::Ok(Memory {
-            before,
-            after: h.data_memory().await,
-        })
+        anyhow::Ok(Memory::since(before, h).await)
     };
     let first = step(h, "topics", &|i| {
         NewTask::new(topic(i), json!(i)).delay(hour)

@@ -151,23 +151,7 @@ pub async fn consume(
 
 /// Every consumer event in the `*.qlog` files of `dir`, and the lines that did not parse.
 pub fn read_queue_events(dir: &Path) -> std::io::Result<(Vec<QueueEvent>, usize)> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == LOG_EXT))
-        .collect();
-    files.sort();
-    let mut events = Vec::new();
-    let mut torn = 0;
-    for path in files {
-        let text = std::fs::read_to_string(&path)?;
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            match serde_json::from_str::<QueueEvent>(line) {
-                Ok(e) => events.push(e),
-                Err(_) => torn += 1,
-            }
-        }
-    }
-    Ok((events, torn))
+    super::record::read_lines_of(dir, LOG_EXT)
 }
 
 /// Reservations the consumer whose log is `path` holds now, by its log: the pops after its

@@ -118,9 +118,18 @@ impl RunLog {
 /// Read every event of every `*.jsonl` file in `dir`. Lines that do not parse (a line torn
 /// by a SIGKILL mid-write) are skipped and counted.
 pub fn read_events(dir: &Path) -> std::io::Result<(Vec<RunEvent>, usize)> {
+    read_lines_of(dir, "jsonl")
+}
+
+/// Every line of every `*.<ext>` file in `dir` (in file name order) read as a `T`, and the
+/// count of lines that did not parse.
+pub(crate) fn read_lines_of<T: serde::de::DeserializeOwned>(
+    dir: &Path,
+    ext: &str,
+) -> std::io::Result<(Vec<T>, usize)> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
         .collect();
     files.sort();
     let mut events = Vec::new();
@@ -128,7 +137,7 @@ pub fn read_events(dir: &Path) -> std::io::Result<(Vec<RunEvent>, usize)> {
     for path in files {
         let text = std::fs::read_to_string(&path)?;
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            match serde_json::from_str::<RunEvent>(line) {
+            match serde_json::from_str::<T>(line) {
                 Ok(e) => events.push(e),
                 Err(_) => torn += 1,
             }
@@ -198,22 +207,32 @@ impl RunTail {
 mod tests {
     use super::*;
 
-    #[test]
-    fn events_read_back_as_written_skipping_torn_lines() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = RunLog::open(&dir.path().join("n1.jsonl"), "n1").unwrap();
-        let e = RunEvent {
-            ev: Ev::End,
-            run: log.next_run(),
+    /// The start of `run`, attempt 1 of `j:1000` (version 1) on `n1`, logged at `at_ms`.
+    fn started(run: String, at_ms: i64) -> RunEvent {
+        RunEvent {
+            ev: Ev::Start,
+            run,
             node: "n1".into(),
             job: "j".into(),
             firing: "j:1000".into(),
             scheduled_ms: 1000,
             claimed_ms: 1001,
             attempt: 1,
+            v: 1,
+            at_ms,
+            outcome: None,
+        }
+    }
+
+    #[test]
+    fn events_read_back_as_written_skipping_torn_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = RunLog::open(&dir.path().join("n1.jsonl"), "n1").unwrap();
+        let e = RunEvent {
+            ev: Ev::End,
             v: 2,
-            at_ms: 1002,
             outcome: Some(Outcome::Ok),
+            ..started(log.next_run(), 1002)
         };
         log.write(&e).unwrap();
         drop(log);
@@ -234,27 +253,14 @@ mod tests {
         let mut tail = RunTail::new(path.clone());
         assert!(tail.poll().is_empty());
         let log = RunLog::open(&path, "n1").unwrap();
-        let start = |run: String, at_ms: i64| RunEvent {
-            ev: Ev::Start,
-            run,
-            node: "n1".into(),
-            job: "j".into(),
-            firing: "j:1000".into(),
-            scheduled_ms: 1000,
-            claimed_ms: 1001,
-            attempt: 1,
-            v: 1,
-            at_ms,
-            outcome: None,
-        };
         let (a, b) = (log.next_run(), log.next_run());
-        log.write(&start(a.clone(), 10)).unwrap();
-        log.write(&start(b.clone(), 20)).unwrap();
+        log.write(&started(a.clone(), 10)).unwrap();
+        log.write(&started(b.clone(), 20)).unwrap();
         assert_eq!(tail.poll().len(), 2);
         log.write(&RunEvent {
             ev: Ev::End,
             outcome: Some(Outcome::Ok),
-            ..start(a, 30)
+            ..started(a, 30)
         })
         .unwrap();
         // Half a line: not read until it is whole.
@@ -265,7 +271,7 @@ mod tests {
         let end_b = serde_json::to_string(&RunEvent {
             ev: Ev::End,
             outcome: Some(Outcome::Ok),
-            ..start(b, 40)
+            ..started(b, 40)
         })
         .unwrap();
         let (head, rest) = end_b.split_at(10);

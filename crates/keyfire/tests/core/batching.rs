@@ -4,57 +4,14 @@
 
 use keyfire::JobSpec;
 use keyfire::job::RetrySpec;
-use keyfire::store::{ClaimArgs, ClaimReply, Completion, Fate, HistoryLimits, RunRecord, Store};
+use keyfire::store::{ClaimArgs, ClaimReply, Completion, Fate, RunRecord, Store};
 use keyfire_testkit::world::World;
+
+use crate::scripts::{LIMITS, claim_args, run_record};
 use redis::AsyncCommands;
 
-const LIMITS: HistoryLimits = HistoryLimits {
-    history: 10,
-    history_max_age_ms: 3_600_000,
-    dead: 10,
-};
-
-async fn args_for<'a>(
-    store: &Store,
-    id: &'a str,
-    at_ms: i64,
-    next_ms: Option<i64>,
-) -> ClaimArgs<'a> {
-    let stored = store.job_spec(id).await.unwrap().unwrap();
-    ClaimArgs {
-        job_id: id,
-        at_ms,
-        version: stored.version,
-        generation: stored.generation,
-        next_ms,
-        node: "n1",
-        lease_ms: 30_000,
-        tolerance_ms: 3_600_000,
-        misfire_applied: false,
-        run: true,
-        missed: 0,
-        overlap: "allow",
-        announce_ms: 0,
-        arms_next: false,
-        compact: stored.compact,
-        dropped: None,
-    }
-}
-
 fn record(id: &str, at_ms: i64, attempt: u32, claimed_ms: i64, outcome: &str) -> RunRecord {
-    RunRecord {
-        firing_id: format!("{id}:{at_ms}"),
-        scheduled_ms: at_ms,
-        attempt,
-        node: "n1".into(),
-        claimed_ms,
-        started_ms: claimed_ms,
-        outcome: outcome.into(),
-        error: (outcome != "ok").then(|| "boom".to_string()),
-        finished_ms: None,
-        fate: None,
-        retry_at_ms: None,
-    }
+    run_record(id, at_ms, attempt, claimed_ms, "n1", outcome)
 }
 
 fn claimed_at(reply: &ClaimReply) -> i64 {
@@ -95,12 +52,12 @@ async fn a_batch_that_meets_a_job_twice_sees_its_own_writes() {
     // No node runs: wait (by Redis's clock) until two of cron's firings are due.
     w.until_redis_ms(c0 + 1_001).await;
     let batch = [
-        args_for(store, "cron", c0, Some(c0 + 1_000)).await,
-        args_for(store, "a", a0, None).await,
-        args_for(store, "cron", c0 + 1_000, Some(c0 + 2_000)).await,
-        args_for(store, "b", b0, None).await,
+        claim_args(store, "cron", c0, Some(c0 + 1_000)).await,
+        claim_args(store, "a", a0, None).await,
+        claim_args(store, "cron", c0 + 1_000, Some(c0 + 2_000)).await,
+        claim_args(store, "b", b0, None).await,
         // The same firing again in the same call: claimed already.
-        args_for(store, "a", a0, None).await,
+        claim_args(store, "a", a0, None).await,
     ];
     let replies = store.claim_many(&batch).await.unwrap();
     let claimed: Vec<i64> = replies[..4].iter().map(claimed_at).collect();
@@ -349,12 +306,12 @@ async fn one_call_mixes_every_form_of_arguments() {
         a.announce_ms = 5_000;
         a
     };
-    let mut forbid_args = args_for(store, "forbid", fb, Some(fb + 1_000)).await;
+    let mut forbid_args = claim_args(store, "forbid", fb, Some(fb + 1_000)).await;
     forbid_args.overlap = "forbid";
     let batch = [
-        with_announce(args_for(store, "near", near, Some(near + 1_000)).await),
-        with_announce(args_for(store, "task", task, None).await),
-        with_announce(args_for(store, "far", far, Some(far + 20_000)).await),
+        with_announce(claim_args(store, "near", near, Some(near + 1_000)).await),
+        with_announce(claim_args(store, "task", task, None).await),
+        with_announce(claim_args(store, "far", far, Some(far + 20_000)).await),
         with_announce(forbid_args),
     ];
     assert!(batch[1].compact, "the task is stored compact");
@@ -479,10 +436,13 @@ async fn a_claim_whose_caller_arms_the_next_firings_announces_none() {
     let before = publishes(&mut conn).await;
     let batch = [
         quiet(
-            args_for(store, "near", near, Some(near + 1_000)).await,
+            claim_args(store, "near", near, Some(near + 1_000)).await,
             true,
         ),
-        quiet(args_for(store, "far", far, Some(far + 20_000)).await, true),
+        quiet(
+            claim_args(store, "far", far, Some(far + 20_000)).await,
+            true,
+        ),
     ];
     let replies = store.claim_many(&batch).await.unwrap();
     assert!(
@@ -509,7 +469,7 @@ async fn a_claim_whose_caller_arms_the_next_firings_announces_none() {
     w.until_redis_ms(near + 1_000).await;
     let before = publishes(&mut conn).await;
     let loud = [quiet(
-        args_for(store, "near", near + 1_000, Some(near + 2_000)).await,
+        claim_args(store, "near", near + 1_000, Some(near + 2_000)).await,
         false,
     )];
     let replies = store.claim_many(&loud).await.unwrap();
@@ -582,13 +542,13 @@ async fn a_jobs_next_field_mirrors_its_due_entry_fencing_stale_claims() {
     w.until_redis_ms(at).await;
     let next = at + 2_000;
     let replies = store
-        .claim_many(&[args_for(store, "j", at, Some(next)).await])
+        .claim_many(&[claim_args(store, "j", at, Some(next)).await])
         .await
         .unwrap();
     claimed_at(&replies[0]);
     assert_eq!(assert_mirrored(&w, "j", "claimed").await, Some(next));
     let again = store
-        .claim_many(&[args_for(store, "j", at, Some(next)).await])
+        .claim_many(&[claim_args(store, "j", at, Some(next)).await])
         .await
         .unwrap();
     assert!(
@@ -601,7 +561,7 @@ async fn a_jobs_next_field_mirrors_its_due_entry_fencing_stale_claims() {
     let mut c = w.conn().await;
     let _: () = c.hset(keys.job("j"), "next", at + 1).await.unwrap();
     let early = store
-        .claim_many(&[args_for(store, "j", next, Some(next + 2_000)).await])
+        .claim_many(&[claim_args(store, "j", next, Some(next + 2_000)).await])
         .await
         .unwrap();
     assert!(

@@ -10,12 +10,9 @@ use keyfire::config::HandlerSettings;
 use keyfire::job::RetrySpec;
 use keyfire::store::{JobStatus, RunRecord};
 use keyfire::{Client, JobSpec, Node, Registry};
-use keyfire_testkit::wait;
 use keyfire_testkit::world::World;
+use keyfire_testkit::{SilentReceiver, wait};
 use serde_json::json;
-use tokio::io::AsyncReadExt;
-use tokio::net::TcpListener;
-use tokio::sync::mpsc;
 
 fn retries(max_attempts: u32, interval: &str) -> RetrySpec {
     RetrySpec {
@@ -24,6 +21,19 @@ fn retries(max_attempts: u32, interval: &str) -> RetrySpec {
         interval: Some(interval.into()),
         ..Default::default()
     }
+}
+
+/// Enqueue `id`, a run of `sleepy` for a minute (five attempts), and wait until it started.
+async fn start_a_minute_long_run(w: &World, client: &Client, id: &str) {
+    client
+        .enqueue(
+            JobSpec::after(id, "0s", "sleepy")
+                .params(json!({"sleep_ms": 60_000}))
+                .retry(retries(5, "100ms")),
+        )
+        .await
+        .unwrap();
+    w.recorder.wait_count(1, Duration::from_secs(10)).await;
 }
 
 /// The newest run record of `id`, once there is one with outcome `cancelled`.
@@ -50,15 +60,7 @@ async fn a_running_firing_is_stopped_on_its_node_and_never_retried() {
     let w = World::new().await;
     let nodes = [w.node("a").await, w.node("b").await];
     let client = w.client().await;
-    client
-        .enqueue(
-            JobSpec::after("long", "0s", "sleepy")
-                .params(json!({"sleep_ms": 60_000}))
-                .retry(retries(5, "100ms")),
-        )
-        .await
-        .unwrap();
-    w.recorder.wait_count(1, Duration::from_secs(10)).await;
+    start_a_minute_long_run(&w, &client, "long").await;
     let started = w.recorder.seen_of("long").remove(0);
 
     let asked = std::time::Instant::now();
@@ -108,13 +110,9 @@ async fn a_running_firing_is_stopped_on_its_node_and_never_retried() {
 /// the flag. (Driven through the scripts: the race is Redis's order of the two calls.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outcome_that_races_the_cancel_is_recorded_cancelled() {
-    use keyfire::store::{Fate, HistoryLimits};
+    use crate::scripts::{LIMITS, run_record};
+    use keyfire::store::Fate;
     use redis::AsyncCommands;
-    const LIMITS: HistoryLimits = HistoryLimits {
-        history: 10,
-        history_max_age_ms: 3_600_000,
-        dead: 10,
-    };
     let w = World::new().await;
     let client = w.client().await;
     let store = client.store();
@@ -133,19 +131,7 @@ async fn an_outcome_that_races_the_cancel_is_recorded_cancelled() {
             .unwrap();
         let done = client.cancel("r").await.unwrap();
         assert_eq!(done.stopping, [format!("r:{at}")]);
-        let run = RunRecord {
-            firing_id: format!("r:{at}"),
-            scheduled_ms: at,
-            attempt: 1,
-            node: "n1".into(),
-            claimed_ms: claimed,
-            started_ms: claimed,
-            outcome: outcome.into(),
-            error: (outcome != "ok").then(|| "boom".to_string()),
-            finished_ms: None,
-            fate: None,
-            retry_at_ms: None,
-        };
+        let run = run_record("r", at, 1, claimed, "n1", outcome);
         let retry = (outcome != "ok").then_some(100);
         let (fate, _) = store.complete("r", &run, &LIMITS, retry).await.unwrap();
         assert_eq!(fate, Fate::Done, "{outcome}");
@@ -164,30 +150,8 @@ async fn an_outcome_that_races_the_cancel_is_recorded_cancelled() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_http_call_closes_its_connection() {
     let w = World::new().await;
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (events, mut seen) = mpsc::unbounded_channel::<&'static str>();
-    tokio::spawn(async move {
-        let (mut sock, _) = listener.accept().await.unwrap();
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut got = Vec::new();
-        let mut told = false;
-        loop {
-            match sock.read(&mut buf).await {
-                Ok(0) | Err(_) => {
-                    let _ = events.send("closed");
-                    return;
-                }
-                Ok(n) => {
-                    got.extend_from_slice(&buf[..n]);
-                    if !told && got.windows(4).any(|w| w == b"\r\n\r\n") {
-                        told = true;
-                        let _ = events.send("request");
-                    }
-                }
-            }
-        }
-    });
+    let mut receiver = SilentReceiver::start().await;
+    let addr = receiver.addr;
     let nodes = [w.node("a").await, w.node("b").await];
     let client = w.client().await;
     client
@@ -198,15 +162,10 @@ async fn a_cancelled_http_call_closes_its_connection() {
         )
         .await
         .unwrap();
-    let next = async |seen: &mut mpsc::UnboundedReceiver<&'static str>| {
-        tokio::time::timeout(Duration::from_secs(15), seen.recv())
-            .await
-            .expect("the receiver heard nothing")
-    };
-    assert_eq!(next(&mut seen).await, Some("request"));
+    assert_eq!(receiver.next().await, Some("request"));
     let done = client.cancel("hook").await.unwrap();
     assert_eq!(done.stopping.len(), 1, "{done:?}");
-    assert_eq!(next(&mut seen).await, Some("closed"));
+    assert_eq!(receiver.next().await, Some("closed"));
     let record = cancelled_record(&client, "hook").await;
     assert!(["a", "b"].contains(&record.node.as_str()), "{record:?}");
     w.wait_idle(Duration::from_secs(5)).await;
@@ -363,15 +322,7 @@ async fn a_takeover_does_not_run_a_cancelled_firing_again() {
     let w = World::new().await;
     let a = w.node("a").await;
     let client = w.client().await;
-    client
-        .enqueue(
-            JobSpec::after("orphan", "0s", "sleepy")
-                .params(json!({"sleep_ms": 60_000}))
-                .retry(retries(5, "100ms")),
-        )
-        .await
-        .unwrap();
-    w.recorder.wait_count(1, Duration::from_secs(10)).await;
+    start_a_minute_long_run(&w, &client, "orphan").await;
     // Dies mid-run: records nothing, its lease stays until a peer takes it over.
     a.abort();
     let done = client.cancel("orphan").await.unwrap();
@@ -425,15 +376,7 @@ async fn a_missed_announcement_stops_the_run_at_its_next_renewal() {
     let w = World::new().await;
     let node = w.node("a").await;
     let client = w.client().await;
-    client
-        .enqueue(
-            JobSpec::after("deaf", "0s", "sleepy")
-                .params(json!({"sleep_ms": 60_000}))
-                .retry(retries(5, "100ms")),
-        )
-        .await
-        .unwrap();
-    w.recorder.wait_count(1, Duration::from_secs(10)).await;
+    start_a_minute_long_run(&w, &client, "deaf").await;
     let fid = w.recorder.seen_of("deaf").remove(0).firing_id;
     let store = client.store();
     let k = store.job_keys("deaf");

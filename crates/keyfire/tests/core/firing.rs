@@ -10,6 +10,16 @@ use keyfire_testkit::world::{World, doubles, lateness_summary};
 
 use std::sync::atomic::Ordering::Relaxed;
 
+/// `n` one-shot tasks of `rec` named `id(i)`, due evenly over `span_ms` from `base`.
+fn spread(n: i64, base: i64, span_ms: i64, id: impl Fn(i64) -> String) -> Vec<JobSpec> {
+    (0..n)
+        .map(|i| {
+            let at = base + i * span_ms / n;
+            JobSpec::at(id(i), DateTime::from_timestamp_millis(at).unwrap(), "rec")
+        })
+        .collect()
+}
+
 /// Three nodes, 2,000 one-shot tasks due over 5 s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_nodes_run_2000_tasks_exactly_once_and_never_early() {
@@ -20,17 +30,8 @@ async fn three_nodes_run_2000_tasks_exactly_once_and_never_early() {
     // Lead time for the 2,000 enqueues (one call each); 1.5 s was too little for a debug
     // build with the rest of the suite running on 2 cores.
     let base = w.redis_ms().await + 5_000;
-    let specs: Vec<JobSpec> = (0..2_000)
-        .map(|i| {
-            // Spread over 5 s, several tasks sharing some instants.
-            let at = base + (i * 5_000 / 2_000) as i64;
-            JobSpec::at(
-                format!("task-{i}"),
-                DateTime::from_timestamp_millis(at).unwrap(),
-                "rec",
-            )
-        })
-        .collect();
+    // Spread over 5 s, several tasks sharing some instants.
+    let specs = spread(2_000, base, 5_000, |i| format!("task-{i}"));
     for chunk in specs.chunks(200) {
         try_join_all(chunk.iter().map(|s| client.enqueue(s.clone())))
             .await
@@ -210,16 +211,7 @@ async fn sharded_jobs_fire_exactly_once_on_every_shard() {
     // Far enough ahead that the listing below is done before the first claim: a task claimed
     // between two pages moves from the compact part of the listing to the jobs (docs/jobs.md).
     let base = w.redis_ms().await + 4_000;
-    let specs: Vec<JobSpec> = (0..1_000)
-        .map(|i| {
-            let at = base + (i * 3_000 / 1_000) as i64;
-            JobSpec::at(
-                format!("task-{i:04}"),
-                DateTime::from_timestamp_millis(at).unwrap(),
-                "rec",
-            )
-        })
-        .collect();
+    let specs = spread(1_000, base, 3_000, |i| format!("task-{i:04}"));
     client.enqueue_many(specs).await.unwrap();
     let shards = keyfire::store::Shards::new(&w.settings.redis.prefix, 8);
     let mut c = w.conn().await;

@@ -5,7 +5,7 @@ use std::time::Duration;
 use chrono::DateTime;
 use keyfire::{Error, JobSpec, Node, Registry};
 use keyfire_testkit::RedisOptions;
-use keyfire_testkit::world::{World, doubles};
+use keyfire_testkit::world::{World, assert_spaced, doubles};
 use serde_json::json;
 
 /// A node told to stop finishes its running job within the drain timeout,
@@ -70,15 +70,7 @@ async fn graceful_shutdown_hands_over_while_its_runs_drain() {
     w.wait_idle(Duration::from_secs(5)).await;
     let beats = w.recorder.seen_of("beat");
     assert!(doubles(&beats).is_empty());
-    let mut instants: Vec<i64> = beats.iter().map(|r| r.scheduled_ms).collect();
-    instants.sort();
-    for pair in instants.windows(2) {
-        assert_eq!(
-            pair[1] - pair[0],
-            300,
-            "gap in beats across the handover: {instants:?}"
-        );
-    }
+    assert_spaced(&beats, 300, "gap in beats across the handover");
     for r in beats.iter().filter(|r| r.claimed_ms > stopped) {
         assert_ne!(r.node, "a", "a ran after it stopped");
     }

@@ -23,4 +23,5 @@ mod policies;
 mod precision;
 mod retries;
 mod scaleout;
+mod scripts;
 mod upgrade;

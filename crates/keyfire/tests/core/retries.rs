@@ -300,7 +300,8 @@ async fn the_run_count_outgrows_a_bounded_history() {
 /// Driven through the store's scripts, one step at a time, so every interleaving is exact.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_run_cannot_complete_a_replay_of_its_firing() {
-    use keyfire::store::{ClaimArgs, ClaimReply, Fate, HistoryLimits, RunRecord};
+    use crate::scripts::{LIMITS, claim_args, run_record};
+    use keyfire::store::{ClaimArgs, ClaimReply, Fate};
 
     let w = World::new().await;
     let client = w.client().await;
@@ -311,25 +312,11 @@ async fn a_stale_run_cannot_complete_a_replay_of_its_firing() {
         .enqueue(JobSpec::at("t", at, "rec").retry(fixed(1, "1s")))
         .await
         .unwrap();
-    let stored = store.job_spec("t").await.unwrap().unwrap();
     let at_ms = store.get_job("t").await.unwrap().unwrap().next_ms.unwrap();
     let args = ClaimArgs {
-        job_id: "t",
-        at_ms,
-        version: stored.version,
-        generation: stored.generation,
-        next_ms: None,
-        node: "n1",
         lease_ms: 100,
         tolerance_ms: 60_000,
-        misfire_applied: false,
-        run: true,
-        missed: 0,
-        overlap: "allow",
-        announce_ms: 0,
-        arms_next: false,
-        compact: stored.compact,
-        dropped: None,
+        ..claim_args(store, "t", at_ms, None).await
     };
     let claimed = store.claim(&args).await.unwrap();
     assert!(
@@ -349,28 +336,11 @@ async fn a_stale_run_cannot_complete_a_replay_of_its_firing() {
     })
     .await;
     assert_eq!(store.dead_op("t", true, None).await.unwrap(), Some(1));
-    let limits = HistoryLimits {
-        history: 10,
-        history_max_age_ms: 3_600_000,
-        dead: 10,
-    };
-    let record = |node: &str| RunRecord {
-        firing_id: format!("t:{at_ms}"),
-        scheduled_ms: at_ms,
-        attempt: 1,
-        node: node.into(),
-        claimed_ms: now,
-        started_ms: now,
-        outcome: "ok".into(),
-        error: None,
-        finished_ms: None,
-        fate: None,
-        retry_at_ms: None,
-    };
+    let record = |node: &str| run_record("t", at_ms, 1, now, node, "ok");
     // n1 wakes up while the replay is queued: refused (no lease of its own), the replay
     // stays queued.
     let (fate, _) = store
-        .complete("t", &record("n1"), &limits, None)
+        .complete("t", &record("n1"), &LIMITS, None)
         .await
         .unwrap();
     assert_eq!(fate, Fate::Fenced);
@@ -385,7 +355,7 @@ async fn a_stale_run_cannot_complete_a_replay_of_its_firing() {
 
     // n1 reports attempt 1 again while the replay runs: refused, its lease and lock stay.
     let (fate, _) = store
-        .complete("t", &record("n1"), &limits, None)
+        .complete("t", &record("n1"), &LIMITS, None)
         .await
         .unwrap();
     assert_eq!(fate, Fate::Fenced);
@@ -395,7 +365,7 @@ async fn a_stale_run_cannot_complete_a_replay_of_its_firing() {
     );
     // The replay's own outcome is the one recorded.
     let (fate, _) = store
-        .complete("t", &record("n2"), &limits, None)
+        .complete("t", &record("n2"), &LIMITS, None)
         .await
         .unwrap();
     assert_eq!(fate, Fate::Done);

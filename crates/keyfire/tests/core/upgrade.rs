@@ -4,29 +4,18 @@
 //! the store's scripts are driven one step at a time.
 
 use keyfire::JobSpec;
-use keyfire::store::{ClaimReply, Fate, HistoryLimits, Keys, RunRecord, firing_id};
+use keyfire::store::{ClaimReply, Fate, Keys, RunRecord, Store, firing_id};
 use keyfire_testkit::world::World;
 
-const LIMITS: HistoryLimits = HistoryLimits {
-    history: 10,
-    history_max_age_ms: 3_600_000,
-    dead: 10,
-};
+use crate::scripts::{LIMITS, claim_args, run_record};
 
 fn record(id: &str, at_ms: i64, attempt: u32, claimed_ms: i64, node: &str) -> RunRecord {
-    RunRecord {
-        firing_id: firing_id(id, at_ms),
-        scheduled_ms: at_ms,
-        attempt,
-        node: node.into(),
-        claimed_ms,
-        started_ms: claimed_ms,
-        outcome: "ok".into(),
-        error: None,
-        finished_ms: None,
-        fate: None,
-        retry_at_ms: None,
-    }
+    run_record(id, at_ms, attempt, claimed_ms, node, "ok")
+}
+
+/// The fate of `run`'s outcome, recorded with no retry.
+async fn complete(store: &Store, id: &str, run: &RunRecord) -> Fate {
+    store.complete(id, run, &LIMITS, None).await.unwrap().0
 }
 
 /// What a claim of the earlier layout left in Redis for a one-shot task: the due entry
@@ -129,25 +118,9 @@ async fn runs_claimed_by_the_earlier_layout_are_renewed_completed_and_taken_over
     assert!(expiry > claimed + 30_000, "not renewed: {expiry}");
 
     // Its holder completes it: the lease and the record go, the run is counted once.
-    let (fate, _) = store
-        .complete(
-            "old1",
-            &record("old1", at_ms, 1, claimed, "n-old"),
-            &LIMITS,
-            None,
-        )
-        .await
-        .unwrap();
+    let fate = complete(store, "old1", &record("old1", at_ms, 1, claimed, "n-old")).await;
     assert_eq!(fate, Fate::Done);
-    let (fate, _) = store
-        .complete(
-            "old1",
-            &record("old1", at_ms, 1, claimed, "n-old"),
-            &LIMITS,
-            None,
-        )
-        .await
-        .unwrap();
+    let fate = complete(store, "old1", &record("old1", at_ms, 1, claimed, "n-old")).await;
     assert_eq!(fate, Fate::Fenced, "a second outcome of the same run");
     let job = store.get_job("old1").await.unwrap().unwrap();
     assert_eq!((job.runs, job.failures), (1, 0));
@@ -200,29 +173,13 @@ async fn runs_claimed_by_the_earlier_layout_are_renewed_completed_and_taken_over
     let ClaimReply::Claimed { now_ms, attempt: 2 } = next else {
         panic!("{next:?}");
     };
-    let (fate, _) = store
-        .complete(
-            "old2",
-            &record("old2", at_ms, 1, claimed, "n-old"),
-            &LIMITS,
-            None,
-        )
-        .await
-        .unwrap();
+    let fate = complete(store, "old2", &record("old2", at_ms, 1, claimed, "n-old")).await;
     assert_eq!(
         fate,
         Fate::Fenced,
         "the taken-over run recorded its outcome"
     );
-    let (fate, _) = store
-        .complete(
-            "old2",
-            &record("old2", at_ms, 2, now_ms, "n-new"),
-            &LIMITS,
-            None,
-        )
-        .await
-        .unwrap();
+    let fate = complete(store, "old2", &record("old2", at_ms, 2, now_ms, "n-new")).await;
     assert_eq!(fate, Fate::Done);
     let job = store.get_job("old2").await.unwrap().unwrap();
     assert_eq!(
@@ -252,29 +209,12 @@ async fn a_lease_names_its_claim_instant() {
     let now = w.redis_ms().await;
     let at = chrono::DateTime::from_timestamp_millis(now - 10).unwrap();
     client.enqueue(JobSpec::at("t", at, "rec")).await.unwrap();
-    let stored = store.job_spec("t").await.unwrap().unwrap();
     let at_ms = store.get_job("t").await.unwrap().unwrap().next_ms.unwrap();
-    let claimed = store
-        .claim(&ClaimArgs {
-            job_id: "t",
-            at_ms,
-            version: stored.version,
-            generation: stored.generation,
-            next_ms: None,
-            node: "n1",
-            lease_ms: 30_000,
-            tolerance_ms: 60_000,
-            misfire_applied: false,
-            run: true,
-            missed: 0,
-            overlap: "allow",
-            announce_ms: 0,
-            arms_next: false,
-            compact: stored.compact,
-            dropped: None,
-        })
-        .await
-        .unwrap();
+    let args = ClaimArgs {
+        tolerance_ms: 60_000,
+        ..claim_args(store, "t", at_ms, None).await
+    };
+    let claimed = store.claim(&args).await.unwrap();
     let ClaimReply::Claimed { now_ms: first, .. } = claimed else {
         panic!("{claimed:?}");
     };
@@ -320,11 +260,8 @@ async fn a_lease_names_its_claim_instant() {
         .unwrap();
     assert_eq!(members, [format!("t:{at_ms}|1|{second}|n1")]);
     // Named exactly, the replay's outcome is the one recorded.
-    let (fate, _) = store
-        .complete("t", &record("t", at_ms, 1, second, "n1"), &LIMITS, None)
-        .await
-        .unwrap();
+    let fate = complete(store, "t", &record("t", at_ms, 1, second, "n1")).await;
     assert_eq!(fate, Fate::Done);
-    let (fate, _) = store.complete("t", &stale, &LIMITS, None).await.unwrap();
+    let fate = complete(store, "t", &stale).await;
     assert_eq!(fate, Fate::Fenced);
 }

@@ -3,19 +3,12 @@
 
 use std::time::Duration;
 
-use keyfire::queue::{Queue, TopicCounts, When};
+use keyfire::queue::When;
 use keyfire_testkit::wait;
 use keyfire_testkit::world::World;
-use serde_json::json;
 
-async fn counts(q: &Queue, topic: &str) -> TopicCounts {
-    q.topics()
-        .await
-        .unwrap()
-        .into_iter()
-        .find(|c| c.topic == topic)
-        .expect("topic listed")
-}
+use crate::counts;
+use serde_json::json;
 
 async fn stats_keys(w: &World) -> Vec<String> {
     let mut keys: Vec<String> = redis::cmd("KEYS")

@@ -4,12 +4,12 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use keyfire::queue::{NewTask, TaskState, TopicCounts};
+use keyfire::queue::{NewTask, TaskState};
 use keyfire_testkit::wait;
 use keyfire_testkit::world::World;
 use serde_json::json;
 
-use crate::{Consumers, Delivery, summary};
+use crate::{Consumers, Delivery, counts, summary};
 
 fn delays(n: usize, over_ms: u64) -> Vec<Duration> {
     (0..n)
@@ -36,15 +36,6 @@ fn assert_once_never_early(deliveries: &[Delivery], ids: &[String], label: &str)
         assert!(d.ready_ms >= d.due_ms, "{label}: ready early {d:?}");
         assert!(d.reserved_ms >= d.due_ms, "{label}: popped early {d:?}");
     }
-}
-
-async fn counts(q: &keyfire::queue::Queue, topic: &str) -> TopicCounts {
-    q.topics()
-        .await
-        .unwrap()
-        .into_iter()
-        .find(|c| c.topic == topic)
-        .expect("topic listed")
 }
 
 /// Wait until every keyfire job is gone (the `topic` handler deletes a delayed task's job once

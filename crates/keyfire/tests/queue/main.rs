@@ -22,6 +22,16 @@ use std::time::Duration;
 
 use keyfire::queue::{Finished, Queue, Reserved, When};
 
+/// `topic`'s counters, as the topic list gives them.
+pub(crate) async fn counts(q: &Queue, topic: &str) -> keyfire::queue::TopicCounts {
+    q.topics()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|c| c.topic == topic)
+        .expect("topic listed")
+}
+
 /// One delivery, as a consumer saw it (instants: Redis time, ms).
 #[derive(Debug, Clone)]
 pub(crate) struct Delivery {

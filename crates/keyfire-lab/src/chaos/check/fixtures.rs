@@ -1,6 +1,7 @@
 //! The unit tests' workloads, histories and faults: job `j` every second from `T0` + 1 s, a
 //! clean history of it, and the pieces tests plant into it.
 
+use crate::chaos::check::{Report, ViolationKind};
 use crate::chaos::model::{
     Bounds, FaultEvent, FaultKind, History, NodeLogEvent, NodeLogKind, Op, OpKind, QueueEv,
     QueueEvent, Workload,
@@ -197,4 +198,13 @@ pub(super) fn emptied() -> (Workload, History, Vec<FaultEvent>) {
     h.node_log.push(logged("n1", 6_900, NodeLogKind::DataLoss));
     let faults = vec![fault(FaultKind::RedisEmpty, None, 6_500, 7_000)];
     (w, h, faults)
+}
+
+/// The firings of the report's violations of `kind`, in the report's order.
+pub(super) fn firings_of(r: &Report, kind: ViolationKind) -> Vec<String> {
+    r.violations
+        .iter()
+        .filter(|v| v.kind == kind)
+        .map(|v| v.firing.clone())
+        .collect()
 }

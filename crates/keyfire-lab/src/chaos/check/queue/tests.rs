@@ -53,13 +53,7 @@ fn queue_tasks_are_checked() {
     ));
     h.queue_states.insert("soon".into(), "done".into());
     let r = check(&workload(ops), &h, &[]);
-    let of = |k| -> Vec<String> {
-        r.violations
-            .iter()
-            .filter(|v| v.kind == k)
-            .map(|v| v.firing.clone())
-            .collect()
-    };
+    let of = |k| firings_of(&r, k);
     assert_eq!(of(ViolationKind::Early), ["queue:early"], "{r}");
     assert_eq!(of(ViolationKind::Doubled), ["queue:twice"], "{r}");
     assert_eq!(of(ViolationKind::Missed), ["queue:never"], "{r}");
@@ -109,13 +103,7 @@ fn queue_tasks_lost_with_redis_data_or_refused_as_full() {
     h.queue
         .push(qev(QueueEv::Pop, "d", 1, due, T0 + 9_500, T0 + 9_500));
     let r = check(&w, &h, &faults);
-    let of = |k| -> Vec<String> {
-        r.violations
-            .iter()
-            .filter(|v| v.kind == k)
-            .map(|v| v.firing.clone())
-            .collect()
-    };
+    let of = |k| firings_of(&r, k);
     assert_eq!(of(ViolationKind::RanAfterDelete), ["queue:c"], "{r}");
     assert_eq!(of(ViolationKind::Unexpected), ["queue:d"], "{r}");
     assert_eq!(r.violations.len(), 2, "{r}");
