@@ -272,6 +272,7 @@ async fn a_lease_names_its_claim_instant() {
             arms_next: false,
             compact: stored.compact,
             dropped: None,
+            max_runs: None,
         })
         .await
         .unwrap();
