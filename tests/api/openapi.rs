@@ -29,6 +29,7 @@ const EXPECTED: &[(&str, &str)] = &[
     ("GET", "/v1/jobs/{id}/runs"),
     ("GET", "/v1/jobs/{id}/why"),
     ("POST", "/v1/jobs/{id}/trigger"),
+    ("POST", "/v1/jobs/{id}/backfill"),
     ("POST", "/v1/jobs/{id}/cancel"),
     ("GET", "/v1/jobs/{id}/dead"),
     ("DELETE", "/v1/jobs/{id}/dead"),
