@@ -494,8 +494,8 @@ class Keyfire:
         future, at most 10,000 instants) once, each as a firing of its own, at `rate` runs per
         second (default 10, at most 100). Instants already run are skipped: `.scheduled` and
         `.skipped` count them. `Invalid` names a bad field; `NotFound` when absent."""
-        body = _body(from_=_rfc3339(from_), to=_rfc3339(to), rate=rate)
-        body["from"] = body.pop("from_")
+        body = _body(to=_rfc3339(to), rate=rate)
+        body["from"] = _rfc3339(from_)
         return self._call(backfill_job, id, body=body).parsed
 
     def runs(self, id: str, *, limit: int = 20, skipped: bool = False) -> RunList:

@@ -344,8 +344,9 @@ for i = 1, n do
   local tolerance, ledger, lopts, reason, from, to = nil, false, nil, '', nil, nil
   local max, attempts = nil, nil
   if first == 115 then
-    local body, cap = string.match(opts, '^(.*)#(%d+)$')
-    if body then opts, max = body, tonumber(cap) end
+    -- A plain find: no pattern search for the options of a job without max_runs.
+    local hash = string.find(opts, '#', 1, true)
+    if hash then opts, max = string.sub(opts, 1, hash - 1), tonumber(string.sub(opts, hash + 1)) end
   end
   if first < 97 then
     tolerance = num[opts]

@@ -252,8 +252,8 @@ while a < #ARGV do
   k = k + 2
   local outcome, once, retry, letter, callback, lim = 'ok', opts, '', '', '', nil
   if string.byte(opts, 1) == 115 then
-    local body, l = string.match(opts, '^(.*)#(.*)$')
-    if body then opts, lim = body, l end
+    local hash = string.find(opts, '#', 1, true)
+    if hash then opts, lim = string.sub(opts, 1, hash - 1), string.sub(opts, hash + 1) end
     local o, c, r, flags = string.match(opts, '^s(%a+)|(%d?)|(%d*)|(%d%d)$')
     assert(o, 'complete: bad options')
     outcome, once, retry = o, c, r
