@@ -182,10 +182,7 @@ fn field_rules(doc: &mut Value) {
         );
         apply(property(doc, name, "catch_up_limit"), u32_from(1, u32::MAX));
         if has("max_runs") {
-            apply(
-                property(doc, name, "max_runs"),
-                json!({"minimum": 1}),
-            );
+            apply(property(doc, name, "max_runs"), json!({"minimum": 1}));
         }
         apply(
             property(doc, name, "pause_after_failures"),

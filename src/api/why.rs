@@ -683,7 +683,11 @@ mod tests {
         paused.run_limits.failure_streak = 3;
         let w = explain(&paused, &[], &[], facts(now, 1, &["n"], false));
         assert_eq!(w.state, WhyCode::PausedAfterFailures);
-        assert!(w.summary.contains("after 3 firings in a row failed"), "{}", w.summary);
+        assert!(
+            w.summary.contains("after 3 firings in a row failed"),
+            "{}",
+            w.summary
+        );
         let mut ended = job(JobStatus::Finished, None);
         ended.run_limits.stopped = Some("max_runs".into());
         ended.run_limits.succeeded = 5;

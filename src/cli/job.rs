@@ -403,7 +403,11 @@ pub fn apply_flags(map: &mut Map<String, Value>, f: &SpecFlags) -> CliResult {
     set_or_clear(map, "end_at", &f.end_at);
     for (key, flag, value) in [
         ("max_runs", "--max-runs", &f.max_runs),
-        ("pause_after_failures", "--pause-after-failures", &f.pause_after_failures),
+        (
+            "pause_after_failures",
+            "--pause-after-failures",
+            &f.pause_after_failures,
+        ),
     ] {
         match value.as_deref() {
             None => {}

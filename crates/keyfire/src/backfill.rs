@@ -100,7 +100,9 @@ impl Client {
             if matches!(job.schedule, Schedule::Once { .. }) {
                 return Err(invalid(
                     "id",
-                    format!("job {id} is one-shot: backfill runs the instants of a cron or every schedule"),
+                    format!(
+                        "job {id} is one-shot: backfill runs the instants of a cron or every schedule"
+                    ),
                 ));
             }
             let mut instants = Vec::new();
@@ -109,7 +111,9 @@ impl Client {
                 if instants.len() == MAX_BACKFILL {
                     return Err(invalid(
                         "to",
-                        format!("the range holds more than {MAX_BACKFILL} instants of the schedule: backfill at most {MAX_BACKFILL} at once"),
+                        format!(
+                            "the range holds more than {MAX_BACKFILL} instants of the schedule: backfill at most {MAX_BACKFILL} at once"
+                        ),
                     ));
                 }
                 instants.push(at);

@@ -76,9 +76,11 @@ async fn a_backfill_runs_each_instant_once_through_a_node_kill() {
         }
         ok
     };
-    wait::until("100 firings to succeed", Duration::from_secs(60), async || {
-        ok_per_firing().await.len() >= 100
-    })
+    wait::until(
+        "100 firings to succeed",
+        Duration::from_secs(60),
+        async || ok_per_firing().await.len() >= 100,
+    )
     .await;
     w.wait_idle(Duration::from_secs(20)).await;
     let ok = ok_per_firing().await;
@@ -87,7 +89,10 @@ async fn a_backfill_runs_each_instant_once_through_a_node_kill() {
         expected,
         "the firings that succeeded are the 100 instants"
     );
-    assert!(ok.values().all(|&n| n == 1), "a firing succeeded twice: {ok:?}");
+    assert!(
+        ok.values().all(|&n| n == 1),
+        "a firing succeeded twice: {ok:?}"
+    );
     let runs = client.runs("past", 1_000).await.unwrap();
     // Claims by any node: no two attempts 1 of a firing.
     let mut firsts: BTreeMap<&str, usize> = BTreeMap::new();
@@ -109,7 +114,10 @@ async fn a_backfill_runs_each_instant_once_through_a_node_kill() {
 
     // The same backfill again: everything ran.
     let again = client.backfill("past", from, to, Some(20.0)).await.unwrap();
-    assert_eq!((again.instants, again.scheduled, again.skipped), (100, 0, 100));
+    assert_eq!(
+        (again.instants, again.scheduled, again.skipped),
+        (100, 0, 100)
+    );
     assert_eq!((again.first_ms, again.last_ms), (None, None));
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(client.runs("past", 1_000).await.unwrap().len(), runs.len());
@@ -140,7 +148,10 @@ async fn backfill_skips_what_the_schedule_ran_and_refuses_bad_input() {
         .backfill("tick", at(created), at(last), None)
         .await
         .unwrap_err();
-    assert!(matches!(&paused, Error::Invalid(v) if v.field == "id"), "{paused}");
+    assert!(
+        matches!(&paused, Error::Invalid(v) if v.field == "id"),
+        "{paused}"
+    );
 
     let bad = |e: Error| match e {
         Error::Invalid(v) => v.field,
@@ -157,19 +168,31 @@ async fn backfill_skips_what_the_schedule_ran_and_refuses_bad_input() {
     client.upsert(secondly).await.unwrap();
     let before = w.keys().await;
     assert_eq!(
-        bad(client.backfill("tick", at(now - 1000), at(now - 2000), None).await.unwrap_err()),
+        bad(client
+            .backfill("tick", at(now - 1000), at(now - 2000), None)
+            .await
+            .unwrap_err()),
         "to"
     );
     assert_eq!(
-        bad(client.backfill("tick", at(now - 1000), at(now + 60_000), None).await.unwrap_err()),
+        bad(client
+            .backfill("tick", at(now - 1000), at(now + 60_000), None)
+            .await
+            .unwrap_err()),
         "to"
     );
     assert_eq!(
-        bad(client.backfill("tick", at(now - 1000), at(now - 500), Some(0.0)).await.unwrap_err()),
+        bad(client
+            .backfill("tick", at(now - 1000), at(now - 500), Some(0.0))
+            .await
+            .unwrap_err()),
         "rate"
     );
     assert_eq!(
-        bad(client.backfill("tick", at(now - 1000), at(now - 500), Some(101.0)).await.unwrap_err()),
+        bad(client
+            .backfill("tick", at(now - 1000), at(now - 500), Some(101.0))
+            .await
+            .unwrap_err()),
         "rate"
     );
     // Every second: 20,000 instants.
@@ -182,11 +205,16 @@ async fn backfill_skips_what_the_schedule_ran_and_refuses_bad_input() {
         "past 10,000 instants"
     );
     assert_eq!(
-        bad(client.backfill("once", at(now - 1000), at(now - 500), None).await.unwrap_err()),
+        bad(client
+            .backfill("once", at(now - 1000), at(now - 500), None)
+            .await
+            .unwrap_err()),
         "id"
     );
     assert!(matches!(
-        client.backfill("nope", at(now - 1000), at(now - 500), None).await,
+        client
+            .backfill("nope", at(now - 1000), at(now - 500), None)
+            .await,
         Err(Error::NotFound(_))
     ));
     assert_eq!(before, w.keys().await, "a refused backfill writes nothing");

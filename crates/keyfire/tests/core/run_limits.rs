@@ -66,7 +66,11 @@ async fn max_runs_ends_a_job_after_exactly_n_successes_across_nodes() {
     w.wait_idle(Duration::from_secs(10)).await;
     // Nothing more starts: the job has no next firing.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(calls.load(Ordering::SeqCst), started, "a run started after the end");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        started,
+        "a run started after the end"
+    );
 
     let job = client.get("limited").await.unwrap();
     assert_eq!(job.status, JobStatus::Finished);
@@ -158,7 +162,11 @@ async fn pause_after_failures_pauses_after_exactly_n_in_a_row() {
     tokio::time::sleep(Duration::from_millis(600)).await;
     let ran = firings(&client, "fragile").await;
     let outcomes: Vec<bool> = ran.iter().map(|f| f.1).collect();
-    assert_eq!(outcomes, [false, false, true, false, false, false], "{ran:?}");
+    assert_eq!(
+        outcomes,
+        [false, false, true, false, false, false],
+        "{ran:?}"
+    );
     let job = client.get("fragile").await.unwrap();
     assert_eq!(job.run_limits.stopped.as_deref(), Some("failures"));
     assert_eq!(job.run_limits.failure_streak, 3);
@@ -166,11 +174,16 @@ async fn pause_after_failures_pauses_after_exactly_n_in_a_row() {
     assert!(job.paused_ms.is_some());
 
     let job = client.resume("fragile").await.unwrap();
-    assert_eq!(job.run_limits.failure_streak, 0, "a resume starts the count again");
+    assert_eq!(
+        job.run_limits.failure_streak, 0,
+        "a resume starts the count again"
+    );
     assert_eq!(job.run_limits.stopped, None);
-    wait::until("the job to pause again", Duration::from_secs(10), async || {
-        client.get("fragile").await.unwrap().status == JobStatus::Paused
-    })
+    wait::until(
+        "the job to pause again",
+        Duration::from_secs(10),
+        async || client.get("fragile").await.unwrap().status == JobStatus::Paused,
+    )
     .await;
     w.wait_idle(Duration::from_secs(5)).await;
     // Three failures after the resume, not two: the count started again.
