@@ -181,6 +181,13 @@ fn field_rules(doc: &mut Value) {
             names_rule(OVERLAP_POLICIES, true),
         );
         apply(property(doc, name, "catch_up_limit"), u32_from(1, u32::MAX));
+        if has("max_runs") {
+            apply(property(doc, name, "max_runs"), json!({"minimum": 1}));
+        }
+        apply(
+            property(doc, name, "pause_after_failures"),
+            u32_from(1, u32::MAX),
+        );
         apply(property(doc, name, "handler"), json!({"minLength": 1}));
         apply(property(doc, name, "traceparent"), traceparent_rule());
     }
@@ -524,7 +531,7 @@ fn job_schemas(doc: &mut Value) {
 
     // A one-shot task: no recurring schedule, at most one of `at` and `after` (neither: now),
     // and no id needed.
-    let mut task = without(&["cron", "every", "tz"]);
+    let mut task = without(&["cron", "every", "tz", "max_runs"]);
     task["required"] = json!(["handler"]);
     // Not both `at` and `after`; no id (but an empty one) beside a `dedup`.
     task["allOf"] = json!([

@@ -1,6 +1,6 @@
 //! The REST API (axum, JSON): [`router`] builds it over an [`ApiState`], [`serve`] runs it.
 //!
-//! - `/v1/jobs`, `/v1/jobs/{id}` (+ `/pause`, `/resume`, `/trigger`, `/cancel`, `/runs`, `/why`):
+//! - `/v1/jobs`, `/v1/jobs/{id}` (+ `/pause`, `/resume`, `/trigger`, `/backfill`, `/cancel`, `/runs`, `/why`):
 //!   jobs CRUD through the [`Client`]; every job answer carries its next five firings in UTC and
 //!   in its zone. `/v1/jobs/{id}/dead` (+ `/replay`): dead letters. `/v1/jobs:pause`,
 //!   `/v1/jobs:resume`: many jobs at once, by handler or id prefix.
@@ -26,6 +26,7 @@
 //! `guard`, and docs/security.md).
 
 mod auth;
+mod backfill;
 pub mod cancel;
 mod contract;
 mod dashboard;
@@ -193,6 +194,7 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(jobs::job_runs))
         .routes(routes!(why::job_why))
         .routes(routes!(jobs::trigger_job))
+        .routes(routes!(backfill::backfill_job))
         .routes(routes!(cancel::cancel_job))
         .routes(routes!(cancel::cancel_task))
         .routes(routes!(jobs::list_dead, jobs::purge_dead))

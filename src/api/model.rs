@@ -71,12 +71,32 @@ pub struct JobView {
     /// Runs started by hand (`trigger`).
     #[serde(default)]
     pub triggered: u64,
+    /// What the run limits (`max_runs`, `pause_after_failures`) counted, and whether they
+    /// stopped the job; absent for a job without them that they never stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_limits: Option<RunLimitsView>,
     /// The next five firings (fewer when the schedule ends; none while paused or finished).
     pub next_firings: Vec<FiringTime>,
     /// Only in the answer to an enqueue, and only when true: a task enqueued with the same
     /// dedup key within its window exists, and this is that task (nothing was created).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub duplicate: bool,
+}
+
+/// A job's run limits at work.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RunLimitsView {
+    /// Why keyfire stopped the job itself: `max_runs` (finished: it reached `max_runs`
+    /// successful firings) or `failures` (paused: `pause_after_failures` firings in a row
+    /// failed); absent when they did not stop it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(example = "failures")]
+    pub stopped: Option<String>,
+    /// Successful firings of the schedule, counted toward `max_runs`.
+    pub succeeded: u64,
+    /// Failed firings in a row, counted toward `pause_after_failures` (a success or a resume
+    /// sets it back to 0).
+    pub failure_streak: u64,
 }
 
 fn format_local(ms: i64, tz: chrono_tz::Tz) -> Option<FiringTime> {
@@ -156,6 +176,17 @@ impl JobView {
             skipped: record.skipped,
             dead: record.dead,
             triggered: record.triggered,
+            run_limits: {
+                let l = &record.run_limits;
+                let has = record.spec.max_runs.is_some()
+                    || record.spec.pause_after_failures.is_some()
+                    || l.stopped.is_some();
+                has.then(|| RunLimitsView {
+                    stopped: l.stopped.clone(),
+                    succeeded: l.succeeded,
+                    failure_streak: l.failure_streak,
+                })
+            },
             next_firings,
             duplicate: false,
         }

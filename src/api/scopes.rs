@@ -47,6 +47,7 @@ pub const ROUTES: &[(&str, &str, Need)] = &[
     ("POST", "/v1/jobs/{id}/pause", S(Write)),
     ("POST", "/v1/jobs/{id}/resume", S(Write)),
     ("POST", "/v1/jobs/{id}/trigger", S(Write)),
+    ("POST", "/v1/jobs/{id}/backfill", S(Write)),
     ("POST", "/v1/jobs/{id}/cancel", S(Write)),
     ("GET", "/v1/jobs/{id}/runs", S(Read)),
     ("GET", "/v1/jobs/{id}/why", S(Read)),

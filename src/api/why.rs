@@ -42,6 +42,8 @@ pub enum SkipReasonCode {
     Deleted,
     /// The job was changed with it due (its schedule moved on).
     Updated,
+    /// Runs in progress could make up the job's `max_runs`, or it reached it.
+    MaxRuns,
     /// A reason this version does not know.
     Other,
 }
@@ -56,6 +58,7 @@ impl From<SkipReason> for SkipReasonCode {
             SkipReason::Paused => Self::Paused,
             SkipReason::Deleted => Self::Deleted,
             SkipReason::Updated => Self::Updated,
+            SkipReason::MaxRuns => Self::MaxRuns,
             SkipReason::Other => Self::Other,
         }
     }
@@ -151,6 +154,10 @@ pub(super) fn timeline(runs: &[RunRecord], skips: &[SkipRecord]) -> Vec<Timeline
 pub enum WhyCode {
     /// Paused (since `paused_since`).
     Paused,
+    /// Paused by keyfire: `pause_after_failures` firings in a row failed.
+    PausedAfterFailures,
+    /// Finished: it reached `max_runs` successful firings.
+    MaxRunsReached,
     /// Outside its validity window (`start_at`/`end_at`).
     OutsideWindow,
     /// Finished: no next firing (a one-shot that ran, or a schedule that ended).
@@ -363,15 +370,37 @@ fn explain(job: &JobRecord, runs: &[RunRecord], skips: &[SkipRecord], f: Facts) 
     }
     let start = spec.start_at.map(|t| t.timestamp_millis());
     let end = spec.end_at.map(|t| t.timestamp_millis());
+    let stopped = job.run_limits.stopped.as_deref();
     if job.status == JobStatus::Paused {
         let since = job
             .paused_ms
             .map(when)
             .unwrap_or_else(|| "an unknown time".into());
+        if stopped == Some("failures") {
+            cause(
+                &mut causes,
+                WhyCode::PausedAfterFailures,
+                format!(
+                    "it was paused (at {since}) after {} firings in a row failed (pause_after_failures): it fires nothing until resumed",
+                    job.run_limits.failure_streak
+                ),
+            );
+        } else {
+            cause(
+                &mut causes,
+                WhyCode::Paused,
+                format!("it is paused (since {since}): it fires nothing until resumed"),
+            );
+        }
+    }
+    if job.status == JobStatus::Finished && stopped == Some("max_runs") {
         cause(
             &mut causes,
-            WhyCode::Paused,
-            format!("it is paused (since {since}): it fires nothing until resumed"),
+            WhyCode::MaxRunsReached,
+            format!(
+                "it finished after {} successful firings (max_runs)",
+                job.run_limits.succeeded
+            ),
         );
     }
     if let Some(s) = start.filter(|&s| s > now) {
@@ -453,7 +482,9 @@ fn explain(job: &JobRecord, runs: &[RunRecord], skips: &[SkipRecord], f: Facts) 
     if job.status == JobStatus::Finished
         && f.running.is_none()
         && retry.is_none()
-        && !causes.iter().any(|c| c.code == WhyCode::OutsideWindow)
+        && !causes
+            .iter()
+            .any(|c| matches!(c.code, WhyCode::OutsideWindow | WhyCode::MaxRunsReached))
     {
         let last = job
             .last_ms
@@ -468,7 +499,11 @@ fn explain(job: &JobRecord, runs: &[RunRecord], skips: &[SkipRecord], f: Facts) 
     let stopped = causes.iter().any(|c| {
         matches!(
             c.code,
-            WhyCode::Paused | WhyCode::OutsideWindow | WhyCode::Finished
+            WhyCode::Paused
+                | WhyCode::PausedAfterFailures
+                | WhyCode::OutsideWindow
+                | WhyCode::Finished
+                | WhyCode::MaxRunsReached
         )
     });
     if !stopped {
@@ -600,6 +635,7 @@ mod tests {
             triggered: 0,
             active: None,
             paused_ms: None,
+            run_limits: Default::default(),
         }
     }
 
@@ -642,6 +678,22 @@ mod tests {
         let codes: Vec<WhyCode> = w.causes.iter().map(|c| c.code).collect();
         assert_eq!(codes, [WhyCode::Paused]);
         assert!(w.paused_since.is_some());
+        // Paused by its run limits, or finished by them: that reason, named.
+        paused.run_limits.stopped = Some("failures".into());
+        paused.run_limits.failure_streak = 3;
+        let w = explain(&paused, &[], &[], facts(now, 1, &["n"], false));
+        assert_eq!(w.state, WhyCode::PausedAfterFailures);
+        assert!(
+            w.summary.contains("after 3 firings in a row failed"),
+            "{}",
+            w.summary
+        );
+        let mut ended = job(JobStatus::Finished, None);
+        ended.run_limits.stopped = Some("max_runs".into());
+        ended.run_limits.succeeded = 5;
+        let w = explain(&ended, &[], &[], facts(now, 1, &["n"], false));
+        let codes: Vec<WhyCode> = w.causes.iter().map(|c| c.code).collect();
+        assert_eq!(codes, [WhyCode::MaxRunsReached]);
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! `keyfire job add|get|ls|edit|rm|pause|resume|trigger|cancel|runs|why`: manage jobs through a
+//! `keyfire job add|get|ls|edit|rm|pause|resume|trigger|backfill|cancel|runs|why`: manage jobs through a
 //! node's API (`pause` and `resume` also many at once, by `--handler` or `--prefix`).
 
 use std::io::Read;
@@ -68,6 +68,12 @@ pub struct SpecFlags {
     /// Nothing fires after this RFC 3339 instant ("" clears it).
     #[arg(long)]
     pub end_at: Option<String>,
+    /// End the job after this many successful firings ("" clears it).
+    #[arg(long)]
+    pub max_runs: Option<String>,
+    /// Pause the job after this many failed firings in a row ("" clears it).
+    #[arg(long)]
+    pub pause_after_failures: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -139,6 +145,22 @@ enum JobCommand {
     Trigger {
         /// The job's id.
         id: String,
+    },
+    /// Run each instant of a job's schedule from --from to --to (RFC 3339, both included)
+    /// once, each as a firing of its own, at --rate runs per second (default 10, at most
+    /// 100). Instants already run are skipped. Prints how many were scheduled and skipped.
+    Backfill {
+        /// The job's id.
+        id: String,
+        /// The first instant of the range, such as 2026-03-01T00:00:00Z.
+        #[arg(long)]
+        from: String,
+        /// The last instant of the range (not in the future; at most 10,000 instants).
+        #[arg(long)]
+        to: String,
+        /// Runs per second, from 0.01 to 100.
+        #[arg(long)]
+        rate: Option<f64>,
     },
     /// Cancel what a job has in progress: its running firings are stopped (on whichever
     /// node runs them) and recorded `cancelled`, attempts queued for a retry and a one-shot
@@ -218,6 +240,35 @@ pub async fn run(args: JobArgs) -> CliResult {
         JobCommand::Why { id } => super::why::why(&api, &id).await,
         JobCommand::Cancel { id } => {
             cancel(&api, &format!("/v1/jobs/{}/cancel", segment(&id))).await
+        }
+        JobCommand::Backfill { id, from, to, rate } => {
+            let mut body = serde_json::json!({"from": from, "to": to});
+            if let Some(r) = rate {
+                body["rate"] = r.into();
+            }
+            let b: Value = api
+                .send(
+                    Method::POST,
+                    &format!("/v1/jobs/{}/backfill", segment(&id)),
+                    Some(&body),
+                    &[],
+                )
+                .await?;
+            if api.json {
+                api.print_json(&b);
+            } else {
+                println!(
+                    "scheduled {} of {} instants ({} skipped as already run){}",
+                    b["scheduled"],
+                    b["instants"],
+                    b["skipped"],
+                    match (b["first_at"].as_str(), b["last_at"].as_str()) {
+                        (Some(f), Some(l)) => format!(", due from {f} to {l}"),
+                        _ => String::new(),
+                    }
+                );
+            }
+            Ok(())
         }
         JobCommand::Trigger { id } => {
             let t: Triggered = api
@@ -350,6 +401,27 @@ pub fn apply_flags(map: &mut Map<String, Value>, f: &SpecFlags) -> CliResult {
     set_or_clear(map, "handler", &f.handler);
     set_or_clear(map, "start_at", &f.start_at);
     set_or_clear(map, "end_at", &f.end_at);
+    for (key, flag, value) in [
+        ("max_runs", "--max-runs", &f.max_runs),
+        (
+            "pause_after_failures",
+            "--pause-after-failures",
+            &f.pause_after_failures,
+        ),
+    ] {
+        match value.as_deref() {
+            None => {}
+            Some("") => {
+                map.remove(key);
+            }
+            Some(v) => {
+                let n: u64 = v.parse().map_err(|_| {
+                    CliError::usage(format!("{flag} must be a whole number, not '{v}'"))
+                })?;
+                map.insert(key.into(), n.into());
+            }
+        }
+    }
     if let Some(p) = &f.params {
         let v: Value = serde_json::from_str(p)
             .map_err(|e| CliError::usage(format!("--params is not valid JSON: {e}")))?;
@@ -369,6 +441,8 @@ fn has_flags(f: &SpecFlags) -> bool {
         &f.params,
         &f.start_at,
         &f.end_at,
+        &f.max_runs,
+        &f.pause_after_failures,
     ]
     .iter()
     .any(|v| v.is_some())
@@ -726,6 +800,21 @@ fn print_job(job: &JobView) {
             job.runs, job.failures, job.missed
         ),
     ));
+    if let Some(l) = &job.run_limits {
+        let mut text = format!(
+            "{} succeeded (max_runs {}), {} failed in a row (pause_after_failures {})",
+            l.succeeded,
+            s["max_runs"].as_u64().map_or("-".into(), |n| n.to_string()),
+            l.failure_streak,
+            s["pause_after_failures"]
+                .as_u64()
+                .map_or("-".into(), |n| n.to_string()),
+        );
+        if let Some(why) = &l.stopped {
+            text.push_str(&format!("; stopped by {why}"));
+        }
+        lines.push(("limits", text));
+    }
     lines.push(("last", short_time(job.last_at.as_ref())));
     lines.push(("created", short_time(job.created_at.as_ref())));
     lines.push(("updated", short_time(job.updated_at.as_ref())));

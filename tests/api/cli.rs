@@ -216,6 +216,36 @@ async fn the_cli_drives_a_served_node() {
     let trig = cli(&url, &["job", "trigger", "tick"]);
     assert_eq!(code(&trig), 0, "{}", printed(&trig));
     assert!(printed(&trig).starts_with("tick:"), "{}", printed(&trig));
+    // A backfill of a paused job is refused naming the job (exit 2); resumed, it schedules.
+    let range = [
+        "--from",
+        "2020-01-01T00:00:00Z",
+        "--to",
+        "2020-01-05T00:00:00Z",
+    ];
+    let paused = cli(&url, &[&["job", "backfill", "tick"][..], &range].concat());
+    assert_eq!(code(&paused), 2, "{}", printed(&paused));
+    assert!(printed(&paused).contains("paused"), "{}", printed(&paused));
+    assert_eq!(code(&cli(&url, &["job", "resume", "tick"])), 0);
+    let filled = cli(
+        &url,
+        &[&["job", "backfill", "tick"][..], &range, &["--rate", "50"]].concat(),
+    );
+    assert_eq!(code(&filled), 0, "{}", printed(&filled));
+    assert!(
+        printed(&filled).starts_with("scheduled 4 of 4 instants (0 skipped as already run)"),
+        "{}",
+        printed(&filled)
+    );
+    let again = printed_json(&cli(
+        &url,
+        &[&["job", "backfill", "tick", "--json"][..], &range].concat(),
+    ));
+    assert_eq!(
+        (&again["scheduled"], &again["skipped"]),
+        (&serde_json::json!(0), &serde_json::json!(4))
+    );
+    assert_eq!(code(&cli(&url, &["job", "pause", "tick"])), 0);
     let dead = printed_json(&cli(&url, &["dead", "ls", "tick", "--json"]));
     assert_eq!(dead["dead"], serde_json::json!([]));
     assert_eq!(code(&cli(&url, &["dead", "purge", "tick"])), 0);

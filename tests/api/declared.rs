@@ -76,3 +76,36 @@ async fn a_declared_job_with_dedup_is_refused() {
         "something was written"
     );
 }
+
+/// Run limits in TOML are read as declared; a bad one stops the start, naming the job and the
+/// field, and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn declared_run_limits_are_read_and_checked() {
+    let spec: JobSpec = toml::from_str(
+        "id = \"warm\"\nevery = \"1m\"\nhandler = \"log\"\nmax_runs = 10\npause_after_failures = 5\n",
+    )
+    .unwrap();
+    assert_eq!(
+        (spec.max_runs, spec.pause_after_failures),
+        (Some(10), Some(5))
+    );
+    let mut w = World::new().await;
+    w.settings.api.enabled = false;
+    let mut bad = spec.clone();
+    bad.id = "bad".into();
+    bad.pause_after_failures = Some(0);
+    w.settings.jobs = vec![spec, bad];
+    let err = keyfire_server::cli::serve::start(w.settings.clone(), Registry::with_builtins())
+        .await
+        .err()
+        .expect("a declared job with pause_after_failures = 0 is refused");
+    let text = format!("{err:#}");
+    assert!(
+        text.contains("'bad'") && text.contains("pause_after_failures"),
+        "{text}"
+    );
+    assert!(
+        crate::common::snapshot(&w).await.is_empty(),
+        "something was written"
+    );
+}

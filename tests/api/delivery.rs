@@ -782,6 +782,7 @@ async fn an_outcome_refused_by_the_fence_queues_no_callback() {
                 retry_delay_ms: None,
                 once: Some(true),
                 callback: Some(&entry),
+                limits: Default::default(),
             }],
             &limits,
         )

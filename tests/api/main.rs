@@ -21,6 +21,7 @@ mod limits;
 mod openapi;
 mod promises;
 mod routes;
+mod run_limits;
 mod schema_exact;
 mod scopes;
 mod socket;

@@ -29,6 +29,7 @@ const EXPECTED: &[(&str, &str)] = &[
     ("GET", "/v1/jobs/{id}/runs"),
     ("GET", "/v1/jobs/{id}/why"),
     ("POST", "/v1/jobs/{id}/trigger"),
+    ("POST", "/v1/jobs/{id}/backfill"),
     ("POST", "/v1/jobs/{id}/cancel"),
     ("GET", "/v1/jobs/{id}/dead"),
     ("DELETE", "/v1/jobs/{id}/dead"),
@@ -201,7 +202,7 @@ fn job_schemas_are_derived_from_job_spec() {
     for (schema, gone) in [
         ("JobSpec", &["dedup"][..]),
         ("JobSpecWithoutId", &["dedup", "id"][..]),
-        ("TaskSpec", &["cron", "every", "tz"][..]),
+        ("TaskSpec", &["cron", "every", "tz", "max_runs"][..]),
         ("StoredJobSpec", &["after"][..]),
     ] {
         assert_eq!(props(&doc, schema), minus(&fields, gone), "{schema}");
@@ -842,6 +843,9 @@ async fn redis_unavailable_is_documented() {
             }
             "/v1/limits/{key}" => json!({"rate": 5}),
             "/v1/jobs:pause" | "/v1/jobs:resume" => json!({"handler": "log"}),
+            "/v1/jobs/{id}/backfill" => {
+                json!({"from": "2020-01-01T00:00:00Z", "to": "2020-01-02T00:00:00Z"})
+            }
             p if p.ends_with("/finish") || p.ends_with("/touch") => {
                 json!({"token": "0123456789abcdef0123456789abcdef.probe-topic"})
             }

@@ -129,3 +129,17 @@ def test_why_names_the_state_and_runs_list_the_ledger(kf):
     with pytest.raises(NotFound):
         kf.why(f"nope-{uuid.uuid4().hex[:8]}")
     kf.delete_job(job_id)
+
+
+def test_backfill_runs_a_past_range_once(kf):
+    job_id = f"yearly-{uuid.uuid4().hex[:8]}"
+    kf.create_job({"id": job_id, "cron": "0 0 1 1 *", "handler": "noop"})
+
+    done = kf.backfill(job_id, "2020-06-01T00:00:00Z", "2023-06-01T00:00:00Z", rate=100)
+    assert (done.instants, done.scheduled, done.skipped) == (3, 3, 0)
+    again = kf.backfill(job_id, "2020-06-01T00:00:00Z", "2023-06-01T00:00:00Z")
+    assert (again.scheduled, again.skipped) == (0, 3)
+    with pytest.raises(Invalid) as e:
+        kf.backfill(job_id, "2020-06-01T00:00:00Z", "2023-06-01T00:00:00Z", rate=1000)
+    assert e.value.field == "rate"
+    kf.delete_job(job_id)

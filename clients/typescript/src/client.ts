@@ -38,6 +38,7 @@ export type TopicView = Schemas["TopicView"];
 export type JobSelection = { handler: string; id_prefix?: never } | { id_prefix: string; handler?: never };
 /** What a bulk pause or resume did: jobs picked, and those this call changed. */
 export type BulkChanged = Schemas["BulkChanged"];
+export type BackfillView = Schemas["BackfillView"];
 /** A job's runs, and with `skipped` its timeline of runs and skips. */
 export type RunList = Schemas["RunList"];
 /** Why a job runs or does not: `state`, `causes`, `summary`, next firing, recent runs and skips. */
@@ -419,6 +420,19 @@ export class Keyfire {
   /** Pause a job: it fires nothing until resumed; `NotFoundError` when absent. */
   async pauseJob(id: string): Promise<JobView> {
     const { data } = await this.call(this.api.POST("/v1/jobs/{id}/pause", { params: { path: { id } } }));
+    return data;
+  }
+
+  /**
+   * Run each instant of a job's schedule from `from` to `to` (RFC 3339, both included; not in
+   * the future, at most 10,000 instants) once, each as a firing of its own, at `rate` runs per
+   * second (default 10, at most 100). Instants already run are skipped: `scheduled` and
+   * `skipped` count them. `InvalidError` names a bad field; `NotFoundError` when absent.
+   */
+  async backfill(id: string, range: { from: string; to: string; rate?: number }): Promise<BackfillView> {
+    const { data } = await this.call(
+      this.api.POST("/v1/jobs/{id}/backfill", { params: { path: { id } }, body: range }),
+    );
     return data;
   }
 

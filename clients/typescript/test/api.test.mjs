@@ -148,6 +148,19 @@ test("why names a job's state, and runs list its ledger", async () => {
   await keyfire.deleteJob(id);
 });
 
+test("a backfill runs a past range once", async () => {
+  const id = `yearly-${randomBytes(4).toString("hex")}`;
+  await keyfire.createJob({ id, cron: "0 0 1 1 *", handler: "noop" });
+  const range = { from: "2020-06-01T00:00:00Z", to: "2023-06-01T00:00:00Z" };
+  const done = await keyfire.backfill(id, { ...range, rate: 100 });
+  assert.deepEqual([done.instants, done.scheduled, done.skipped], [3, 3, 0]);
+  const again = await keyfire.backfill(id, range);
+  assert.deepEqual([again.scheduled, again.skipped], [0, 3]);
+  const err = await rejection(keyfire.backfill(id, { ...range, rate: 1000 }), InvalidError);
+  assert.equal(err.field, "rate");
+  await keyfire.deleteJob(id);
+});
+
 test("enqueue with dedup creates one task", async () => {
   const key = `order-${randomBytes(4).toString("hex")}:reminder`;
   const spec = { handler: "log", after: "1h", params: { order: 7 }, dedup: { key, window: "10m" } };

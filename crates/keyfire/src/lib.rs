@@ -45,6 +45,7 @@
 //! at most once because the claim compare-and-sets the job's entry in the due ZSET (G1);
 //! the sweeper claims whatever the expiry events missed (G2).
 
+pub mod backfill;
 pub mod bulk;
 pub mod client;
 pub mod clock;

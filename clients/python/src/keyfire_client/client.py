@@ -26,6 +26,7 @@ import httpx
 from . import errors
 from ._generated import AuthenticatedClient, Client
 from ._generated.api.jobs import (
+    backfill_job,
     cancel_job,
     delete_job,
     get_job,
@@ -55,6 +56,7 @@ from ._generated.api.topics import (
     touch_topic_task,
 )
 from ._generated.models import (
+    BackfillView,
     BulkChanged,
     CancelView,
     JobView,
@@ -479,6 +481,22 @@ class Keyfire:
     def pause_job(self, id: str) -> JobView:
         """Pause a job: it fires nothing until resumed; `NotFound` when absent."""
         return self._call(pause_job, id).parsed
+
+    def backfill(
+        self,
+        id: str,
+        from_: datetime | str,
+        to: datetime | str,
+        *,
+        rate: float | None = None,
+    ) -> BackfillView:
+        """Run each instant of a job's schedule from `from_` to `to` (both included; not in the
+        future, at most 10,000 instants) once, each as a firing of its own, at `rate` runs per
+        second (default 10, at most 100). Instants already run are skipped: `.scheduled` and
+        `.skipped` count them. `Invalid` names a bad field; `NotFound` when absent."""
+        body = _body(to=_rfc3339(to), rate=rate)
+        body["from"] = _rfc3339(from_)
+        return self._call(backfill_job, id, body=body).parsed
 
     def runs(self, id: str, *, limit: int = 20, skipped: bool = False) -> RunList:
         """A job's most recent runs, newest first. With `skipped`, also the instants that were

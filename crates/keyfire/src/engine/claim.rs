@@ -283,6 +283,7 @@ impl Claimer {
             arms_next: false,
             compact: cached.compact,
             dropped,
+            max_runs: job.limits.max_runs,
         }
     }
 

@@ -28,6 +28,8 @@ pub(super) struct Done {
     pub(super) once: bool,
     /// The callback to queue with the outcome, if it is the one it reports.
     pub(super) callback: Option<String>,
+    /// The job's run limits (its counts are kept with the outcome).
+    pub(super) limits: crate::job::RunLimits,
     /// The permit it holds until its outcome is in Redis: a permit to record (or, at
     /// shutdown, the run's own).
     pub(super) permit: OwnedSemaphorePermit,
@@ -108,6 +110,7 @@ impl Completer {
                 retry_delay_ms: d.retry,
                 once: Some(d.once),
                 callback: d.callback.as_deref(),
+                limits: d.limits,
             })
             .collect();
         let mut fates = None;

@@ -304,6 +304,7 @@ impl Runner {
                 retry,
                 once: job.schedule.is_once(),
                 callback,
+                limits: job.limits,
                 permit,
                 ended: tokio::time::Instant::now(),
                 // The attempt's span ends when its outcome is recorded.

@@ -20,7 +20,7 @@ pub use policy::{
 };
 pub use schedule::Schedule;
 pub(crate) use spec::validate_id;
-pub use spec::{ID_PATTERN, Job, JobSpec, MAX_ID_LEN, TRACEPARENT_PATTERN, Validation};
+pub use spec::{ID_PATTERN, Job, JobSpec, MAX_ID_LEN, RunLimits, TRACEPARENT_PATTERN, Validation};
 pub use validation::ValidationError;
 
 /// How many ms in a firing's lifetime a job may be late before the misfire policy applies.

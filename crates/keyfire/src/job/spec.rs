@@ -75,6 +75,14 @@ pub struct JobSpec {
     /// Retries of a failed run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<RetrySpec>,
+    /// End the job (status `finished`, reason `max_runs`) once this many firings of its
+    /// schedule succeeded (cron and every jobs; at least 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_runs: Option<u64>,
+    /// Pause the job (reason `failures`) after this many firings in a row failed (a firing
+    /// fails when its last attempt fails; a success, or a resume, starts the count again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_after_failures: Option<u32>,
     /// The flow-control key this job's firings count against (see `LimitSpec`); default:
     /// `host:<host>` of an `http` job's URL. A key without a registered limit limits nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -131,6 +139,24 @@ pub struct Job {
     pub retry: RetryPolicy,
     /// The checked dedup declaration, if any.
     pub dedup: Option<Dedup>,
+    /// Run limits: `max_runs` and `pause_after_failures`, checked.
+    pub limits: RunLimits,
+}
+
+/// A job's run limits (see [`JobSpec::max_runs`] and [`JobSpec::pause_after_failures`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunLimits {
+    /// End the job after this many successful firings of its schedule.
+    pub max_runs: Option<u64>,
+    /// Pause the job after this many failed firings in a row.
+    pub pause_after_failures: Option<u32>,
+}
+
+impl RunLimits {
+    /// Whether either limit is set (outcomes and claims of the job then keep its counts).
+    pub fn any(&self) -> bool {
+        self.max_runs.is_some() || self.pause_after_failures.is_some()
+    }
 }
 
 /// What kind of JSON value this is, for messages ("a number").
@@ -243,6 +269,8 @@ impl JobSpec {
             overlap: None,
             timeout: None,
             retry: None,
+            max_runs: None,
+            pause_after_failures: None,
             limit_key: None,
             dedup: None,
             traceparent: None,
@@ -457,6 +485,29 @@ impl JobSpec {
             None => None,
         };
 
+        let once = matches!(schedule, Schedule::Once { .. });
+        let limits = RunLimits {
+            max_runs: match self.max_runs {
+                Some(_) if once => {
+                    return Err(ValidationError::new(
+                        "max_runs",
+                        "applies only to cron and every jobs (a one-shot runs once)",
+                    ));
+                }
+                Some(0) => return Err(ValidationError::new("max_runs", "must be at least 1")),
+                n => n,
+            },
+            pause_after_failures: match self.pause_after_failures {
+                Some(0) => {
+                    return Err(ValidationError::new(
+                        "pause_after_failures",
+                        "must be at least 1",
+                    ));
+                }
+                n => n,
+            },
+        };
+
         Ok(Job {
             spec: self,
             schedule,
@@ -469,6 +520,7 @@ impl JobSpec {
             timeout_ms,
             retry,
             dedup,
+            limits,
         })
     }
 }
@@ -560,6 +612,14 @@ mod tests {
         assert_eq!(with(|s| s.overlap = Some("queue".into())), "overlap");
         assert_eq!(with(|s| s.timeout = Some("0s".into())), "timeout");
         assert_eq!(with(|s| s.catch_up_limit = Some(0)), "catch_up_limit");
+        assert_eq!(with(|s| s.max_runs = Some(0)), "max_runs");
+        assert_eq!(
+            with(|s| s.pause_after_failures = Some(0)),
+            "pause_after_failures"
+        );
+        let mut once = JobSpec::after("a", "1s", "log");
+        once.max_runs = Some(3);
+        assert_eq!(field_of(once), "max_runs", "a one-shot runs once");
         assert_eq!(
             with(|s| s.retry = Some(RetrySpec {
                 max_attempts: Some(0),

@@ -67,12 +67,15 @@ impl Store {
             }
             // The ledger's key when an instant may be dropped: the plan drops some, or the
             // overlap policy may refuse this one.
-            let ledger = a.dropped.is_some() || a.overlap == "forbid";
+            let ledger = a.dropped.is_some() || a.overlap == "forbid" || a.max_runs.is_some();
             if a.compact {
                 inv.key(k.task_bucket(a.job_id));
             }
             if ledger {
                 inv.key(k.skips(a.job_id));
+            }
+            if a.max_runs.is_some() {
+                inv.key(k.attempts());
             }
             inv.arg(a.job_id)
                 .arg(a.at_ms)
@@ -118,6 +121,9 @@ impl Store {
                         )),
                         None => opts.push_str("|||"),
                     }
+                }
+                if let Some(max) = a.max_runs {
+                    opts.push_str(&format!("#{max}"));
                 }
                 inv.arg(opts);
             }
@@ -320,6 +326,7 @@ impl Store {
                     retry_delay_ms,
                     once: None,
                     callback: None,
+                    limits: Default::default(),
                 }],
                 limits,
             )
@@ -370,10 +377,12 @@ impl Store {
             .key(k.done())
             .key(k.outbox())
             .key(k.outbox_data())
-            .key(k.cancels());
+            .key(k.cancels())
+            .key(k.due());
         inv.arg(limits.history.max(1))
             .arg(limits.dead.max(1))
-            .arg(limits.history_max_age_ms);
+            .arg(limits.history_max_age_ms)
+            .arg(k.changes());
         for c in &batch {
             let run = c.run;
             // Only a failure with no retry left can go to the dead letters; `failed_ms` is
@@ -411,18 +420,28 @@ impl Store {
                 && c.retry_delay_ms.is_none()
                 && c.callback.is_none()
                 && !once.is_empty()
+                && !c.limits.any()
             {
                 inv.arg(once);
                 continue;
             }
-            inv.arg(format!(
+            let mut opts = format!(
                 "s{}|{}|{}|{}{}",
                 run.outcome,
                 once,
                 c.retry_delay_ms.map(|d| d.to_string()).unwrap_or_default(),
                 if can_die { '1' } else { '0' },
                 if c.callback.is_some() { '1' } else { '0' },
-            ));
+            );
+            if c.limits.any() {
+                let text = |n: Option<u64>| n.map(|n| n.to_string()).unwrap_or_default();
+                opts.push_str(&format!(
+                    "#{}|{}",
+                    text(c.limits.max_runs),
+                    text(c.limits.pause_after_failures.map(u64::from))
+                ));
+            }
+            inv.arg(opts);
             if can_die {
                 inv.key(k.dead(c.job_id));
                 inv.arg(dead);

@@ -570,5 +570,10 @@ fn decode_job(map: &HashMap<String, String>) -> Result<JobRecord> {
             .get("active")
             .map(|a| parse_lease_member(a).0.to_string()),
         paused_ms: map.get("paused_at").and_then(|s| opt_ms(s)),
+        run_limits: RunLimitState {
+            stopped: map.get("stopped").filter(|s| !s.is_empty()).cloned(),
+            succeeded: num("succeeded") as u64,
+            failure_streak: num("streak") as u64,
+        },
     })
 }

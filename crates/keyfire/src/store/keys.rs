@@ -331,6 +331,12 @@ impl Keys {
         format!("{}:skips:{id}", self.tag)
     }
 
+    /// ZSET of the instants backfills queued for a job: `<generation>:<instant ms>` → when
+    /// (ms); expires with the run history's maximum age.
+    pub fn backfill(&self, id: &str) -> String {
+        format!("{}:backfill:{id}", self.tag)
+    }
+
     /// ZSET node id → last heartbeat (ms, Redis time).
     pub fn nodes(&self) -> String {
         format!("{}:nodes", self.tag)

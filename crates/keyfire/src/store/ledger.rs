@@ -63,6 +63,8 @@ pub enum SkipReason {
     Deleted,
     /// The job was changed with this instant due and not yet run (its schedule moved on).
     Updated,
+    /// Runs still in progress could make up the job's `max_runs` (or it reached it).
+    MaxRuns,
     /// A reason this version does not know (written by a later one).
     #[serde(other)]
     Other,
@@ -79,6 +81,7 @@ impl SkipReason {
             Self::Paused => "paused",
             Self::Deleted => "deleted",
             Self::Updated => "updated",
+            Self::MaxRuns => "max_runs",
             Self::Other => "other",
         }
     }

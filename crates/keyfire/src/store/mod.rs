@@ -4,6 +4,7 @@
 mod scripts;
 pub(crate) use scripts::script;
 
+mod backfill;
 mod callbacks;
 mod cancel;
 mod conn;
@@ -25,6 +26,7 @@ mod tasks;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+pub use backfill::BackfillReply;
 pub use callbacks::{CallbackFate, TakenCallback};
 pub use cancel::{CancelReply, Renewal};
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]

@@ -72,6 +72,26 @@ pub struct JobRecord {
     pub active: Option<String>,
     /// When the job was last paused (ms, Redis time).
     pub paused_ms: Option<i64>,
+    /// Run limits: why keyfire itself stopped the job (`max_runs`: finished; `failures`:
+    /// paused), its successful firings of the schedule (counted while it has `max_runs`) and
+    /// its failed firings in a row (counted while it has `pause_after_failures`).
+    #[serde(default)]
+    pub run_limits: RunLimitState,
+}
+
+/// What a job's run limits have counted, and whether they stopped it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunLimitState {
+    /// `max_runs` (the job finished after its last counted success) or `failures` (paused
+    /// after `pause_after_failures` failed firings in a row); None when they did not stop it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    /// Successful firings of the schedule, counted toward `max_runs`.
+    #[serde(default)]
+    pub succeeded: u64,
+    /// Failed firings in a row, counted toward `pause_after_failures`.
+    #[serde(default)]
+    pub failure_streak: u64,
 }
 
 /// The fields of a job hash that [`Store::job_state`] reads before a change.
@@ -326,6 +346,8 @@ pub struct Completion<'a> {
     /// A callback to queue with the outcome (JSON, see [`Store::take_callbacks`]): written
     /// only if the outcome is the one it reports (a success, or a firing that is dead).
     pub callback: Option<&'a str>,
+    /// The job's run limits: its counts are kept when either is set.
+    pub limits: crate::job::RunLimits,
 }
 
 /// A job's spec as a claimer needs it.
@@ -394,6 +416,9 @@ pub struct ClaimArgs<'a> {
     pub compact: bool,
     /// The instants the caller's misfire plan drops (`missed` of them), for the ledger.
     pub dropped: Option<Dropped>,
+    /// The job's `max_runs`: the firing runs only while its successes and open firings
+    /// are fewer.
+    pub max_runs: Option<u64>,
 }
 
 /// A range of late instants a misfire plan drops: the ledger's record of them.

@@ -78,6 +78,7 @@ impl Compact {
             dead: 0,
             triggered: 0,
             active: last_ms.and(claimed).map(str::to_string),
+            run_limits: Default::default(),
             paused_ms: None,
         }
     }

@@ -92,6 +92,7 @@ async fn a_batch_that_meets_a_job_twice_sees_its_own_writes() {
         retry_delay_ms,
         once: Some(once),
         callback: None,
+        limits: Default::default(),
     };
     let fates = store
         .complete_many(
@@ -348,6 +349,7 @@ async fn one_call_mixes_every_form_of_arguments() {
         retry_delay_ms,
         once,
         callback,
+        limits: Default::default(),
     };
     let near_run = record("near", near, 1, claimed[0], "ok");
     let task_run = record("task", task, 1, claimed[1], "ok");

@@ -2,6 +2,7 @@
 //! processes (`keyfire_testkit`). One test binary made of modules, so it links once; it is
 //! also the node process the crash tests start (`node_process`).
 
+mod backfill;
 mod batching;
 mod bulk;
 mod cancel;
@@ -22,6 +23,7 @@ mod node_process;
 mod policies;
 mod precision;
 mod retries;
+mod run_limits;
 mod scaleout;
 mod scripts;
 mod upgrade;

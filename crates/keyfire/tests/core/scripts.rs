@@ -36,6 +36,7 @@ pub(crate) async fn claim_args<'a>(
         arms_next: false,
         compact: stored.compact,
         dropped: None,
+        max_runs: None,
     }
 }
 

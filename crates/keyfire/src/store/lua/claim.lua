@@ -49,6 +49,13 @@
 --     its bucket, and the options go on "|<limit>|<max age ms>|<reason>|<first>|<last>": the
 --     ledger's bounds (see ledger_lib.lua) and the range of instants the caller's misfire
 --     plan drops, reason "" for none); missed: firings to count as missed
+--   Then, for a job with `max_runs`, "#<max runs>" ends the options (always the "s" form, with
+--   the ledger key sent): the attempts hash is sent after the ledger key, and the firing runs
+--   only while its job's successful firings (`succeeded`) and the firings it has open (`open`:
+--   the instants of the firings it ran that have not ended, which complete.lua removes) are
+--   fewer than that: otherwise it is skipped (`max_runs` in the ledger), and a job that
+--   reached it is finished (`stopped` max_runs, a `finish` message). An open firing with no
+--   lease and no queued attempt left (cancelled, dropped) no longer counts.
 --   Each instant that does not run gets its skip record in the ledger here: the late ones the
 --   misfire policy drops (misfire, merged, catch_up_limit; paused when the range began while
 --   the job was paused, before its resume), one refused by overlap forbid (overlap).
@@ -65,6 +72,7 @@
 --   3, version: job changed, recompute | 4, now: later than the tolerance, apply the misfire policy
 --   5, 'locked': a run of this firing holds a live lease | 6, 'missed': skipped (misfire policy)
 --   7, running firing: skipped, the previous run still runs (overlap forbid)
+--   (a firing skipped under max_runs answers 6)
 local n = (#ARGV - 5) / 5
 assert(n >= 1 and n == math.floor(n) and #KEYS >= 4 + n, 'claim: wrong arity')
 local t = redis.call('TIME')
@@ -186,8 +194,43 @@ local function ledger_range(job, ledger, lopts, reason, first, last, missed)
   ledger_skip(ledger, reason, first, last, missed, '', now_s, lopts)
 end
 
+-- Whether a firing of a job with `max_runs` may run: 'run' (its instant is added to the job's
+-- open firings), 'skip' (runs in progress could make up the rest) or 'end' (it reached it).
+local function admit(job, attempts, id, at_s, max)
+  local f = redis.call('HMGET', job, 'succeeded', 'open')
+  local done, open = tonumber(f[1] or '0') or 0, f[2] or ''
+  if done >= max then return 'end' end
+  local n = 0
+  for _ in string.gmatch(open, '%d+') do n = n + 1 end
+  if done + n >= max then
+    -- Keep only the firings still in progress: a lease in the running ZSET or a queued attempt.
+    local live = {}
+    local cursor = '0'
+    repeat
+      local page = redis.call('ZSCAN', KEYS[2], cursor, 'MATCH', id .. ':*', 'COUNT', 1000)
+      cursor = page[1]
+      for j = 1, #page[2], 2 do
+        local ms = string.match(page[2][j], '^[^|:]*:(%d+)|')
+        if ms then live[ms] = true end
+      end
+    until cursor == '0'
+    local kept = {}
+    for ms in string.gmatch(open, '%d+') do
+      if live[ms] or redis.call('HEXISTS', attempts, id .. ':' .. ms) == 1 then kept[#kept + 1] = ms end
+    end
+    open, n = table.concat(kept, ' '), #kept
+    if done + n >= max then
+      redis.call('HSET', job, 'open', open)
+      return 'skip'
+    end
+  end
+  redis.call('HSET', job, 'open', open == '' and at_s or open .. ' ' .. at_s)
+  return 'run'
+end
+
 local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tolerance, applied,
-                     run, missed, overlap, compact, ledger, lopts, reason, first, last)
+                     run, missed, overlap, compact, ledger, lopts, reason, first, last, max,
+                     attempts)
   -- An instant in ms is an integer below 2^53: Redis writes its score as those digits, so
   -- the texts compare (the caller writes the instant the same way).
   local again = met[id]
@@ -265,6 +308,21 @@ local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tole
       end
     end
   end
+  if max then
+    local verdict = admit(job, attempts, id, at_s, max)
+    if verdict ~= 'run' then
+      if verdict == 'end' then nxt = '' end
+      advance(job, next_sentinel, bucket, id, at_s, nxt, missed, record)
+      redis.call('HINCRBY', job, 'skipped', 1)
+      ledger_range(job, ledger, lopts, reason, first, last, missed)
+      ledger_skip(ledger, 'max_runs', at_s, at_s, '1', '', now_s, lopts)
+      if verdict == 'end' then
+        redis.call('HSET', job, 'stopped', 'max_runs')
+        redis.call('SPUBLISH', channel, cjson.encode({op = 'finish', id = id, reason = 'max_runs'}))
+      end
+      return 6, 'missed'
+    end
+  end
   local member = fid .. tail
   advance(job, next_sentinel, bucket, id, at_s, nxt, missed, record, member,
     string.format('%d', (fields[4] or 0) + 1))
@@ -284,6 +342,12 @@ for i = 1, n do
   local first = string.byte(opts, 1)
   local applied, run, compact, sentinel, overlap, missed = '0', '1', '0', false, 'allow', '0'
   local tolerance, ledger, lopts, reason, from, to = nil, false, nil, '', nil, nil
+  local max, attempts = nil, nil
+  if first == 115 then
+    -- A plain find: no pattern search for the options of a job without max_runs.
+    local hash = string.find(opts, '#', 1, true)
+    if hash then opts, max = string.sub(opts, 1, hash - 1), tonumber(string.sub(opts, hash + 1)) end
+  end
   if first < 97 then
     tolerance = num[opts]
   elseif first == 116 then
@@ -317,9 +381,14 @@ for i = 1, n do
     ledger = KEYS[k + 1]
     k = k + 1
   end
+  if max then
+    assert(ledger, 'claim: max runs without the ledger')
+    attempts = KEYS[k + 1]
+    k = k + 1
+  end
   local code, arg = claim(i, job, next_sentinel, bucket,
     ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], tolerance, applied, run,
-    missed, overlap, compact, ledger, lopts, reason, from, to)
+    missed, overlap, compact, ledger, lopts, reason, from, to, max, attempts)
   reply[#reply + 1] = code
   reply[#reply + 1] = arg
 end

@@ -25,12 +25,22 @@
 -- in success is recorded `cancelled`, with no further attempt, whatever the run reported (the
 -- handler may have failed before the request reached its node); the flag goes with the
 -- outcome. The hash is looked at only when it exists: once per call.
+-- Run limits: an attempt of a job with `max_runs` or `pause_after_failures` has options in the
+-- "s" form ending "#<max runs>|<pause after failures>" (either may be empty). When its firing
+-- ends (done or dead; not a queued retry), its instant leaves the job's open firings (see
+-- claim.lua); a success of a firing that was open counts in `succeeded`, and the one that
+-- makes it `max_runs` finishes the job (`stopped` max_runs, a `finish` message). A firing
+-- that is dead (its last attempt failed) counts in `streak`, and the one that makes it
+-- `pause_after_failures` pauses the job (`stopped` failures, a `pause` message); a success
+-- sets it back to 0, a cancelled firing leaves it. One script: outcomes recorded at once on
+-- several nodes count exactly.
 -- KEYS[1] running zset   KEYS[2] attempts hash   KEYS[3] retry zset   KEYS[4] done zset
--- KEYS[5] outbox zset   KEYS[6] outbox hash   KEYS[7] cancels hash
+-- KEYS[5] outbox zset   KEYS[6] outbox hash   KEYS[7] cancels hash   KEYS[8] due zset
 -- then per attempt: its job hash, its run history list, then its dead letters list if its
 --   options say a dead-letter entry follows (keys and arguments an attempt does not need
 --   are not sent: each costs Redis about as much as a short command's work)
 -- ARGV[1] history limit   ARGV[2] dead-letter limit   ARGV[3] history max age ms
+-- ARGV[4] change channel
 -- then per attempt:
 --   the run's lease member "<firing id>|<attempt>|<claimed ms>|<node>" (claimed ms 0: not
 --     known, then the attempt and node must match a lease)
@@ -46,7 +56,7 @@
 --     reports)
 -- Reply: per attempt, two values: fate (done | retry | dead | fenced | gone) and Redis time
 -- (ms); gone: the job was deleted while it ran.
-assert(#KEYS >= 9 and #ARGV >= 7, 'complete: wrong arity')
+assert(#KEYS >= 10 and #ARGV >= 8, 'complete: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local history, dead_limit, max_age = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -194,15 +204,56 @@ local function complete(job, runs, dead, exact, fid, outcome, record, retry, id,
   return fate
 end
 
+-- A job's run limits after its firing `fid` ended with `outcome` and `fate` (see the top).
+local function limits(job, id, fid, outcome, fate, lim)
+  if fate ~= 'done' and fate ~= 'dead' then return end
+  local max, pause = string.match(lim, '^(%d*)|(%d*)$')
+  assert(max, 'complete: bad run limits')
+  local f = redis.call('HMGET', job, 'open', 'streak', 'status')
+  local at_s = string.match(fid, ':(%d+)$')
+  local counted = false
+  if f[1] and f[1] ~= '' then
+    local kept = {}
+    for ms in string.gmatch(f[1], '%d+') do
+      if ms == at_s and not counted then counted = true else kept[#kept + 1] = ms end
+    end
+    if counted then redis.call('HSET', job, 'open', table.concat(kept, ' ')) end
+  end
+  local stop = nil
+  if outcome == 'ok' then
+    if f[2] and f[2] ~= '0' then redis.call('HSET', job, 'streak', 0) end
+    if counted and max ~= '' and redis.call('HINCRBY', job, 'succeeded', 1) >= tonumber(max)
+        and (f[3] == 'active' or f[3] == 'paused') then
+      stop = 'max_runs'
+      redis.call('HSET', job, 'status', 'finished', 'next', '', 'updated', now_s, 'stopped', stop)
+    end
+  elseif fate == 'dead' and pause ~= '' then
+    if redis.call('HINCRBY', job, 'streak', 1) >= tonumber(pause) and f[3] == 'active' then
+      stop = 'failures'
+      redis.call('HSET', job, 'status', 'paused', 'next', '', 'updated', now_s, 'paused_at', now_s,
+        'stopped', stop)
+    end
+  end
+  if stop then
+    -- `next` mirrors the due entry: with both gone no claim of the pending firing succeeds
+    -- (its sentinel key expires to a refused claim).
+    redis.call('ZREM', KEYS[8], id)
+    redis.call('SPUBLISH', ARGV[4], cjson.encode({
+      op = stop == 'max_runs' and 'finish' or 'pause', id = id, reason = stop}))
+  end
+end
+
 local reply = {}
-local k, a = 7, 3
+local k, a = 8, 4
 while a < #ARGV do
   local exact, id, record, opts = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
   a = a + 4
   local job, runs, dead = KEYS[k + 1], KEYS[k + 2], nil
   k = k + 2
-  local outcome, once, retry, letter, callback = 'ok', opts, '', '', ''
+  local outcome, once, retry, letter, callback, lim = 'ok', opts, '', '', '', nil
   if string.byte(opts, 1) == 115 then
+    local hash = string.find(opts, '#', 1, true)
+    if hash then opts, lim = string.sub(opts, 1, hash - 1), string.sub(opts, hash + 1) end
     local o, c, r, flags = string.match(opts, '^s(%a+)|(%d?)|(%d*)|(%d%d)$')
     assert(o, 'complete: bad options')
     outcome, once, retry = o, c, r
@@ -219,8 +270,10 @@ while a < #ARGV do
   end
   -- The firing id: the lease member up to its first '|' (ids and instants hold none).
   local fid = string.sub(exact, 1, string.find(exact, '|', 1, true) - 1)
-  reply[#reply + 1] = complete(job, runs, dead, exact, fid, outcome, record, retry, id, letter,
+  local fate = complete(job, runs, dead, exact, fid, outcome, record, retry, id, letter,
     once, callback)
+  if lim then limits(job, id, fid, outcome, fate, lim) end
+  reply[#reply + 1] = fate
   reply[#reply + 1] = now
 end
 assert(a == #ARGV and k == #KEYS, 'complete: wrong arity')

@@ -24,6 +24,8 @@ if ARGV[2] == 'pause' then
   return {1, 'paused', ''}
 end
 if status ~= 'paused' then return {0, status, redis.call('HGET', KEYS[1], 'next') or ''} end
+-- A resume starts the count of failed firings in a row (pause_after_failures) again.
+redis.call('HDEL', KEYS[1], 'streak', 'stopped')
 local nxt = ARGV[3]
 if nxt == '' then
   redis.call('HSET', KEYS[1], 'status', 'finished', 'next', '', 'updated', now, 'resumed_at', now)

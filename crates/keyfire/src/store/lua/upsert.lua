@@ -78,6 +78,8 @@ else
   if gen then redis.call('HSET', KEYS[1], 'created', ARGV[6], 'gen', gen) end
   -- `next` mirrors the due entry written below (claim.lua's compare-and-set reads it).
   redis.call('HSET', KEYS[1], 'spec', ARGV[2], 'version', version, 'status', status, 'next', nxt, 'updated', now, 'once', ARGV[7])
+  -- Run limits stopped it (`stopped`): a change that schedules it again says no longer so.
+  if status ~= 'paused' then redis.call('HDEL', KEYS[1], 'stopped') end
   redis.call('ZADD', KEYS[3], 0, ARGV[1])
 end
 if nxt == '' then

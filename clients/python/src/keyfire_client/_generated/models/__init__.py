@@ -2,6 +2,8 @@
 
 from .add_task import AddTask
 from .added import Added
+from .backfill_request import BackfillRequest
+from .backfill_view import BackfillView
 from .bulk_changed import BulkChanged
 from .cancel_view import CancelView
 from .dead_count import DeadCount
@@ -49,6 +51,7 @@ from .retry_spec import RetrySpec
 from .retry_spec_backoff_type_1 import RetrySpecBackoffType1
 from .retry_spec_backoff_type_2_type_1 import RetrySpecBackoffType2Type1
 from .retry_spec_backoff_type_3_type_1 import RetrySpecBackoffType3Type1
+from .run_limits_view import RunLimitsView
 from .run_list import RunList
 from .run_view import RunView
 from .skip_reason_code import SkipReasonCode
@@ -92,6 +95,8 @@ from .why_view import WhyView
 __all__ = (
     "Added",
     "AddTask",
+    "BackfillRequest",
+    "BackfillView",
     "BulkChanged",
     "CancelView",
     "DeadCount",
@@ -139,6 +144,7 @@ __all__ = (
     "RetrySpecBackoffType1",
     "RetrySpecBackoffType2Type1",
     "RetrySpecBackoffType3Type1",
+    "RunLimitsView",
     "RunList",
     "RunView",
     "SkipReasonCode",

@@ -11,6 +11,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.firing_time import FiringTime
+    from ..models.run_limits_view import RunLimitsView
     from ..models.stored_job_spec_type_0 import StoredJobSpecType0
     from ..models.stored_job_spec_type_1 import StoredJobSpecType1
     from ..models.stored_job_spec_type_2 import StoredJobSpecType2
@@ -41,6 +42,7 @@ class JobView:
             dedup key within its window exists, and this is that task (nothing was created).
         last_at (datetime.datetime | None | Unset): The last claimed firing.
         next_at (datetime.datetime | None | Unset): The next pending firing.
+        run_limits (None | RunLimitsView | Unset):
         skipped (int | Unset): Firings skipped because the previous run still ran (overlap `forbid`).
         triggered (int | Unset): Runs started by hand (`trigger`).
         updated_at (datetime.datetime | None | Unset): When it last changed.
@@ -60,12 +62,14 @@ class JobView:
     duplicate: bool | Unset = UNSET
     last_at: datetime.datetime | None | Unset = UNSET
     next_at: datetime.datetime | None | Unset = UNSET
+    run_limits: None | RunLimitsView | Unset = UNSET
     skipped: int | Unset = UNSET
     triggered: int | Unset = UNSET
     updated_at: datetime.datetime | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.run_limits_view import RunLimitsView  # noqa: PLC0415
         from ..models.stored_job_spec_type_0 import StoredJobSpecType0  # noqa: PLC0415
         from ..models.stored_job_spec_type_1 import StoredJobSpecType1  # noqa: PLC0415
 
@@ -124,6 +128,14 @@ class JobView:
         else:
             next_at = self.next_at
 
+        run_limits: dict[str, Any] | None | Unset
+        if isinstance(self.run_limits, Unset):
+            run_limits = UNSET
+        elif isinstance(self.run_limits, RunLimitsView):
+            run_limits = self.run_limits.to_dict()
+        else:
+            run_limits = self.run_limits
+
         skipped = self.skipped
 
         triggered = self.triggered
@@ -161,6 +173,8 @@ class JobView:
             field_dict["last_at"] = last_at
         if next_at is not UNSET:
             field_dict["next_at"] = next_at
+        if run_limits is not UNSET:
+            field_dict["run_limits"] = run_limits
         if skipped is not UNSET:
             field_dict["skipped"] = skipped
         if triggered is not UNSET:
@@ -173,6 +187,7 @@ class JobView:
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.firing_time import FiringTime  # noqa: PLC0415
+        from ..models.run_limits_view import RunLimitsView  # noqa: PLC0415
         from ..models.stored_job_spec_type_0 import StoredJobSpecType0  # noqa: PLC0415
         from ..models.stored_job_spec_type_1 import StoredJobSpecType1  # noqa: PLC0415
         from ..models.stored_job_spec_type_2 import StoredJobSpecType2  # noqa: PLC0415
@@ -287,6 +302,23 @@ class JobView:
 
         next_at = _parse_next_at(d.pop("next_at", UNSET))
 
+        def _parse_run_limits(data: object) -> None | RunLimitsView | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                run_limits_type_0 = RunLimitsView.from_dict(data)
+
+                return run_limits_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | RunLimitsView | Unset, data)
+
+        run_limits = _parse_run_limits(d.pop("run_limits", UNSET))
+
         skipped = d.pop("skipped", UNSET)
 
         triggered = d.pop("triggered", UNSET)
@@ -323,6 +355,7 @@ class JobView:
             duplicate=duplicate,
             last_at=last_at,
             next_at=next_at,
+            run_limits=run_limits,
             skipped=skipped,
             triggered=triggered,
             updated_at=updated_at,

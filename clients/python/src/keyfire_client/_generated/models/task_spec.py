@@ -52,6 +52,9 @@ class TaskSpec:
                 (default), `forbid` or `replace`: what to do when a firing comes while the
                 job's previous run still runs.
             params (None | TaskSpecParamsType0 | Unset): A JSON object given to the handler; absent (or null) gives none.
+            pause_after_failures (int | None | Unset): Pause the job (reason `failures`) after this many firings in a row
+                failed (a firing
+                fails when its last attempt fails; a success, or a resume, starts the count again).
             retry (None | RetrySpec | Unset):
             start_at (datetime.datetime | None | Unset): Nothing fires before this instant.
             timeout (None | str | Unset): Longest a run may take (default `1h`); a run that takes longer is a failed
@@ -87,6 +90,7 @@ class TaskSpec:
         | Unset
     ) = UNSET
     params: None | TaskSpecParamsType0 | Unset = UNSET
+    pause_after_failures: int | None | Unset = UNSET
     retry: None | RetrySpec | Unset = UNSET
     start_at: datetime.datetime | None | Unset = UNSET
     timeout: None | str | Unset = UNSET
@@ -183,6 +187,12 @@ class TaskSpec:
         else:
             params = self.params
 
+        pause_after_failures: int | None | Unset
+        if isinstance(self.pause_after_failures, Unset):
+            pause_after_failures = UNSET
+        else:
+            pause_after_failures = self.pause_after_failures
+
         retry: dict[str, Any] | None | Unset
         if isinstance(self.retry, Unset):
             retry = UNSET
@@ -240,6 +250,8 @@ class TaskSpec:
             field_dict["overlap"] = overlap
         if params is not UNSET:
             field_dict["params"] = params
+        if pause_after_failures is not UNSET:
+            field_dict["pause_after_failures"] = pause_after_failures
         if retry is not UNSET:
             field_dict["retry"] = retry
         if start_at is not UNSET:
@@ -464,6 +476,17 @@ class TaskSpec:
 
         params = _parse_params(d.pop("params", UNSET))
 
+        def _parse_pause_after_failures(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        pause_after_failures = _parse_pause_after_failures(
+            d.pop("pause_after_failures", UNSET)
+        )
+
         def _parse_retry(data: object) -> None | RetrySpec | Unset:
             if data is None:
                 return data
@@ -529,6 +552,7 @@ class TaskSpec:
             misfire_tolerance=misfire_tolerance,
             overlap=overlap,
             params=params,
+            pause_after_failures=pause_after_failures,
             retry=retry,
             start_at=start_at,
             timeout=timeout,
