@@ -3,6 +3,7 @@
 
 mod batch;
 mod counts;
+mod debounce;
 mod dead;
 mod deletes;
 mod delivery;
@@ -11,6 +12,7 @@ mod idle;
 mod input;
 mod partitions;
 mod pause;
+mod priority;
 mod recovery;
 mod redelivery;
 mod upgrade;
