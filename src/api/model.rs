@@ -80,7 +80,10 @@ pub struct JobView {
     /// Only in the answer to an enqueue that was a duplicate: what it did to this task, as its
     /// `dedup.on_duplicate` says: `kept`, `replaced`, `extended` or `replaced_extended`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(pattern = "^(kept|replaced|extended|replaced_extended)$", example = "extended")]
+    #[schema(
+        pattern = "^(kept|replaced|extended|replaced_extended)$",
+        example = "extended"
+    )]
     pub deduplicated: Option<String>,
 }
 

@@ -72,7 +72,10 @@ pub struct Added {
     /// Only for a duplicate (`dedup`): what it did to the task the key names: `kept`,
     /// `replaced`, `extended` or `replaced_extended`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(pattern = "^(kept|replaced|extended|replaced_extended)$", example = "replaced")]
+    #[schema(
+        pattern = "^(kept|replaced|extended|replaced_extended)$",
+        example = "replaced"
+    )]
     pub deduplicated: Option<String>,
 }
 

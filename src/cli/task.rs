@@ -204,7 +204,9 @@ pub async fn run(mut args: TaskArgs) -> CliResult {
             } else {
                 println!("{}", added.id);
                 if let Some(d) = &added.deduplicated {
-                    eprintln!("duplicate: the task its dedup key names was {d}; nothing new was added");
+                    eprintln!(
+                        "duplicate: the task its dedup key names was {d}; nothing new was added"
+                    );
                 }
             }
             Ok(())

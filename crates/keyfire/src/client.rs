@@ -440,9 +440,7 @@ impl Client {
                             "extended" => Deduplicated::Extended,
                             "replaced_extended" => Deduplicated::ReplacedExtended,
                             other => {
-                                return Err(Error::Corrupt(format!(
-                                    "debounce answered '{other}'"
-                                )));
+                                return Err(Error::Corrupt(format!("debounce answered '{other}'")));
                             }
                         };
                         metrics::counter!(crate::metrics::name::DEDUPED).increment(1);

@@ -12,8 +12,8 @@ use super::reply::fenced;
 use super::traced;
 use super::wait::Backoff;
 use super::{
-    CANDIDATES, Finished, Lane, MAX_POP, MAX_PRIORITY, Queue, Reserved, check_task_id,
-    check_topic, duration_ms, instant, ms_duration, token_topic,
+    CANDIDATES, Finished, Lane, MAX_POP, MAX_PRIORITY, Queue, Reserved, check_task_id, check_topic,
+    duration_ms, instant, ms_duration, token_topic,
 };
 use crate::error::{Error, Result};
 use crate::job::ValidationError;

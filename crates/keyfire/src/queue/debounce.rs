@@ -55,7 +55,8 @@ impl Queue {
                     deduplicated: None,
                 });
             }
-            let holder = String::from_redis_value_ref(&reply[2]).map_err(redis::RedisError::from)?;
+            let holder =
+                String::from_redis_value_ref(&reply[2]).map_err(redis::RedisError::from)?;
             let (what, _due): (String, i64) = DEBOUNCE
                 .key(&key)
                 .key(k.qtask(&holder))
@@ -101,4 +102,3 @@ impl Queue {
         Err(Error::Conflict(t.id))
     }
 }
-

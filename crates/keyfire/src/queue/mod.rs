@@ -127,8 +127,8 @@ pub use dead::check_dead_ids;
 pub use due::Promotion;
 pub use handler::{TopicHandler, serve_topics};
 pub use lane::MAX_PARTITIONS;
-pub use priority::MAX_PRIORITY;
 use lane::{Lane, Topology, partition_of};
+pub use priority::MAX_PRIORITY;
 pub use promoter::TopicPromoter;
 use reply::{code, text};
 pub use stats::{OTHER, QueueSample, TopicSampler, TopicStats};
@@ -431,8 +431,12 @@ impl Queue {
         let cmds: Vec<_> = by_lane
             .iter()
             .flat_map(|(lane, ts)| {
-                ts.chunks(BATCH)
-                    .map(|c| (lane.clone(), self.add_invocation(lane, c, traceparent, None)))
+                ts.chunks(BATCH).map(|c| {
+                    (
+                        lane.clone(),
+                        self.add_invocation(lane, c, traceparent, None),
+                    )
+                })
             })
             .collect();
         let replies = if cmds.is_empty() {
@@ -445,7 +449,8 @@ impl Queue {
                 TaskState::parse(&r.state)?;
             }
         }
-        let mut out: Vec<Option<TaskAdded>> = (0..order.len() + deduped.len()).map(|_| None).collect();
+        let mut out: Vec<Option<TaskAdded>> =
+            (0..order.len() + deduped.len()).map(|_| None).collect();
         for (i, t) in order.into_iter().zip(checked) {
             out[i] = Some(TaskAdded {
                 id: t.id,

@@ -57,7 +57,10 @@ async fn concurrent_duplicates_replace_and_extend_one_pending_task() {
     let created: Vec<_> = all.iter().filter(|o| o.2 == Upserted::Created).collect();
     assert_eq!(created.len(), 1, "{created:?}");
     let id = created[0].0.clone();
-    assert!(all.iter().all(|o| o.0 == id), "every enqueue answers the one task");
+    assert!(
+        all.iter().all(|o| o.0 == id),
+        "every enqueue answers the one task"
+    );
     assert!(
         all.iter()
             .filter(|o| o.2 == Upserted::Duplicate)
@@ -65,24 +68,41 @@ async fn concurrent_duplicates_replace_and_extend_one_pending_task() {
         "{all:?}"
     );
     let client = w.client().await;
-    assert_eq!(client.store().list_ids(None, 100).await.unwrap(), vec![id.clone()]);
+    assert_eq!(
+        client.store().list_ids(None, 100).await.unwrap(),
+        vec![id.clone()]
+    );
     let rec = client.get(&id).await.unwrap();
     // Each duplicate's instant is its enqueue plus its delay: the latest delay (89 s) enqueued
     // last is the latest instant; the task is due no earlier than any answer said.
     let latest = all.iter().filter_map(|o| o.1).max().unwrap();
     assert_eq!(rec.next_ms, Some(latest));
     let created_ms = rec.created_ms;
-    assert!(latest >= created_ms + 3_600_000 + 89_000, "{latest} {created_ms}");
+    assert!(
+        latest >= created_ms + 3_600_000 + 89_000,
+        "{latest} {created_ms}"
+    );
     let n = rec.spec.params["n"].as_u64().unwrap();
     assert!(n < 90);
-    assert_eq!(rec.spec.at.unwrap().timestamp_millis(), latest, "the spec's `at` moved too");
+    assert_eq!(
+        rec.spec.at.unwrap().timestamp_millis(),
+        latest,
+        "the spec's `at` moved too"
+    );
 
     // A last duplicate, replace only: its params, the instant as it was.
     let (after, how, done) = client
         .enqueue_deduplicated(task("1s", OnDuplicate::Replace, json!({"n": "last"})))
         .await
         .unwrap();
-    assert_eq!((after.spec.id.as_str(), how, done), (id.as_str(), Upserted::Duplicate, Some(Deduplicated::Replaced)));
+    assert_eq!(
+        (after.spec.id.as_str(), how, done),
+        (
+            id.as_str(),
+            Upserted::Duplicate,
+            Some(Deduplicated::Replaced)
+        )
+    );
     assert_eq!(after.spec.params, json!({"n": "last"}));
     assert_eq!(after.next_ms, Some(latest));
     assert!(after.version > rec.version, "a change raises the version");
@@ -104,7 +124,10 @@ async fn a_duplicate_after_the_claim_creates_a_new_task() {
         .enqueue_deduplicated(task("600ms", OnDuplicate::Extend, json!({"v": 2})))
         .await
         .unwrap();
-    assert_eq!((same.spec.id.as_str(), how), (first.spec.id.as_str(), Upserted::Duplicate));
+    assert_eq!(
+        (same.spec.id.as_str(), how),
+        (first.spec.id.as_str(), Upserted::Duplicate)
+    );
     assert_eq!(done, Some(Deduplicated::Extended));
     assert!(same.next_ms > first.next_ms);
     assert_eq!(same.spec.params, json!({"v": 1}), "extend keeps the params");
@@ -133,7 +156,10 @@ async fn a_bad_on_duplicate_is_refused_by_name() {
     let before = w.keys().await;
     let mut d = DedupSpec::key("k", "1m");
     d.on_duplicate = Some("merge".into());
-    match client.enqueue(JobSpec::after("", "1h", "rec").dedup(d)).await {
+    match client
+        .enqueue(JobSpec::after("", "1h", "rec").dedup(d))
+        .await
+    {
         Err(Error::Invalid(v)) => assert_eq!(v.field, "dedup.on_duplicate"),
         other => panic!("expected a validation error, got {other:?}"),
     }

@@ -38,7 +38,10 @@ async fn concurrent_replaces_leave_one_task_with_a_duplicates_payload() {
         .into_iter()
         .map(Result::unwrap)
         .collect();
-    let created: Vec<_> = outcomes.iter().filter(|o| o.deduplicated.is_none()).collect();
+    let created: Vec<_> = outcomes
+        .iter()
+        .filter(|o| o.deduplicated.is_none())
+        .collect();
     assert_eq!(created.len(), 1, "{outcomes:?}");
     let id = created[0].id.clone();
     assert!(
@@ -62,7 +65,10 @@ async fn concurrent_replaces_leave_one_task_with_a_duplicates_payload() {
         )
         .await
         .unwrap();
-    assert_eq!((last.id.as_str(), last.deduplicated), (id.as_str(), Some(Deduplicated::Replaced)));
+    assert_eq!(
+        (last.id.as_str(), last.deduplicated),
+        (id.as_str(), Some(Deduplicated::Replaced))
+    );
     let info = q.get(&id).await.unwrap();
     assert_eq!(info.payload, Some(json!({"i": "last"})));
     assert_eq!(info.priority, 4);
@@ -94,7 +100,10 @@ async fn concurrent_extends_leave_one_task_due_at_the_latest_instant() {
         .into_iter()
         .map(Result::unwrap)
         .collect();
-    assert_eq!(outcomes.iter().filter(|o| o.deduplicated.is_none()).count(), 1);
+    assert_eq!(
+        outcomes.iter().filter(|o| o.deduplicated.is_none()).count(),
+        1
+    );
     let id = outcomes[0].id.clone();
     assert!(outcomes.iter().all(|o| o.id == id), "{outcomes:?}");
     let info = q.get(&id).await.unwrap();
@@ -152,19 +161,31 @@ async fn a_duplicate_after_the_pop_adds_a_new_task() {
     assert_eq!(first.deduplicated, None);
     // Ready, not popped yet: replaced in place.
     let dup = add(OnDuplicate::Replace, 2).await;
-    assert_eq!((dup.id.clone(), dup.deduplicated), (first.id.clone(), Some(Deduplicated::Replaced)));
+    assert_eq!(
+        (dup.id.clone(), dup.deduplicated),
+        (first.id.clone(), Some(Deduplicated::Replaced))
+    );
     let popped = q.pop("t", Duration::ZERO).await.unwrap().unwrap();
-    assert_eq!((popped.id.clone(), popped.payload), (first.id.clone(), json!(2)));
+    assert_eq!(
+        (popped.id.clone(), popped.payload),
+        (first.id.clone(), json!(2))
+    );
     // `keep` still names the popped task within the window, as for one-shot tasks.
     let kept = add(OnDuplicate::Keep, 3).await;
-    assert_eq!((kept.id.clone(), kept.deduplicated), (first.id.clone(), Some(Deduplicated::Kept)));
+    assert_eq!(
+        (kept.id.clone(), kept.deduplicated),
+        (first.id.clone(), Some(Deduplicated::Kept))
+    );
     // `replace` and `extend` act only on a pending task: a new one, which the key names now.
     let new = add(OnDuplicate::Extend, 4).await;
     assert_eq!(new.deduplicated, None);
     assert_ne!(new.id, first.id);
     assert_eq!(q.get(&first.id).await.unwrap().state, TaskState::Reserved);
     let again = add(OnDuplicate::Replace, 5).await;
-    assert_eq!((again.id, again.deduplicated), (new.id.clone(), Some(Deduplicated::Replaced)));
+    assert_eq!(
+        (again.id, again.deduplicated),
+        (new.id.clone(), Some(Deduplicated::Replaced))
+    );
     let next = q.pop("t", Duration::ZERO).await.unwrap().unwrap();
     assert_eq!((next.id, next.payload), (new.id, json!(5)));
 }
@@ -191,7 +212,10 @@ async fn an_extended_ready_task_waits_again() {
         .unwrap();
     assert_eq!(dup.deduplicated, Some(Deduplicated::Extended));
     assert_eq!(q.get(&first.id).await.unwrap().state, TaskState::Delayed);
-    assert!(q.pop("e", Duration::ZERO).await.unwrap().is_none(), "not ready now");
+    assert!(
+        q.pop("e", Duration::ZERO).await.unwrap().is_none(),
+        "not ready now"
+    );
     let popped = q.pop("e", Duration::from_secs(10)).await.unwrap().unwrap();
     assert_eq!((popped.id, popped.payload), (first.id, json!(1)));
 }
@@ -213,7 +237,10 @@ async fn bad_dedup_declarations_are_refused_by_name_and_write_nothing() {
         "dedup.on_duplicate"
     );
     assert_eq!(
-        field(q.add_task_outcome(t.clone().dedup(DedupSpec::key("k", "0s")), None).await),
+        field(
+            q.add_task_outcome(t.clone().dedup(DedupSpec::key("k", "0s")), None)
+                .await
+        ),
         "dedup.window"
     );
     assert_eq!(

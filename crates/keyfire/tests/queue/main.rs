@@ -3,8 +3,8 @@
 
 mod batch;
 mod counts;
-mod debounce;
 mod dead;
+mod debounce;
 mod deletes;
 mod delivery;
 mod feed;
