@@ -51,7 +51,7 @@ pub struct AddTask {
     /// Its priority, 0 (default, lowest) to 9: pops take the highest ready first, in the
     /// order they became ready within a level (strict: a lower level waits while a higher one
     /// has ready tasks).
-    #[schema(minimum = 0, maximum = 9, example = 5)]
+    #[schema(example = 5)]
     pub priority: Option<u8>,
     /// Deduplicate by a key (`key`, or `content: true` for the topic and payload) within a
     /// `window`; no `id`. `on_duplicate` says what a duplicate does to the pending task the key

@@ -57,12 +57,12 @@ pub struct DedupSpec {
     /// moves to the duplicate's, never earlier) or `replace_extend` (both). Once that task was
     /// claimed (popped), a duplicate under `replace`/`extend` creates a new task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(
-        feature = "openapi",
-        schema(example = "extend", pattern = "^(keep|replace|extend|replace_extend)$")
-    )]
+    #[cfg_attr(feature = "openapi", schema(example = "extend"))]
     pub on_duplicate: Option<String>,
 }
+
+/// The names [`DedupSpec::on_duplicate`] takes (the REST API's OpenAPI document states them).
+pub const ON_DUPLICATE_MODES: &[&str] = &["keep", "replace", "extend", "replace_extend"];
 
 /// What a duplicate does to the pending task its dedup key names (see [`DedupSpec`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]

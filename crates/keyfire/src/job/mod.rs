@@ -10,7 +10,8 @@ mod spec;
 mod validation;
 
 pub use dedup::{
-    Dedup, DedupSpec, Deduplicated, MAX_DEDUP_KEY_LEN, MAX_DEDUP_WINDOW_MS, OnDuplicate,
+    Dedup, DedupSpec, Deduplicated, MAX_DEDUP_KEY_LEN, MAX_DEDUP_WINDOW_MS, ON_DUPLICATE_MODES,
+    OnDuplicate,
 };
 pub use duration::{DURATION_PATTERN, duration_serde, parse_duration};
 pub use flow_limit::{
