@@ -982,8 +982,9 @@ export interface components {
              *     moves to the duplicate's, never earlier) or `replace_extend` (both). Once that task was
              *     claimed (popped), a duplicate under `replace`/`extend` creates a new task.
              * @example extend
+             * @enum {string|null}
              */
-            on_duplicate?: string | null;
+            on_duplicate?: "keep" | "replace" | "extend" | "replace_extend" | null;
             /**
              * @description How long the key holds after the first enqueue: more than zero, at most `24h`. A
              *     duplicate that replaces or extends the task renews it (from the duplicate).
