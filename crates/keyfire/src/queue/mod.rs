@@ -412,7 +412,8 @@ impl Queue {
             self.register_priority(&t.topic).await?;
         }
         // Tasks with a dedup key are added after the others, one script call each.
-        let (deduped, checked): (Vec<(usize, Checked)>, Vec<(usize, Checked)>) = checked
+        type Numbered = Vec<(usize, Checked)>;
+        let (deduped, checked): (Numbered, Numbered) = checked
             .into_iter()
             .enumerate()
             .partition(|(_, t)| t.dedup.is_some());

@@ -29,25 +29,6 @@ pub(super) fn decode_ready(score: f64) -> (u8, i64) {
     (level as u8, (score + level * STEP) as i64)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scores_give_back_their_level_and_instant() {
-        for level in 0..=MAX_PRIORITY {
-            for at in [0i64, 1, 1_765_000_000_123, (STEP as i64) - 1] {
-                let score = at as f64 - f64::from(level) * STEP;
-                assert_eq!(decode_ready(score), (level, at), "{level} {at}");
-            }
-        }
-        // A higher level sorts first whatever the instants.
-        let hi = 1_800_000_000_000f64 - 2.0 * STEP;
-        let lo = 1_000f64 - STEP;
-        assert!(hi < lo);
-    }
-}
-
 impl super::Queue {
     /// Whether `topic` is known to hold tasks with a priority.
     pub(super) fn is_prioritized(&self, topic: &str) -> bool {
@@ -116,5 +97,24 @@ impl super::Queue {
                     .map(|s| decode_ready(s).0))
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scores_give_back_their_level_and_instant() {
+        for level in 0..=MAX_PRIORITY {
+            for at in [0i64, 1, 1_765_000_000_123, (STEP as i64) - 1] {
+                let score = at as f64 - f64::from(level) * STEP;
+                assert_eq!(decode_ready(score), (level, at), "{level} {at}");
+            }
+        }
+        // A higher level sorts first whatever the instants.
+        let hi = 1_800_000_000_000f64 - 2.0 * STEP;
+        let lo = 1_000f64 - STEP;
+        assert!(hi < lo);
     }
 }
