@@ -205,6 +205,8 @@ async fn queue_overdue_and_memory_figures_are_read_from_redis() {
     let task = |topic: &str, ttr_ms: u64, max: u32| NewTask {
         ttr: Duration::from_millis(ttr_ms),
         max_deliveries: max,
+        priority: 0,
+        dedup: None,
         ..NewTask::new(topic, json!({"n": 1}))
     };
     // mq-a: 4 ready, 2 popped (reserved), 1 of them finished.

@@ -215,6 +215,10 @@ fn field_rules(doc: &mut Value) {
         property(doc, "DedupSpec", "window"),
         json!({"type": "string", "pattern": DURATION_PATTERN}),
     );
+    apply(
+        property(doc, "DedupSpec", "on_duplicate"),
+        names_rule(keyfire::job::ON_DUPLICATE_MODES, true),
+    );
     // A window always, and a key or `content: true`, not both (as `allOf`/`anyOf`/`not` with
     // `enum`, the forms the Python generator reads; it fails on `const` in a `oneOf`).
     let content_true =
@@ -260,6 +264,10 @@ fn field_rules(doc: &mut Value) {
         property(doc, "AddTask", "max_deliveries"),
         u32_from(1, MAX_DELIVERIES_LIMIT),
     );
+    let levels = u32_from(0, u32::from(keyfire::queue::MAX_PRIORITY));
+    for name in ["AddTask", "ReservedView", "TaskView"] {
+        apply(property(doc, name, "priority"), levels.clone());
+    }
     schema(doc, "AddTask").insert("not".into(), both_given("delay", "at"));
 
     let token = name_rule(TOKEN_PATTERN, 33 + MAX_TOPIC_LEN);

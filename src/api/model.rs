@@ -81,6 +81,14 @@ pub struct JobView {
     /// dedup key within its window exists, and this is that task (nothing was created).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub duplicate: bool,
+    /// Only in the answer to an enqueue that was a duplicate: what it did to this task, as its
+    /// `dedup.on_duplicate` says: `kept`, `replaced`, `extended` or `replaced_extended`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(
+        pattern = "^(kept|replaced|extended|replaced_extended)$",
+        example = "extended"
+    )]
+    pub deduplicated: Option<String>,
 }
 
 /// A job's run limits at work.
@@ -189,6 +197,7 @@ impl JobView {
             },
             next_firings,
             duplicate: false,
+            deduplicated: None,
         }
     }
 }

@@ -76,7 +76,11 @@ fn prefixed(e: Error, prefix: &str) -> ApiError {
 ///
 /// With `dedup` (a `key`, or `content: true`, and a `window`; no `id`), a task enqueued with
 /// the same dedup key within its window is answered with 200 and `"duplicate": true`, and
-/// nothing is created; after the window a new task is created (201).
+/// nothing is created; after the window a new task is created (201). `dedup.on_duplicate`
+/// says what the duplicate does to that task while it is pending: `keep` (default),
+/// `replace` (it takes this spec), `extend` (its instant moves to this one's, never earlier)
+/// or `replace_extend`; `deduplicated` answers what it did. Once that task was claimed, a
+/// `replace`/`extend` duplicate creates a new task (201).
 #[utoipa::path(
     post,
     path = "/v1/tasks",
@@ -95,7 +99,7 @@ pub(super) async fn post_task(
     RawJson(body): RawJson,
 ) -> Result<(StatusCode, Json<JobView>), ApiError> {
     let spec = crate::telemetry::traced_job(task_spec(body, "")?, &headers);
-    let (record, outcome) = state.client().enqueue_with_outcome(spec).await?;
+    let (record, outcome, deduplicated) = state.client().enqueue_deduplicated(spec).await?;
     let status = if outcome == Upserted::Created {
         StatusCode::CREATED
     } else {
@@ -103,6 +107,7 @@ pub(super) async fn post_task(
     };
     let mut view = JobView::from_record(&record);
     view.duplicate = outcome == Upserted::Duplicate;
+    view.deduplicated = deduplicated.map(|d| d.as_str().to_string());
     Ok((status, Json(view)))
 }
 
@@ -155,9 +160,10 @@ pub(super) async fn post_tasks_batch(
     }
     let mut tasks = Vec::with_capacity(specs.len());
     for spec in specs {
-        let (record, outcome) = client.enqueue_with_outcome(spec).await?;
+        let (record, outcome, deduplicated) = client.enqueue_deduplicated(spec).await?;
         let mut view = JobView::from_record(&record);
         view.duplicate = outcome == Upserted::Duplicate;
+        view.deduplicated = deduplicated.map(|d| d.as_str().to_string());
         tasks.push(view);
     }
     Ok((StatusCode::CREATED, Json(TaskList { tasks })))

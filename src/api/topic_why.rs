@@ -335,6 +335,7 @@ mod tests {
             created_at: DateTime::<Utc>::from_timestamp_millis(0).unwrap(),
             due_at: DateTime::<Utc>::from_timestamp_millis(due_ms).unwrap(),
             ready_at: None,
+            priority: 0,
             reserved_at: None,
             deadline: None,
             finished_at: None,

@@ -48,15 +48,35 @@ pub struct AddTask {
     pub ttr: Option<String>,
     /// Deliveries before it goes to the topic's dead letters (default 5).
     pub max_deliveries: Option<u32>,
+    /// Its priority, 0 (default, lowest) to 9: pops take the highest ready first, in the
+    /// order they became ready within a level (strict: a lower level waits while a higher one
+    /// has ready tasks).
+    #[schema(example = 5)]
+    pub priority: Option<u8>,
+    /// Deduplicate by a key (`key`, or `content: true` for the topic and payload) within a
+    /// `window`; no `id`. `on_duplicate` says what a duplicate does to the pending task the key
+    /// names: `keep` (default), `replace` (it takes this payload, ttr, deliveries and
+    /// priority), `extend` (its due instant moves to this one's, never earlier) or
+    /// `replace_extend`. Once that task was popped, a `replace`/`extend` duplicate adds a new
+    /// task.
+    pub dedup: Option<keyfire::job::DedupSpec>,
 }
 
 /// An added task.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Added {
-    /// The task's id.
+    /// The task's id: with `dedup`, that of the task the key names when this was a duplicate.
     pub id: String,
     /// Its topic.
     pub topic: String,
+    /// Only for a duplicate (`dedup`): what it did to the task the key names: `kept`,
+    /// `replaced`, `extended` or `replaced_extended`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(
+        pattern = "^(kept|replaced|extended|replaced_extended)$",
+        example = "replaced"
+    )]
+    pub deduplicated: Option<String>,
 }
 
 /// The query of a pop.
@@ -146,6 +166,8 @@ pub struct ReservedView {
     pub due_at: DateTime<Utc>,
     /// When it (last) became ready.
     pub ready_at: DateTime<Utc>,
+    /// Its priority, 0 to 9 (higher first).
+    pub priority: u8,
     /// When this pop reserved it.
     pub reserved_at: DateTime<Utc>,
     /// When the reservation expires unless finished or touched.
@@ -163,6 +185,7 @@ impl From<Reserved> for ReservedView {
             token: r.token,
             due_at: r.due_at,
             ready_at: r.ready_at,
+            priority: r.priority,
             reserved_at: r.reserved_at,
             deadline: r.deadline,
         }
@@ -195,6 +218,8 @@ pub struct TaskView {
     pub due_at: DateTime<Utc>,
     /// When it last became ready.
     pub ready_at: Option<DateTime<Utc>>,
+    /// Its priority, 0 to 9 (higher first).
+    pub priority: u8,
     /// When it was last reserved.
     pub reserved_at: Option<DateTime<Utc>>,
     /// The deadline of its reservation, while reserved.
@@ -216,6 +241,7 @@ impl From<TaskInfo> for TaskView {
             created_at: t.created_at,
             due_at: t.due_at,
             ready_at: t.ready_at,
+            priority: t.priority,
             reserved_at: t.reserved_at,
             deadline: t.deadline,
             finished_at: t.finished_at,
@@ -284,6 +310,7 @@ fn queue_error(e: Error) -> ApiError {
     params(("topic" = String, Path, description = "Letters, digits, `_`, `.`, `-`; at most 128 bytes")),
     request_body = AddTask,
     responses(
+        (status = 200, description = "A duplicate (`dedup`): `deduplicated` says what it did to the task its key names, whose id this is", body = Added),
         (status = 201, description = "Added (or an add with this id was already made to this topic)", body = Added),
         (status = 409, description = "No node serves the `topic` handler, so a delayed task could not become ready; or a task with this id is in another topic (`conflict`)", body = ErrorBody),
         (status = 422, description = "Not a valid topic name, or a field breaks its rule (`field` names it)", body = ErrorBody),
@@ -315,14 +342,17 @@ pub async fn add_task(
         when,
         ttr,
         max_deliveries: body.max_deliveries.unwrap_or(DEFAULT_MAX_DELIVERIES),
+        priority: body.priority.unwrap_or(0),
+        dedup: body.dedup,
     };
     let given = task.id.is_some();
     let traceparent = crate::telemetry::request_traceparent(&headers);
-    let id = state
+    let added = state
         .queue()
-        .add_task_traced(task, traceparent.as_deref())
+        .add_task_outcome(task, traceparent.as_deref())
         .await
         .map_err(queue_error)?;
+    let id = added.id;
     // An id that exists is left as it is, in whatever topic holds it: task ids are unique
     // across topics, so an add under another topic did not add anything here.
     if given {
@@ -336,7 +366,20 @@ pub async fn add_task(
             .field("id"));
         }
     }
-    Ok((StatusCode::CREATED, Json(Added { id, topic })))
+    let deduplicated = added.deduplicated.map(|d| d.as_str().to_string());
+    let status = if deduplicated.is_some() {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    Ok((
+        status,
+        Json(Added {
+            id,
+            topic,
+            deduplicated,
+        }),
+    ))
 }
 
 /// Pop the oldest ready task of a topic and reserve it for its time-to-run.

@@ -46,15 +46,21 @@ enum TaskCommand {
         #[arg(long)]
         id: Option<String>,
         /// Deduplicate by this key: a task enqueued with it within --dedup-window is printed
-        /// (with a note on stderr) and nothing new is created.
-        #[arg(long, requires = "dedup_window", conflicts_with_all = ["topic", "id"])]
+        /// (with a note on stderr) and nothing new is created (one-shot or topic task).
+        #[arg(long, requires = "dedup_window", conflicts_with = "id")]
         dedup_key: Option<String>,
-        /// Deduplicate by content: the handler and params make the key.
-        #[arg(long, requires = "dedup_window", conflicts_with_all = ["topic", "id", "dedup_key"])]
+        /// Deduplicate by content: the handler and params (a topic task: the topic and
+        /// payload) make the key.
+        #[arg(long, requires = "dedup_window", conflicts_with_all = ["id", "dedup_key"])]
         dedup_content: bool,
         /// How long a dedup key holds after the first enqueue, such as 10m (at most 24h).
-        #[arg(long, conflicts_with = "topic")]
+        #[arg(long)]
         dedup_window: Option<String>,
+        /// What a duplicate does to the pending task the dedup key names: keep (default),
+        /// replace (it takes this task's params or payload), extend (its instant moves to this
+        /// task's, never earlier) or replace_extend (debounce).
+        #[arg(long, requires = "dedup_window", value_name = "MODE")]
+        on_duplicate: Option<String>,
         /// Add to this delay-queue topic: the task is handed to a consumer that pops it.
         #[arg(long)]
         topic: Option<String>,
@@ -70,6 +76,9 @@ enum TaskCommand {
         /// Deliveries before it goes to the topic's dead letters (default 5).
         #[arg(long, requires = "topic")]
         max_deliveries: Option<u32>,
+        /// The topic task's priority, 0 (default) to 9: pops take the highest ready first.
+        #[arg(long, requires = "topic")]
+        priority: Option<u8>,
     },
     /// Pop the oldest ready task of a topic (or up to --max tasks) and reserve it; prints it
     /// and its token. Exit 3 when none came within --wait.
@@ -158,9 +167,20 @@ pub async fn run(mut args: TaskArgs) -> CliResult {
             delay,
             ttr,
             max_deliveries,
+            priority,
+            dedup_key,
+            dedup_content,
+            dedup_window,
+            on_duplicate,
             ..
         } => {
             let mut body = Map::new();
+            if let Some(d) = dedup_body(dedup_key, dedup_content, dedup_window, on_duplicate) {
+                body.insert("dedup".into(), d);
+            }
+            if let Some(p) = priority {
+                body.insert("priority".into(), p.into());
+            }
             let payload = match payload {
                 Some(p) => serde_json::from_str(&p)
                     .map_err(|e| CliError::usage(format!("--payload is not valid JSON: {e}")))?,
@@ -183,6 +203,11 @@ pub async fn run(mut args: TaskArgs) -> CliResult {
                 api.print_json(&added);
             } else {
                 println!("{}", added.id);
+                if let Some(d) = &added.deduplicated {
+                    eprintln!(
+                        "duplicate: the task its dedup key names was {d}; nothing new was added"
+                    );
+                }
             }
             Ok(())
         }
@@ -195,24 +220,10 @@ pub async fn run(mut args: TaskArgs) -> CliResult {
             dedup_key,
             dedup_content,
             dedup_window,
+            on_duplicate,
             ..
         } => {
-            let dedup = match (dedup_key, dedup_content, dedup_window) {
-                (None, false, None) => None,
-                (key, content, window) => {
-                    let mut d = Map::new();
-                    if let Some(k) = key {
-                        d.insert("key".into(), Value::String(k));
-                    }
-                    if content {
-                        d.insert("content".into(), Value::Bool(true));
-                    }
-                    if let Some(w) = window {
-                        d.insert("window".into(), Value::String(w));
-                    }
-                    Some(Value::Object(d))
-                }
-            };
+            let dedup = dedup_body(dedup_key, dedup_content, dedup_window, on_duplicate);
             let task = OneShot {
                 handler: handler.unwrap_or_default(),
                 params,
@@ -258,6 +269,9 @@ pub async fn run(mut args: TaskArgs) -> CliResult {
                 println!("reservation {}", task.token);
                 println!("topic       {}", task.topic);
                 println!("deliveries  {}", task.deliveries);
+                if task.priority > 0 {
+                    println!("priority    {}", task.priority);
+                }
                 println!("deadline    {}", task.deadline.to_rfc3339());
                 println!("payload     {}", task.payload);
             }
@@ -375,6 +389,32 @@ struct OneShot {
     dedup: Option<Value>,
 }
 
+/// The `dedup` object of a body, from the --dedup-* and --on-duplicate flags.
+fn dedup_body(
+    key: Option<String>,
+    content: bool,
+    window: Option<String>,
+    on_duplicate: Option<String>,
+) -> Option<Value> {
+    if key.is_none() && !content && window.is_none() {
+        return None;
+    }
+    let mut d = Map::new();
+    if let Some(k) = key {
+        d.insert("key".into(), Value::String(k));
+    }
+    if content {
+        d.insert("content".into(), Value::Bool(true));
+    }
+    if let Some(w) = window {
+        d.insert("window".into(), Value::String(w));
+    }
+    if let Some(o) = on_duplicate {
+        d.insert("on_duplicate".into(), Value::String(o));
+    }
+    Some(Value::Object(d))
+}
+
 /// `keyfire task add --handler …`: a one-shot task run by keyfire.
 async fn add_one_shot(api: &Api, task: OneShot) -> CliResult {
     let OneShot {
@@ -408,9 +448,14 @@ async fn add_one_shot(api: &Api, task: OneShot) -> CliResult {
     } else {
         println!("{}", task.id);
         if task.duplicate {
-            eprintln!(
-                "duplicate: a task with this dedup key was enqueued within its window; nothing new was created"
-            );
+            match task.deduplicated.as_deref() {
+                Some(d) if d != "kept" => eprintln!(
+                    "duplicate: the task its dedup key names was {d}; nothing new was created"
+                ),
+                _ => eprintln!(
+                    "duplicate: a task with this dedup key was enqueued within its window; nothing new was created"
+                ),
+            }
         }
         print_next_firings(&task);
     }

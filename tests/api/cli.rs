@@ -533,6 +533,123 @@ async fn the_cli_enqueues_with_dedup() {
     );
 }
 
+/// `task add --topic … --priority` orders pops; `--on-duplicate` debounces one-shot and topic
+/// tasks (the note on stderr, `deduplicated` in JSON); a bad priority or mode exits 2 naming
+/// the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_adds_with_priorities_and_debounce() {
+    let w = World::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let config = write_config(&w, dir.path(), port, "");
+    let _server = serve(&config);
+    let url = format!("http://127.0.0.1:{port}");
+    wait_ready(&url);
+
+    for (payload, p) in [("1", "0"), ("2", "7")] {
+        let o = cli(
+            &url,
+            &[
+                "task",
+                "add",
+                "--topic",
+                "pq",
+                "--payload",
+                payload,
+                "--priority",
+                p,
+            ],
+        );
+        assert_eq!(code(&o), 0, "{}", printed(&o));
+    }
+    let popped = printed_json(&cli(&url, &["task", "pop", "pq", "--max", "2", "--json"]));
+    assert_eq!(popped["tasks"][0]["payload"], 2, "{popped:#}");
+    assert_eq!(popped["tasks"][0]["priority"], 7);
+    assert_eq!(popped["tasks"][1]["payload"], 1);
+    let bad = cli(
+        &url,
+        &[
+            "task",
+            "add",
+            "--topic",
+            "pq",
+            "--payload",
+            "1",
+            "--priority",
+            "10",
+        ],
+    );
+    assert_eq!(code(&bad), 2, "{}", printed(&bad));
+    assert!(printed(&bad).contains("priority"), "{}", printed(&bad));
+
+    let topic_add = |payload: &str, mode: &str| {
+        cli(
+            &url,
+            &[
+                "task",
+                "add",
+                "--topic",
+                "dq",
+                "--payload",
+                payload,
+                "--delay",
+                "1h",
+                "--dedup-key",
+                "digest:7",
+                "--dedup-window",
+                "1h",
+                "--on-duplicate",
+                mode,
+                "--json",
+            ],
+        )
+    };
+    let first = printed_json(&topic_add("1", "replace"));
+    let again = printed_json(&topic_add("2", "replace"));
+    assert_eq!(again["id"], first["id"], "{again:#}");
+    assert_eq!(again["deduplicated"], "replaced");
+    let bad = topic_add("3", "merge");
+    assert_eq!(code(&bad), 2, "{}", printed(&bad));
+    assert!(
+        printed(&bad).contains("dedup.on_duplicate"),
+        "{}",
+        printed(&bad)
+    );
+
+    let one_shot = |after: &str| {
+        cli(
+            &url,
+            &[
+                "task",
+                "add",
+                "--handler",
+                "log",
+                "--after",
+                after,
+                "--dedup-key",
+                "d:1",
+                "--dedup-window",
+                "1h",
+                "--on-duplicate",
+                "extend",
+            ],
+        )
+    };
+    let first = one_shot("10m");
+    assert_eq!(code(&first), 0, "{}", printed(&first));
+    let again = one_shot("20m");
+    assert_eq!(code(&again), 0, "{}", printed(&again));
+    assert_eq!(
+        String::from_utf8_lossy(&again.stdout).lines().next(),
+        String::from_utf8_lossy(&first.stdout).lines().next()
+    );
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("extended"),
+        "{}",
+        printed(&again)
+    );
+}
+
 /// `keyfire limits`: a limit declared in the config (`[[flow_limits]]`) is set at start;
 /// `set`, `get`, `ls` and `rm` drive the rest; a bound of 0 exits 2 naming the field.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,6 +11,7 @@ mod cancel;
 mod cli;
 mod common;
 mod contract;
+mod debounce;
 mod declared;
 mod dedup;
 mod delivery;

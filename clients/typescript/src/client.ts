@@ -73,6 +73,13 @@ export interface AddOptions {
   maxDeliveries?: number;
   /** Its id: an add with an id that exists is left as it is (idempotent). */
   id?: string;
+  /** Its priority, 0 (default) to 9: pops take the highest ready first. */
+  priority?: number;
+  /**
+   * Deduplicate by a key within a window (no `id`); `on_duplicate` (`keep`, `replace`,
+   * `extend`, `replace_extend`) says what a duplicate does to the pending task (debounce).
+   */
+  dedup?: Schemas["DedupSpec"];
 }
 
 export interface PopOptions {
@@ -202,17 +209,51 @@ export class Keyfire {
   /**
    * Add a task to `topic`, ready after `delay`, at `at`, or at once; resolves to its id. With
    * `id`, the add is idempotent: an id that exists is left as it is, so a retried add adds
-   * nothing (the topic's form of deduplication).
+   * nothing. With `dedup`, resolves to the id of the task its key names when this add was a
+   * duplicate (see `addWithOutcome` for what it did).
    */
   async add(topic: string, payload: unknown, options: AddOptions = {}): Promise<string> {
     const at = options.at instanceof Date ? options.at.toISOString() : options.at;
     const { data } = await this.call(
       this.api.POST("/v1/topics/{topic}/tasks", {
         params: { path: { topic } },
-        body: { payload, delay: options.delay, at, ttr: options.ttr, max_deliveries: options.maxDeliveries, id: options.id },
+        body: {
+          payload,
+          delay: options.delay,
+          at,
+          ttr: options.ttr,
+          max_deliveries: options.maxDeliveries,
+          id: options.id,
+          priority: options.priority,
+          dedup: options.dedup,
+        },
       }),
     );
     return data.id;
+  }
+
+  /**
+   * `add`, resolving to the whole answer: the id, and for a duplicate (`dedup`) what it did to
+   * the task its key names (`deduplicated`: `kept`, `replaced`, `extended`, `replaced_extended`).
+   */
+  async addWithOutcome(topic: string, payload: unknown, options: AddOptions = {}): Promise<Schemas["Added"]> {
+    const at = options.at instanceof Date ? options.at.toISOString() : options.at;
+    const { data } = await this.call(
+      this.api.POST("/v1/topics/{topic}/tasks", {
+        params: { path: { topic } },
+        body: {
+          payload,
+          delay: options.delay,
+          at,
+          ttr: options.ttr,
+          max_deliveries: options.maxDeliveries,
+          id: options.id,
+          priority: options.priority,
+          dedup: options.dedup,
+        },
+      }),
+    );
+    return data;
   }
 
   /**

@@ -6,7 +6,7 @@ use std::sync::{Arc, RwLock};
 use crate::config::{HttpHandlerSettings, InputLimits, Settings};
 use crate::error::{Error, Result};
 use crate::inspect::{LiveNode, ServerMemory, Totals};
-use crate::job::{Job, JobSpec, Validation, ValidationError};
+use crate::job::{Deduplicated, Job, JobSpec, OnDuplicate, Validation, ValidationError};
 use crate::store::{
     CancelReply, DeadLetter, Deduped, JobRecord, JobStatus, RunRecord, RunningLease, Shards,
     SkipRecord, Store, UpsertReply,
@@ -344,6 +344,18 @@ impl Client {
     /// its id was taken ([`Upserted::Kept`]: the existing task, untouched), or its dedup key
     /// was ([`Upserted::Duplicate`]: the task enqueued with it, untouched).
     pub async fn enqueue_with_outcome(&self, spec: JobSpec) -> Result<(JobRecord, Upserted)> {
+        let (record, how, _) = self.enqueue_deduplicated(spec).await?;
+        Ok((record, how))
+    }
+
+    /// [`Client::enqueue_with_outcome`], telling for a duplicate ([`Upserted::Duplicate`]) what
+    /// it did to the task its dedup key names ([`DedupSpec::on_duplicate`](crate::job::DedupSpec::on_duplicate):
+    /// kept it, replaced its spec, extended its instant, or both). The record is the task as
+    /// it is after the change.
+    pub async fn enqueue_deduplicated(
+        &self,
+        spec: JobSpec,
+    ) -> Result<(JobRecord, Upserted, Option<Deduplicated>)> {
         let spec = as_task(spec, self.store.shards()).map_err(Error::Invalid)?;
         if spec.dedup.is_some() {
             return self.enqueue_deduped(spec).await;
@@ -352,22 +364,34 @@ impl Client {
         for _ in 0..MAX_TRIES {
             match self.upsert_inner(spec.clone(), Some(0)).await {
                 Err(Error::VersionMismatch { .. }) => match self.store.get_job(&id).await? {
-                    Some(existing) => return Ok((existing, Upserted::Kept)),
+                    Some(existing) => return Ok((existing, Upserted::Kept, None)),
                     // Deleted in between: try to create it again.
                     None => continue,
                 },
-                other => return other,
+                other => return other.map(|(r, how)| (r, how, None)),
             }
         }
         Err(Error::Conflict(id))
     }
 
     /// Create a task with a dedup key (its id picked on the key's shard by `as_task`), or
-    /// return the task the key names.
-    async fn enqueue_deduped(&self, spec: JobSpec) -> Result<(JobRecord, Upserted)> {
+    /// return the task the key names, changed as its `on_duplicate` says when it is pending.
+    async fn enqueue_deduped(
+        &self,
+        spec: JobSpec,
+    ) -> Result<(JobRecord, Upserted, Option<Deduplicated>)> {
         let known = self.known_handler(&spec.handler).await?;
+        let on = spec
+            .dedup
+            .as_ref()
+            .map(|d| d.on_duplicate())
+            .transpose()
+            .map_err(Error::Invalid)?
+            .unwrap_or_default();
         let mut stale: Option<String> = None;
-        for _ in 0..MAX_TRIES {
+        // Concurrent duplicates that replace or extend may each find the task changed by
+        // another in between (its instant moved): a few more rounds than a plain enqueue.
+        for _ in 0..MAX_TRIES * 8 {
             let now = self.store.time_ms().await?;
             let job = self.check(spec.clone(), now, now, known)?;
             let dedup = job
@@ -380,11 +404,47 @@ impl Client {
                 .create_deduped(&job.spec, next, now, &dedup, stale.as_deref())
                 .await?
             {
-                Deduped::Created => return Ok((self.get(&job.spec.id).await?, Upserted::Created)),
+                Deduped::Created => {
+                    return Ok((self.get(&job.spec.id).await?, Upserted::Created, None));
+                }
                 Deduped::Duplicate(id) => match self.store.get_job(&id).await? {
-                    Some(existing) => {
+                    Some(existing) if on == OnDuplicate::Keep => {
                         metrics::counter!(crate::metrics::name::DEDUPED).increment(1);
-                        return Ok((existing, Upserted::Duplicate));
+                        return Ok((existing, Upserted::Duplicate, Some(Deduplicated::Kept)));
+                    }
+                    Some(existing) => {
+                        let Some(next) = next else { break };
+                        let what = self
+                            .store
+                            .debounce_task(
+                                &id,
+                                existing.next_ms,
+                                &job.spec,
+                                next,
+                                &dedup,
+                                on.as_str(),
+                            )
+                            .await?;
+                        let done = match what.as_str() {
+                            "moved" => {
+                                stale = None;
+                                continue;
+                            }
+                            // No longer pending: a new task takes the key over.
+                            "gone" => {
+                                stale = Some(id);
+                                continue;
+                            }
+                            "kept" => Deduplicated::Kept,
+                            "replaced" => Deduplicated::Replaced,
+                            "extended" => Deduplicated::Extended,
+                            "replaced_extended" => Deduplicated::ReplacedExtended,
+                            other => {
+                                return Err(Error::Corrupt(format!("debounce answered '{other}'")));
+                            }
+                        };
+                        metrics::counter!(crate::metrics::name::DEDUPED).increment(1);
+                        return Ok((self.get(&id).await?, Upserted::Duplicate, Some(done)));
                     }
                     // Deleted (by hand, or cleaned up after it ran) while its key still lives:
                     // a deleted task does not hold its key, so take it over.
@@ -450,7 +510,7 @@ impl Client {
         }
         self.store.insert_many(&jobs, now).await?;
         for (i, spec) in deduped {
-            let (record, outcome) = self.enqueue_deduped(spec).await?;
+            let (record, outcome, _) = self.enqueue_deduped(spec).await?;
             out[i] = (record.spec.id, outcome);
         }
         Ok(out)

@@ -269,13 +269,41 @@ class Keyfire:
         ttr: str | None = None,
         max_deliveries: int | None = None,
         id: str | None = None,
+        priority: int | None = None,
+        dedup: dict[str, Any] | None = None,
     ) -> str:
         """Add a task to `topic`, ready after `delay` (`"30s"`), at `at`, or at once; returns
         its id. With `id`, the add is idempotent: an id that exists is left as it is, so a
-        retried add adds nothing (the topic's form of deduplication)."""
-        body = _body(delay=delay, at=_rfc3339(at), ttr=ttr, max_deliveries=max_deliveries, id=id)
+        retried add adds nothing. `priority` 0 (default) to 9: pops take the highest ready
+        first. `dedup` (`{"key": …, "window": "1h", "on_duplicate": "extend"}`, no `id`):
+        a duplicate returns the id of the task its key names (see `add_with_outcome`)."""
+        return self.add_with_outcome(
+            topic, payload, delay=delay, at=at, ttr=ttr, max_deliveries=max_deliveries,
+            id=id, priority=priority, dedup=dedup,
+        )["id"]
+
+    def add_with_outcome(
+        self,
+        topic: str,
+        payload: Any = None,
+        *,
+        delay: str | None = None,
+        at: datetime | str | None = None,
+        ttr: str | None = None,
+        max_deliveries: int | None = None,
+        id: str | None = None,
+        priority: int | None = None,
+        dedup: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """`add`, returning the whole answer: `{"id", "topic"}`, and for a duplicate
+        (`dedup`) `"deduplicated"`: what it did to the task its key names (`kept`,
+        `replaced`, `extended`, `replaced_extended`)."""
+        body = _body(
+            delay=delay, at=_rfc3339(at), ttr=ttr, max_deliveries=max_deliveries, id=id,
+            priority=priority, dedup=dedup,
+        )
         body["payload"] = payload
-        return self._call(add_task, topic, body=body).parsed.id
+        return self._call(add_task, topic, body=body).parsed.to_dict()
 
     def pop(self, topic: str, *, max: int = 1, wait: str | float = "0s") -> list[Task]:
         """Reserve up to `max` (1 to 1000) ready tasks of `topic`, waiting up to `wait` (a

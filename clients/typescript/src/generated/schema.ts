@@ -443,7 +443,11 @@ export interface paths {
          *
          *     With `dedup` (a `key`, or `content: true`, and a `window`; no `id`), a task enqueued with
          *     the same dedup key within its window is answered with 200 and `"duplicate": true`, and
-         *     nothing is created; after the window a new task is created (201).
+         *     nothing is created; after the window a new task is created (201). `dedup.on_duplicate`
+         *     says what the duplicate does to that task while it is pending: `keep` (default),
+         *     `replace` (it takes this spec), `extend` (its instant moves to this one's, never earlier)
+         *     or `replace_extend`; `deduplicated` answers what it did. Once that task was claimed, a
+         *     `replace`/`extend` duplicate creates a new task (201).
          */
         post: operations["post_task"];
         delete?: never;
@@ -855,6 +859,7 @@ export interface components {
              * @description Ready at this instant (RFC 3339).
              */
             at?: string | null;
+            dedup?: components["schemas"]["DedupSpec"] | null;
             /**
              * @description Ready after this delay (`30s`, `5m`); at once when neither `delay` nor `at` is given.
              * @example 30s
@@ -873,6 +878,14 @@ export interface components {
              */
             payload?: unknown;
             /**
+             * Format: int64
+             * @description Its priority, 0 (default, lowest) to 9: pops take the highest ready first, in the
+             *     order they became ready within a level (strict: a lower level waits while a higher one
+             *     has ready tasks).
+             * @example 5
+             */
+            priority?: number | null;
+            /**
              * @description How long a consumer may hold it before it is handed to another (default `60s`).
              * @example 60s
              */
@@ -880,7 +893,13 @@ export interface components {
         };
         /** @description An added task. */
         Added: {
-            /** @description The task's id. */
+            /**
+             * @description Only for a duplicate (`dedup`): what it did to the task the key names: `kept`,
+             *     `replaced`, `extended` or `replaced_extended`.
+             * @example replaced
+             */
+            deduplicated?: string | null;
+            /** @description The task's id: with `dedup`, that of the task the key names when this was a duplicate. */
             id: string;
             /** @description Its topic. */
             topic: string;
@@ -1035,7 +1054,17 @@ export interface components {
              */
             key?: string | null;
             /**
-             * @description How long the key holds after the first enqueue: more than zero, at most `24h`.
+             * @description What a duplicate does to the pending task the key names: `keep` (default: nothing),
+             *     `replace` (the task takes the duplicate's params or payload), `extend` (its due instant
+             *     moves to the duplicate's, never earlier) or `replace_extend` (both). Once that task was
+             *     claimed (popped), a duplicate under `replace`/`extend` creates a new task.
+             * @example extend
+             * @enum {string|null}
+             */
+            on_duplicate?: "keep" | "replace" | "extend" | "replace_extend" | null;
+            /**
+             * @description How long the key holds after the first enqueue: more than zero, at most `24h`. A
+             *     duplicate that replaces or extends the task renews it (from the duplicate).
              * @example 10m
              */
             window: string;
@@ -1439,6 +1468,12 @@ export interface components {
              */
             dead?: number;
             /**
+             * @description Only in the answer to an enqueue that was a duplicate: what it did to this task, as its
+             *     `dedup.on_duplicate` says: `kept`, `replaced`, `extended` or `replaced_extended`.
+             * @example extended
+             */
+            deduplicated?: string | null;
+            /**
              * @description Only in the answer to an enqueue, and only when true: a task enqueued with the same
              *     dedup key within its window exists, and this is that task (nothing was created).
              */
@@ -1694,6 +1729,11 @@ export interface components {
             id: string;
             /** @description Its payload: any JSON value, as it was added. */
             payload: unknown;
+            /**
+             * Format: int64
+             * @description Its priority, 0 to 9 (higher first).
+             */
+            priority: number;
             /**
              * Format: date-time
              * @description When it (last) became ready.
@@ -2069,6 +2109,11 @@ export interface components {
             max_deliveries: number;
             /** @description Its payload: any JSON value, as it was added (null once done or deleted). */
             payload: unknown;
+            /**
+             * Format: int64
+             * @description Its priority, 0 to 9 (higher first).
+             */
+            priority: number;
             /**
              * Format: date-time
              * @description When it last became ready.
@@ -6776,6 +6821,15 @@ export interface operations {
             };
         };
         responses: {
+            /** @description A duplicate (`dedup`): `deduplicated` says what it did to the task its key names, whose id this is */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Added"];
+                };
+            };
             /** @description Added (or an add with this id was already made to this topic) */
             201: {
                 headers: {

@@ -195,6 +195,8 @@ pub struct BenchOptions {
     pub consumers: Option<usize>,
     /// `queue`, `queue-rest`: most tasks one pop takes (default [`queue::POP_MAX`]).
     pub pop_max: Option<usize>,
+    /// `queue`, `queue-rest`: mixed priorities (task k: k mod 10).
+    pub priorities: bool,
     /// Each node's `node.max_concurrent_runs` (default: the node's default).
     pub max_runs: Option<usize>,
 }
@@ -224,6 +226,7 @@ impl BenchOptions {
             partitions: None,
             consumers: None,
             pop_max: None,
+            priorities: false,
             max_runs: None,
         }
     }
@@ -361,6 +364,9 @@ pub struct Report {
     /// `queue`: most tasks one pop took.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pop_max: Option<usize>,
+    /// `queue`: the tasks had mixed priorities (0 to 9).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub priorities: bool,
     /// `flow`: the limit's deliveries a second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit_rate: Option<u32>,

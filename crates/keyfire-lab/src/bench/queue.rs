@@ -68,6 +68,8 @@ pub struct Shape {
     pub consumers: usize,
     /// Most tasks one pop takes.
     pub pop_max: usize,
+    /// Mixed priorities: task k has priority k mod 10 (else all 0).
+    pub priorities: bool,
 }
 
 impl Shape {
@@ -388,6 +390,7 @@ pub(super) async fn run(
                     .id(format!("t{k}"))
                     .at(at(k))
                     .ttr(TTR)
+                    .priority(if shape.priorities { (k % 10) as u8 } else { 0 })
             })
             .collect();
         queue.add_many(tasks).await?;

@@ -103,12 +103,14 @@ pub(super) async fn run(
                     .unwrap_or(super::queue::CONSUMERS)
                     .max(topics),
                 pop_max: opts.pop_max.unwrap_or(super::queue::POP_MAX).max(1),
+                priorities: opts.priorities,
             };
             let mut report = blank(&p);
             report.topics = Some(shape.topics);
             report.partitions = Some(shape.partitions);
             report.consumers = Some(shape.consumers);
             report.pop_max = Some(shape.pop_max);
+            report.priorities = shape.priorities;
             super::queue::run(h, report, p.duration_ms, rest, shape, p.timeline, |r, d| {
                 apply_delta(r, d, nodes)
             })
@@ -247,6 +249,7 @@ fn blank(p: &Params) -> Report {
         partitions: None,
         consumers: None,
         pop_max: None,
+        priorities: false,
         limit_rate: None,
         limit_in_flight: None,
         per_second: None,

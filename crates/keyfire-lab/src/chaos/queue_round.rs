@@ -80,6 +80,8 @@ impl QueueRound<'_> {
                     when: When::At(chrono::DateTime::from_timestamp_millis(due).expect("instant")),
                     ttr: TTR,
                     max_deliveries: 50,
+                    priority: 0,
+                    dedup: None,
                 }
             })
             .collect();

@@ -78,6 +78,10 @@ pub struct BenchArgs {
     /// queue, queue-rest: most tasks one pop takes (default 100).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub pop_max: Option<u32>,
+    /// queue, queue-rest: give the tasks mixed priorities (task k: k mod 10, so levels 0 to 9
+    /// in equal shares) instead of the default 0.
+    #[arg(long)]
+    pub priorities: bool,
     /// Each node's `node.max_concurrent_runs` (default: the node's default, 256).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_runs: Option<u32>,
@@ -128,6 +132,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         partitions: args.partitions.map(|n| n as usize),
         consumers: args.consumers.map(|n| n as usize),
         pop_max: args.pop_max.map(|n| n as usize),
+        priorities: args.priorities,
         max_runs: args.max_runs.map(|n| n as usize),
     };
     let run = crate::bench::run(&opts).await?;

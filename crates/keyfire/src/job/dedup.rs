@@ -5,6 +5,15 @@
 //! The decision is made in Redis, in the script that creates the task (a key with the window
 //! as its TTL that names the task), so it holds across nodes and under concurrency. This module
 //! only checks the declaration and computes the key's name.
+//!
+//! **Debounce.** `on_duplicate` says what a duplicate does to the pending task its key names:
+//! `keep` (the default) leaves it as it is; `replace` gives it the duplicate's params (a topic
+//! task: its payload, priority, ttr and deliveries); `extend` moves its due instant to the
+//! duplicate's (now plus its delay), never earlier; `replace_extend` does both. These act only
+//! while that task is pending (a one-shot task not yet claimed; a topic task delayed or
+//! ready), and renew the key's window from the duplicate; once it was claimed or popped, a
+//! duplicate creates a new task, which the key names from then on. One script checks that the
+//! key still names the task and that it is pending, and changes it.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -38,10 +47,111 @@ pub struct DedupSpec {
     /// (JSON with sorted object keys). Its instant is not part of it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub content: bool,
-    /// How long the key holds after the first enqueue: more than zero, at most `24h`.
+    /// How long the key holds after the first enqueue: more than zero, at most `24h`. A
+    /// duplicate that replaces or extends the task renews it (from the duplicate).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(example = "10m"))]
     pub window: Option<String>,
+    /// What a duplicate does to the pending task the key names: `keep` (default: nothing),
+    /// `replace` (the task takes the duplicate's params or payload), `extend` (its due instant
+    /// moves to the duplicate's, never earlier) or `replace_extend` (both). Once that task was
+    /// claimed (popped), a duplicate under `replace`/`extend` creates a new task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(example = "extend"))]
+    pub on_duplicate: Option<String>,
+}
+
+/// The names [`DedupSpec::on_duplicate`] takes (the REST API's OpenAPI document states them).
+pub const ON_DUPLICATE_MODES: &[&str] = &["keep", "replace", "extend", "replace_extend"];
+
+/// What a duplicate does to the pending task its dedup key names (see [`DedupSpec`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum OnDuplicate {
+    /// Nothing: the task is left as it is (and returned).
+    #[default]
+    Keep,
+    /// The task takes the duplicate's params (a topic task: payload, priority, ttr, deliveries).
+    Replace,
+    /// The task's due instant moves to the duplicate's, never earlier.
+    Extend,
+    /// Both.
+    ReplaceExtend,
+}
+
+impl OnDuplicate {
+    /// Its name, as [`DedupSpec::on_duplicate`] takes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Keep => "keep",
+            Self::Replace => "replace",
+            Self::Extend => "extend",
+            Self::ReplaceExtend => "replace_extend",
+        }
+    }
+
+    /// Parse a name, naming `dedup.on_duplicate` when it is none of them.
+    pub fn parse(s: &str) -> Result<Self, ValidationError> {
+        Ok(match s {
+            "keep" => Self::Keep,
+            "replace" => Self::Replace,
+            "extend" => Self::Extend,
+            "replace_extend" => Self::ReplaceExtend,
+            other => {
+                return Err(ValidationError::new(
+                    "dedup.on_duplicate",
+                    format!(
+                        "must be keep, replace, extend or replace_extend, not '{}'",
+                        other.escape_debug()
+                    ),
+                ));
+            }
+        })
+    }
+
+    /// Whether a duplicate gives the task its params.
+    pub fn replaces(self) -> bool {
+        matches!(self, Self::Replace | Self::ReplaceExtend)
+    }
+
+    /// Whether a duplicate moves the task's due instant.
+    pub fn extends(self) -> bool {
+        matches!(self, Self::Extend | Self::ReplaceExtend)
+    }
+}
+
+/// What a duplicate did to the task its dedup key names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Deduplicated {
+    /// Nothing: the task is as it was.
+    Kept,
+    /// The task took the duplicate's params.
+    Replaced,
+    /// The task's due instant moved later.
+    Extended,
+    /// Both.
+    ReplacedExtended,
+}
+
+impl Deduplicated {
+    /// What `replaced` and `extended` say together.
+    pub fn of(replaced: bool, extended: bool) -> Self {
+        match (replaced, extended) {
+            (false, false) => Self::Kept,
+            (true, false) => Self::Replaced,
+            (false, true) => Self::Extended,
+            (true, true) => Self::ReplacedExtended,
+        }
+    }
+
+    /// Its name in answers: `kept`, `replaced`, `extended`, `replaced_extended`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Kept => "kept",
+            Self::Replaced => "replaced",
+            Self::Extended => "extended",
+            Self::ReplacedExtended => "replaced_extended",
+        }
+    }
 }
 
 impl DedupSpec {
@@ -51,6 +161,7 @@ impl DedupSpec {
             key: Some(key.into()),
             content: false,
             window: Some(window.into()),
+            on_duplicate: None,
         }
     }
 
@@ -60,7 +171,21 @@ impl DedupSpec {
             key: None,
             content: true,
             window: Some(window.into()),
+            on_duplicate: None,
         }
+    }
+
+    /// What a duplicate does to the pending task (see [`OnDuplicate`]).
+    pub fn on_duplicate(&self) -> Result<OnDuplicate, ValidationError> {
+        self.on_duplicate
+            .as_deref()
+            .map_or(Ok(OnDuplicate::Keep), OnDuplicate::parse)
+    }
+
+    /// Set what a duplicate does.
+    pub fn with_on_duplicate(mut self, on: OnDuplicate) -> Self {
+        self.on_duplicate = Some(on.as_str().to_string());
+        self
     }
 
     /// Check the declaration and resolve it for a task run by `handler` with `params`.
@@ -119,6 +244,7 @@ impl DedupSpec {
                 format!("must be at most 24h, got '{window}'"),
             ));
         }
+        self.on_duplicate()?;
         Ok(Dedup { name, window_ms })
     }
 }
@@ -202,6 +328,14 @@ mod tests {
         let mut neither = DedupSpec::content("1m");
         neither.content = false;
         assert_eq!(field(neither), "dedup");
+        let mut bad = DedupSpec::key("k", "1m");
+        bad.on_duplicate = Some("merge".into());
+        assert_eq!(field(bad), "dedup.on_duplicate");
+        for on in ["keep", "replace", "extend", "replace_extend"] {
+            let d = DedupSpec::key("k", "1m").with_on_duplicate(OnDuplicate::parse(on).unwrap());
+            assert_eq!(d.on_duplicate.as_deref(), Some(on));
+            assert!(d.resolve("log", &Value::Null).is_ok());
+        }
         assert!(
             DedupSpec::key("x".repeat(256), "24h")
                 .resolve("log", &Value::Null)

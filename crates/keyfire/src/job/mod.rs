@@ -9,7 +9,10 @@ mod schedule;
 mod spec;
 mod validation;
 
-pub use dedup::{Dedup, DedupSpec, MAX_DEDUP_KEY_LEN, MAX_DEDUP_WINDOW_MS};
+pub use dedup::{
+    Dedup, DedupSpec, Deduplicated, MAX_DEDUP_KEY_LEN, MAX_DEDUP_WINDOW_MS, ON_DUPLICATE_MODES,
+    OnDuplicate,
+};
 pub use duration::{DURATION_PATTERN, duration_serde, parse_duration};
 pub use flow_limit::{
     FlowLimitSpec, LIMIT_KEY_PATTERN, MAX_LIMIT_KEY_LEN, host_limit_key, validate_limit_key,

@@ -4,10 +4,10 @@ use std::time::Duration;
 
 use super::{
     DEFAULT_MAX_DELIVERIES, DEFAULT_TTR, MAX_DELAY, MAX_DELIVERIES_LIMIT, MAX_NEW_ID_LEN, MAX_POP,
-    MAX_TASK_ID_LEN, MAX_TOPIC_LEN, MAX_TTR, MAX_WAIT, NewTask, When, duration_ms,
+    MAX_PRIORITY, MAX_TASK_ID_LEN, MAX_TOPIC_LEN, MAX_TTR, MAX_WAIT, NewTask, When, duration_ms,
 };
 use crate::error::{Error, Result};
-use crate::job::ValidationError;
+use crate::job::{Dedup, OnDuplicate, ValidationError};
 
 /// A task that passed its checks, in the form the add script takes.
 pub(super) struct Checked {
@@ -18,10 +18,15 @@ pub(super) struct Checked {
     pub(super) max_deliveries: u32,
     /// `delay` or `at`, and the delay or instant in ms.
     pub(super) when: (&'static str, i64),
+    /// 0 to [`MAX_PRIORITY`].
+    pub(super) priority: u8,
+    /// The checked dedup declaration and what a duplicate does.
+    pub(super) dedup: Option<(Dedup, OnDuplicate)>,
 }
 
-/// The six arguments of one task in `add.lua` (a default ttr or max deliveries is not stored).
-pub(super) fn add_args(t: &Checked) -> [String; 6] {
+/// The seven arguments of one task in `add.lua` besides its traceparent (a default ttr, max
+/// deliveries or priority is not stored).
+pub(super) fn add_args(t: &Checked) -> [String; 7] {
     let max = if t.max_deliveries == DEFAULT_MAX_DELIVERIES {
         String::new()
     } else {
@@ -39,7 +44,23 @@ pub(super) fn add_args(t: &Checked) -> [String; 6] {
         max,
         t.when.0.to_string(),
         t.when.1.to_string(),
+        if t.priority == 0 {
+            String::new()
+        } else {
+            t.priority.to_string()
+        },
     ]
+}
+
+/// Check a priority: 0 to [`MAX_PRIORITY`], naming `priority`.
+pub fn check_priority(priority: u8) -> Result<()> {
+    if priority > MAX_PRIORITY {
+        return Err(invalid(
+            "priority",
+            format!("must be 0 to {MAX_PRIORITY} (higher is popped first), not {priority}"),
+        ));
+    }
+    Ok(())
 }
 
 /// How many tasks one pop may take: 1 to [`MAX_POP`].
@@ -75,11 +96,29 @@ pub fn token_topic<'a>(field: &str, token: &'a str) -> Result<&'a str> {
 pub(super) fn check(task: &NewTask, max_payload_bytes: usize) -> Result<Checked> {
     check_topic(&task.topic)?;
     let id = match &task.id {
+        Some(_) if task.dedup.is_some() => {
+            return Err(invalid(
+                "id",
+                "leave the id out when dedup is given: keyfire picks it, and the dedup key is \
+                 what makes a retried add safe",
+            ));
+        }
         Some(id) => {
             check_name("id", id, MAX_NEW_ID_LEN)?;
             id.clone()
         }
         None => uuid::Uuid::new_v4().simple().to_string(),
+    };
+    check_priority(task.priority)?;
+    let dedup = match &task.dedup {
+        Some(d) => {
+            let on = d.on_duplicate().map_err(Error::Invalid)?;
+            let resolved = d
+                .resolve(&format!("topic:{}", task.topic), &task.payload)
+                .map_err(Error::Invalid)?;
+            Some((resolved, on))
+        }
+        None => None,
     };
     check_ttr(task.ttr)?;
     check_max_deliveries(task.max_deliveries)?;
@@ -99,6 +138,8 @@ pub(super) fn check(task: &NewTask, max_payload_bytes: usize) -> Result<Checked>
         ttr_ms: duration_ms(task.ttr),
         max_deliveries: task.max_deliveries,
         when,
+        priority: task.priority,
+        dedup,
     })
 }
 

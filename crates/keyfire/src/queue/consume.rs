@@ -12,11 +12,20 @@ use super::reply::fenced;
 use super::traced;
 use super::wait::Backoff;
 use super::{
-    CANDIDATES, Finished, Lane, MAX_POP, Queue, Reserved, check_task_id, check_topic, duration_ms,
-    instant, ms_duration, token_topic,
+    CANDIDATES, Finished, Lane, MAX_POP, MAX_PRIORITY, Queue, Reserved, check_task_id, check_topic,
+    duration_ms, instant, ms_duration, token_topic,
 };
 use crate::error::{Error, Result};
 use crate::job::ValidationError;
+
+/// What the lanes a pop visited gave: the tasks taken, ready tasks left, and the nearest
+/// reservation deadline (ms from now).
+#[derive(Default)]
+struct Popped {
+    out: Vec<Reserved>,
+    left: u64,
+    earliest: Option<i64>,
+}
 
 impl Queue {
     /// Pop the oldest ready task of `topic` and reserve it for its ttr, waiting up to `wait`
@@ -56,47 +65,26 @@ impl Queue {
             // partition is served before the others for long.
             let lanes = self.lanes(topic, false).await?;
             let start = self.next_lane.fetch_add(1, Ordering::Relaxed) % lanes.len();
-            let mut out = Vec::new();
-            let mut left = 0;
-            let mut earliest: Option<i64> = None;
-            for i in 0..lanes.len() {
-                let lane = &lanes[(start + i) % lanes.len()];
-                let want = max - out.len();
-                let candidates = self
-                    .read_candidates(lane, want + want.clamp(16, 256))
+            let mut acc = Popped::default();
+            if lanes.len() > 1 && self.is_prioritized(topic) {
+                self.pop_by_priority(topic, &lanes, start, max, &mut acc)
                     .await?;
-                let reply = self.pop_script(lane, want, &candidates).await?;
-                if reply.paused {
-                    // The topic is paused: this lane reserved nothing and answers no ready
-                    // tasks, so the pop waits (a resume wakes it).
-                    tracing::trace!(topic, lane = %lane.id(), "pop of a paused topic");
-                }
-                left += reply.left;
-                if let Some(d) = reply.earliest_deadline {
-                    let wait = (d - reply.now_ms).max(0);
-                    earliest = Some(earliest.map_or(wait, |e: i64| e.min(wait)));
-                }
-                if !reply.taken.is_empty() {
-                    traced::link_adds(&reply.taken);
-                }
-                for t in reply.taken {
-                    out.push(Reserved {
-                        payload: serde_json::from_str(&t.payload)?,
-                        id: t.id,
-                        topic: topic.to_string(),
-                        deliveries: t.deliveries,
-                        token: t.token,
-                        ttr: ms_duration(t.ttr_ms),
-                        due_at: instant(t.due_ms),
-                        ready_at: instant(t.ready_ms),
-                        reserved_at: instant(reply.now_ms),
-                        deadline: instant(t.deadline_ms),
-                    });
-                }
-                if out.len() >= max {
-                    break;
+            }
+            if acc.out.is_empty() {
+                for i in 0..lanes.len() {
+                    let lane = &lanes[(start + i) % lanes.len()];
+                    self.pop_lane(topic, lane, max - acc.out.len(), 0, &mut acc)
+                        .await?;
+                    if acc.out.len() >= max {
+                        break;
+                    }
                 }
             }
+            let Popped {
+                out,
+                left,
+                earliest,
+            } = acc;
             if !out.is_empty() {
                 return Ok(out);
             }
@@ -112,6 +100,91 @@ impl Queue {
             let limit = until_expiry.map_or(remaining, |e| e.min(remaining));
             self.waiter.wait(self, &lanes, limit, &mut backoff).await?;
         }
+    }
+
+    /// Pop up to `want` tasks of one lane, none of a priority below `floor`, into `acc`.
+    async fn pop_lane(
+        &self,
+        topic: &str,
+        lane: &Lane,
+        want: usize,
+        floor: u8,
+        acc: &mut Popped,
+    ) -> Result<()> {
+        let candidates = self
+            .read_candidates(lane, want + want.clamp(16, 256))
+            .await?;
+        let reply = self.pop_script(lane, want, floor, &candidates).await?;
+        if reply.paused {
+            // The topic is paused: this lane reserved nothing and answers no ready
+            // tasks, so the pop waits (a resume wakes it).
+            tracing::trace!(topic, lane = %lane.id(), "pop of a paused topic");
+        }
+        acc.left += reply.left;
+        if let Some(d) = reply.earliest_deadline {
+            let wait = (d - reply.now_ms).max(0);
+            acc.earliest = Some(acc.earliest.map_or(wait, |e: i64| e.min(wait)));
+        }
+        if !reply.taken.is_empty() {
+            traced::link_adds(&reply.taken);
+        }
+        for t in reply.taken {
+            if t.priority > 0 {
+                self.mark_prioritized(topic);
+            }
+            acc.out.push(Reserved {
+                payload: serde_json::from_str(&t.payload)?,
+                id: t.id,
+                topic: topic.to_string(),
+                deliveries: t.deliveries,
+                token: t.token,
+                ttr: ms_duration(t.ttr_ms),
+                due_at: instant(t.due_ms),
+                ready_at: instant(t.ready_ms),
+                priority: t.priority,
+                reserved_at: instant(reply.now_ms),
+                deadline: instant(t.deadline_ms),
+            });
+        }
+        Ok(())
+    }
+
+    /// A pop across the partitions of a topic that holds priorities: from the partition whose
+    /// head is of the highest level (in the pop's turn among equals), none below the level of
+    /// another partition's head, then again from the heads as they are then, until `max` are
+    /// taken or nothing is ready. One read of every partition's head per round.
+    async fn pop_by_priority(
+        &self,
+        topic: &str,
+        lanes: &[Lane],
+        start: usize,
+        max: usize,
+        acc: &mut Popped,
+    ) -> Result<()> {
+        let n = lanes.len();
+        // A round takes at least one task or ends the loop; the bound only guards a race.
+        for _ in 0..(max + n).min(4 * MAX_PRIORITY as usize + 64) {
+            let levels = self.read_head_levels(lanes).await?;
+            let turn = |i: usize| (i + n - start) % n;
+            let Some(best) = (0..n)
+                .filter(|&i| levels[i].is_some())
+                .min_by_key(|&i| (std::cmp::Reverse(levels[i]), turn(i)))
+            else {
+                return Ok(());
+            };
+            let floor = (0..n)
+                .filter(|&i| i != best)
+                .filter_map(|i| levels[i])
+                .max()
+                .unwrap_or(0);
+            let before = acc.out.len();
+            self.pop_lane(topic, &lanes[best], max - before, floor, acc)
+                .await?;
+            if acc.out.len() == before || acc.out.len() >= max {
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 
     /// The head of a lane's ready set (`n` ids), after taking back the expired reservations at

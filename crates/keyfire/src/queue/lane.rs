@@ -210,6 +210,11 @@ pub(super) struct Topology {
     pub(super) partitions: HashMap<String, usize>,
     /// Topics this queue put into the topic set already (sharded adds do it once per topic).
     pub(super) registered: HashSet<String>,
+    /// Topics known to hold tasks with a priority (the meta set, and what this queue added
+    /// or popped): pops across their partitions go by the partitions' heads.
+    pub(super) prioritized: HashSet<String>,
+    /// Topics this queue put into the meta set of those already.
+    pub(super) prio_registered: HashSet<String>,
 }
 
 /// How topics are laid out, as one queue sees them.
@@ -230,7 +235,7 @@ impl Queue {
             fresh || t.read_at.is_none_or(|at| at.elapsed() > TOPOLOGY_TTL)
         };
         if stale {
-            let (layout, partitions) = self.read_topology().await?;
+            let (layout, partitions, prioritized) = self.read_topology().await?;
             let was_sharded = self.topo.lock().expect("topology lock").sharded;
             if layout.is_none() && was_sharded {
                 // The switch is never undone, so the layout key is gone with the data (Redis
@@ -241,6 +246,7 @@ impl Queue {
             let mut t = self.topo.lock().expect("topology lock");
             t.sharded |= layout.is_some();
             t.partitions = partitions;
+            t.prioritized.extend(prioritized);
             t.read_at = Some(Instant::now());
             // Register topics again at their next add: the topic set may have been lost with
             // the data, and the promotion's sweep walks it (one SADD per topic and read).

@@ -92,11 +92,13 @@
 mod check;
 mod consume;
 mod dead;
+mod debounce;
 mod due;
 mod handler;
 mod lane;
 mod migrate;
 mod pause;
+mod priority;
 mod promoter;
 mod reply;
 mod stats;
@@ -120,17 +122,20 @@ use crate::handler::{Firing, HandlerError, HandlerResult};
 use crate::job::ValidationError;
 use crate::store::Store;
 use check::{Checked, check, check_max_deliveries, check_payload, check_ttr};
-pub use check::{check_max, check_task_id, check_topic, check_wait, token_topic};
+pub use check::{check_max, check_priority, check_task_id, check_topic, check_wait, token_topic};
 pub use dead::check_dead_ids;
 pub use due::Promotion;
 pub use handler::{TopicHandler, serve_topics};
 pub use lane::MAX_PARTITIONS;
 use lane::{Lane, Topology, partition_of};
+pub use priority::MAX_PRIORITY;
 pub use promoter::TopicPromoter;
 use reply::{code, text};
 pub use stats::{OTHER, QueueSample, TopicSampler, TopicStats};
 use task::decode_task;
-pub use task::{Finished, NewTask, Requeued, Reserved, TaskInfo, TaskState, TopicCounts, When};
+pub use task::{
+    Finished, NewTask, Requeued, Reserved, TaskAdded, TaskInfo, TaskState, TopicCounts, When,
+};
 use wait::Waiter;
 
 /// The name of the built-in handler that feeds topics from recurring jobs and delivers the
@@ -323,15 +328,30 @@ impl Queue {
             when,
             ttr,
             max_deliveries,
+            priority: 0,
+            dedup: None,
         })
         .await
     }
 
-    /// Add one task (see [`Queue::add`]); an id that exists is left as it is. Returns its id.
+    /// Add one task (see [`Queue::add`]); an id that exists is left as it is. Returns its id
+    /// (with [`NewTask::dedup`], that of the task the key names when it is a duplicate).
     pub async fn add_task(&self, task: NewTask) -> Result<String> {
+        Ok(self.add_task_outcome(task, None).await?.id)
+    }
+
+    /// [`Queue::add_task`] (under the caller's `traceparent`, see
+    /// [`Queue::add_task_traced`]), telling what a duplicate did: [`TaskAdded::deduplicated`].
+    pub async fn add_task_outcome(
+        &self,
+        task: NewTask,
+        traceparent: Option<&str>,
+    ) -> Result<TaskAdded> {
         let checked = check(&task, self.max_payload_bytes)?;
-        let mut ids = self.add_checked(vec![checked]).await?;
-        Ok(ids.pop().unwrap_or_default())
+        let mut added = traced::add(self, vec![checked], traceparent).await?;
+        added
+            .pop()
+            .ok_or_else(|| Error::Corrupt("add: no answer".into()))
     }
 
     /// [`Queue::add_task`] made under the caller's trace: `traceparent` (a W3C header value;
@@ -342,9 +362,7 @@ impl Queue {
         task: NewTask,
         traceparent: Option<&str>,
     ) -> Result<String> {
-        let checked = check(&task, self.max_payload_bytes)?;
-        let mut ids = traced::add(self, vec![checked], traceparent).await?;
-        Ok(ids.pop().unwrap_or_default())
+        Ok(self.add_task_outcome(task, traceparent).await?.id)
     }
 
     /// Add many tasks: one script call per topic and 500 tasks, in one pipeline. All are
@@ -368,7 +386,8 @@ impl Queue {
     }
 
     async fn add_checked(&self, checked: Vec<Checked>) -> Result<Vec<String>> {
-        traced::add(self, checked, None).await
+        let added = traced::add(self, checked, None).await?;
+        Ok(added.into_iter().map(|a| a.id).collect())
     }
 
     /// Add checked tasks, each storing `traceparent` (its add's trace) when given.
@@ -376,7 +395,7 @@ impl Queue {
         &self,
         checked: Vec<Checked>,
         traceparent: Option<&str>,
-    ) -> Result<Vec<String>> {
+    ) -> Result<Vec<TaskAdded>> {
         if checked.is_empty() {
             return Ok(Vec::new());
         }
@@ -389,6 +408,16 @@ impl Queue {
         }) {
             self.ensure_served().await?;
         }
+        for t in checked.iter().filter(|t| t.priority > 0) {
+            self.register_priority(&t.topic).await?;
+        }
+        // Tasks with a dedup key are added after the others, one script call each.
+        type Numbered = Vec<(usize, Checked)>;
+        let (deduped, checked): (Numbered, Numbered) = checked
+            .into_iter()
+            .enumerate()
+            .partition(|(_, t)| t.dedup.is_some());
+        let (order, checked): (Vec<usize>, Vec<Checked>) = checked.into_iter().unzip();
         let mut by_lane: Vec<(Lane, Vec<&Checked>)> = Vec::new();
         for t in &checked {
             let lane = self.write_lane(&t.topic, &t.id).await?;
@@ -400,20 +429,39 @@ impl Queue {
         for (lane, _) in &by_lane {
             self.register(&lane.topic).await?;
         }
-        let cmds = by_lane
+        let cmds: Vec<_> = by_lane
             .iter()
             .flat_map(|(lane, ts)| {
-                ts.chunks(BATCH)
-                    .map(|c| (lane.clone(), self.add_invocation(lane, c, traceparent)))
+                ts.chunks(BATCH).map(|c| {
+                    (
+                        lane.clone(),
+                        self.add_invocation(lane, c, traceparent, None),
+                    )
+                })
             })
             .collect();
-        let replies = self.run_adds(cmds).await?;
+        let replies = if cmds.is_empty() {
+            Vec::new()
+        } else {
+            self.run_adds(cmds).await?
+        };
         for r in replies.iter().flat_map(|r| &r.0) {
             if r.added {
                 TaskState::parse(&r.state)?;
             }
         }
-        Ok(checked.into_iter().map(|t| t.id).collect())
+        let mut out: Vec<Option<TaskAdded>> =
+            (0..order.len() + deduped.len()).map(|_| None).collect();
+        for (i, t) in order.into_iter().zip(checked) {
+            out[i] = Some(TaskAdded {
+                id: t.id,
+                deduplicated: None,
+            });
+        }
+        for (i, t) in deduped {
+            out[i] = Some(self.add_deduped(t, traceparent).await?);
+        }
+        Ok(out.into_iter().flatten().collect())
     }
 
     /// A delayed task needs a node that promotes topics: refuse the add when none ever
@@ -491,7 +539,9 @@ impl Queue {
         {
             // Promotion leaves the record alone: in the ready set, it is ready.
             info.state = TaskState::Ready;
-            info.ready_at = Some(instant(at as i64));
+            let (level, at) = priority::decode_ready(at);
+            info.ready_at = Some(instant(at));
+            info.priority = level;
         }
         Ok(info)
     }

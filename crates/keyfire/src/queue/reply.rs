@@ -78,6 +78,7 @@ pub(super) struct Taken {
     pub(super) token: String,
     /// The add's `traceparent` ('' when none was stored).
     pub(super) traceparent: String,
+    pub(super) priority: u8,
 }
 
 /// The reply of `pop.lua`.
@@ -102,11 +103,11 @@ impl FromRedisValue for PopReply {
                 .ok_or_else(err)?
         };
         let n = usize::try_from(num(0)?).map_err(|_| err())?;
-        if items.len() != 5 + 9 * n {
+        if items.len() != 5 + 10 * n {
             return Err(err());
         }
         let taken = items[5..]
-            .chunks(9)
+            .chunks(10)
             .map(|c| {
                 Ok(Taken {
                     id: String::from_redis_value_ref(&c[0])?,
@@ -118,6 +119,7 @@ impl FromRedisValue for PopReply {
                     deadline_ms: i64::from_redis_value_ref(&c[6])?,
                     token: String::from_redis_value_ref(&c[7])?,
                     traceparent: String::from_redis_value_ref(&c[8])?,
+                    priority: u8::from_redis_value_ref(&c[9])?,
                 })
             })
             .collect::<std::result::Result<_, ParsingError>>()?;

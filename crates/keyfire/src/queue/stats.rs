@@ -37,7 +37,8 @@ pub struct TopicStats {
     /// Dead letters kept (within the dead-letter retention).
     pub dead: u64,
     /// How long the oldest ready task has waited for a consumer, ms by Redis's clock; None
-    /// when none is ready.
+    /// when none is ready. In a topic with priorities: the task next to be popped (the oldest
+    /// of the highest level ready).
     pub oldest_ready_ms: Option<i64>,
     /// Tasks added, in all.
     pub added: u64,
@@ -193,7 +194,11 @@ impl Queue {
                     ready,
                     reserved,
                     dead,
-                    oldest_ready_ms: head.first().map(|(_, at)| (now - *at as i64).max(0)),
+                    // The head is the highest level's oldest (see priority.rs): the age
+                    // of the task next to be popped.
+                    oldest_ready_ms: head
+                        .first()
+                        .map(|(_, s)| (now - super::priority::decode_ready(*s).1).max(0)),
                     added: 0,
                     delivered: n(1),
                     redelivered: n(2),

@@ -41,12 +41,13 @@ impl Queue {
         lane: &Lane,
         tasks: &[&Checked],
         traceparent: Option<&str>,
+        dedup: Option<(&str, i64, &str)>,
     ) -> redis::Cmd {
         let k = lane.keys(self.store.shards());
         let n = lane.name();
         let mut cmd = redis::cmd("EVALSHA");
         cmd.arg(ADD.get_hash())
-            .arg(6 + tasks.len())
+            .arg(6 + tasks.len() + usize::from(dedup.is_some()))
             .arg(k.qdelayed(&n))
             .arg(k.qready(&n))
             .arg(k.qnotify(&n))
@@ -56,6 +57,9 @@ impl Queue {
         for t in tasks {
             cmd.arg(k.qtask(&t.id));
         }
+        if let Some((key, _, _)) = dedup {
+            cmd.arg(key);
+        }
         cmd.arg(&lane.topic)
             .arg(NOTIFY_CAP)
             .arg(k.changes())
@@ -64,7 +68,24 @@ impl Queue {
             cmd.arg(&add_args(t)[..])
                 .arg(traceparent.unwrap_or_default());
         }
+        if let Some((_, window_ms, stale)) = dedup {
+            cmd.arg(window_ms).arg(stale);
+        }
         cmd
+    }
+
+    /// `add.lua` over one task with a dedup key (the key, its window in ms, and the id of a
+    /// task the key named that is gone, or ''): its raw reply.
+    pub(super) async fn add_one_deduped(
+        &self,
+        lane: &Lane,
+        task: &Checked,
+        traceparent: Option<&str>,
+        dedup: (&str, i64, &str),
+    ) -> Result<Vec<Value>> {
+        ADD.load_async(&mut self.store.connection()).await?;
+        let cmd = self.add_invocation(lane, &[task], traceparent, Some(dedup));
+        Ok(cmd.query_async(&mut self.store.connection()).await?)
     }
 
     /// Run `add.lua` commands, one pipeline per slot, concurrently (the script loaded first:
@@ -140,6 +161,7 @@ impl Queue {
             .key(k.qnext())
             .key(k.qreserved(&n))
             .key(k.qdue())
+            .key(k.qstats(&n))
             .arg(PROMOTE_BATCH)
             .arg(NOTIFY_CAP)
             .arg(lane.id())
@@ -147,11 +169,13 @@ impl Queue {
             .await?)
     }
 
-    /// `pop.lua`: reserve up to `max` of a lane's candidates, each under its own token.
+    /// `pop.lua`: reserve up to `max` of a lane's candidates, each under its own token, none
+    /// of a priority below `floor`.
     pub(super) async fn pop_script(
         &self,
         lane: &Lane,
         max: usize,
+        floor: u8,
         candidates: &[String],
     ) -> Result<PopReply> {
         let k = lane.keys(self.store.shards());
@@ -168,7 +192,8 @@ impl Queue {
         inv.arg(max)
             .arg(DEFAULT_MAX_DELIVERIES)
             .arg(duration_ms(DEFAULT_TTR))
-            .arg(lane.id());
+            .arg(lane.id())
+            .arg(floor);
         for id in candidates {
             // The topic (and the partition) ride in the token, so finish and touch need not
             // read them first.
@@ -524,12 +549,16 @@ impl Queue {
         Ok((ok != 1).then_some(cur))
     }
 
-    /// The layout key and the partition counts, in one round trip.
-    pub(super) async fn read_topology(&self) -> Result<(Option<String>, HashMap<String, usize>)> {
+    /// The layout key, the partition counts and the topics that hold priorities, in one
+    /// round trip.
+    pub(super) async fn read_topology(
+        &self,
+    ) -> Result<(Option<String>, HashMap<String, usize>, Vec<String>)> {
         let k = self.store.keys();
         Ok(redis::pipe()
             .get(k.qlayout())
             .hgetall(k.qpartitions())
+            .smembers(k.qprio())
             .query_async(&mut self.store.connection())
             .await?)
     }

@@ -35,6 +35,13 @@ pub struct NewTask {
     pub ttr: Duration,
     /// Deliveries before it goes to the dead letters (1: never redelivered).
     pub max_deliveries: u32,
+    /// Its priority, 0 (the default) to [`MAX_PRIORITY`](crate::queue::MAX_PRIORITY): pops
+    /// take the highest ready first, in the order they became ready within a level.
+    pub priority: u8,
+    /// Deduplication by a key, and what a duplicate does to the pending task the key names
+    /// (see [`DedupSpec`](crate::job::DedupSpec); `content: true` derives the key from the
+    /// topic and the payload). The id is then picked by keyfire: leave [`NewTask::id`] out.
+    pub dedup: Option<crate::job::DedupSpec>,
 }
 
 impl NewTask {
@@ -47,7 +54,21 @@ impl NewTask {
             when: When::Delay(Duration::ZERO),
             ttr: DEFAULT_TTR,
             max_deliveries: DEFAULT_MAX_DELIVERIES,
+            priority: 0,
+            dedup: None,
         }
+    }
+
+    /// Its priority, 0 to [`MAX_PRIORITY`](crate::queue::MAX_PRIORITY) (higher first).
+    pub fn priority(mut self, priority: u8) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// Deduplicate by a key (see [`NewTask::dedup`]).
+    pub fn dedup(mut self, dedup: crate::job::DedupSpec) -> Self {
+        self.dedup = Some(dedup);
+        self
     }
 
     /// Ready after `delay`.
@@ -79,6 +100,16 @@ impl NewTask {
         self.id = Some(id.into());
         self
     }
+}
+
+/// What an add did with one task: see [`Queue::add_task_outcome`](crate::Queue::add_task_outcome).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskAdded {
+    /// The task's id: the new task's, or that of the task its dedup key names.
+    pub id: String,
+    /// `None` when the task was added (or its id existed); for a duplicate of a task with a
+    /// dedup key, what it did to that task.
+    pub deduplicated: Option<crate::job::Deduplicated>,
 }
 
 /// Where a task is in its life.
@@ -145,6 +176,9 @@ pub struct Reserved {
     pub due_at: DateTime<Utc>,
     /// When it (last) became ready.
     pub ready_at: DateTime<Utc>,
+    /// Its priority (0 to 9, higher first).
+    #[serde(default)]
+    pub priority: u8,
     /// When this pop reserved it.
     pub reserved_at: DateTime<Utc>,
     /// When the reservation expires unless finished or touched.
@@ -175,6 +209,9 @@ pub struct TaskInfo {
     pub due_at: DateTime<Utc>,
     /// When it last became ready.
     pub ready_at: Option<DateTime<Utc>>,
+    /// Its priority (0 to 9, higher first).
+    #[serde(default)]
+    pub priority: u8,
     /// When it was last reserved.
     pub reserved_at: Option<DateTime<Utc>>,
     /// The deadline of its reservation, while reserved.
@@ -278,6 +315,7 @@ pub(super) fn decode_task(id: &str, map: &HashMap<String, String>) -> Result<Tas
         created_at: instant(created),
         due_at: instant(due),
         ready_at: num("ready_at").map(instant),
+        priority: num("pri").unwrap_or(0).clamp(0, 9) as u8,
         reserved_at: num("reserved_at").map(instant),
         deadline: num("deadline").map(instant),
         finished_at: num("finished_at").map(instant),

@@ -9,7 +9,7 @@ use tracing::Instrument;
 
 use super::check::Checked;
 use super::reply::Taken;
-use super::{Finished, Queue, Reserved};
+use super::{Finished, Queue, Reserved, TaskAdded};
 use crate::error::Result;
 use crate::trace::{self, Start, TraceParent, Tracer, Value};
 
@@ -53,7 +53,7 @@ pub(super) async fn add(
     q: &Queue,
     checked: Vec<Checked>,
     caller: Option<&str>,
-) -> Result<Vec<String>> {
+) -> Result<Vec<TaskAdded>> {
     let caller = caller.and_then(TraceParent::parse);
     let Some((t, span)) = traced(tracing::info_span!("queue.add", otel.kind = "producer")) else {
         let stored = caller.map(|c| c.to_string());

@@ -12,6 +12,7 @@ use crate::job::{Dedup, JobSpec};
 
 script!(UPSERT, "task_lib.lua" + "ledger_lib.lua" + "upsert.lua");
 script!(INSERT, "insert.lua");
+script!(DEBOUNCE, "task_lib.lua" + "debounce.lua");
 script!(DELETE, "ledger_lib.lua" + "delete.lua");
 script!(PAUSE, "pause.lua");
 script!(TRIGGER, "trigger.lua");
@@ -113,6 +114,43 @@ impl Store {
             (Some(-1), _) => Ok(Deduped::IdTaken),
             _ => written(&reply).map(|_| Deduped::Created),
         }
+    }
+
+    /// Apply a duplicate to the pending task `holder` its dedup key names (`debounce.lua`):
+    /// `spec` and `next_ms` are the duplicate's (its own id and first firing), `held_next` the
+    /// holder's next firing as read (its sentinel key goes when the instant moves). Answers
+    /// `moved`, `gone`, or what it did (`kept`, `replaced`, `extended`, `replaced_extended`).
+    pub async fn debounce_task(
+        &self,
+        holder: &str,
+        held_next: Option<i64>,
+        spec: &JobSpec,
+        next_ms: i64,
+        dedup: &Dedup,
+        mode: &str,
+    ) -> Result<String> {
+        let k = self.job_keys(holder);
+        let (what,): (String,) = DEBOUNCE
+            .key(k.dedup(&dedup.name))
+            .key(k.job(holder))
+            .key(k.task_bucket(holder))
+            .key(k.due())
+            .key(k.running())
+            .key(k.runs(holder))
+            .key(k.jobs())
+            .key(k.task_count())
+            .key(k.fire(holder, held_next.unwrap_or(-1)))
+            .key(k.fire(holder, next_ms))
+            .arg(holder)
+            .arg(mode)
+            .arg(dedup.window_ms)
+            .arg(serde_json::to_string(spec)?)
+            .arg(next_ms)
+            .arg(k.changes())
+            .arg(self.horizon_ms)
+            .invoke_async(&mut self.conn.clone())
+            .await?;
+        Ok(what)
     }
 
     async fn upsert_call(

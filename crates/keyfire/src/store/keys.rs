@@ -418,6 +418,12 @@ impl Keys {
         format!("{}:q:stats:{topic}", self.tag)
     }
 
+    /// A topic task's dedup key in a lane (`name` is [`crate::job::Dedup::name`]): it names
+    /// the task added with it and expires with its window.
+    pub fn qdedup(&self, lane: &str, name: &str) -> String {
+        format!("{}:q:dedup:{lane}:{name}", self.tag)
+    }
+
     /// SET of every topic name that ever had a task.
     pub fn qtopics(&self) -> String {
         format!("{}:q:topics", self.tag)
@@ -472,6 +478,12 @@ impl Keys {
     /// with more than one; a topic not in it has one (meta key: it grows with topics).
     pub fn qpartitions(&self) -> String {
         format!("{}:q:partitions", self.tag)
+    }
+
+    /// SET of the topics that were given a task with a priority (meta key: it grows with
+    /// topics): a pop across such a topic's partitions reads every partition's head first.
+    pub fn qprio(&self) -> String {
+        format!("{}:q:prio", self.tag)
     }
 
     /// The delay queue's layout (meta key): absent while topics live under the meta tag (the

@@ -10,6 +10,7 @@ mod changes;
 mod compact;
 mod crash;
 mod cutoff;
+mod debounce;
 mod dedup;
 mod due_pages;
 mod faults;

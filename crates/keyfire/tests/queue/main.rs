@@ -4,6 +4,7 @@
 mod batch;
 mod counts;
 mod dead;
+mod debounce;
 mod deletes;
 mod delivery;
 mod feed;
@@ -11,6 +12,7 @@ mod idle;
 mod input;
 mod partitions;
 mod pause;
+mod priority;
 mod recovery;
 mod redelivery;
 mod upgrade;

@@ -422,6 +422,8 @@ impl Driver<'_> {
                 when: When::At(chrono::DateTime::from_timestamp_millis(due_ms).expect("instant")),
                 ttr: QUEUE_TTR,
                 max_deliveries: 20,
+                priority: 0,
+                dedup: None,
             });
         }
         let queue = &self.queue;

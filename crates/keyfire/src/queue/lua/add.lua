@@ -11,31 +11,49 @@
 -- All of one lane of the topic (a partition, or the topic's keys under the meta tag); the
 -- caller put the topic into the topic set first (a meta key: another slot).
 -- KEYS[1] delayed zset   KEYS[2] ready zset   KEYS[3] notify list
--- KEYS[4] lane stats hash (not written: a topic's count of tasks added is derived from its
---   sets and its other counters, so a topic holding only delayed tasks has no stats hash)
+-- KEYS[4] lane stats hash (written only to set the flag `prio`: a topic's count of tasks added
+--   is derived from its sets and its other counters, so a topic holding only delayed tasks of
+--   priority 0 has no stats hash)
 -- KEYS[5] the tag's sentinel key   KEYS[6] the tag's due index
 -- KEYS[7..] task hashes, one per task
 -- ARGV[1] topic   ARGV[2] most wake-up tokens kept   ARGV[3] the lane's shard change channel
 --   (its tag is the lane's, so SPUBLISH stays in the script's slot)
 -- ARGV[4] the lane's name in `wake` messages (the topic, or `<topic>:<partition>`)
--- ARGV[5..] seven per task: id, payload JSON, ttr ms, max deliveries (each '' for the default:
---           not stored), 'delay' | 'at', the delay ms or the instant ms, the add's W3C
---           traceparent ('' for none: not stored; a pop's span links to it)
+-- ARGV[5..] eight per task: id, payload JSON, ttr ms, max deliveries (each '' for the default:
+--           not stored), 'delay' | 'at', the delay ms or the instant ms, the priority (1 to 9,
+--           '' for 0: not stored), the add's W3C traceparent ('' for none: not stored; a pop's
+--           span links to it)
+-- A task of priority p is scored `due + p/16` in the delayed set and `ready - p * 2^44` in the
+-- ready set (see priority.rs), and its record holds `pri`; a delayed one sets the flag `prio`
+-- in the lane's stats hash (its promotion then reads the priorities of what it moves).
+-- Deduplication (one task per call): KEYS[8] the dedup key (under the lane's tag), and after
+-- the task's arguments ARGV: the window ms, then the id of the task the key named that the
+-- caller found not pending ('' for none: it is taken over). Then a key naming another task
+-- answers {now, -2, holder id, 0} and nothing is written; a task created sets the key.
 -- A record holds state, topic, payload, due, `ttr` and `max` only when not the default, and
 -- `c`, the due instant minus the add's (when not 0), for its creation instant; deliveries are
 -- written by the first pop (with the default ttr and max when the record has none). (Records of earlier versions hold `created` and `deliveries`, and always `max`:
 -- readers take both.)
 -- Reply: {now, then per task: added (1|0), state, due}; an existing id answers 0 and its
 --        stored state and due, having written nothing
-assert(#KEYS >= 7 and #ARGV == 4 + 7 * (#KEYS - 6), 'add: wrong arity')
+local dedup
+if #KEYS == 8 and #ARGV == 14 then dedup = KEYS[8] end
+assert(dedup or (#KEYS >= 7 and #ARGV == 4 + 8 * (#KEYS - 6)), 'add: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local topic = ARGV[1]
 local reply = {now}
+if dedup then
+  local holder = redis.call('GET', dedup)
+  if holder and holder ~= ARGV[14] then return {now, -2, holder, 0} end
+  redis.call('SET', dedup, ARGV[5], 'PX', ARGV[13])
+end
 local delayed, ready = {}, {}
-local earliest
-for i = 7, #KEYS do
-  local a = 5 + 7 * (i - 7)
+local earliest, prio
+local last = #KEYS
+if dedup then last = 7 end
+for i = 7, last do
+  local a = 5 + 8 * (i - 7)
   local id = ARGV[a]
   local f = redis.call('HMGET', KEYS[i], 'state', 'due')
   if f[1] then
@@ -54,9 +72,14 @@ for i = 7, #KEYS do
       record[#record + 1] = 'max'
       record[#record + 1] = ARGV[a + 3]
     end
-    if ARGV[a + 6] ~= '' then
+    local pri = tonumber(ARGV[a + 6]) or 0
+    if pri > 0 then
+      record[#record + 1] = 'pri'
+      record[#record + 1] = pri
+    end
+    if ARGV[a + 7] ~= '' then
       record[#record + 1] = 'tp'
-      record[#record + 1] = ARGV[a + 6]
+      record[#record + 1] = ARGV[a + 7]
     end
     if due ~= now then
       record[#record + 1] = 'c'
@@ -64,7 +87,12 @@ for i = 7, #KEYS do
     end
     if due > now then
       redis.call('HSET', KEYS[i], unpack(record))
-      delayed[#delayed + 1] = due
+      if pri > 0 then
+        delayed[#delayed + 1] = due + pri / 16
+        prio = true
+      else
+        delayed[#delayed + 1] = due
+      end
       delayed[#delayed + 1] = id
       if not earliest or due < earliest then earliest = due end
       reply[#reply + 1] = 1
@@ -74,7 +102,7 @@ for i = 7, #KEYS do
       record[#record + 1] = 'ready_at'
       record[#record + 1] = now
       redis.call('HSET', KEYS[i], unpack(record))
-      ready[#ready + 1] = now
+      ready[#ready + 1] = now - pri * 17592186044416
       ready[#ready + 1] = id
       reply[#reply + 1] = 1
       reply[#reply + 1] = 'ready'
@@ -82,6 +110,7 @@ for i = 7, #KEYS do
     reply[#reply + 1] = due
   end
 end
+if prio then redis.call('HSET', KEYS[4], 'prio', 1) end
 if earliest then
   local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   if not head[2] or earliest < tonumber(head[2]) then

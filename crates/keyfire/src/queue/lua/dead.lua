@@ -33,7 +33,8 @@ for i = 4, #ARGV do
       redis.call('HSET', key, 'state', 'ready', 'ready_at', now, 'deliveries', 0)
       redis.call('HDEL', key, 'finished_at', 'error', 'token', 'deadline')
       redis.call('PERSIST', key)
-      ready[#ready + 1] = now
+      -- At its priority's level (see priority.rs).
+      ready[#ready + 1] = now - (tonumber(redis.call('HGET', key, 'pri')) or 0) * 17592186044416
       ready[#ready + 1] = id
     elseif retention <= 0 then
       redis.call('DEL', key)

@@ -15,19 +15,25 @@
 -- ARGV[1] max   ARGV[2] the default max deliveries   ARGV[3] the default ttr ms (each written
 -- into a record that stores none, for touch and for a node of the previous release)
 -- ARGV[4] the lane's id in the due index
--- ARGV[5..] pairs: candidate id (as KEYS[6..]), the token it gets if taken
+-- ARGV[5] the lowest priority taken (0: any; a pop across partitions takes no task of a level
+--   below another partition's head)
+-- ARGV[6..] pairs: candidate id (as KEYS[6..]), the token it gets if taken
+-- The ready set's score holds a task's priority and the instant it became ready (see
+-- priority.rs): `ready - p * 2^44`.
 -- A paused lane (field `paused` of its stats hash) reserves nothing: the script answers at once,
 -- taking nothing, and clears the notify list (its tokens announce nothing while paused; a resume
 -- pushes them again).
 -- Reply: {taken, now, ready left, earliest reservation deadline or -1, paused (1|0),
 --         then per task taken: id, payload, deliveries, ttr, due, ready_at, deadline, token,
---         the add's traceparent or ''}
+--         the add's traceparent or '', priority}
 --        with nothing ready left the notify list is cleared (its tokens announce
 --        nothing any more)
-assert(#KEYS >= 5 and #ARGV == 4 + 2 * (#KEYS - 5), 'pop: wrong arity')
+assert(#KEYS >= 5 and #ARGV == 5 + 2 * (#KEYS - 5), 'pop: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local max = tonumber(ARGV[1])
+local floor = tonumber(ARGV[5])
+local step = 17592186044416
 if redis.call('HEXISTS', KEYS[4], 'paused') == 1 then
   redis.call('DEL', KEYS[3])
   local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
@@ -37,12 +43,21 @@ local out = {}
 local taken = 0
 if #KEYS > 5 then
   local ids = {}
-  for i = 6, #KEYS do ids[#ids + 1] = ARGV[2 * (i - 5) + 3] end
+  for i = 6, #KEYS do ids[#ids + 1] = ARGV[2 * (i - 5) + 4] end
   local scores = redis.call('ZMSCORE', KEYS[1], unpack(ids))
   local chosen, reserved = {}, {}
   for i = 1, #ids do
     if taken >= max then break end
-    local score = scores[i]
+    local score = tonumber(scores[i])
+    local level, ready_at = 0, score
+    if score and score < 0 then
+      level = math.ceil(-score / step)
+      ready_at = score + level * step
+      -- Sorted by score: the rest are of this level or lower.
+      if level < floor then break end
+    elseif score and floor > 0 then
+      break
+    end
     if score then
       local key = KEYS[i + 5]
       chosen[#chosen + 1] = ids[i]
@@ -52,8 +67,7 @@ if #KEYS > 5 then
         local deliveries = (tonumber(f[5]) or 0) + 1
         local ttr = tonumber(f[2]) or tonumber(ARGV[3])
         local deadline = now + ttr
-        local token = ARGV[2 * i + 4]
-        local ready_at = tonumber(score)
+        local token = ARGV[2 * i + 5]
         local fields = {'state', 'reserved', 'token', token, 'reserved_at', now,
           'deadline', deadline, 'deliveries', deliveries, 'ready_at', ready_at}
         if not f[6] then
@@ -78,6 +92,7 @@ if #KEYS > 5 then
         out[n + 7] = deadline
         out[n + 8] = token
         out[n + 9] = f[7] or ''
+        out[n + 10] = level
       end
     end
   end

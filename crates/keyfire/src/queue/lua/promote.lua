@@ -11,21 +11,35 @@
 -- the first reservation deadline), or removed when it holds none, and the tag's sentinel key set
 -- to expire at the index's head when that is later than now and not what it holds.
 -- KEYS[1] delayed zset   KEYS[2] ready zset   KEYS[3] notify list   KEYS[4] the tag's sentinel key
--- KEYS[5] reserved zset   KEYS[6] the tag's due index
+-- KEYS[5] reserved zset   KEYS[6] the tag's due index   KEYS[7] lane stats hash (read: the flag
+--   `prio`, set by an add of a delayed task with a priority; only then are the delayed set's
+--   scores read, `due + p/16`, and each task placed `p * 2^44` ahead in the ready set)
 -- ARGV[1] most tasks moved   ARGV[2] most wake-up tokens kept   ARGV[3] the lane's id in the
 -- due index
 -- Reply: {moved, now, next due instant or -1, more due now (1|0)}
-assert(#KEYS == 6 and #ARGV == 3, 'promote: wrong arity')
+assert(#KEYS == 7 and #ARGV == 3, 'promote: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
-local moved = #due
-if moved > 0 then
-  local pairs_ = {}
+-- A priority's fraction (at most 9/16) is below 1 ms: `now + 0.9` takes every task due by now.
+local due, pairs_ = {}, {}
+if redis.call('HEXISTS', KEYS[7], 'prio') == 1 then
+  local got = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now + 0.9, 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[1]))
+  for i = 1, #got, 2 do
+    local score = tonumber(got[i + 1])
+    local pri = math.floor((score - math.floor(score)) * 16 + 0.5)
+    due[#due + 1] = got[i]
+    pairs_[#pairs_ + 1] = now - pri * 17592186044416
+    pairs_[#pairs_ + 1] = got[i]
+  end
+else
+  due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
   for i, id in ipairs(due) do
     pairs_[2 * i - 1] = now
     pairs_[2 * i] = id
   end
+end
+local moved = #due
+if moved > 0 then
   for j = 1, moved, 1000 do
     local last = math.min(j + 999, moved)
     redis.call('ZREM', KEYS[1], unpack(due, j, last))
@@ -41,7 +55,7 @@ end
 local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local next_due, more = -1, 0
 if head[2] then
-  next_due = tonumber(head[2])
+  next_due = math.floor(tonumber(head[2]))
   if next_due <= now then more = 1 end
 end
 local work = next_due

@@ -26,7 +26,7 @@ for i = 4, #ARGV do
   local deadline = redis.call('ZSCORE', KEYS[2], id)
   if deadline and tonumber(deadline) <= now then
     redis.call('ZREM', KEYS[2], id)
-    local f = redis.call('HMGET', key, 'state', 'deliveries', 'max')
+    local f = redis.call('HMGET', key, 'state', 'deliveries', 'max', 'pri')
     if f[1] == 'reserved' then
       redis.call('HDEL', key, 'token', 'deadline')
       if (tonumber(f[2]) or 0) >= (tonumber(f[3]) or default_max) then
@@ -39,7 +39,8 @@ for i = 4, #ARGV do
         dead = dead + 1
       else
         redis.call('HSET', key, 'state', 'ready', 'ready_at', now)
-        redis.call('ZADD', KEYS[1], now, id)
+        -- At its priority's level (see priority.rs).
+        redis.call('ZADD', KEYS[1], now - (tonumber(f[4]) or 0) * 17592186044416, id)
         redis.call('HINCRBY', KEYS[5], 'redelivered', 1)
         if redis.call('LLEN', KEYS[4]) < tonumber(ARGV[2]) then redis.call('RPUSH', KEYS[4], 1) end
         requeued = requeued + 1

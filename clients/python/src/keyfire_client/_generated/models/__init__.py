@@ -11,6 +11,9 @@ from .dead_letter_view import DeadLetterView
 from .dead_list import DeadList
 from .dead_summary import DeadSummary
 from .dedup_spec import DedupSpec
+from .dedup_spec_on_duplicate_type_1 import DedupSpecOnDuplicateType1
+from .dedup_spec_on_duplicate_type_2_type_1 import DedupSpecOnDuplicateType2Type1
+from .dedup_spec_on_duplicate_type_3_type_1 import DedupSpecOnDuplicateType3Type1
 from .entry_kind import EntryKind
 from .error_body import ErrorBody
 from .error_detail import ErrorDetail
@@ -104,6 +107,9 @@ __all__ = (
     "DeadList",
     "DeadSummary",
     "DedupSpec",
+    "DedupSpecOnDuplicateType1",
+    "DedupSpecOnDuplicateType2Type1",
+    "DedupSpecOnDuplicateType3Type1",
     "EntryKind",
     "ErrorBody",
     "ErrorDetail",

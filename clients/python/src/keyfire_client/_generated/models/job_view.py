@@ -38,6 +38,9 @@ class JobView:
         version (int): Bumped by every change of the spec; send it back in `If-Match` to update only that version.
         created_at (datetime.datetime | None | Unset): When the job was created.
         dead (int | Unset): Firings that used up their attempts and became dead letters.
+        deduplicated (None | str | Unset): Only in the answer to an enqueue that was a duplicate: what it did to this
+            task, as its
+            `dedup.on_duplicate` says: `kept`, `replaced`, `extended` or `replaced_extended`. Example: extended.
         duplicate (bool | Unset): Only in the answer to an enqueue, and only when true: a task enqueued with the same
             dedup key within its window exists, and this is that task (nothing was created).
         last_at (datetime.datetime | None | Unset): The last claimed firing.
@@ -59,6 +62,7 @@ class JobView:
     version: int
     created_at: datetime.datetime | None | Unset = UNSET
     dead: int | Unset = UNSET
+    deduplicated: None | str | Unset = UNSET
     duplicate: bool | Unset = UNSET
     last_at: datetime.datetime | None | Unset = UNSET
     next_at: datetime.datetime | None | Unset = UNSET
@@ -109,6 +113,12 @@ class JobView:
             created_at = self.created_at
 
         dead = self.dead
+
+        deduplicated: None | str | Unset
+        if isinstance(self.deduplicated, Unset):
+            deduplicated = UNSET
+        else:
+            deduplicated = self.deduplicated
 
         duplicate = self.duplicate
 
@@ -167,6 +177,8 @@ class JobView:
             field_dict["created_at"] = created_at
         if dead is not UNSET:
             field_dict["dead"] = dead
+        if deduplicated is not UNSET:
+            field_dict["deduplicated"] = deduplicated
         if duplicate is not UNSET:
             field_dict["duplicate"] = duplicate
         if last_at is not UNSET:
@@ -266,6 +278,15 @@ class JobView:
 
         dead = d.pop("dead", UNSET)
 
+        def _parse_deduplicated(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        deduplicated = _parse_deduplicated(d.pop("deduplicated", UNSET))
+
         duplicate = d.pop("duplicate", UNSET)
 
         def _parse_last_at(data: object) -> datetime.datetime | None | Unset:
@@ -352,6 +373,7 @@ class JobView:
             version=version,
             created_at=created_at,
             dead=dead,
+            deduplicated=deduplicated,
             duplicate=duplicate,
             last_at=last_at,
             next_at=next_at,

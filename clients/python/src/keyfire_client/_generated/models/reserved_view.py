@@ -20,6 +20,7 @@ class ReservedView:
         due_at (datetime.datetime): When the task was due.
         id (str): The task's id.
         payload (Any): Its payload: any JSON value, as it was added.
+        priority (int): Its priority, 0 to 9 (higher first).
         ready_at (datetime.datetime): When it (last) became ready.
         reserved_at (datetime.datetime): When this pop reserved it.
         token (str): The reservation token: `finish` and `touch` need it.
@@ -32,6 +33,7 @@ class ReservedView:
     due_at: datetime.datetime
     id: str
     payload: Any
+    priority: int
     ready_at: datetime.datetime
     reserved_at: datetime.datetime
     token: str
@@ -49,6 +51,8 @@ class ReservedView:
         id = self.id
 
         payload = self.payload
+
+        priority = self.priority
 
         ready_at = self.ready_at.isoformat()
 
@@ -69,6 +73,7 @@ class ReservedView:
                 "due_at": due_at,
                 "id": id,
                 "payload": payload,
+                "priority": priority,
                 "ready_at": ready_at,
                 "reserved_at": reserved_at,
                 "token": token,
@@ -92,6 +97,8 @@ class ReservedView:
 
         payload = d.pop("payload")
 
+        priority = d.pop("priority")
+
         ready_at = datetime.datetime.fromisoformat(d.pop("ready_at"))
 
         reserved_at = datetime.datetime.fromisoformat(d.pop("reserved_at"))
@@ -108,6 +115,7 @@ class ReservedView:
             due_at=due_at,
             id=id,
             payload=payload,
+            priority=priority,
             ready_at=ready_at,
             reserved_at=reserved_at,
             token=token,

@@ -23,6 +23,7 @@ class TaskView:
         id (str): The task's id.
         max_deliveries (int): Deliveries before the dead letters.
         payload (Any): Its payload: any JSON value, as it was added (null once done or deleted).
+        priority (int): Its priority, 0 to 9 (higher first).
         state (str): `delayed`, `ready`, `reserved`, `done`, `dead` or `deleted`. Example: ready.
         topic (str): Its topic.
         ttr (str): Time-to-run of a reservation. Example: 60s.
@@ -38,6 +39,7 @@ class TaskView:
     id: str
     max_deliveries: int
     payload: Any
+    priority: int
     state: str
     topic: str
     ttr: str
@@ -59,6 +61,8 @@ class TaskView:
         max_deliveries = self.max_deliveries
 
         payload = self.payload
+
+        priority = self.priority
 
         state = self.state
 
@@ -108,6 +112,7 @@ class TaskView:
                 "id": id,
                 "max_deliveries": max_deliveries,
                 "payload": payload,
+                "priority": priority,
                 "state": state,
                 "topic": topic,
                 "ttr": ttr,
@@ -138,6 +143,8 @@ class TaskView:
         max_deliveries = d.pop("max_deliveries")
 
         payload = d.pop("payload")
+
+        priority = d.pop("priority")
 
         state = d.pop("state")
 
@@ -220,6 +227,7 @@ class TaskView:
             id=id,
             max_deliveries=max_deliveries,
             payload=payload,
+            priority=priority,
             state=state,
             topic=topic,
             ttr=ttr,

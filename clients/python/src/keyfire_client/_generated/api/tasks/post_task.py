@@ -124,7 +124,11 @@ def sync_detailed(
 
     With `dedup` (a `key`, or `content: true`, and a `window`; no `id`), a task enqueued with
     the same dedup key within its window is answered with 200 and `"duplicate": true`, and
-    nothing is created; after the window a new task is created (201).
+    nothing is created; after the window a new task is created (201). `dedup.on_duplicate`
+    says what the duplicate does to that task while it is pending: `keep` (default),
+    `replace` (it takes this spec), `extend` (its instant moves to this one's, never earlier)
+    or `replace_extend`; `deduplicated` answers what it did. Once that task was claimed, a
+    `replace`/`extend` duplicate creates a new task (201).
 
     Args:
         body (TaskSpec): A one-shot task: a job run once, at `at`, `after` a delay, or at once
@@ -164,7 +168,11 @@ def sync(
 
     With `dedup` (a `key`, or `content: true`, and a `window`; no `id`), a task enqueued with
     the same dedup key within its window is answered with 200 and `"duplicate": true`, and
-    nothing is created; after the window a new task is created (201).
+    nothing is created; after the window a new task is created (201). `dedup.on_duplicate`
+    says what the duplicate does to that task while it is pending: `keep` (default),
+    `replace` (it takes this spec), `extend` (its instant moves to this one's, never earlier)
+    or `replace_extend`; `deduplicated` answers what it did. Once that task was claimed, a
+    `replace`/`extend` duplicate creates a new task (201).
 
     Args:
         body (TaskSpec): A one-shot task: a job run once, at `at`, `after` a delay, or at once
@@ -199,7 +207,11 @@ async def asyncio_detailed(
 
     With `dedup` (a `key`, or `content: true`, and a `window`; no `id`), a task enqueued with
     the same dedup key within its window is answered with 200 and `"duplicate": true`, and
-    nothing is created; after the window a new task is created (201).
+    nothing is created; after the window a new task is created (201). `dedup.on_duplicate`
+    says what the duplicate does to that task while it is pending: `keep` (default),
+    `replace` (it takes this spec), `extend` (its instant moves to this one's, never earlier)
+    or `replace_extend`; `deduplicated` answers what it did. Once that task was claimed, a
+    `replace`/`extend` duplicate creates a new task (201).
 
     Args:
         body (TaskSpec): A one-shot task: a job run once, at `at`, `after` a delay, or at once
@@ -237,7 +249,11 @@ async def asyncio(
 
     With `dedup` (a `key`, or `content: true`, and a `window`; no `id`), a task enqueued with
     the same dedup key within its window is answered with 200 and `"duplicate": true`, and
-    nothing is created; after the window a new task is created (201).
+    nothing is created; after the window a new task is created (201). `dedup.on_duplicate`
+    says what the duplicate does to that task while it is pending: `keep` (default),
+    `replace` (it takes this spec), `extend` (its instant moves to this one's, never earlier)
+    or `replace_extend`; `deduplicated` answers what it did. Once that task was claimed, a
+    `replace`/`extend` duplicate creates a new task (201).
 
     Args:
         body (TaskSpec): A one-shot task: a job run once, at `at`, `after` a delay, or at once

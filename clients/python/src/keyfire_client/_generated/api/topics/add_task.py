@@ -37,6 +37,11 @@ def _get_kwargs(
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> Added | ErrorBody | None:
+    if response.status_code == 200:
+        response_200 = Added.from_dict(response.json())
+
+        return response_200
+
     if response.status_code == 201:
         response_201 = Added.from_dict(response.json())
 
