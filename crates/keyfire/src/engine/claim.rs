@@ -283,6 +283,7 @@ impl Claimer {
             arms_next: false,
             compact: cached.compact,
             dropped,
+            jitter_ms: job.jitter_offset(at_ms),
         }
     }
 

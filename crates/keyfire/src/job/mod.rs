@@ -4,6 +4,7 @@
 mod dedup;
 mod duration;
 mod flow_limit;
+mod jitter;
 mod policy;
 mod schedule;
 mod spec;
@@ -14,6 +15,7 @@ pub use duration::{DURATION_PATTERN, duration_serde, parse_duration};
 pub use flow_limit::{
     FlowLimitSpec, LIMIT_KEY_PATTERN, MAX_LIMIT_KEY_LEN, host_limit_key, validate_limit_key,
 };
+pub use jitter::{MAX_JITTER_MS, jitter_offset};
 pub use policy::{
     BACKOFFS, Backoff, MAX_ATTEMPTS_LIMIT, MISFIRE_POLICIES, MisfirePolicy, OVERLAP_POLICIES,
     OverlapPolicy, RetryPolicy, RetrySpec,

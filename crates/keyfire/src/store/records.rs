@@ -394,6 +394,9 @@ pub struct ClaimArgs<'a> {
     pub compact: bool,
     /// The instants the caller's misfire plan drops (`missed` of them), for the ledger.
     pub dropped: Option<Dropped>,
+    /// The firing's jitter offset (0: none): it is claimed no earlier than `at_ms` plus this,
+    /// and its lateness is judged from then.
+    pub jitter_ms: i64,
 }
 
 /// A range of late instants a misfire plan drops: the ledger's record of them.

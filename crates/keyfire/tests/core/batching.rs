@@ -38,6 +38,7 @@ async fn args_for<'a>(
         arms_next: false,
         compact: stored.compact,
         dropped: None,
+        jitter_ms: 0,
     }
 }
 

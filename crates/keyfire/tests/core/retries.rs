@@ -330,6 +330,7 @@ async fn a_stale_run_cannot_complete_a_replay_of_its_firing() {
         arms_next: false,
         compact: stored.compact,
         dropped: None,
+        jitter_ms: 0,
     };
     let claimed = store.claim(&args).await.unwrap();
     assert!(

@@ -272,6 +272,7 @@ async fn a_lease_names_its_claim_instant() {
             arms_next: false,
             compact: stored.compact,
             dropped: None,
+            jitter_ms: 0,
         })
         .await
         .unwrap();
