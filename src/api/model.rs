@@ -31,6 +31,11 @@ pub struct FiringTime {
     /// The same instant in the job's zone (RFC 3339 with its offset).
     #[schema(example = "2026-03-09T09:00:00+01:00")]
     pub local: String,
+    /// Only for a job with `jitter`: when it fires, its instant plus its offset (UTC). The
+    /// instant above stays its firing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(example = "2026-03-09T08:00:17.342Z")]
+    pub fires_at: Option<String>,
 }
 
 /// A job as the API shows it: its spec, its state, and its next firings.
@@ -86,6 +91,7 @@ fn format_local(ms: i64, tz: chrono_tz::Tz) -> Option<FiringTime> {
         local: at
             .with_timezone(&tz)
             .to_rfc3339_opts(SecondsFormat::AutoSi, true),
+        fires_at: None,
     })
 }
 
@@ -132,7 +138,13 @@ impl JobView {
             let job = validated(record);
             let mut t = first;
             while next_firings.len() < NEXT_FIRINGS {
-                let Some(f) = format_local(t, tz) else { break };
+                let Some(mut f) = format_local(t, tz) else {
+                    break;
+                };
+                if let Some(j) = job.as_ref().filter(|j| j.jitter_ms > 0) {
+                    f.fires_at = at_ms(j.release_at(t))
+                        .map(|r| r.to_rfc3339_opts(SecondsFormat::Millis, true));
+                }
                 next_firings.push(f);
                 match job.as_ref().and_then(|j| j.next_after(t)) {
                     Some(n) if n > t => t = n,

@@ -499,6 +499,7 @@ fn duration_pattern_agrees_with_the_parser() {
         ("JobSpec", "after"),
         ("JobSpec", "timeout"),
         ("JobSpec", "misfire_tolerance"),
+        ("JobSpec", "jitter"),
         ("TaskSpec", "after"),
         ("RetrySpec", "interval"),
         ("RetrySpec", "max_interval"),
