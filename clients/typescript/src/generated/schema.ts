@@ -1038,6 +1038,12 @@ export interface components {
         /** @description One coming firing, in UTC and in the job's zone. */
         FiringTime: {
             /**
+             * @description Only for a job with `jitter`: when it fires, its instant plus its offset (UTC). The
+             *     instant above stays its firing id.
+             * @example 2026-03-09T08:00:17.342Z
+             */
+            fires_at?: string | null;
+            /**
              * @description The same instant in the job's zone (RFC 3339 with its offset).
              * @example 2026-03-09T09:00:00+01:00
              */
@@ -1121,7 +1127,7 @@ export interface components {
             /** @description Every job whose id starts with this (such as `billing-`). */
             id_prefix?: string;
         };
-        /** @description A job as a client declares it. Exactly one of `cron`, `every`, `at` and `after` gives the schedule (the others absent or null), and `tz` goes only with `cron`. `after` is resolved to `at` by Redis's clock on each write. `dedup` is for enqueued tasks (`POST /v1/tasks`) and refused here, except a deduplicated task's own declaration written back unchanged. */
+        /** @description A job as a client declares it. Exactly one of `cron`, `every`, `at` and `after` gives the schedule (the others absent or null), `tz` goes only with `cron`, and `jitter` only with `cron` or `every` (less than `every`). `after` is resolved to `at` by Redis's clock on each write. `dedup` is for enqueued tasks (`POST /v1/tasks`) and refused here, except a deduplicated task's own declaration written back unchanged. */
         JobSpec: {
             /** @description One-shot after this delay from creation, such as `10m`. */
             after?: string | null;
@@ -1159,6 +1165,13 @@ export interface components {
              */
             id: string;
             /**
+             * @description Cron and `every` only: each firing is released at its instant plus an offset in
+             *     `[0, jitter)` fixed by the job id and the instant (the same on every node), such as
+             *     `30s`; less than `every`. The firing keeps its instant as its id.
+             * @example 30s
+             */
+            jitter?: string | null;
+            /**
              * @description The flow-control key this job's firings count against (see `LimitSpec`); default:
              *     `host:<host>` of an `http` job's URL. A key without a registered limit limits nothing.
              */
@@ -1218,12 +1231,14 @@ export interface components {
             at: string;
             cron?: null;
             every?: null;
+            jitter?: null;
             tz?: null;
         } | {
             after: string;
             at?: null;
             cron?: null;
             every?: null;
+            jitter?: null;
             tz?: null;
         });
         /** @description A job spec without its id: `PUT /v1/jobs/{id}` takes the id from its path (an `id` in the body equal to the path's is let through; another is refused with 422). */
@@ -1258,6 +1273,13 @@ export interface components {
              */
             handler: string;
             /**
+             * @description Cron and `every` only: each firing is released at its instant plus an offset in
+             *     `[0, jitter)` fixed by the job id and the instant (the same on every node), such as
+             *     `30s`; less than `every`. The firing keeps its instant as its id.
+             * @example 30s
+             */
+            jitter?: string | null;
+            /**
              * @description The flow-control key this job's firings count against (see `LimitSpec`); default:
              *     `host:<host>` of an `http` job's URL. A key without a registered limit limits nothing.
              */
@@ -1317,12 +1339,14 @@ export interface components {
             at: string;
             cron?: null;
             every?: null;
+            jitter?: null;
             tz?: null;
         } | {
             after: string;
             at?: null;
             cron?: null;
             every?: null;
+            jitter?: null;
             tz?: null;
         });
         /** @description A job as the API shows it: its spec, its state, and its next firings. */
@@ -1753,6 +1777,13 @@ export interface components {
              */
             id: string;
             /**
+             * @description Cron and `every` only: each firing is released at its instant plus an offset in
+             *     `[0, jitter)` fixed by the job id and the instant (the same on every node), such as
+             *     `30s`; less than `every`. The firing keeps its instant as its id.
+             * @example 30s
+             */
+            jitter?: string | null;
+            /**
              * @description The flow-control key this job's firings count against (see `LimitSpec`); default:
              *     `host:<host>` of an `http` job's URL. A key without a registered limit limits nothing.
              */
@@ -1809,6 +1840,7 @@ export interface components {
             at: string;
             cron?: null;
             every?: null;
+            jitter?: null;
             tz?: null;
         });
         /** @description Tasks to enqueue together. */

@@ -19,6 +19,7 @@ class JobSpecWithoutIdType2:
         after (None | Unset):
         cron (None | Unset):
         every (None | Unset):
+        jitter (None | Unset):
         tz (None | Unset):
     """
 
@@ -26,6 +27,7 @@ class JobSpecWithoutIdType2:
     after: None | Unset = UNSET
     cron: None | Unset = UNSET
     every: None | Unset = UNSET
+    jitter: None | Unset = UNSET
     tz: None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -37,6 +39,8 @@ class JobSpecWithoutIdType2:
         cron = self.cron
 
         every = self.every
+
+        jitter = self.jitter
 
         tz = self.tz
 
@@ -53,6 +57,8 @@ class JobSpecWithoutIdType2:
             field_dict["cron"] = cron
         if every is not UNSET:
             field_dict["every"] = every
+        if jitter is not UNSET:
+            field_dict["jitter"] = jitter
         if tz is not UNSET:
             field_dict["tz"] = tz
 
@@ -69,6 +75,8 @@ class JobSpecWithoutIdType2:
 
         every = d.pop("every", UNSET)
 
+        jitter = d.pop("jitter", UNSET)
+
         tz = d.pop("tz", UNSET)
 
         job_spec_without_id_type_2 = cls(
@@ -76,6 +84,7 @@ class JobSpecWithoutIdType2:
             after=after,
             cron=cron,
             every=every,
+            jitter=jitter,
             tz=tz,
         )
 

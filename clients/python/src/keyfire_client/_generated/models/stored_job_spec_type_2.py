@@ -18,12 +18,14 @@ class StoredJobSpecType2:
         at (str):
         cron (None | Unset):
         every (None | Unset):
+        jitter (None | Unset):
         tz (None | Unset):
     """
 
     at: str
     cron: None | Unset = UNSET
     every: None | Unset = UNSET
+    jitter: None | Unset = UNSET
     tz: None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -33,6 +35,8 @@ class StoredJobSpecType2:
         cron = self.cron
 
         every = self.every
+
+        jitter = self.jitter
 
         tz = self.tz
 
@@ -47,6 +51,8 @@ class StoredJobSpecType2:
             field_dict["cron"] = cron
         if every is not UNSET:
             field_dict["every"] = every
+        if jitter is not UNSET:
+            field_dict["jitter"] = jitter
         if tz is not UNSET:
             field_dict["tz"] = tz
 
@@ -61,12 +67,15 @@ class StoredJobSpecType2:
 
         every = d.pop("every", UNSET)
 
+        jitter = d.pop("jitter", UNSET)
+
         tz = d.pop("tz", UNSET)
 
         stored_job_spec_type_2 = cls(
             at=at,
             cron=cron,
             every=every,
+            jitter=jitter,
             tz=tz,
         )
 
