@@ -151,10 +151,13 @@ impl From<Error> for ApiError {
     fn from(e: Error) -> Self {
         match e {
             Error::Invalid(v) => ApiError::invalid(&v.field, v.message),
-            Error::NotFound(_) | Error::TaskNotFound(_) | Error::LimitNotFound(_) => {
+            Error::NotFound(_)
+            | Error::TaskNotFound(_)
+            | Error::LimitNotFound(_)
+            | Error::CalendarNotFound(_) => {
                 ApiError::not_found(e.to_string())
             }
-            Error::ReservationLost(_) | Error::PartitionsSet { .. } => {
+            Error::ReservationLost(_) | Error::PartitionsSet { .. } | Error::CalendarInUse { .. } => {
                 ApiError::conflict(e.to_string())
             }
             Error::Conflict(_) | Error::VersionMismatch { .. } => ApiError::conflict(e.to_string()),

@@ -42,6 +42,8 @@ pub enum SkipReasonCode {
     Deleted,
     /// The job was changed with it due (its schedule moved on).
     Updated,
+    /// A calendar the job names in `exclude` excludes it.
+    Excluded,
     /// A reason this version does not know.
     Other,
 }
@@ -56,6 +58,7 @@ impl From<SkipReason> for SkipReasonCode {
             SkipReason::Paused => Self::Paused,
             SkipReason::Deleted => Self::Deleted,
             SkipReason::Updated => Self::Updated,
+            SkipReason::Excluded => Self::Excluded,
             SkipReason::Other => Self::Other,
         }
     }

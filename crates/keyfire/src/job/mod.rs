@@ -1,6 +1,7 @@
 //! The job model: what a user declares ([`JobSpec`]), how it is checked ([`JobSpec::validate`])
 //! and the validated form the engine schedules from ([`Job`]).
 
+mod calendar;
 mod dedup;
 mod duration;
 mod flow_limit;
@@ -10,6 +11,7 @@ mod schedule;
 mod spec;
 mod validation;
 
+pub use calendar::{Calendar, CalendarSpec, DateRange, MAX_CALENDAR_ENTRIES};
 pub use dedup::{Dedup, DedupSpec, MAX_DEDUP_KEY_LEN, MAX_DEDUP_WINDOW_MS};
 pub use duration::{DURATION_PATTERN, duration_serde, parse_duration};
 pub use flow_limit::{

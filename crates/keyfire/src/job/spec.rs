@@ -41,6 +41,11 @@ pub struct JobSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(example = "30s"))]
     pub jitter: Option<String>,
+    /// Cron and `every` only: names of calendars whose instants this job skips (each skip
+    /// is recorded in its ledger as `excluded`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(example = json!(["de-holidays"])))]
+    pub exclude: Vec<String>,
     /// One-shot at this instant (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<DateTime<Utc>>,
@@ -240,6 +245,7 @@ impl JobSpec {
             tz: None,
             every: None,
             jitter: None,
+            exclude: Vec::new(),
             at: None,
             after: None,
             start_at: None,
@@ -297,6 +303,12 @@ impl JobSpec {
     /// Release each firing at a deterministic offset in `[0, jitter)` after its instant.
     pub fn jitter(mut self, jitter: impl Into<String>) -> Self {
         self.jitter = Some(jitter.into());
+        self
+    }
+
+    /// Skip the instants the named calendars exclude.
+    pub fn exclude<S: Into<String>>(mut self, calendars: impl IntoIterator<Item = S>) -> Self {
+        self.exclude = calendars.into_iter().map(Into::into).collect();
         self
     }
 
@@ -465,6 +477,13 @@ impl JobSpec {
             Some(j) => super::jitter::validate_jitter(j, &schedule)?,
             None => 0,
         };
+        super::calendar::validate_exclude(&self.exclude)?;
+        if !self.exclude.is_empty() && matches!(schedule, Schedule::Once { .. }) {
+            return Err(ValidationError::new(
+                "exclude",
+                "applies only to cron and every schedules, not to one-shot jobs",
+            ));
+        }
         let dedup = match &self.dedup {
             Some(_) if !matches!(schedule, Schedule::Once { .. }) => {
                 return Err(ValidationError::new(

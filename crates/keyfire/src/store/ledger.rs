@@ -63,6 +63,8 @@ pub enum SkipReason {
     Deleted,
     /// The job was changed with this instant due and not yet run (its schedule moved on).
     Updated,
+    /// A calendar the job names in `exclude` excludes this instant.
+    Excluded,
     /// A reason this version does not know (written by a later one).
     #[serde(other)]
     Other,
@@ -79,6 +81,7 @@ impl SkipReason {
             Self::Paused => "paused",
             Self::Deleted => "deleted",
             Self::Updated => "updated",
+            Self::Excluded => "excluded",
             Self::Other => "other",
         }
     }

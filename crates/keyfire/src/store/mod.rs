@@ -4,6 +4,7 @@
 mod scripts;
 pub(crate) use scripts::script;
 
+mod calendars;
 mod callbacks;
 mod cancel;
 mod conn;
