@@ -154,12 +154,10 @@ impl From<Error> for ApiError {
             Error::NotFound(_)
             | Error::TaskNotFound(_)
             | Error::LimitNotFound(_)
-            | Error::CalendarNotFound(_) => {
-                ApiError::not_found(e.to_string())
-            }
-            Error::ReservationLost(_) | Error::PartitionsSet { .. } | Error::CalendarInUse { .. } => {
-                ApiError::conflict(e.to_string())
-            }
+            | Error::CalendarNotFound(_) => ApiError::not_found(e.to_string()),
+            Error::ReservationLost(_)
+            | Error::PartitionsSet { .. }
+            | Error::CalendarInUse { .. } => ApiError::conflict(e.to_string()),
             Error::Conflict(_) | Error::VersionMismatch { .. } => ApiError::conflict(e.to_string()),
             // The one place a full Redis becomes an answer: every write of every route that
             // Redis refused for memory.

@@ -517,7 +517,10 @@ async fn jitter_shows_in_next_firings_and_is_bounded_by_every() {
     let mut offsets = Vec::new();
     for f in next {
         let (at, fires) = (ms(&f["utc"]), ms(&f["fires_at"]));
-        assert_eq!(fires - at, keyfire::job::jitter_offset("spread", at, 1_800_000));
+        assert_eq!(
+            fires - at,
+            keyfire::job::jitter_offset("spread", at, 1_800_000)
+        );
         assert!((0..1_800_000).contains(&(fires - at)), "{f:#}");
         offsets.push(fires - at);
     }
@@ -547,7 +550,10 @@ async fn jitter_shows_in_next_firings_and_is_bounded_by_every() {
         "{:#}",
         bad.body
     );
-    assert_eq!(api.get("/v1/jobs/too-much").await.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        api.get("/v1/jobs/too-much").await.status,
+        StatusCode::NOT_FOUND
+    );
     let once = api
         .put(
             "/v1/jobs/once",

@@ -244,8 +244,19 @@ impl Client {
         let now = self.store.time_ms().await?;
         let known = self.known_handler(&spec.handler).await?;
         self.check(spec.clone(), now, now, known)?;
-        let names: Vec<String> = self.store.calendars().await?.into_iter().map(|c| c.name).collect();
-        if let Some((i, name)) = spec.exclude.iter().enumerate().find(|(_, n)| !names.contains(n)) {
+        let names: Vec<String> = self
+            .store
+            .calendars()
+            .await?
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        if let Some((i, name)) = spec
+            .exclude
+            .iter()
+            .enumerate()
+            .find(|(_, n)| !names.contains(n))
+        {
             return Err(unknown_calendar(i, name));
         }
         Ok(())

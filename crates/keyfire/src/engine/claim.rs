@@ -264,19 +264,22 @@ impl Claimer {
         let job = &cached.job;
         // An instant a calendar of the job excludes is skipped in the claim's own step
         // (recorded in the ledger as `excluded`), by the calendar as this node has it now.
-        let excluded = plan.is_none() && cached.excluded_by(at_ms).is_some();
+        // A late one the misfire policy would run is skipped too.
+        let excluded = plan.is_none_or(|p| p.run) && cached.excluded_by(at_ms).is_some();
+        let only = Dropped {
+            reason: SkipReason::Excluded,
+            first_ms: at_ms,
+            last_ms: at_ms,
+        };
         let (next_ms, run, missed, dropped) = match plan {
+            // With a range of its own to record, the plan's record stands (its count is
+            // `missed`); else this instant's.
+            Some(p) if excluded => match p.dropped {
+                Some(d) => (p.next, false, p.missed, Some(d)),
+                None => (p.next, false, p.missed + 1, Some(only)),
+            },
             Some(p) => (p.next, p.run, p.missed, p.dropped),
-            None if excluded => (
-                job.next_after(at_ms),
-                false,
-                1,
-                Some(Dropped {
-                    reason: SkipReason::Excluded,
-                    first_ms: at_ms,
-                    last_ms: at_ms,
-                }),
-            ),
+            None if excluded => (job.next_after(at_ms), false, 1, Some(only)),
             None => (job.next_after(at_ms), true, 0, None),
         };
         ClaimArgs {

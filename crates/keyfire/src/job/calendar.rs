@@ -141,7 +141,8 @@ impl CalendarSpec {
                     "give fields (such as * * 2-3 * * SUN), not a macro: a macro matches one instant",
                 ));
             }
-            crons.push(parse_cron(expr).map_err(|m| ValidationError::new(format!("cron[{i}]"), m))?);
+            crons
+                .push(parse_cron(expr).map_err(|m| ValidationError::new(format!("cron[{i}]"), m))?);
         }
         Ok(Calendar {
             spec: self,
@@ -165,7 +166,11 @@ impl Calendar {
             return false;
         };
         let day = local.date_naive();
-        if self.days.iter().any(|(from, to)| (*from..=*to).contains(&day)) {
+        if self
+            .days
+            .iter()
+            .any(|(from, to)| (*from..=*to).contains(&day))
+        {
             return true;
         }
         self.crons
@@ -195,7 +200,9 @@ mod tests {
     use chrono::Utc;
 
     fn utc(s: &str) -> i64 {
-        s.parse::<chrono::DateTime<Utc>>().unwrap().timestamp_millis()
+        s.parse::<chrono::DateTime<Utc>>()
+            .unwrap()
+            .timestamp_millis()
     }
 
     #[test]
@@ -232,18 +239,30 @@ mod tests {
         let field = |c: CalendarSpec| c.validate().unwrap_err().field;
         assert_eq!(field(CalendarSpec::new("a b", "UTC")), "name");
         assert_eq!(field(CalendarSpec::new("a", "Mars/Base")), "tz");
-        assert_eq!(field(CalendarSpec::new("a", "UTC").date("2026-13-01")), "dates[0]");
+        assert_eq!(
+            field(CalendarSpec::new("a", "UTC").date("2026-13-01")),
+            "dates[0]"
+        );
         assert_eq!(
             field(CalendarSpec::new("a", "UTC").range("2026-01-02", "2026-01-01")),
             "ranges[0].to"
         );
         assert_eq!(
-            field(CalendarSpec::new("a", "UTC").cron("* * * * *").cron("61 * * * *")),
+            field(
+                CalendarSpec::new("a", "UTC")
+                    .cron("* * * * *")
+                    .cron("61 * * * *")
+            ),
             "cron[1]"
         );
-        assert_eq!(field(CalendarSpec::new("a", "UTC").cron("@daily")), "cron[0]");
         assert_eq!(
-            validate_exclude(&["a".into(), "a".into()]).unwrap_err().field,
+            field(CalendarSpec::new("a", "UTC").cron("@daily")),
+            "cron[0]"
+        );
+        assert_eq!(
+            validate_exclude(&["a".into(), "a".into()])
+                .unwrap_err()
+                .field,
             "exclude[1]"
         );
     }

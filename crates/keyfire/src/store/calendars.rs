@@ -34,7 +34,11 @@ impl Store {
 
     /// One calendar, if it exists.
     pub async fn calendar(&self, name: &str) -> Result<Option<CalendarSpec>> {
-        let raw: Option<String> = self.conn.clone().hget(self.keys().calendars(), name).await?;
+        let raw: Option<String> = self
+            .conn
+            .clone()
+            .hget(self.keys().calendars(), name)
+            .await?;
         raw.map(|r| serde_json::from_str(&r).map_err(|e| Error::Corrupt(e.to_string())))
             .transpose()
     }
@@ -60,7 +64,9 @@ impl Store {
                 Ok(c) => {
                     out.insert(name, std::sync::Arc::new(c));
                 }
-                Err(e) => tracing::error!(calendar = %name, error = %e, "stored calendar no longer validates"),
+                Err(e) => {
+                    tracing::error!(calendar = %name, error = %e, "stored calendar no longer validates")
+                }
             }
         }
         Ok(out)
@@ -93,7 +99,10 @@ impl Store {
             let stale: Vec<&str> = ids
                 .iter()
                 .zip(specs)
-                .filter(|(_, s)| s.as_ref().is_none_or(|s| !s.spec.exclude.iter().any(|e| e == name)))
+                .filter(|(_, s)| {
+                    s.as_ref()
+                        .is_none_or(|s| !s.spec.exclude.iter().any(|e| e == name))
+                })
                 .map(|(id, _)| *id)
                 .collect();
             if !stale.is_empty() {

@@ -460,7 +460,11 @@ async fn a_jittered_job_fires_within_its_bound_under_its_nominal_id() {
     assert!(doubles(&seen).is_empty(), "doubles: {:?}", doubles(&seen));
     assert!(seen.len() >= 4);
     for pair in seen.windows(2) {
-        assert_eq!(pair[1].scheduled_ms - pair[0].scheduled_ms, every, "{seen:?}");
+        assert_eq!(
+            pair[1].scheduled_ms - pair[0].scheduled_ms,
+            every,
+            "{seen:?}"
+        );
     }
     let mut offsets = Vec::new();
     for s in &seen {

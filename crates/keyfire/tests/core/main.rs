@@ -4,6 +4,7 @@
 
 mod batching;
 mod bulk;
+mod calendars;
 mod cancel;
 mod changes;
 mod compact;
