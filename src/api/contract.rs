@@ -487,6 +487,7 @@ fn one_schedule(kinds: &[&str]) -> Value {
             }
             if *k == "at" || *k == "after" {
                 props.insert("jitter".into(), json!({"type": "null"}));
+                props.insert("exclude".into(), json!({"type": "array", "maxItems": 0}));
             }
             json!({"required": [k], "properties": props})
         })
@@ -529,7 +530,7 @@ fn job_schemas(doc: &mut Value) {
 
     // A one-shot task: no recurring schedule, at most one of `at` and `after` (neither: now),
     // and no id needed.
-    let mut task = without(&["cron", "every", "tz", "jitter"]);
+    let mut task = without(&["cron", "every", "tz", "jitter", "exclude"]);
     task["required"] = json!(["handler"]);
     // Not both `at` and `after`; no id (but an empty one) beside a `dedup`.
     task["allOf"] = json!([

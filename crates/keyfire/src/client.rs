@@ -240,17 +240,27 @@ impl Client {
 
     /// Check a spec as [`Client::upsert`] would, without writing anything.
     pub async fn validate(&self, spec: &JobSpec) -> Result<()> {
+        self.validate_with_calendars(spec, &[]).await
+    }
+
+    /// [`Client::validate`], taking the calendars named in `also` as existing (calendars
+    /// declared beside the job, written before it).
+    pub async fn validate_with_calendars(&self, spec: &JobSpec, also: &[String]) -> Result<()> {
         self.dedup_on_upsert(spec).await?;
         let now = self.store.time_ms().await?;
         let known = self.known_handler(&spec.handler).await?;
         self.check(spec.clone(), now, now, known)?;
-        let names: Vec<String> = self
+        if spec.exclude.is_empty() {
+            return Ok(());
+        }
+        let mut names: Vec<String> = self
             .store
             .calendars()
             .await?
             .into_iter()
             .map(|c| c.name)
             .collect();
+        names.extend_from_slice(also);
         if let Some((i, name)) = spec
             .exclude
             .iter()
