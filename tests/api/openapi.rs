@@ -64,6 +64,10 @@ const EXPECTED: &[(&str, &str)] = &[
     ("PUT", "/v1/limits/{key}"),
     ("GET", "/v1/limits/{key}"),
     ("DELETE", "/v1/limits/{key}"),
+    ("GET", "/v1/calendars"),
+    ("PUT", "/v1/calendars/{name}"),
+    ("GET", "/v1/calendars/{name}"),
+    ("DELETE", "/v1/calendars/{name}"),
 ];
 
 const METHODS: &[&str] = &["GET", "PUT", "POST", "DELETE", "PATCH"];
@@ -201,7 +205,10 @@ fn job_schemas_are_derived_from_job_spec() {
     for (schema, gone) in [
         ("JobSpec", &["dedup"][..]),
         ("JobSpecWithoutId", &["dedup", "id"][..]),
-        ("TaskSpec", &["cron", "every", "tz"][..]),
+        (
+            "TaskSpec",
+            &["cron", "every", "tz", "jitter", "exclude"][..],
+        ),
         ("StoredJobSpec", &["after"][..]),
     ] {
         assert_eq!(props(&doc, schema), minus(&fields, gone), "{schema}");
@@ -702,6 +709,7 @@ fn concrete(path: &str) -> String {
     path.replace("{id}", "probe-id")
         .replace("{topic}", "probe-topic")
         .replace("{key}", "probe-key")
+        .replace("{name}", "probe-name")
 }
 
 fn assert_documented(doc: &Value, method: &str, path: &str, probe: &str, a: &Answer) {
@@ -785,7 +793,8 @@ async fn every_answer_a_probe_meets_is_documented() {
             let bad = path
                 .replace("{id}", "%FF")
                 .replace("{topic}", "%FF")
-                .replace("{key}", "%FF");
+                .replace("{key}", "%FF")
+                .replace("{name}", "%FF");
             let a = api.call(m(), &bad, takes_body.then(|| json!({}))).await;
             assert_eq!(a.status, StatusCode::BAD_REQUEST, "{method} {bad}");
             assert_documented(&doc, &method, &path, "bad path", &a);
@@ -842,6 +851,7 @@ async fn redis_unavailable_is_documented() {
                 json!({"tasks": [{"id": "x", "token": "0123456789abcdef0123456789abcdef.probe-topic"}]})
             }
             "/v1/limits/{key}" => json!({"rate": 5}),
+            "/v1/calendars/{name}" => json!({"dates": ["2026-12-25"]}),
             "/v1/jobs:pause" | "/v1/jobs:resume" => json!({"handler": "log"}),
             p if p.ends_with("/finish") || p.ends_with("/touch") => {
                 json!({"token": "0123456789abcdef0123456789abcdef.probe-topic"})
