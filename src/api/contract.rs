@@ -487,7 +487,10 @@ fn one_schedule(kinds: &[&str]) -> Value {
             }
             if *k == "at" || *k == "after" {
                 props.insert("jitter".into(), json!({"type": "null"}));
-                props.insert("exclude".into(), json!({"type": "array", "maxItems": 0}));
+                props.insert(
+                    "exclude".into(),
+                    json!({"type": "array", "items": {"type": "string"}, "maxItems": 0}),
+                );
             }
             json!({"required": [k], "properties": props})
         })

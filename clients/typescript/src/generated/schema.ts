@@ -60,6 +60,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/calendars": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every calendar. */
+        get: operations["list_calendars"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/calendars/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A calendar. */
+        get: operations["get_calendar"];
+        /**
+         * Create or replace a calendar.
+         * @description Each instant of a job that names it in `exclude` is judged by the calendar as it is when
+         *     that instant comes: a change applies at once to every instant not yet claimed, on every
+         *     node; an excluded instant is skipped and recorded in the job's ledger as `excluded`.
+         */
+        put: operations["put_calendar"];
+        post?: never;
+        /** Delete a calendar; refused (409, naming them) while jobs name it in `exclude`. */
+        delete: operations["delete_calendar"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs": {
         parameters: {
             query?: never;
@@ -874,6 +915,43 @@ export interface components {
              */
             matched: number;
         };
+        /** @description Every calendar. */
+        CalendarList: {
+            /** @description By name. */
+            calendars: components["schemas"]["CalendarSpec"][];
+        };
+        /** @description A calendar as a user declares it (REST, TOML, CLI, Rust) and as keyfire stores it. */
+        CalendarSpec: {
+            /**
+             * @description Cron expressions (5 fields, 6 with seconds): an instant they match, in the calendar's
+             *     zone, is excluded (`* * 2-3 * * SUN`: every instant of 02:00-03:59 on Sundays).
+             * @example [
+             *       "* * 2-3 * * SUN"
+             *     ]
+             */
+            cron?: string[];
+            /**
+             * @description Whole days excluded, as `YYYY-MM-DD` in the calendar's zone.
+             * @example [
+             *       "2026-12-25",
+             *       "2026-12-26"
+             *     ]
+             */
+            dates?: string[];
+            /**
+             * @description Its name, as jobs give it in `exclude`: `[A-Za-z0-9][A-Za-z0-9_.-]*`, at most 128
+             *     bytes. In `PUT /v1/calendars/{name}` it may be left out (the path gives it).
+             * @example de-holidays
+             */
+            name?: string;
+            /** @description Ranges of whole days excluded, both ends included. */
+            ranges?: components["schemas"]["DateRange"][];
+            /**
+             * @description IANA zone its dates and expressions are read in (default `UTC`).
+             * @example Europe/Berlin
+             */
+            tz?: string | null;
+        };
         /** @description What a cancel did. */
         CancelView: {
             /**
@@ -889,6 +967,19 @@ export interface components {
              *     `cancelled` in the job's runs (unless it succeeded first). Empty with status 200.
              */
             stopping: string[];
+        };
+        /** @description A range of whole days, both ends included. */
+        DateRange: {
+            /**
+             * @description The first day (`YYYY-MM-DD`).
+             * @example 2026-12-24
+             */
+            from: string;
+            /**
+             * @description The last day (`YYYY-MM-DD`), not before `from`.
+             * @example 2026-12-31
+             */
+            to: string;
         };
         /** @description How many dead letters a replay or purge acted on. */
         DeadCount: {
@@ -1154,6 +1245,14 @@ export interface components {
             /** @description Fixed rate, such as `30s` or `1h 30m`. */
             every?: string | null;
             /**
+             * @description Cron and `every` only: names of calendars whose instants this job skips (each skip
+             *     is recorded in its ledger as `excluded`).
+             * @example [
+             *       "de-holidays"
+             *     ]
+             */
+            exclude?: string[];
+            /**
              * @description Name of the handler that runs the job.
              * @example http
              */
@@ -1231,6 +1330,7 @@ export interface components {
             at: string;
             cron?: null;
             every?: null;
+            exclude?: string[];
             jitter?: null;
             tz?: null;
         } | {
@@ -1238,6 +1338,7 @@ export interface components {
             at?: null;
             cron?: null;
             every?: null;
+            exclude?: string[];
             jitter?: null;
             tz?: null;
         });
@@ -1267,6 +1368,14 @@ export interface components {
             end_at?: string | null;
             /** @description Fixed rate, such as `30s` or `1h 30m`. */
             every?: string | null;
+            /**
+             * @description Cron and `every` only: names of calendars whose instants this job skips (each skip
+             *     is recorded in its ledger as `excluded`).
+             * @example [
+             *       "de-holidays"
+             *     ]
+             */
+            exclude?: string[];
             /**
              * @description Name of the handler that runs the job.
              * @example http
@@ -1339,6 +1448,7 @@ export interface components {
             at: string;
             cron?: null;
             every?: null;
+            exclude?: string[];
             jitter?: null;
             tz?: null;
         } | {
@@ -1346,6 +1456,7 @@ export interface components {
             at?: null;
             cron?: null;
             every?: null;
+            exclude?: string[];
             jitter?: null;
             tz?: null;
         });
@@ -1712,7 +1823,7 @@ export interface components {
          * @description Why an instant did not run.
          * @enum {string}
          */
-        SkipReasonCode: "misfire" | "merged" | "catch_up_limit" | "overlap" | "paused" | "deleted" | "updated" | "other";
+        SkipReasonCode: "misfire" | "merged" | "catch_up_limit" | "overlap" | "paused" | "deleted" | "updated" | "excluded" | "other";
         /** @description An instant, or a range of instants, that was due and did not run. */
         SkipView: {
             /**
@@ -1765,6 +1876,14 @@ export interface components {
             end_at?: string | null;
             /** @description Fixed rate, such as `30s` or `1h 30m`. */
             every?: string | null;
+            /**
+             * @description Cron and `every` only: names of calendars whose instants this job skips (each skip
+             *     is recorded in its ledger as `excluded`).
+             * @example [
+             *       "de-holidays"
+             *     ]
+             */
+            exclude?: string[];
             /**
              * @description Name of the handler that runs the job.
              * @example http
@@ -1840,6 +1959,7 @@ export interface components {
             at: string;
             cron?: null;
             every?: null;
+            exclude?: string[];
             jitter?: null;
             tz?: null;
         });
@@ -2278,7 +2398,7 @@ export interface components {
          * @description A reason a job runs, or does not, now.
          * @enum {string}
          */
-        WhyCode: "paused" | "outside_window" | "finished" | "flow_limited" | "running" | "retrying" | "no_node" | "no_handler" | "redis_full" | "overdue" | "waiting";
+        WhyCode: "paused" | "outside_window" | "finished" | "flow_limited" | "running" | "retrying" | "no_node" | "no_handler" | "redis_full" | "excluded" | "overdue" | "waiting";
         /** @description A flow limit that holds the job's firings back. */
         WhyLimit: {
             /**
@@ -2474,6 +2594,352 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Health"];
+                };
+            };
+        };
+    };
+    list_calendars: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every calendar */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CalendarList"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_calendar: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The calendar's name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The calendar */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CalendarSpec"];
+                };
+            };
+            /** @description A path parameter is not UTF-8 once percent-decoded (`bad_path`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such calendar */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    put_calendar: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The calendar's name, such as de-holidays */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CalendarSpec"];
+            };
+        };
+        responses: {
+            /** @description Written */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CalendarSpec"];
+                };
+            };
+            /** @description A path parameter is not UTF-8 once percent-decoded (`bad_path`). The body is not JSON (`malformed_json`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `admin` scope (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than `api.max_body_bytes` (`payload_too_large`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not sent as `application/json` (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A field breaks its rule (`field` names it). The body does not fit the schema, or a field breaks a rule the schema cannot state; `field` names it (`invalid`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_calendar: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The calendar's name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A path parameter is not UTF-8 once percent-decoded (`bad_path`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `admin` scope (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such calendar */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Jobs name it in `exclude` (the message names them) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };

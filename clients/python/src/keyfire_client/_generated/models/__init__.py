@@ -3,7 +3,10 @@
 from .add_task import AddTask
 from .added import Added
 from .bulk_changed import BulkChanged
+from .calendar_list import CalendarList
+from .calendar_spec import CalendarSpec
 from .cancel_view import CancelView
+from .date_range import DateRange
 from .dead_count import DeadCount
 from .dead_letter_view import DeadLetterView
 from .dead_list import DeadList
@@ -93,7 +96,10 @@ __all__ = (
     "Added",
     "AddTask",
     "BulkChanged",
+    "CalendarList",
+    "CalendarSpec",
     "CancelView",
+    "DateRange",
     "DeadCount",
     "DeadLetterView",
     "DeadList",

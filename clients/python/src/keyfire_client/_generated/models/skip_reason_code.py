@@ -4,6 +4,7 @@ from enum import StrEnum
 class SkipReasonCode(StrEnum):
     CATCH_UP_LIMIT = "catch_up_limit"
     DELETED = "deleted"
+    EXCLUDED = "excluded"
     MERGED = "merged"
     MISFIRE = "misfire"
     OTHER = "other"
