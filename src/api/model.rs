@@ -124,6 +124,11 @@ fn shown_spec(record: &JobRecord) -> Value {
 impl JobView {
     /// The view of a stored job.
     pub fn from_record(record: &JobRecord) -> Self {
+        Self::from_record_with(record, &[])
+    }
+
+    /// The view of a stored job whose next firings leave out what `calendars` exclude.
+    pub fn from_record_with(record: &JobRecord, calendars: &[keyfire::job::Calendar]) -> Self {
         let tz_name = record
             .spec
             .cron
@@ -137,7 +142,17 @@ impl JobView {
         {
             let job = validated(record);
             let mut t = first;
-            while next_firings.len() < NEXT_FIRINGS {
+            // Instants the calendars exclude are passed over (a bounded search).
+            let mut looked = 0;
+            while next_firings.len() < NEXT_FIRINGS && looked < 10_000 {
+                looked += 1;
+                if calendars.iter().any(|c| c.excludes(t)) {
+                    match job.as_ref().and_then(|j| j.next_after(t)) {
+                        Some(n) if n > t => t = n,
+                        _ => break,
+                    }
+                    continue;
+                }
                 let Some(mut f) = format_local(t, tz) else {
                     break;
                 };

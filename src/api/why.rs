@@ -679,7 +679,12 @@ mod tests {
             at_ms: now - 60_000,
             detail: None,
         };
-        let w = explain(&j, &[], std::slice::from_ref(&skip), facts(now, 1, &["n"], false));
+        let w = explain(
+            &j,
+            &[],
+            std::slice::from_ref(&skip),
+            facts(now, 1, &["n"], false),
+        );
         assert_eq!(w.state, WhyCode::Excluded);
         assert!(
             w.summary

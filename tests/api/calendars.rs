@@ -83,4 +83,25 @@ async fn calendars_crud_with_jobs_that_name_them() {
     api.delete("/v1/calendars/de-holidays")
         .await
         .assert_error(404, "not_found");
+
+    // The next firings a job shows leave out what its calendars exclude.
+    let put = api
+        .put(
+            "/v1/calendars/mornings",
+            json!({"cron": ["* * 0-11 * * *"]}),
+        )
+        .await;
+    assert_eq!(put.status, StatusCode::OK, "{:#}", put.body);
+    let job = api
+        .put(
+            "/v1/jobs/afternoons",
+            json!({"cron": "0 * * * *", "handler": "log", "exclude": ["mornings"]}),
+        )
+        .await;
+    let next = job.body["next_firings"].as_array().unwrap();
+    assert_eq!(next.len(), 5, "{:#}", job.body);
+    for f in next {
+        let at = chrono::DateTime::parse_from_rfc3339(f["utc"].as_str().unwrap()).unwrap();
+        assert!(chrono::Timelike::hour(&at) >= 12, "{f:#}");
+    }
 }
