@@ -113,7 +113,7 @@ async fn upsert(
             StatusCode::OK
         }
     };
-    job_response(&state, status, &record).await
+    job_response(state, status, &record).await
 }
 
 /// Create or replace the job with this id (idempotent).
