@@ -52,6 +52,9 @@ enum Command {
     /// Flow control: set, list and lift per-key limits (firings per second, in flight),
     /// through a node's API.
     Limits(keyfire_server::cli::limits::LimitsArgs),
+    /// Calendars: days, ranges and cron expressions whose instants the jobs that name them
+    /// in `exclude` skip, through a node's API.
+    Calendar(keyfire_server::cli::calendar::CalendarArgs),
     /// Inspect, replay or purge a job's dead letters, through a node's API.
     Dead(keyfire_server::cli::dead::DeadArgs),
     /// Check the Redis keyfire uses: version, notifications, eviction, persistence, hz, replicas,
@@ -134,6 +137,9 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Nodes(args) => return client_exit(keyfire_server::cli::nodes::run(args).await),
         Command::Limits(args) => {
             return client_exit(keyfire_server::cli::limits::run(args).await);
+        }
+        Command::Calendar(args) => {
+            return client_exit(keyfire_server::cli::calendar::run(args).await);
         }
         Command::Dead(args) => return client_exit(keyfire_server::cli::dead::run(args).await),
         Command::Doctor(args) => {

@@ -1,6 +1,7 @@
 //! The server's settings: the library's sections (`[redis]`, `[node]`, `[limits]`,
 //! `[handlers]`, see [`keyfire::config`]) and the server's own (`[api]`, `[log]`,
-//! `[telemetry]`, `[metrics]`, `prune`, `[[jobs]]`, `[[flow_limits]]`, `[[topics]]`), loaded
+//! `[telemetry]`, `[metrics]`, `prune`, `[[jobs]]`, `[[flow_limits]]`, `[[topics]]`,
+//! `[[calendars]]`), loaded
 //! from shipped defaults, then a TOML file, then `KEYFIRE__SECTION__KEY` environment variables.
 
 use std::path::Path;
@@ -8,7 +9,7 @@ use std::time::Duration;
 
 use keyfire::config::{HandlerSettings, InputLimits, NodeSettings, RedisSettings, Settings};
 use keyfire::error::{Error, Result};
-use keyfire::job::{FlowLimitSpec, JobSpec};
+use keyfire::job::{CalendarSpec, FlowLimitSpec, JobSpec};
 use serde::{Deserialize, Serialize};
 
 mod tokens;
@@ -49,6 +50,9 @@ pub struct ServerSettings {
     /// Delay-queue topics declared in the file (`[[topics]]`: `name`, `partitions`), set when
     /// the node starts.
     pub topics: Vec<TopicDecl>,
+    /// Calendars declared in the file (`[[calendars]]`: `name`, `tz`, `dates`, `ranges`,
+    /// `cron`), written when the node starts, before the jobs that name them.
+    pub calendars: Vec<CalendarSpec>,
 }
 
 /// A delay-queue topic declared in the file (`[[topics]]`).
@@ -400,6 +404,11 @@ impl ServerSettings {
         for (i, l) in self.flow_limits.iter().enumerate() {
             if let Err(e) = l.validate() {
                 return bad(&format!("flow_limits[{i}].{}", e.field), &e.message);
+            }
+        }
+        for (i, c) in self.calendars.iter().enumerate() {
+            if let Err(e) = c.clone().validate() {
+                return bad(&format!("calendars[{i}].{}", e.field), &e.message);
             }
         }
         for (i, t) in self.topics.iter().enumerate() {

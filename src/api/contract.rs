@@ -167,7 +167,7 @@ fn field_rules(doc: &mut Value) {
             property(doc, name, "limit_key"),
             name_rule(LIMIT_KEY_PATTERN, MAX_LIMIT_KEY_LEN),
         );
-        for f in ["every", "after", "misfire_tolerance", "timeout"] {
+        for f in ["every", "after", "misfire_tolerance", "timeout", "jitter"] {
             if has(f) {
                 apply(property(doc, name, f), duration_rule());
             }
@@ -482,7 +482,8 @@ fn add_error(op: &mut Value, status: u16, why: &str) {
     entry["description"] = json!(joined);
 }
 
-/// The schedule kinds of a job: exactly one given (not null), and `tz` only with `cron`.
+/// The schedule kinds of a job: exactly one given (not null), `tz` only with `cron`, and
+/// `jitter` only with `cron` or `every`.
 fn one_schedule(kinds: &[&str]) -> Value {
     let branches: Vec<Value> = kinds
         .iter()
@@ -498,6 +499,13 @@ fn one_schedule(kinds: &[&str]) -> Value {
             }
             if *k != "cron" {
                 props.insert("tz".into(), json!({"type": "null"}));
+            }
+            if *k == "at" || *k == "after" {
+                props.insert("jitter".into(), json!({"type": "null"}));
+                props.insert(
+                    "exclude".into(),
+                    json!({"type": "array", "items": {"type": "string"}, "maxItems": 0}),
+                );
             }
             json!({"required": [k], "properties": props})
         })
@@ -525,7 +533,8 @@ fn job_schemas(doc: &mut Value) {
     job["oneOf"] = one_schedule(&["cron", "every", "at", "after"]);
     job["description"] = json!(
         "A job as a client declares it. Exactly one of `cron`, `every`, `at` and `after` \
-         gives the schedule (the others absent or null), and `tz` goes only with `cron`. \
+         gives the schedule (the others absent or null), `tz` goes only with `cron`, and \
+         `jitter` only with `cron` or `every` (less than `every`). \
          `after` is resolved to `at` by Redis's clock on each write. `dedup` is for \
          enqueued tasks (`POST /v1/tasks`) and refused here, except a deduplicated task's own \
          declaration written back unchanged."
@@ -539,7 +548,7 @@ fn job_schemas(doc: &mut Value) {
 
     // A one-shot task: no recurring schedule, at most one of `at` and `after` (neither: now),
     // and no id needed.
-    let mut task = without(&["cron", "every", "tz", "max_runs"]);
+    let mut task = without(&["cron", "every", "tz", "max_runs", "jitter", "exclude"]);
     task["required"] = json!(["handler"]);
     // Not both `at` and `after`; no id (but an empty one) beside a `dedup`.
     task["allOf"] = json!([

@@ -151,12 +151,13 @@ impl From<Error> for ApiError {
     fn from(e: Error) -> Self {
         match e {
             Error::Invalid(v) => ApiError::invalid(&v.field, v.message),
-            Error::NotFound(_) | Error::TaskNotFound(_) | Error::LimitNotFound(_) => {
-                ApiError::not_found(e.to_string())
-            }
-            Error::ReservationLost(_) | Error::PartitionsSet { .. } => {
-                ApiError::conflict(e.to_string())
-            }
+            Error::NotFound(_)
+            | Error::TaskNotFound(_)
+            | Error::LimitNotFound(_)
+            | Error::CalendarNotFound(_) => ApiError::not_found(e.to_string()),
+            Error::ReservationLost(_)
+            | Error::PartitionsSet { .. }
+            | Error::CalendarInUse { .. } => ApiError::conflict(e.to_string()),
             Error::Conflict(_) | Error::VersionMismatch { .. } => ApiError::conflict(e.to_string()),
             // The one place a full Redis becomes an answer: every write of every route that
             // Redis refused for memory.

@@ -31,13 +31,31 @@ pub(super) const IF_MATCH_PATTERN: &str = r#"^(\*|(W/)?"[0-9]{1,19}"|[0-9]{1,19}
 /// request scan everything; the cursor then points past what was scanned.
 const SCAN_BUDGET: usize = 10_000;
 
-/// A job answer with its version as the `ETag`.
-fn job_response(status: StatusCode, record: &JobRecord) -> Response {
-    let mut resp = (status, Json(JobView::from_record(record))).into_response();
+/// A job answer with its version as the `ETag`; its next firings leave out the instants its
+/// calendars exclude.
+async fn job_response(
+    state: &ApiState,
+    status: StatusCode,
+    record: &JobRecord,
+) -> Result<Response, ApiError> {
+    let calendars = if record.spec.exclude.is_empty() {
+        Vec::new()
+    } else {
+        state
+            .client()
+            .calendars()
+            .await?
+            .into_iter()
+            .filter(|c| record.spec.exclude.contains(&c.name))
+            .filter_map(|c| c.validate().ok())
+            .collect()
+    };
+    let view = JobView::from_record_with(record, &calendars);
+    let mut resp = (status, Json(view)).into_response();
     if let Ok(v) = header::HeaderValue::from_str(&format!("\"{}\"", record.version)) {
         resp.headers_mut().insert(header::ETAG, v);
     }
-    resp
+    Ok(resp)
 }
 
 /// The version an `If-Match` header asks for ([`IF_MATCH_PATTERN`]): `"3"`, `3` or `W/"3"`;
@@ -95,7 +113,7 @@ async fn upsert(
             StatusCode::OK
         }
     };
-    Ok(job_response(status, &record))
+    job_response(state, status, &record).await
 }
 
 /// Create or replace the job with this id (idempotent).
@@ -199,7 +217,7 @@ pub(super) async fn get_job(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let record = state.client().get(&id).await?;
-    Ok(job_response(StatusCode::OK, &record))
+    job_response(&state, StatusCode::OK, &record).await
 }
 
 /// List jobs, filtered by status and handler, a page at a time: jobs in id order, then the
@@ -315,7 +333,7 @@ pub(super) async fn pause_job(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let record = state.client().pause(&id).await?;
-    Ok(job_response(StatusCode::OK, &record))
+    job_response(&state, StatusCode::OK, &record).await
 }
 
 /// Resume a paused job: it is scheduled from the first firing after the pause began, so
@@ -338,7 +356,7 @@ pub(super) async fn resume_job(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let record = state.client().resume(&id).await?;
-    Ok(job_response(StatusCode::OK, &record))
+    job_response(&state, StatusCode::OK, &record).await
 }
 
 /// A job's most recent runs, newest first; with `include=skipped`, also the instants that

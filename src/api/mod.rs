@@ -27,6 +27,7 @@
 
 mod auth;
 mod backfill;
+pub mod calendars;
 pub mod cancel;
 mod contract;
 mod dashboard;
@@ -163,6 +164,7 @@ impl ApiState {
         (name = "tasks", description = "One-shot tasks"),
         (name = "topics", description = "The delay queue: topics, their tasks, reservations"),
         (name = "nodes", description = "The cluster's live nodes"),
+        (name = "calendars", description = "Calendars: dates, date ranges and cron expressions whose instants the jobs that name them skip"),
         (name = "limits", description = "Flow control: per-key limits on firings started per second and running at once"),
         (name = "health", description = "Probes"),
         (name = "meta", description = "This document"),
@@ -229,6 +231,12 @@ fn api_routes() -> OpenApiRouter<ApiState> {
             limits::delete_limit
         ))
         .routes(routes!(limits::list_limits))
+        .routes(routes!(
+            calendars::put_calendar,
+            calendars::get_calendar,
+            calendars::delete_calendar
+        ))
+        .routes(routes!(calendars::list_calendars))
         .routes(routes!(system::list_nodes))
         .routes(routes!(overview::overview))
         .routes(routes!(system::healthz))

@@ -31,6 +31,11 @@ pub struct FiringTime {
     /// The same instant in the job's zone (RFC 3339 with its offset).
     #[schema(example = "2026-03-09T09:00:00+01:00")]
     pub local: String,
+    /// Only for a job with `jitter`: when it fires, its instant plus its offset (UTC). The
+    /// instant above stays its firing id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(example = "2026-03-09T08:00:17.342Z")]
+    pub fires_at: Option<String>,
 }
 
 /// A job as the API shows it: its spec, its state, and its next firings.
@@ -114,6 +119,7 @@ fn format_local(ms: i64, tz: chrono_tz::Tz) -> Option<FiringTime> {
         local: at
             .with_timezone(&tz)
             .to_rfc3339_opts(SecondsFormat::AutoSi, true),
+        fires_at: None,
     })
 }
 
@@ -146,6 +152,11 @@ fn shown_spec(record: &JobRecord) -> Value {
 impl JobView {
     /// The view of a stored job.
     pub fn from_record(record: &JobRecord) -> Self {
+        Self::from_record_with(record, &[])
+    }
+
+    /// The view of a stored job whose next firings leave out what `calendars` exclude.
+    pub fn from_record_with(record: &JobRecord, calendars: &[keyfire::job::Calendar]) -> Self {
         let tz_name = record
             .spec
             .cron
@@ -159,8 +170,24 @@ impl JobView {
         {
             let job = validated(record);
             let mut t = first;
-            while next_firings.len() < NEXT_FIRINGS {
-                let Some(f) = format_local(t, tz) else { break };
+            // Instants the calendars exclude are passed over (a bounded search).
+            let mut looked = 0;
+            while next_firings.len() < NEXT_FIRINGS && looked < 10_000 {
+                looked += 1;
+                if calendars.iter().any(|c| c.excludes(t)) {
+                    match job.as_ref().and_then(|j| j.next_after(t)) {
+                        Some(n) if n > t => t = n,
+                        _ => break,
+                    }
+                    continue;
+                }
+                let Some(mut f) = format_local(t, tz) else {
+                    break;
+                };
+                if let Some(j) = job.as_ref().filter(|j| j.jitter_ms > 0) {
+                    f.fires_at = at_ms(j.release_at(t))
+                        .map(|r| r.to_rfc3339_opts(SecondsFormat::Millis, true));
+                }
                 next_firings.push(f);
                 match job.as_ref().and_then(|j| j.next_after(t)) {
                     Some(n) if n > t => t = n,

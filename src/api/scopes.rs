@@ -81,6 +81,11 @@ pub const ROUTES: &[(&str, &str, Need)] = &[
     ("DELETE", "/v1/tasks/{id}", S(Write)),
     ("POST", "/v1/tasks/{id}/finish", S(Consume)),
     ("POST", "/v1/tasks/{id}/touch", S(Consume)),
+    // Calendars: the cluster's configuration.
+    ("GET", "/v1/calendars", S(Read)),
+    ("GET", "/v1/calendars/{name}", S(Read)),
+    ("PUT", "/v1/calendars/{name}", S(Admin)),
+    ("DELETE", "/v1/calendars/{name}", S(Admin)),
     // Flow limits: the cluster's configuration.
     ("GET", "/v1/limits", S(Read)),
     ("GET", "/v1/limits/{key}", S(Read)),

@@ -44,6 +44,8 @@ pub enum SkipReasonCode {
     Updated,
     /// Runs in progress could make up the job's `max_runs`, or it reached it.
     MaxRuns,
+    /// A calendar the job names in `exclude` excludes it.
+    Excluded,
     /// A reason this version does not know.
     Other,
 }
@@ -59,6 +61,7 @@ impl From<SkipReason> for SkipReasonCode {
             SkipReason::Deleted => Self::Deleted,
             SkipReason::Updated => Self::Updated,
             SkipReason::MaxRuns => Self::MaxRuns,
+            SkipReason::Excluded => Self::Excluded,
             SkipReason::Other => Self::Other,
         }
     }
@@ -174,6 +177,9 @@ pub enum WhyCode {
     NoHandler,
     /// Redis is at `maxmemory`: writes are refused.
     RedisFull,
+    /// Its last instant was excluded by a calendar it names in `exclude` (recorded in its
+    /// ledger as `excluded`).
+    Excluded,
     /// Its next firing is past and no node has claimed it yet.
     Overdue,
     /// Nothing stands in its way: it waits for its next firing.
@@ -496,6 +502,21 @@ fn explain(job: &JobRecord, runs: &[RunRecord], skips: &[SkipRecord], f: Facts) 
             format!("it has no next firing{last}"),
         );
     }
+    // The job's last instant (the one its schedule moved on from) was excluded by a calendar.
+    if let Some(x) = skips
+        .first()
+        .filter(|x| x.reason == SkipReason::Excluded && job.last_ms == Some(x.last_ms))
+    {
+        cause(
+            &mut causes,
+            WhyCode::Excluded,
+            format!(
+                "its last instant ({}) was excluded by its calendars ({}): it did not run",
+                when(x.last_ms),
+                spec.exclude.join(", ")
+            ),
+        );
+    }
     let stopped = causes.iter().any(|c| {
         matches!(
             c.code,
@@ -694,6 +715,40 @@ mod tests {
         let w = explain(&ended, &[], &[], facts(now, 1, &["n"], false));
         let codes: Vec<WhyCode> = w.causes.iter().map(|c| c.code).collect();
         assert_eq!(codes, [WhyCode::MaxRunsReached]);
+    }
+
+    #[test]
+    fn an_excluded_last_instant_is_named_with_its_calendars() {
+        let now = 1_800_000_000_000;
+        let mut j = job(JobStatus::Active, Some(now + 3_600_000));
+        j.spec.exclude = vec!["de-holidays".into()];
+        j.last_ms = Some(now - 60_000);
+        let skip = SkipRecord {
+            reason: SkipReason::Excluded,
+            first_ms: now - 60_000,
+            last_ms: now - 60_000,
+            count: 1,
+            at_ms: now - 60_000,
+            detail: None,
+        };
+        let w = explain(
+            &j,
+            &[],
+            std::slice::from_ref(&skip),
+            facts(now, 1, &["n"], false),
+        );
+        assert_eq!(w.state, WhyCode::Excluded);
+        assert!(
+            w.summary
+                .contains("excluded by its calendars (de-holidays)"),
+            "{}",
+            w.summary
+        );
+        assert!(w.summary.contains("Its next firing is at"), "{}", w.summary);
+        // Once a later instant ran, it is history only.
+        j.last_ms = Some(now - 1_000);
+        let w = explain(&j, &[], &[skip], facts(now, 1, &["n"], false));
+        assert_eq!(w.state, WhyCode::Waiting);
     }
 
     #[test]

@@ -56,6 +56,13 @@ pub struct SpecFlags {
     /// IANA zone of the cron expression, such as Europe/Berlin.
     #[arg(long)]
     pub tz: Option<String>,
+    /// Cron and every jobs: fire each instant up to this much later, by a fixed offset per
+    /// instant, such as 30s ("" clears it).
+    #[arg(long)]
+    pub jitter: Option<String>,
+    /// Calendars whose instants to skip, comma-separated ("" clears them).
+    #[arg(long)]
+    pub exclude: Option<String>,
     /// Handler name.
     #[arg(long)]
     pub handler: Option<String>,
@@ -398,6 +405,20 @@ pub fn apply_flags(map: &mut Map<String, Value>, f: &SpecFlags) -> CliResult {
         set_or_clear(map, key, value);
     }
     set_or_clear(map, "tz", &f.tz);
+    set_or_clear(map, "jitter", &f.jitter);
+    if let Some(e) = &f.exclude {
+        let names: Vec<Value> = e
+            .split(',')
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .map(|n| Value::String(n.into()))
+            .collect();
+        if names.is_empty() {
+            map.remove("exclude");
+        } else {
+            map.insert("exclude".into(), Value::Array(names));
+        }
+    }
     set_or_clear(map, "handler", &f.handler);
     set_or_clear(map, "start_at", &f.start_at);
     set_or_clear(map, "end_at", &f.end_at);
@@ -437,6 +458,8 @@ fn has_flags(f: &SpecFlags) -> bool {
         &f.at,
         &f.after,
         &f.tz,
+        &f.jitter,
+        &f.exclude,
         &f.handler,
         &f.params,
         &f.start_at,
@@ -770,7 +793,10 @@ pub fn print_next_firings(job: &JobView) {
     }
     println!("  next firings (UTC, {}):", job.tz);
     for f in &job.next_firings {
-        println!("    {}  {}", f.utc, f.local);
+        match &f.fires_at {
+            Some(at) => println!("    {}  {}  fires {at} (jitter)", f.utc, f.local),
+            None => println!("    {}  {}", f.utc, f.local),
+        }
     }
 }
 
@@ -788,7 +814,11 @@ fn print_job(job: &JobView) {
     if !s["params"].is_null() {
         lines.push(("params", s["params"].to_string()));
     }
-    for key in ["start_at", "end_at", "misfire_tolerance"] {
+    if let Some(e) = s["exclude"].as_array() {
+        let names: Vec<&str> = e.iter().filter_map(Value::as_str).collect();
+        lines.push(("exclude", names.join(", ")));
+    }
+    for key in ["start_at", "end_at", "misfire_tolerance", "jitter"] {
         if let Some(v) = s[key].as_str() {
             lines.push((key, v.to_string()));
         }

@@ -54,6 +54,7 @@ fn declared_error(id: &str, e: Error) -> Error {
 /// before anything is applied. Errors name the job's id and the field.
 pub async fn check_declared_jobs(client: &Client, settings: &ServerSettings) -> Result<()> {
     let mut seen = HashSet::new();
+    let calendars: Vec<String> = settings.calendars.iter().map(|c| c.name.clone()).collect();
     for spec in &settings.jobs {
         if !seen.insert(spec.id.as_str()) {
             return Err(Error::Config(format!(
@@ -62,7 +63,7 @@ pub async fn check_declared_jobs(client: &Client, settings: &ServerSettings) -> 
             )));
         }
         client
-            .validate(spec)
+            .validate_with_calendars(spec, &calendars)
             .await
             .map_err(|e| declared_error(&spec.id, e))?;
     }
@@ -210,11 +211,18 @@ impl Served {
     }
 }
 
-/// Put the declared flow limits and topics (their partition counts).
+/// Put the declared calendars, flow limits and topics (their partition counts).
 async fn apply_declared_limits_and_topics(
     client: &Client,
     settings: &ServerSettings,
 ) -> Result<()> {
+    for (i, c) in settings.calendars.iter().enumerate() {
+        client
+            .put_calendar(c.clone())
+            .await
+            .map_err(|e| Error::Config(format!("[[calendars]] {i} ('{}'): {e}", c.name)))?;
+        tracing::info!(calendar = %c.name, "calendar declared");
+    }
     for limit in &settings.flow_limits {
         client.put_limit(limit.clone()).await?;
         tracing::info!(key = %limit.key, rate = ?limit.rate, in_flight = ?limit.in_flight, "flow limit declared");
@@ -251,7 +259,8 @@ async fn write_back_after_losses(
                         jobs = settings.jobs.len(),
                         topics = settings.topics.len(),
                         flow_limits = settings.flow_limits.len(),
-                        "declared jobs, topics and flow limits written back after Redis lost them"
+                        calendars = settings.calendars.len(),
+                        "declared jobs, topics, flow limits and calendars written back after Redis lost them"
                     );
                     break;
                 }

@@ -767,3 +767,126 @@ async fn the_cli_shows_what_did_not_run_and_why() {
     let unknown = cli(&url, &["job", "why", "nope"]);
     assert_eq!(code(&unknown), 3, "{}", printed(&unknown));
 }
+
+/// Calendars declared in TOML before the jobs that name them; `keyfire calendar` lists,
+/// shows, sets and removes them (refused while a job names one); `job add` takes `--jitter`
+/// and `--exclude`, and refuses what their rules refuse, naming the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_manages_calendars_and_jittered_excluding_jobs() {
+    let w = World::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let declared = r#"[[calendars]]
+name = "de-holidays"
+tz = "Europe/Berlin"
+dates = ["2026-12-25"]
+
+[[jobs]]
+id = "declared"
+cron = "0 * * * *"
+exclude = ["de-holidays"]
+handler = "noop"
+"#;
+    let config = write_config(&w, dir.path(), port, declared);
+    let _server = serve(&config);
+    let url = format!("http://127.0.0.1:{port}");
+    wait_ready(&url);
+
+    let ls = cli(&url, &["calendar", "ls"]);
+    assert_eq!(code(&ls), 0, "{}", printed(&ls));
+    assert!(printed(&ls).contains("de-holidays"), "{}", printed(&ls));
+    let set = printed_json(&cli(
+        &url,
+        &[
+            "calendar",
+            "set",
+            "ops",
+            "--range",
+            "2026-12-24..2026-12-31",
+            "--cron",
+            "* * 2-3 * * SUN",
+            "--json",
+        ],
+    ));
+    assert_eq!(set["ranges"][0]["to"], "2026-12-31", "{set:#}");
+    let bad = cli(&url, &["calendar", "set", "ops", "--date", "2026-02-30"]);
+    assert_eq!(code(&bad), 2, "{}", printed(&bad));
+    assert!(printed(&bad).contains("dates[0]"), "{}", printed(&bad));
+
+    let add = cli(
+        &url,
+        &[
+            "job",
+            "add",
+            "--id",
+            "spread",
+            "--every",
+            "1h",
+            "--jitter",
+            "10m",
+            "--exclude",
+            "ops,de-holidays",
+            "--handler",
+            "noop",
+        ],
+    );
+    assert_eq!(code(&add), 0, "{}", printed(&add));
+    let get = cli(&url, &["job", "get", "spread"]);
+    assert!(printed(&get).contains("fires "), "{}", printed(&get));
+    assert!(
+        printed(&get).contains("ops, de-holidays"),
+        "{}",
+        printed(&get)
+    );
+    let too_much = cli(
+        &url,
+        &[
+            "job",
+            "add",
+            "--id",
+            "x",
+            "--every",
+            "1m",
+            "--jitter",
+            "1m",
+            "--handler",
+            "noop",
+        ],
+    );
+    assert_eq!(code(&too_much), 2, "{}", printed(&too_much));
+    assert!(
+        printed(&too_much).contains("jitter"),
+        "{}",
+        printed(&too_much)
+    );
+    let unknown = cli(
+        &url,
+        &[
+            "job",
+            "add",
+            "--id",
+            "x",
+            "--every",
+            "1m",
+            "--exclude",
+            "nope",
+            "--handler",
+            "noop",
+        ],
+    );
+    assert_eq!(code(&unknown), 2, "{}", printed(&unknown));
+    assert!(
+        printed(&unknown).contains("exclude[0]"),
+        "{}",
+        printed(&unknown)
+    );
+
+    let in_use = cli(&url, &["calendar", "rm", "ops"]);
+    assert_eq!(code(&in_use), 4, "{}", printed(&in_use));
+    assert!(printed(&in_use).contains("spread"), "{}", printed(&in_use));
+    let edit = cli(&url, &["job", "edit", "spread", "--exclude", "de-holidays"]);
+    assert_eq!(code(&edit), 0, "{}", printed(&edit));
+    let rm = cli(&url, &["calendar", "rm", "ops"]);
+    assert_eq!(code(&rm), 0, "{}", printed(&rm));
+    assert_eq!(code(&cli(&url, &["calendar", "get", "ops"])), 3);
+}

@@ -7,6 +7,7 @@
 mod support;
 
 mod bulk;
+mod calendars;
 mod cancel;
 mod cli;
 mod common;

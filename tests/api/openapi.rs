@@ -65,6 +65,10 @@ const EXPECTED: &[(&str, &str)] = &[
     ("PUT", "/v1/limits/{key}"),
     ("GET", "/v1/limits/{key}"),
     ("DELETE", "/v1/limits/{key}"),
+    ("GET", "/v1/calendars"),
+    ("PUT", "/v1/calendars/{name}"),
+    ("GET", "/v1/calendars/{name}"),
+    ("DELETE", "/v1/calendars/{name}"),
 ];
 
 const METHODS: &[&str] = &["GET", "PUT", "POST", "DELETE", "PATCH"];
@@ -202,7 +206,10 @@ fn job_schemas_are_derived_from_job_spec() {
     for (schema, gone) in [
         ("JobSpec", &["dedup"][..]),
         ("JobSpecWithoutId", &["dedup", "id"][..]),
-        ("TaskSpec", &["cron", "every", "tz", "max_runs"][..]),
+        (
+            "TaskSpec",
+            &["cron", "every", "tz", "max_runs", "jitter", "exclude"][..],
+        ),
         ("StoredJobSpec", &["after"][..]),
     ] {
         assert_eq!(props(&doc, schema), minus(&fields, gone), "{schema}");
@@ -500,6 +507,7 @@ fn duration_pattern_agrees_with_the_parser() {
         ("JobSpec", "after"),
         ("JobSpec", "timeout"),
         ("JobSpec", "misfire_tolerance"),
+        ("JobSpec", "jitter"),
         ("TaskSpec", "after"),
         ("RetrySpec", "interval"),
         ("RetrySpec", "max_interval"),
@@ -702,6 +710,7 @@ fn concrete(path: &str) -> String {
     path.replace("{id}", "probe-id")
         .replace("{topic}", "probe-topic")
         .replace("{key}", "probe-key")
+        .replace("{name}", "probe-name")
 }
 
 fn assert_documented(doc: &Value, method: &str, path: &str, probe: &str, a: &Answer) {
@@ -785,7 +794,8 @@ async fn every_answer_a_probe_meets_is_documented() {
             let bad = path
                 .replace("{id}", "%FF")
                 .replace("{topic}", "%FF")
-                .replace("{key}", "%FF");
+                .replace("{key}", "%FF")
+                .replace("{name}", "%FF");
             let a = api.call(m(), &bad, takes_body.then(|| json!({}))).await;
             assert_eq!(a.status, StatusCode::BAD_REQUEST, "{method} {bad}");
             assert_documented(&doc, &method, &path, "bad path", &a);
@@ -842,6 +852,7 @@ async fn redis_unavailable_is_documented() {
                 json!({"tasks": [{"id": "x", "token": "0123456789abcdef0123456789abcdef.probe-topic"}]})
             }
             "/v1/limits/{key}" => json!({"rate": 5}),
+            "/v1/calendars/{name}" => json!({"dates": ["2026-12-25"]}),
             "/v1/jobs:pause" | "/v1/jobs:resume" => json!({"handler": "log"}),
             "/v1/jobs/{id}/backfill" => {
                 json!({"from": "2020-01-01T00:00:00Z", "to": "2020-01-02T00:00:00Z"})

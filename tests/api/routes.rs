@@ -492,3 +492,73 @@ async fn auth_on_and_off() {
         .unwrap();
     assert_eq!(open.send(req).await.status, StatusCode::OK);
 }
+
+/// A job with jitter shows each next firing's instant and when it fires (its instant plus
+/// the fixed offset of job and instant); jitter not below `every` is refused, naming the
+/// field and the bound, and nothing is created.
+#[tokio::test]
+async fn jitter_shows_in_next_firings_and_is_bounded_by_every() {
+    let api = Api::new().await;
+    let a = api
+        .put(
+            "/v1/jobs/spread",
+            json!({"every": "1h", "jitter": "30m", "handler": "log"}),
+        )
+        .await;
+    assert_eq!(a.status, StatusCode::CREATED, "{:#}", a.body);
+    assert_eq!(a.body["spec"]["jitter"], "30m");
+    let next = a.body["next_firings"].as_array().unwrap();
+    assert_eq!(next.len(), 5);
+    let ms = |v: &serde_json::Value| {
+        chrono::DateTime::parse_from_rfc3339(v.as_str().unwrap())
+            .unwrap()
+            .timestamp_millis()
+    };
+    let mut offsets = Vec::new();
+    for f in next {
+        let (at, fires) = (ms(&f["utc"]), ms(&f["fires_at"]));
+        assert_eq!(
+            fires - at,
+            keyfire::job::jitter_offset("spread", at, 1_800_000)
+        );
+        assert!((0..1_800_000).contains(&(fires - at)), "{f:#}");
+        offsets.push(fires - at);
+    }
+    assert!(offsets.windows(2).any(|w| w[0] != w[1]), "{offsets:?}");
+    // The next instant itself (its firing id) is the schedule's, not the jittered one.
+    assert_eq!(ms(&a.body["next_at"]), ms(&next[0]["utc"]));
+
+    // Without jitter the field is absent.
+    let plain = api
+        .put("/v1/jobs/plain", json!({"every": "1h", "handler": "log"}))
+        .await;
+    assert!(plain.body["next_firings"][0].get("fires_at").is_none());
+
+    let bad = api
+        .put(
+            "/v1/jobs/too-much",
+            json!({"every": "1m", "jitter": "1m", "handler": "log"}),
+        )
+        .await;
+    bad.assert_error(422, "invalid");
+    assert_eq!(bad.field(), "jitter");
+    assert!(
+        bad.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("less than every"),
+        "{:#}",
+        bad.body
+    );
+    assert_eq!(
+        api.get("/v1/jobs/too-much").await.status,
+        StatusCode::NOT_FOUND
+    );
+    let once = api
+        .put(
+            "/v1/jobs/once",
+            json!({"after": "1h", "jitter": "1s", "handler": "log"}),
+        )
+        .await;
+    assert_eq!(once.field(), "jitter", "{:#}", once.body);
+}

@@ -6,7 +6,9 @@ use std::sync::{Arc, RwLock};
 use crate::config::{HttpHandlerSettings, InputLimits, Settings};
 use crate::error::{Error, Result};
 use crate::inspect::{LiveNode, ServerMemory, Totals};
-use crate::job::{Deduplicated, Job, JobSpec, OnDuplicate, Validation, ValidationError};
+use crate::job::{
+    Calendar, CalendarSpec, Deduplicated, Job, JobSpec, OnDuplicate, Validation, ValidationError,
+};
 use crate::store::{
     CancelReply, DeadLetter, Deduped, JobRecord, JobStatus, RunRecord, RunningLease, Shards,
     SkipRecord, Store, UpsertReply,
@@ -240,11 +242,76 @@ impl Client {
 
     /// Check a spec as [`Client::upsert`] would, without writing anything.
     pub async fn validate(&self, spec: &JobSpec) -> Result<()> {
+        self.validate_with_calendars(spec, &[]).await
+    }
+
+    /// [`Client::validate`], taking the calendars named in `also` as existing (calendars
+    /// declared beside the job, written before it).
+    pub async fn validate_with_calendars(&self, spec: &JobSpec, also: &[String]) -> Result<()> {
         self.dedup_on_upsert(spec).await?;
         let now = self.store.time_ms().await?;
         let known = self.known_handler(&spec.handler).await?;
         self.check(spec.clone(), now, now, known)?;
+        if spec.exclude.is_empty() {
+            return Ok(());
+        }
+        let mut names: Vec<String> = self
+            .store
+            .calendars()
+            .await?
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        names.extend_from_slice(also);
+        if let Some((i, name)) = spec
+            .exclude
+            .iter()
+            .enumerate()
+            .find(|(_, n)| !names.contains(n))
+        {
+            return Err(unknown_calendar(i, name));
+        }
         Ok(())
+    }
+
+    /// Refuse a job that names a calendar that does not exist (`exclude[i]`), registering
+    /// it as a user of those it names first (a deletion of one then sees it).
+    async fn check_calendars(&self, spec: &JobSpec) -> Result<()> {
+        match self.store.use_calendars(&spec.id, &spec.exclude).await? {
+            Some(i) => Err(unknown_calendar(i, &spec.exclude[i])),
+            None => Ok(()),
+        }
+    }
+
+    /// Create or replace a calendar. Jobs that name it judge each instant by it from the
+    /// moment it is written (see `docs/jobs.md`, Calendars).
+    pub async fn put_calendar(&self, spec: CalendarSpec) -> Result<Calendar> {
+        let calendar = spec.validate()?;
+        self.store.put_calendar(&calendar.spec).await?;
+        Ok(calendar)
+    }
+
+    /// A calendar.
+    pub async fn calendar(&self, name: &str) -> Result<CalendarSpec> {
+        self.store
+            .calendar(name)
+            .await?
+            .ok_or_else(|| Error::CalendarNotFound(name.to_string()))
+    }
+
+    /// Every calendar, by name.
+    pub async fn calendars(&self) -> Result<Vec<CalendarSpec>> {
+        self.store.calendars().await
+    }
+
+    /// Delete a calendar; refused ([`Error::CalendarInUse`], naming them) while jobs name
+    /// it in `exclude`.
+    pub async fn delete_calendar(&self, name: &str) -> Result<()> {
+        if self.store.delete_calendar(name).await? {
+            Ok(())
+        } else {
+            Err(Error::CalendarNotFound(name.to_string()))
+        }
     }
 
     /// Create the job, or replace the job with the same id (idempotent). The next firing is
@@ -292,6 +359,7 @@ impl Client {
             }
             let created_ms = state.created_ms.unwrap_or(now);
             let job = self.check(spec.clone(), now, created_ms, known)?;
+            self.check_calendars(&job.spec).await?;
             // A write that changes nothing keeps the version, so a client holding it in
             // `If-Match` is not told of a conflict after re-sending the same spec.
             if state.version > 0
@@ -741,4 +809,11 @@ impl Client {
     pub async fn due_heads(&self) -> Result<(i64, Vec<Option<i64>>)> {
         self.store.due_heads().await
     }
+}
+
+fn unknown_calendar(i: usize, name: &str) -> Error {
+    Error::Invalid(ValidationError::new(
+        format!("exclude[{i}]"),
+        format!("unknown calendar '{name}' (create it first: PUT /v1/calendars/{name})"),
+    ))
 }

@@ -50,6 +50,17 @@ pub enum Error {
     /// The limit key has no limit.
     #[error("limit '{0}' not found")]
     LimitNotFound(String),
+    /// The calendar does not exist.
+    #[error("calendar '{0}' not found")]
+    CalendarNotFound(String),
+    /// The calendar is named in `exclude` by these jobs: it is not deleted.
+    #[error("calendar '{name}' is in use by job(s) {}: remove it from their exclude first", jobs.join(", "))]
+    CalendarInUse {
+        /// The calendar.
+        name: String,
+        /// The jobs that name it (at most 100).
+        jobs: Vec<String>,
+    },
     /// The delay-queue task does not exist (or was deleted).
     #[error("task '{0}' not found")]
     TaskNotFound(String),

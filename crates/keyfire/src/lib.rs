@@ -83,7 +83,7 @@ pub use engine::Stats;
 pub use engine::{DATA_LOSS_SHOWN, Node, NodeHandle};
 pub use error::{Error, RedisError, Result};
 pub use handler::{Firing, Handler, HandlerError, HandlerResult, Registry};
-pub use job::{FlowLimitSpec, JobSpec, ValidationError};
+pub use job::{CalendarSpec, FlowLimitSpec, JobSpec, ValidationError};
 pub use queue::Queue;
 
 /// The README's Rust snippet, compiled as a doctest so it cannot drift from the API.

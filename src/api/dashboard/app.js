@@ -431,7 +431,7 @@
 
   function jobRow(job, refresh) {
     const firings = job.next_firings || [];
-    const nextTitle = firings.map((f) => f.utc + '  (' + f.local + ')').join('\n');
+    const nextTitle = firings.map((f) => f.utc + '  (' + f.local + ')' + (f.fires_at ? '  fires ' + f.fires_at : '')).join('\n');
     const row = h('tr', { dataset: { job: job.id } },
       h('td', {}, jobLink(job.id)),
       h('td', {}, badge(job.status)),
@@ -591,7 +591,8 @@
     const firings = (job.next_firings || []).length === 0
       ? empty(job.status === 'active' ? 'No firing left.' : 'None while ' + job.status + '.')
       : h('ol', { class: 'firings', id: 'next-firings' }, job.next_firings.map((f) =>
-        h('li', {}, fmtTime(f.utc), ' ', h('span', { class: 'muted' }, '· ' + fmtLocal(f.local) + ' ' + job.tz + ' · ' + fmtRel(f.utc)))));
+        h('li', {}, fmtTime(f.utc), ' ', h('span', { class: 'muted' }, '· ' + fmtLocal(f.local) + ' ' + job.tz + ' · ' + fmtRel(f.utc)
+          + (f.fires_at ? ' · fires ' + fmtTime(f.fires_at) + ' (jitter)' : '')))));
 
     // Runs and the instants that did not run (the ledger), newest first.
     const skipRow = (k) => h('tr', { class: 'skipped', dataset: { skip: k.reason } },

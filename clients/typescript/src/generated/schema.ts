@@ -60,6 +60,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/calendars": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every calendar. */
+        get: operations["list_calendars"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/calendars/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A calendar. */
+        get: operations["get_calendar"];
+        /**
+         * Create or replace a calendar.
+         * @description Each instant of a job that names it in `exclude` is judged by the calendar as it is when
+         *     that instant comes: a change applies at once to every instant not yet claimed, on every
+         *     node; an excluded instant is skipped and recorded in the job's ledger as `excluded`.
+         */
+        put: operations["put_calendar"];
+        post?: never;
+        /** Delete a calendar; refused (409, naming them) while jobs name it in `exclude`. */
+        delete: operations["delete_calendar"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs": {
         parameters: {
             query?: never;
@@ -102,30 +143,6 @@ export interface paths {
         post?: never;
         /** Delete a job, its pending firing and its history. */
         delete: operations["delete_job"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/jobs/{id}/backfill": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Run each instant of the job's schedule from `from` to `to` once, each as a firing of its
-         *     own (its id names the instant), at `rate` runs per second.
-         * @description Instants a firing ran, runs or waits for already are skipped (the run history, dead
-         *     letters, runs in progress, queued attempts, earlier backfills; from the job's creation to
-         *     its last firing, what its ledger does not name as skipped), so sending the same backfill
-         *     again queues nothing. The runs wait in Redis as queued attempts: any node runs them.
-         */
-        post: operations["backfill_job"];
-        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -443,11 +460,7 @@ export interface paths {
          *
          *     With `dedup` (a `key`, or `content: true`, and a `window`; no `id`), a task enqueued with
          *     the same dedup key within its window is answered with 200 and `"duplicate": true`, and
-         *     nothing is created; after the window a new task is created (201). `dedup.on_duplicate`
-         *     says what the duplicate does to that task while it is pending: `keep` (default),
-         *     `replace` (it takes this spec), `extend` (its instant moves to this one's, never earlier)
-         *     or `replace_extend`; `deduplicated` answers what it did. Once that task was claimed, a
-         *     `replace`/`extend` duplicate creates a new task (201).
+         *     nothing is created; after the window a new task is created (201).
          */
         post: operations["post_task"];
         delete?: never;
@@ -859,7 +872,6 @@ export interface components {
              * @description Ready at this instant (RFC 3339).
              */
             at?: string | null;
-            dedup?: components["schemas"]["DedupSpec"] | null;
             /**
              * @description Ready after this delay (`30s`, `5m`); at once when neither `delay` nor `at` is given.
              * @example 30s
@@ -878,14 +890,6 @@ export interface components {
              */
             payload?: unknown;
             /**
-             * Format: int64
-             * @description Its priority, 0 (default, lowest) to 9: pops take the highest ready first, in the
-             *     order they became ready within a level (strict: a lower level waits while a higher one
-             *     has ready tasks).
-             * @example 5
-             */
-            priority?: number | null;
-            /**
              * @description How long a consumer may hold it before it is handed to another (default `60s`).
              * @example 60s
              */
@@ -893,69 +897,10 @@ export interface components {
         };
         /** @description An added task. */
         Added: {
-            /**
-             * @description Only for a duplicate (`dedup`): what it did to the task the key names: `kept`,
-             *     `replaced`, `extended` or `replaced_extended`.
-             * @example replaced
-             */
-            deduplicated?: string | null;
-            /** @description The task's id: with `dedup`, that of the task the key names when this was a duplicate. */
+            /** @description The task's id. */
             id: string;
             /** @description Its topic. */
             topic: string;
-        };
-        /** @description The range to backfill, and how fast. */
-        BackfillRequest: {
-            /**
-             * Format: date-time
-             * @description The first instant of the range (included).
-             * @example 2026-03-01T00:00:00Z
-             */
-            from: string;
-            /**
-             * Format: double
-             * @description Runs per second, from 0.01 to 100 (default 10); a job's backfills run one after the
-             *     other at their rates.
-             * @example 10
-             */
-            rate?: number | null;
-            /**
-             * Format: date-time
-             * @description The last instant of the range (included); not in the future. The range may hold at
-             *     most 10,000 instants of the schedule.
-             * @example 2026-03-02T00:00:00Z
-             */
-            to: string;
-        };
-        /** @description What a backfill queued. */
-        BackfillView: {
-            /**
-             * Format: date-time
-             * @description When the first queued run is due.
-             */
-            first_at?: string | null;
-            /**
-             * Format: int64
-             * @description Instants of the schedule in the range.
-             */
-            instants: number;
-            /** @description The job. */
-            job_id: string;
-            /**
-             * Format: date-time
-             * @description When the last queued run is due.
-             */
-            last_at?: string | null;
-            /**
-             * Format: int64
-             * @description Those queued to run, each once, as firing `<job id>:<instant ms>`.
-             */
-            scheduled: number;
-            /**
-             * Format: int64
-             * @description Those skipped as already run (or running, queued, or still to come on the schedule).
-             */
-            skipped: number;
         };
         /** @description What a bulk pause or resume did. */
         BulkChanged: {
@@ -969,6 +914,43 @@ export interface components {
              * @description Jobs the selection picked, whatever their status.
              */
             matched: number;
+        };
+        /** @description Every calendar. */
+        CalendarList: {
+            /** @description By name. */
+            calendars: components["schemas"]["CalendarSpec"][];
+        };
+        /** @description A calendar as a user declares it (REST, TOML, CLI, Rust) and as keyfire stores it. */
+        CalendarSpec: {
+            /**
+             * @description Cron expressions (5 fields, 6 with seconds): an instant they match, in the calendar's
+             *     zone, is excluded (`* * 2-3 * * SUN`: every instant of 02:00-03:59 on Sundays).
+             * @example [
+             *       "* * 2-3 * * SUN"
+             *     ]
+             */
+            cron?: string[];
+            /**
+             * @description Whole days excluded, as `YYYY-MM-DD` in the calendar's zone.
+             * @example [
+             *       "2026-12-25",
+             *       "2026-12-26"
+             *     ]
+             */
+            dates?: string[];
+            /**
+             * @description Its name, as jobs give it in `exclude`: `[A-Za-z0-9][A-Za-z0-9_.-]*`, at most 128
+             *     bytes. In `PUT /v1/calendars/{name}` it may be left out (the path gives it).
+             * @example de-holidays
+             */
+            name?: string;
+            /** @description Ranges of whole days excluded, both ends included. */
+            ranges?: components["schemas"]["DateRange"][];
+            /**
+             * @description IANA zone its dates and expressions are read in (default `UTC`).
+             * @example Europe/Berlin
+             */
+            tz?: string | null;
         };
         /** @description What a cancel did. */
         CancelView: {
@@ -985,6 +967,19 @@ export interface components {
              *     `cancelled` in the job's runs (unless it succeeded first). Empty with status 200.
              */
             stopping: string[];
+        };
+        /** @description A range of whole days, both ends included. */
+        DateRange: {
+            /**
+             * @description The first day (`YYYY-MM-DD`).
+             * @example 2026-12-24
+             */
+            from: string;
+            /**
+             * @description The last day (`YYYY-MM-DD`), not before `from`.
+             * @example 2026-12-31
+             */
+            to: string;
         };
         /** @description How many dead letters a replay or purge acted on. */
         DeadCount: {
@@ -1054,17 +1049,7 @@ export interface components {
              */
             key?: string | null;
             /**
-             * @description What a duplicate does to the pending task the key names: `keep` (default: nothing),
-             *     `replace` (the task takes the duplicate's params or payload), `extend` (its due instant
-             *     moves to the duplicate's, never earlier) or `replace_extend` (both). Once that task was
-             *     claimed (popped), a duplicate under `replace`/`extend` creates a new task.
-             * @example extend
-             * @enum {string|null}
-             */
-            on_duplicate?: "keep" | "replace" | "extend" | "replace_extend" | null;
-            /**
-             * @description How long the key holds after the first enqueue: more than zero, at most `24h`. A
-             *     duplicate that replaces or extends the task renews it (from the duplicate).
+             * @description How long the key holds after the first enqueue: more than zero, at most `24h`.
              * @example 10m
              */
             window: string;
@@ -1143,6 +1128,12 @@ export interface components {
         };
         /** @description One coming firing, in UTC and in the job's zone. */
         FiringTime: {
+            /**
+             * @description Only for a job with `jitter`: when it fires, its instant plus its offset (UTC). The
+             *     instant above stays its firing id.
+             * @example 2026-03-09T08:00:17.342Z
+             */
+            fires_at?: string | null;
             /**
              * @description The same instant in the job's zone (RFC 3339 with its offset).
              * @example 2026-03-09T09:00:00+01:00
@@ -1227,7 +1218,7 @@ export interface components {
             /** @description Every job whose id starts with this (such as `billing-`). */
             id_prefix?: string;
         };
-        /** @description A job as a client declares it. Exactly one of `cron`, `every`, `at` and `after` gives the schedule (the others absent or null), and `tz` goes only with `cron`. `after` is resolved to `at` by Redis's clock on each write. `dedup` is for enqueued tasks (`POST /v1/tasks`) and refused here, except a deduplicated task's own declaration written back unchanged. */
+        /** @description A job as a client declares it. Exactly one of `cron`, `every`, `at` and `after` gives the schedule (the others absent or null), `tz` goes only with `cron`, and `jitter` only with `cron` or `every` (less than `every`). `after` is resolved to `at` by Redis's clock on each write. `dedup` is for enqueued tasks (`POST /v1/tasks`) and refused here, except a deduplicated task's own declaration written back unchanged. */
         JobSpec: {
             /** @description One-shot after this delay from creation, such as `10m`. */
             after?: string | null;
@@ -1254,6 +1245,14 @@ export interface components {
             /** @description Fixed rate, such as `30s` or `1h 30m`. */
             every?: string | null;
             /**
+             * @description Cron and `every` only: names of calendars whose instants this job skips (each skip
+             *     is recorded in its ledger as `excluded`).
+             * @example [
+             *       "de-holidays"
+             *     ]
+             */
+            exclude?: string[];
+            /**
              * @description Name of the handler that runs the job.
              * @example http
              */
@@ -1265,16 +1264,17 @@ export interface components {
              */
             id: string;
             /**
+             * @description Cron and `every` only: each firing is released at its instant plus an offset in
+             *     `[0, jitter)` fixed by the job id and the instant (the same on every node), such as
+             *     `30s`; less than `every`. The firing keeps its instant as its id.
+             * @example 30s
+             */
+            jitter?: string | null;
+            /**
              * @description The flow-control key this job's firings count against (see `LimitSpec`); default:
              *     `host:<host>` of an `http` job's URL. A key without a registered limit limits nothing.
              */
             limit_key?: string | null;
-            /**
-             * Format: int64
-             * @description End the job (status `finished`, reason `max_runs`) once this many firings of its
-             *     schedule succeeded (cron and every jobs; at least 1).
-             */
-            max_runs?: number | null;
             /**
              * @description `fire_once` (default), `skip` or `catch_up`: what to do with firings found later than
              *     the tolerance.
@@ -1294,12 +1294,6 @@ export interface components {
             overlap?: "allow" | "forbid" | "replace" | null;
             /** @description A JSON object given to the handler; absent (or null) gives none. */
             params?: Record<string, unknown> | null;
-            /**
-             * Format: int64
-             * @description Pause the job (reason `failures`) after this many firings in a row failed (a firing
-             *     fails when its last attempt fails; a success, or a resume, starts the count again).
-             */
-            pause_after_failures?: number | null;
             retry?: components["schemas"]["RetrySpec"] | null;
             /**
              * Format: date-time
@@ -1336,12 +1330,16 @@ export interface components {
             at: string;
             cron?: null;
             every?: null;
+            exclude?: string[];
+            jitter?: null;
             tz?: null;
         } | {
             after: string;
             at?: null;
             cron?: null;
             every?: null;
+            exclude?: string[];
+            jitter?: null;
             tz?: null;
         });
         /** @description A job spec without its id: `PUT /v1/jobs/{id}` takes the id from its path (an `id` in the body equal to the path's is let through; another is refused with 422). */
@@ -1371,21 +1369,30 @@ export interface components {
             /** @description Fixed rate, such as `30s` or `1h 30m`. */
             every?: string | null;
             /**
+             * @description Cron and `every` only: names of calendars whose instants this job skips (each skip
+             *     is recorded in its ledger as `excluded`).
+             * @example [
+             *       "de-holidays"
+             *     ]
+             */
+            exclude?: string[];
+            /**
              * @description Name of the handler that runs the job.
              * @example http
              */
             handler: string;
             /**
+             * @description Cron and `every` only: each firing is released at its instant plus an offset in
+             *     `[0, jitter)` fixed by the job id and the instant (the same on every node), such as
+             *     `30s`; less than `every`. The firing keeps its instant as its id.
+             * @example 30s
+             */
+            jitter?: string | null;
+            /**
              * @description The flow-control key this job's firings count against (see `LimitSpec`); default:
              *     `host:<host>` of an `http` job's URL. A key without a registered limit limits nothing.
              */
             limit_key?: string | null;
-            /**
-             * Format: int64
-             * @description End the job (status `finished`, reason `max_runs`) once this many firings of its
-             *     schedule succeeded (cron and every jobs; at least 1).
-             */
-            max_runs?: number | null;
             /**
              * @description `fire_once` (default), `skip` or `catch_up`: what to do with firings found later than
              *     the tolerance.
@@ -1405,12 +1412,6 @@ export interface components {
             overlap?: "allow" | "forbid" | "replace" | null;
             /** @description A JSON object given to the handler; absent (or null) gives none. */
             params?: Record<string, unknown> | null;
-            /**
-             * Format: int64
-             * @description Pause the job (reason `failures`) after this many firings in a row failed (a firing
-             *     fails when its last attempt fails; a success, or a resume, starts the count again).
-             */
-            pause_after_failures?: number | null;
             retry?: components["schemas"]["RetrySpec"] | null;
             /**
              * Format: date-time
@@ -1447,12 +1448,16 @@ export interface components {
             at: string;
             cron?: null;
             every?: null;
+            exclude?: string[];
+            jitter?: null;
             tz?: null;
         } | {
             after: string;
             at?: null;
             cron?: null;
             every?: null;
+            exclude?: string[];
+            jitter?: null;
             tz?: null;
         });
         /** @description A job as the API shows it: its spec, its state, and its next firings. */
@@ -1467,12 +1472,6 @@ export interface components {
              * @description Firings that used up their attempts and became dead letters.
              */
             dead?: number;
-            /**
-             * @description Only in the answer to an enqueue that was a duplicate: what it did to this task, as its
-             *     `dedup.on_duplicate` says: `kept`, `replaced`, `extended` or `replaced_extended`.
-             * @example extended
-             */
-            deduplicated?: string | null;
             /**
              * @description Only in the answer to an enqueue, and only when true: a task enqueued with the same
              *     dedup key within its window exists, and this is that task (nothing was created).
@@ -1502,7 +1501,6 @@ export interface components {
             next_at?: string | null;
             /** @description The next five firings (fewer when the schedule ends; none while paused or finished). */
             next_firings: components["schemas"]["FiringTime"][];
-            run_limits?: components["schemas"]["RunLimitsView"] | null;
             /**
              * Format: int64
              * @description Runs started (attempts claimed; a run in progress counts).
@@ -1730,11 +1728,6 @@ export interface components {
             /** @description Its payload: any JSON value, as it was added. */
             payload: unknown;
             /**
-             * Format: int64
-             * @description Its priority, 0 to 9 (higher first).
-             */
-            priority: number;
-            /**
              * Format: date-time
              * @description When it (last) became ready.
              */
@@ -1775,27 +1768,6 @@ export interface components {
             max_attempts?: number | null;
             /** @description Cap of an exponential backoff (default `5m`). */
             max_interval?: string | null;
-        };
-        /** @description A job's run limits at work. */
-        RunLimitsView: {
-            /**
-             * Format: int64
-             * @description Failed firings in a row, counted toward `pause_after_failures` (a success or a resume
-             *     sets it back to 0).
-             */
-            failure_streak: number;
-            /**
-             * @description Why keyfire stopped the job itself: `max_runs` (finished: it reached `max_runs`
-             *     successful firings) or `failures` (paused: `pause_after_failures` firings in a row
-             *     failed); absent when they did not stop it.
-             * @example failures
-             */
-            stopped?: string | null;
-            /**
-             * Format: int64
-             * @description Successful firings of the schedule, counted toward `max_runs`.
-             */
-            succeeded: number;
         };
         /** @description A job's runs, newest first. */
         RunList: {
@@ -1851,7 +1823,7 @@ export interface components {
          * @description Why an instant did not run.
          * @enum {string}
          */
-        SkipReasonCode: "misfire" | "merged" | "catch_up_limit" | "overlap" | "paused" | "deleted" | "updated" | "max_runs" | "other";
+        SkipReasonCode: "misfire" | "merged" | "catch_up_limit" | "overlap" | "paused" | "deleted" | "updated" | "excluded" | "other";
         /** @description An instant, or a range of instants, that was due and did not run. */
         SkipView: {
             /**
@@ -1905,6 +1877,14 @@ export interface components {
             /** @description Fixed rate, such as `30s` or `1h 30m`. */
             every?: string | null;
             /**
+             * @description Cron and `every` only: names of calendars whose instants this job skips (each skip
+             *     is recorded in its ledger as `excluded`).
+             * @example [
+             *       "de-holidays"
+             *     ]
+             */
+            exclude?: string[];
+            /**
              * @description Name of the handler that runs the job.
              * @example http
              */
@@ -1916,16 +1896,17 @@ export interface components {
              */
             id: string;
             /**
+             * @description Cron and `every` only: each firing is released at its instant plus an offset in
+             *     `[0, jitter)` fixed by the job id and the instant (the same on every node), such as
+             *     `30s`; less than `every`. The firing keeps its instant as its id.
+             * @example 30s
+             */
+            jitter?: string | null;
+            /**
              * @description The flow-control key this job's firings count against (see `LimitSpec`); default:
              *     `host:<host>` of an `http` job's URL. A key without a registered limit limits nothing.
              */
             limit_key?: string | null;
-            /**
-             * Format: int64
-             * @description End the job (status `finished`, reason `max_runs`) once this many firings of its
-             *     schedule succeeded (cron and every jobs; at least 1).
-             */
-            max_runs?: number | null;
             /**
              * @description `fire_once` (default), `skip` or `catch_up`: what to do with firings found later than
              *     the tolerance.
@@ -1945,12 +1926,6 @@ export interface components {
             overlap?: "allow" | "forbid" | "replace" | null;
             /** @description The handler's params as stored; the `http` handler's signing secrets are shown as their fingerprints. */
             params?: unknown;
-            /**
-             * Format: int64
-             * @description Pause the job (reason `failures`) after this many firings in a row failed (a firing
-             *     fails when its last attempt fails; a success, or a resume, starts the count again).
-             */
-            pause_after_failures?: number | null;
             retry?: components["schemas"]["RetrySpec"] | null;
             /**
              * Format: date-time
@@ -1984,6 +1959,8 @@ export interface components {
             at: string;
             cron?: null;
             every?: null;
+            exclude?: string[];
+            jitter?: null;
             tz?: null;
         });
         /** @description Tasks to enqueue together. */
@@ -2051,12 +2028,6 @@ export interface components {
             overlap?: "allow" | "forbid" | "replace" | null;
             /** @description A JSON object given to the handler; absent (or null) gives none. */
             params?: Record<string, unknown> | null;
-            /**
-             * Format: int64
-             * @description Pause the job (reason `failures`) after this many firings in a row failed (a firing
-             *     fails when its last attempt fails; a success, or a resume, starts the count again).
-             */
-            pause_after_failures?: number | null;
             retry?: components["schemas"]["RetrySpec"] | null;
             /**
              * Format: date-time
@@ -2109,11 +2080,6 @@ export interface components {
             max_deliveries: number;
             /** @description Its payload: any JSON value, as it was added (null once done or deleted). */
             payload: unknown;
-            /**
-             * Format: int64
-             * @description Its priority, 0 to 9 (higher first).
-             */
-            priority: number;
             /**
              * Format: date-time
              * @description When it last became ready.
@@ -2432,7 +2398,7 @@ export interface components {
          * @description A reason a job runs, or does not, now.
          * @enum {string}
          */
-        WhyCode: "paused" | "paused_after_failures" | "max_runs_reached" | "outside_window" | "finished" | "flow_limited" | "running" | "retrying" | "no_node" | "no_handler" | "redis_full" | "overdue" | "waiting";
+        WhyCode: "paused" | "outside_window" | "finished" | "flow_limited" | "running" | "retrying" | "no_node" | "no_handler" | "redis_full" | "excluded" | "overdue" | "waiting";
         /** @description A flow limit that holds the job's firings back. */
         WhyLimit: {
             /**
@@ -2628,6 +2594,352 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Health"];
+                };
+            };
+        };
+    };
+    list_calendars: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every calendar */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CalendarList"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_calendar: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The calendar's name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The calendar */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CalendarSpec"];
+                };
+            };
+            /** @description A path parameter is not UTF-8 once percent-decoded (`bad_path`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such calendar */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    put_calendar: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The calendar's name, such as de-holidays */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CalendarSpec"];
+            };
+        };
+        responses: {
+            /** @description Written */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CalendarSpec"];
+                };
+            };
+            /** @description A path parameter is not UTF-8 once percent-decoded (`bad_path`). The body is not JSON (`malformed_json`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `admin` scope (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than `api.max_body_bytes` (`payload_too_large`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not sent as `application/json` (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A field breaks its rule (`field` names it). The body does not fit the schema, or a field breaks a rule the schema cannot state; `field` names it (`invalid`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_calendar: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The calendar's name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A path parameter is not UTF-8 once percent-decoded (`bad_path`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `admin` scope (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such calendar */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Jobs name it in `exclude` (the message names them) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3151,146 +3463,6 @@ export interface operations {
             };
             /** @description No such job */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Internal error, logged by the node (`internal`) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Redis is unavailable; try again (`unavailable`) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
-            507: {
-                headers: {
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After": number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    backfill_job: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description The job's id
-                 * @example nightly-report
-                 */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "from": "2026-03-01T00:00:00Z",
-                 *       "rate": 5,
-                 *       "to": "2026-03-02T00:00:00Z"
-                 *     }
-                 */
-                "application/json": components["schemas"]["BackfillRequest"];
-            };
-        };
-        responses: {
-            /** @description The instants are queued */
-            202: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["BackfillView"];
-                };
-            };
-            /** @description A path parameter is not UTF-8 once percent-decoded (`bad_path`). The body is not JSON (`malformed_json`) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Missing or wrong bearer token (`unauthorized`) */
-            401: {
-                headers: {
-                    /** @description `Bearer` */
-                    "WWW-Authenticate": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description No such job */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The job changed while the instants were queued (`conflict`) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is larger than `api.max_body_bytes` (`payload_too_large`) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The body is not sent as `application/json` (`unsupported_media_type`) */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description `to` before `from`, in the future, or past 10,000 instants; `rate` out of bounds; a one-shot or paused job (`id`). The body does not fit the schema, or a field breaks a rule the schema cannot state; `field` names it (`invalid`) */
-            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6821,15 +6993,6 @@ export interface operations {
             };
         };
         responses: {
-            /** @description A duplicate (`dedup`): `deduplicated` says what it did to the task its key names, whose id this is */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Added"];
-                };
-            };
             /** @description Added (or an add with this id was already made to this topic) */
             201: {
                 headers: {

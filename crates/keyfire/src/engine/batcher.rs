@@ -51,11 +51,13 @@ impl Claimer {
         };
         drop(ids);
         let mut items: Vec<(ClaimRequest, Arc<CachedJob>)> = Vec::with_capacity(batch.len());
+        let now = self.core.clock.redis_now_ms();
         for (req, spec) in batch.into_iter().zip(specs) {
             match spec {
-                Some(cached) => items.push((req, cached)),
-                // Gone or not valid: the request (and its guard) is dropped.
-                None => drop(req),
+                Some(cached) if self.released(&req, &cached, now) => items.push((req, cached)),
+                // Gone or not valid, or a jittered firing not released yet: the request (and
+                // its guard) is dropped.
+                _ => drop(req),
             }
         }
         let mut args: Vec<ClaimArgs> = items
@@ -130,6 +132,32 @@ impl Claimer {
                 }
             }
         }
+    }
+
+    /// Whether a scheduled firing is released, by this node's estimate of Redis's clock: its
+    /// instant has come, plus its jitter offset when its job has jitter. The due entry,
+    /// sentinel key and timers of a jittered firing keep its instant (its id and its
+    /// compare-and-set value), so they bring it here early; its owner then arms a timer for
+    /// its release (armed when the request's guard drops). Another node's sweep takes it
+    /// over only once its release is overdue by the grace period, as for any firing. The
+    /// claim script checks the release again by Redis's own clock.
+    fn released(&self, req: &ClaimRequest, cached: &CachedJob, now: i64) -> bool {
+        let (job_id, at_ms) = (req.guard.job_id(), req.guard.at_ms());
+        let offset = cached.job.jitter_offset(at_ms);
+        if offset == 0 {
+            return true;
+        }
+        let release = at_ms + offset;
+        if !self.live.owns(job_id) {
+            let grace =
+                super::context::ms(self.core.settings.claim_grace + self.core.settings.node_ttl);
+            return release <= now - grace;
+        }
+        if release <= now {
+            return true;
+        }
+        self.retry_when_due(job_id, at_ms, Kind::Scheduled, release - now);
+        false
     }
 
     /// Run a scheduled firing this node claimed: on its own permit, or, claimed ahead, on the

@@ -19,7 +19,7 @@ use super::runner::Runner;
 use super::specs::{CachedJob, Specs};
 use super::timers::TimerQueue;
 use crate::metrics::name;
-use crate::store::{ClaimArgs, ClaimReply};
+use crate::store::{ClaimArgs, ClaimReply, Dropped, SkipReason};
 
 /// The next step after a claim reply.
 pub(super) enum Step {
@@ -262,8 +262,24 @@ impl Claimer {
         plan: Option<&MisfirePlan>,
     ) -> ClaimArgs<'a> {
         let job = &cached.job;
+        // An instant a calendar of the job excludes is skipped in the claim's own step
+        // (recorded in the ledger as `excluded`), by the calendar as this node has it now.
+        // A late one the misfire policy would run is skipped too.
+        let excluded = plan.is_none_or(|p| p.run) && cached.excluded_by(at_ms).is_some();
+        let only = Dropped {
+            reason: SkipReason::Excluded,
+            first_ms: at_ms,
+            last_ms: at_ms,
+        };
         let (next_ms, run, missed, dropped) = match plan {
+            // With a range of its own to record, the plan's record stands (its count is
+            // `missed`); else this instant's.
+            Some(p) if excluded => match p.dropped {
+                Some(d) => (p.next, false, p.missed, Some(d)),
+                None => (p.next, false, p.missed + 1, Some(only)),
+            },
             Some(p) => (p.next, p.run, p.missed, p.dropped),
+            None if excluded => (job.next_after(at_ms), false, 1, Some(only)),
             None => (job.next_after(at_ms), true, 0, None),
         };
         ClaimArgs {
@@ -275,7 +291,7 @@ impl Claimer {
             node: &self.core.id,
             lease_ms: ms(self.core.settings.lease),
             tolerance_ms: job.misfire_tolerance_ms,
-            misfire_applied: plan.is_some(),
+            misfire_applied: plan.is_some() || excluded,
             run,
             missed,
             overlap: job.overlap.as_str(),
@@ -284,6 +300,7 @@ impl Claimer {
             compact: cached.compact,
             dropped,
             max_runs: job.limits.max_runs,
+            jitter_ms: job.jitter_offset(at_ms),
         }
     }
 

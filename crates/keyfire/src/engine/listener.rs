@@ -59,6 +59,8 @@ enum Change {
     },
     /// A limit was set or lifted (`Store::put_limit`, `Store::delete_limit`).
     Limits,
+    /// A calendar was written or deleted (`Store::put_calendar`, `calendar_delete.lua`).
+    Calendars,
     /// A message this version does not know (a newer node's, during a rolling upgrade).
     #[serde(other)]
     Unknown,
@@ -207,6 +209,7 @@ impl Listener {
                 let limiter = self.limiter.clone();
                 tokio::spawn(async move { limiter.refresh().await });
             }
+            Change::Calendars => self.specs.calendars_changed(),
             Change::Unknown => {}
         }
     }

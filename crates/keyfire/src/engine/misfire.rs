@@ -31,8 +31,9 @@ pub(crate) fn misfire_plan(job: &Job, at: i64, until: i64) -> MisfirePlan {
     let mut newest: VecDeque<i64> = VecDeque::with_capacity(keep + 1);
     let mut dropped_last = at;
     let mut t = at;
+    // A jittered firing is late from its release (its instant plus its offset).
     while let Some(n) = job.next_after(t) {
-        if n > until || count >= MAX_SCAN {
+        if job.release_at(n) > until || count >= MAX_SCAN {
             break;
         }
         count += 1;
@@ -48,7 +49,7 @@ pub(crate) fn misfire_plan(job: &Job, at: i64, until: i64) -> MisfirePlan {
         }
         t = n;
     }
-    let within = || job.next_after(until);
+    let within = || job.next_released_after(at, until);
     let range = |reason, first_ms, last_ms| {
         Some(Dropped {
             reason,
@@ -184,5 +185,27 @@ mod tests {
                 dropped: None
             }
         );
+    }
+
+    #[test]
+    fn a_jittered_firing_is_late_from_its_release_not_its_instant() {
+        let job = JobSpec::every("j", "10s", "noop")
+            .jitter("9s")
+            .validate(&Validation {
+                now_ms: 0,
+                created_ms: 0,
+                known_handler: None,
+                max_params_bytes: usize::MAX,
+            })
+            .unwrap();
+        // Up to just before the firing at 50 s is released: 20, 30 and 40 s are late with
+        // the one at 10 s, and the schedule resumes at 50 s (its instant is past, its
+        // release is not).
+        let until = job.release_at(50_000) - 1;
+        let p = misfire_plan(&job, 10_000, until);
+        assert_eq!((p.run, p.next, p.missed), (true, Some(50_000), 3));
+        // Just after it, 50 s is late too.
+        let p = misfire_plan(&job, 10_000, job.release_at(50_000));
+        assert_eq!((p.next, p.missed), (Some(60_000), 4));
     }
 }

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use super::context::{NodeCore, bump, bump_by};
-use crate::job::{Job, Validation};
+use crate::job::{Calendar, Job, Validation};
 use crate::store::StoredSpec;
 
 /// A job's validated spec at one version.
@@ -17,12 +17,29 @@ pub(crate) struct CachedJob {
     pub(super) limit_key: Option<String>,
     /// Read as a compact task (its record in a bucket; see `store::tasks`).
     pub(super) compact: bool,
+    /// The calendars it names in `exclude`, as they were when it was read (a calendar
+    /// change drops it from the cache). One that does not exist excludes nothing.
+    pub(super) calendars: Vec<Arc<Calendar>>,
 }
+
+impl CachedJob {
+    /// The calendar that excludes the instant `at_ms`, if one does.
+    pub(super) fn excluded_by(&self, at_ms: i64) -> Option<&str> {
+        self.calendars
+            .iter()
+            .find(|c| c.excludes(at_ms))
+            .map(|c| c.name())
+    }
+}
+
+type CalendarMap = Arc<HashMap<String, Arc<Calendar>>>;
 
 /// Validated specs by job id, each replaced when its job's version changes.
 pub(super) struct Specs {
     core: Arc<NodeCore>,
     map: Mutex<HashMap<String, Arc<CachedJob>>>,
+    /// Every calendar, read when a job that names one is first read after a change.
+    calendars: Mutex<Option<CalendarMap>>,
 }
 
 impl Specs {
@@ -30,6 +47,7 @@ impl Specs {
         Self {
             core,
             map: Mutex::default(),
+            calendars: Mutex::default(),
         }
     }
 
@@ -48,7 +66,12 @@ impl Specs {
     }
 
     /// Validate a stored spec and cache it; None (and logged) when it no longer validates.
-    pub(super) fn insert(&self, job_id: &str, stored: StoredSpec) -> Option<Arc<CachedJob>> {
+    fn insert(
+        &self,
+        job_id: &str,
+        stored: StoredSpec,
+        calendars: Option<&CalendarMap>,
+    ) -> Option<Arc<CachedJob>> {
         let StoredSpec {
             version,
             generation,
@@ -69,11 +92,24 @@ impl Specs {
                 return None;
             }
         };
+        let calendars = job
+            .spec
+            .exclude
+            .iter()
+            .filter_map(|name| {
+                let found = calendars.and_then(|m| m.get(name)).cloned();
+                if found.is_none() {
+                    tracing::warn!(job = job_id, calendar = %name, "job names a calendar that does not exist; it excludes nothing");
+                }
+                found
+            })
+            .collect();
         let cached = Arc::new(CachedJob {
             version,
             generation,
             limit_key: job.spec.effective_limit_key(),
             compact,
+            calendars,
             job,
         });
         self.lock().insert(job_id.to_string(), cached.clone());
@@ -101,9 +137,33 @@ impl Specs {
         }
     }
 
-    /// Drop every spec (change messages may have been lost).
+    /// Drop every spec (change messages may have been lost), and the calendars.
     pub(super) fn clear(&self) {
+        *self.calendars.lock().expect("calendar cache lock") = None;
         self.lock().clear();
+    }
+
+    /// A calendar changed: drop the calendars and the specs of the jobs that name any (they
+    /// are read again, with the calendars as they are now, at their next claim).
+    pub(super) fn calendars_changed(&self) {
+        *self.calendars.lock().expect("calendar cache lock") = None;
+        self.lock().retain(|_, c| c.job.spec.exclude.is_empty());
+    }
+
+    /// The calendars, when one of `specs` names any: read once after each change.
+    async fn calendars_for<'a>(
+        &self,
+        mut specs: impl Iterator<Item = &'a StoredSpec>,
+    ) -> crate::Result<Option<CalendarMap>> {
+        if !specs.any(|s| !s.spec.exclude.is_empty()) {
+            return Ok(None);
+        }
+        if let Some(c) = self.calendars.lock().expect("calendar cache lock").clone() {
+            return Ok(Some(c));
+        }
+        let loaded: CalendarMap = Arc::new(self.core.store.loaded_calendars().await?);
+        *self.calendars.lock().expect("calendar cache lock") = Some(loaded.clone());
+        Ok(Some(loaded))
     }
 
     /// The validated spec of a job at its current version (cached by version).
@@ -115,7 +175,8 @@ impl Specs {
         let Some(stored) = self.core.store.job_spec(job_id).await? else {
             return Ok(None);
         };
-        Ok(self.insert(job_id, stored))
+        let calendars = self.calendars_for(std::iter::once(&stored)).await?;
+        Ok(self.insert(job_id, stored, calendars.as_ref()))
     }
 
     /// The specs of several jobs: cached ones from the cache, the others in one round trip.
@@ -134,12 +195,14 @@ impl Specs {
             return Ok(out);
         }
         bump_by(&self.core.stats.specs_read, missing.len() as u64);
-        let mut loaded = self.core.store.job_specs(&missing).await?.into_iter();
+        let loaded = self.core.store.job_specs(&missing).await?;
+        let calendars = self.calendars_for(loaded.iter().flatten()).await?;
+        let mut loaded = loaded.into_iter();
         for (slot, id) in out.iter_mut().zip(job_ids) {
             if slot.is_none()
                 && let Some(Some(stored)) = loaded.next()
             {
-                *slot = self.insert(id, stored);
+                *slot = self.insert(id, stored, calendars.as_ref());
             }
         }
         Ok(out)

@@ -1,14 +1,17 @@
 //! The job model: what a user declares ([`JobSpec`]), how it is checked ([`JobSpec::validate`])
 //! and the validated form the engine schedules from ([`Job`]).
 
+mod calendar;
 mod dedup;
 mod duration;
 mod flow_limit;
+mod jitter;
 mod policy;
 mod schedule;
 mod spec;
 mod validation;
 
+pub use calendar::{Calendar, CalendarSpec, DateRange, MAX_CALENDAR_ENTRIES};
 pub use dedup::{
     Dedup, DedupSpec, Deduplicated, MAX_DEDUP_KEY_LEN, MAX_DEDUP_WINDOW_MS, ON_DUPLICATE_MODES,
     OnDuplicate,
@@ -17,6 +20,7 @@ pub use duration::{DURATION_PATTERN, duration_serde, parse_duration};
 pub use flow_limit::{
     FlowLimitSpec, LIMIT_KEY_PATTERN, MAX_LIMIT_KEY_LEN, host_limit_key, validate_limit_key,
 };
+pub use jitter::{MAX_JITTER_MS, jitter_offset};
 pub use policy::{
     BACKOFFS, Backoff, MAX_ATTEMPTS_LIMIT, MISFIRE_POLICIES, MisfirePolicy, OVERLAP_POLICIES,
     OverlapPolicy, RetryPolicy, RetrySpec,

@@ -35,6 +35,17 @@ pub struct JobSpec {
     /// Fixed rate, such as `30s` or `1h 30m`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub every: Option<String>,
+    /// Cron and `every` only: each firing is released at its instant plus an offset in
+    /// `[0, jitter)` fixed by the job id and the instant (the same on every node), such as
+    /// `30s`; less than `every`. The firing keeps its instant as its id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(example = "30s"))]
+    pub jitter: Option<String>,
+    /// Cron and `every` only: names of calendars whose instants this job skips (each skip
+    /// is recorded in its ledger as `excluded`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(example = json!(["de-holidays"])))]
+    pub exclude: Vec<String>,
     /// One-shot at this instant (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<DateTime<Utc>>,
@@ -141,6 +152,8 @@ pub struct Job {
     pub dedup: Option<Dedup>,
     /// Run limits: `max_runs` and `pause_after_failures`, checked.
     pub limits: RunLimits,
+    /// Jitter in ms (0: none).
+    pub jitter_ms: i64,
 }
 
 /// A job's run limits (see [`JobSpec::max_runs`] and [`JobSpec::pause_after_failures`]).
@@ -257,6 +270,8 @@ impl JobSpec {
             cron: None,
             tz: None,
             every: None,
+            jitter: None,
+            exclude: Vec::new(),
             at: None,
             after: None,
             start_at: None,
@@ -310,6 +325,18 @@ impl JobSpec {
     /// Deduplicate this task on enqueue (see [`DedupSpec`]).
     pub fn dedup(mut self, dedup: DedupSpec) -> Self {
         self.dedup = Some(dedup);
+        self
+    }
+
+    /// Release each firing at a deterministic offset in `[0, jitter)` after its instant.
+    pub fn jitter(mut self, jitter: impl Into<String>) -> Self {
+        self.jitter = Some(jitter.into());
+        self
+    }
+
+    /// Skip the instants the named calendars exclude.
+    pub fn exclude<S: Into<String>>(mut self, calendars: impl IntoIterator<Item = S>) -> Self {
+        self.exclude = calendars.into_iter().map(Into::into).collect();
         self
     }
 
@@ -474,6 +501,17 @@ impl JobSpec {
             return Err(ValidationError::new("timeout", "must be greater than zero"));
         }
         let retry = RetryPolicy::from_spec(self.retry.as_ref())?;
+        let jitter_ms = match &self.jitter {
+            Some(j) => super::jitter::validate_jitter(j, &schedule)?,
+            None => 0,
+        };
+        super::calendar::validate_exclude(&self.exclude)?;
+        if !self.exclude.is_empty() && matches!(schedule, Schedule::Once { .. }) {
+            return Err(ValidationError::new(
+                "exclude",
+                "applies only to cron and every schedules, not to one-shot jobs",
+            ));
+        }
         let dedup = match &self.dedup {
             Some(_) if !matches!(schedule, Schedule::Once { .. }) => {
                 return Err(ValidationError::new(
@@ -521,6 +559,7 @@ impl JobSpec {
             retry,
             dedup,
             limits,
+            jitter_ms,
         })
     }
 }
@@ -546,6 +585,29 @@ impl Job {
         match self.schedule {
             Schedule::Once { at_ms } => Some(at_ms),
             _ => self.next_after(now_ms),
+        }
+    }
+
+    /// The offset past `nominal_ms` its firing is released at (0 without jitter).
+    pub fn jitter_offset(&self, nominal_ms: i64) -> i64 {
+        super::jitter::jitter_offset(&self.spec.id, nominal_ms, self.jitter_ms)
+    }
+
+    /// When the firing at `nominal_ms` is released: the instant plus its jitter offset.
+    pub fn release_at(&self, nominal_ms: i64) -> i64 {
+        nominal_ms + self.jitter_offset(nominal_ms)
+    }
+
+    /// The first firing after `at_ms` whose release comes after `until_ms`: where a late
+    /// job resumes its schedule (the first firing not yet late).
+    pub fn next_released_after(&self, at_ms: i64, until_ms: i64) -> Option<i64> {
+        let mut t = at_ms.max(until_ms - self.jitter_ms);
+        loop {
+            let n = self.next_after(t)?;
+            if self.release_at(n) > until_ms {
+                return Some(n);
+            }
+            t = n;
         }
     }
 
@@ -636,6 +698,65 @@ mod tests {
             field_of(JobSpec::after("a", "1s", "log").dedup(DedupSpec::key("k", "0s"))),
             "dedup.window"
         );
+    }
+
+    #[test]
+    fn jitter_is_bounded_and_for_recurring_jobs_only() {
+        let err = |s: JobSpec| s.validate(&ctx()).unwrap_err();
+        let e = err(JobSpec::every("a", "1m", "log").jitter("1m"));
+        assert_eq!(e.field, "jitter");
+        assert!(e.message.contains("less than every (60000ms)"), "{e}");
+        assert_eq!(
+            err(JobSpec::after("a", "1m", "log").jitter("1s")).field,
+            "jitter"
+        );
+        assert_eq!(
+            err(JobSpec::every("a", "1m", "log").jitter("0s")).field,
+            "jitter"
+        );
+        assert_eq!(
+            err(JobSpec::every("a", "1m", "log").jitter("soon")).field,
+            "jitter"
+        );
+        assert_eq!(
+            err(JobSpec::cron("a", "@hourly", "log").jitter("25h")).field,
+            "jitter"
+        );
+        let job = JobSpec::every("a", "1m", "log")
+            .jitter("59s")
+            .validate(&ctx())
+            .unwrap();
+        assert_eq!(job.jitter_ms, 59_000);
+        let cron = JobSpec::cron("a", "0 * * * *", "log")
+            .jitter("30m")
+            .validate(&ctx())
+            .unwrap();
+        // Two validations (two nodes) release each firing at the same instant.
+        let again = JobSpec::cron("a", "0 * * * *", "log")
+            .jitter("30m")
+            .validate(&ctx())
+            .unwrap();
+        let mut t = 0;
+        for _ in 0..100 {
+            let n = cron.next_after(t).unwrap();
+            assert_eq!(cron.release_at(n), again.release_at(n));
+            assert!((n..n + 1_800_000).contains(&cron.release_at(n)));
+            t = n;
+        }
+    }
+
+    #[test]
+    fn a_late_jittered_job_resumes_at_the_first_firing_not_yet_released() {
+        let job = JobSpec::every("a", "10s", "log")
+            .jitter("9s")
+            .validate(&ctx())
+            .unwrap();
+        // Firings at 1_010_000 + 10 s k; find one whose release is after `until`.
+        let until = 1_100_000;
+        let n = job.next_released_after(1_010_000, until).unwrap();
+        assert!(job.release_at(n) > until);
+        let prev = n - 10_000;
+        assert!(prev <= 1_010_000 || job.release_at(prev) <= until);
     }
 
     #[test]

@@ -87,10 +87,18 @@ impl Store {
                 && a.overlap == "allow"
                 && sentinel.is_none()
                 && !ledger;
-            if common && !a.compact {
+            // A jittered firing's options start "j<offset>|".
+            let jitter = if a.jitter_ms > 0 {
+                format!("j{}|", a.jitter_ms)
+            } else {
+                String::new()
+            };
+            if common && !a.compact && jitter.is_empty() {
                 inv.arg(a.tolerance_ms);
+            } else if common && !a.compact {
+                inv.arg(format!("{jitter}{}", a.tolerance_ms));
             } else if common {
-                inv.arg(format!("t{}", a.tolerance_ms));
+                inv.arg(format!("{jitter}t{}", a.tolerance_ms));
             } else {
                 let flag = |b: bool| if b { '1' } else { '0' };
                 let overlap = match a.overlap {
@@ -99,7 +107,7 @@ impl Store {
                     _ => 'a',
                 };
                 let mut opts = format!(
-                    "s{}|{}{}{}{}{}{}|{}",
+                    "{jitter}s{}|{}{}{}{}{}{}|{}",
                     a.tolerance_ms,
                     flag(a.misfire_applied),
                     flag(a.run),

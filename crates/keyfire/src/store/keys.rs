@@ -515,6 +515,19 @@ impl Keys {
         }
     }
 
+    // Calendars (`store::calendars`).
+
+    /// HASH of every calendar: name -> its spec as JSON.
+    pub fn calendars(&self) -> String {
+        format!("{}:calendars", self.tag)
+    }
+
+    /// SET of the jobs that named a calendar in `exclude` when written (a superset: a job
+    /// changed or deleted since is dropped from it when the calendar's deletion checks it).
+    pub fn calendar_users(&self, name: &str) -> String {
+        format!("{}:calendar-users:{name}", self.tag)
+    }
+
     // Flow control (`store::flow_limits`).
 
     /// SET of every limit key that has a limit (meta key: nodes read it to know which keys

@@ -65,6 +65,8 @@ pub enum SkipReason {
     Updated,
     /// Runs still in progress could make up the job's `max_runs` (or it reached it).
     MaxRuns,
+    /// A calendar the job names in `exclude` excludes this instant.
+    Excluded,
     /// A reason this version does not know (written by a later one).
     #[serde(other)]
     Other,
@@ -82,6 +84,7 @@ impl SkipReason {
             Self::Deleted => "deleted",
             Self::Updated => "updated",
             Self::MaxRuns => "max_runs",
+            Self::Excluded => "excluded",
             Self::Other => "other",
         }
     }

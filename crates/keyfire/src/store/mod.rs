@@ -5,6 +5,7 @@ mod scripts;
 pub(crate) use scripts::script;
 
 mod backfill;
+mod calendars;
 mod callbacks;
 mod cancel;
 mod conn;

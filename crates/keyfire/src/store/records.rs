@@ -419,6 +419,9 @@ pub struct ClaimArgs<'a> {
     /// The job's `max_runs`: the firing runs only while its successes and open firings
     /// are fewer.
     pub max_runs: Option<u64>,
+    /// The firing's jitter offset (0: none): it is claimed no earlier than `at_ms` plus this,
+    /// and its lateness is judged from then.
+    pub jitter_ms: i64,
 }
 
 /// A range of late instants a misfire plan drops: the ledger's record of them.

@@ -429,3 +429,58 @@ async fn a_burst_past_the_claims_ahead_runs_through_without_holding_back() {
     assert_eq!(held, 0, "firings claimed ahead were queued again");
     node.shutdown().await;
 }
+
+/// A jittered job on two nodes: each firing runs once, no earlier than its instant plus its
+/// offset (the fixed hash of job and instant every node computes alike) and within the
+/// jitter bound of its instant, and its firing id is its instant, not its release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_jittered_job_fires_within_its_bound_under_its_nominal_id() {
+    let w = World::new().await;
+    let nodes = [w.node("a").await, w.node("b").await];
+    let client = w.client().await;
+    let (every, jitter) = (2_000, 1_900);
+    client
+        .upsert(JobSpec::every("jit", "2s", "rec").jitter("1900ms"))
+        .await
+        .unwrap();
+    w.recorder.wait_count(4, Duration::from_secs(30)).await;
+    client.pause("jit").await.unwrap();
+    w.wait_idle(Duration::from_secs(5)).await;
+
+    let mut seen = w.recorder.seen_of("jit");
+    seen.sort_by_key(|s| s.scheduled_ms);
+    assert!(doubles(&seen).is_empty(), "doubles: {:?}", doubles(&seen));
+    assert!(seen.len() >= 4);
+    for pair in seen.windows(2) {
+        assert_eq!(
+            pair[1].scheduled_ms - pair[0].scheduled_ms,
+            every,
+            "{seen:?}"
+        );
+    }
+    let mut offsets = Vec::new();
+    for s in &seen {
+        assert_eq!(s.firing_id, format!("jit:{}", s.scheduled_ms), "nominal id");
+        let offset = keyfire::job::jitter_offset("jit", s.scheduled_ms, jitter);
+        offsets.push(offset);
+        assert!(
+            s.claimed_ms >= s.scheduled_ms + offset,
+            "claimed before its release (offset {offset}): {s:?}"
+        );
+        // Within the bound, with a second of slack for a debug build on a busy machine.
+        assert!(
+            s.claimed_ms < s.scheduled_ms + jitter + 1_000,
+            "claimed past its jitter bound: {s:?}"
+        );
+    }
+    eprintln!(
+        "jitter: offsets {offsets:?}, lateness after release {:?}",
+        seen.iter()
+            .zip(&offsets)
+            .map(|(s, o)| s.claimed_ms - s.scheduled_ms - o)
+            .collect::<Vec<_>>()
+    );
+    for n in nodes {
+        n.shutdown().await;
+    }
+}

@@ -5,6 +5,7 @@
 mod backfill;
 mod batching;
 mod bulk;
+mod calendars;
 mod cancel;
 mod changes;
 mod compact;

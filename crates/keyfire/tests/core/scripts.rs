@@ -37,6 +37,7 @@ pub(crate) async fn claim_args<'a>(
         compact: stored.compact,
         dropped: None,
         max_runs: None,
+        jitter_ms: 0,
     }
 }
 

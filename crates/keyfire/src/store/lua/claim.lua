@@ -56,6 +56,9 @@
 --   fewer than that: otherwise it is skipped (`max_runs` in the ledger), and a job that
 --   reached it is finished (`stopped` max_runs, a `finish` message). An open firing with no
 --   lease and no queued attempt left (cancelled, dropped) no longer counts.
+--   Any of these forms may be prefixed "j<offset>|": a jittered firing, released at its
+--     instant plus the offset: it is early until then, and late past the tolerance from then
+--     (its instant stays its id, its CAS value and its ledger instant)
 --   Each instant that does not run gets its skip record in the ledger here: the late ones the
 --   misfire policy drops (misfire, merged, catch_up_limit; paused when the range began while
 --   the job was paused, before its resume), one refused by overlap forbid (overlap).
@@ -230,13 +233,15 @@ end
 
 local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tolerance, applied,
                      run, missed, overlap, compact, ledger, lopts, reason, first, last, max,
-                     attempts)
+                     attempts, jitter)
   -- An instant in ms is an integer below 2^53: Redis writes its score as those digits, so
   -- the texts compare (the caller writes the instant the same way).
   local again = met[id]
   if again then flush() end
   met[id] = true
   local at = num[at_s]
+  -- When it is released: its instant, or later by its jitter offset.
+  local due = at + jitter
   local fields
   -- A compact task's record: the fields its job hash gets when it is expanded.
   local record = nil
@@ -248,12 +253,12 @@ local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tole
       score = scores[i]
     end
     if score ~= at_s then return 0, 'stale' end
-    if at > now then return 2, at - now end
+    if due > now then return 2, due - now end
     local rec = redis.call('HGET', bucket, id)
     if not rec then return 3, '0' end
     local g = string.match(rec, '^(%d+)|')
     if g .. '.1' ~= version then return 3, '1' end
-    if applied ~= '1' and at < now - tolerance then return 4, now end
+    if applied ~= '1' and due < now - tolerance then return 4, now end
     if run == '1' and nxt == '' then
       -- A compact task stays compact while its firing runs, and after (see task_lib.lua):
       -- its due entry's removal and its run's lease are all its claim writes.
@@ -273,10 +278,10 @@ local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tole
     -- moves or removes the entry writes it in the same step.
     fields = redis.call('HMGET', job, 'version', 'active', 'gen', 'runs', 'next')
     if fields[5] ~= at_s then return 0, 'stale' end
-    if at > now then return 2, at - now end
+    if due > now then return 2, due - now end
   end
   if (fields[3] or '0') .. '.' .. (fields[1] or '0') ~= version then return 3, fields[1] or '0' end
-  if applied ~= '1' and at < now - tolerance then return 4, now end
+  if applied ~= '1' and due < now - tolerance then return 4, now end
 
   local fid = id .. ':' .. at_s
   if run == '0' then
@@ -340,6 +345,13 @@ for i = 1, n do
   local a = 5 + 5 * (i - 1)
   local opts = ARGV[a + 5]
   local first = string.byte(opts, 1)
+  local jitter = 0
+  if first == 106 then
+    local j, rest = string.match(opts, '^j(%d+)|(.*)$')
+    assert(j, 'claim: bad jitter option')
+    jitter, opts = j + 0, rest
+    first = string.byte(opts, 1)
+  end
   local applied, run, compact, sentinel, overlap, missed = '0', '1', '0', false, 'allow', '0'
   local tolerance, ledger, lopts, reason, from, to = nil, false, nil, '', nil, nil
   local max, attempts = nil, nil
@@ -388,7 +400,7 @@ for i = 1, n do
   end
   local code, arg = claim(i, job, next_sentinel, bucket,
     ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], tolerance, applied, run,
-    missed, overlap, compact, ledger, lopts, reason, from, to, max, attempts)
+    missed, overlap, compact, ledger, lopts, reason, from, to, max, attempts, jitter)
   reply[#reply + 1] = code
   reply[#reply + 1] = arg
 end

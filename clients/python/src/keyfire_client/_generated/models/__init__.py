@@ -5,7 +5,10 @@ from .added import Added
 from .backfill_request import BackfillRequest
 from .backfill_view import BackfillView
 from .bulk_changed import BulkChanged
+from .calendar_list import CalendarList
+from .calendar_spec import CalendarSpec
 from .cancel_view import CancelView
+from .date_range import DateRange
 from .dead_count import DeadCount
 from .dead_letter_view import DeadLetterView
 from .dead_list import DeadList
@@ -101,7 +104,10 @@ __all__ = (
     "BackfillRequest",
     "BackfillView",
     "BulkChanged",
+    "CalendarList",
+    "CalendarSpec",
     "CancelView",
+    "DateRange",
     "DeadCount",
     "DeadLetterView",
     "DeadList",

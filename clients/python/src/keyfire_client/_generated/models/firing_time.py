@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
 
 T = TypeVar("T", bound="FiringTime")
 
@@ -16,16 +18,26 @@ class FiringTime:
     Attributes:
         local (str): The same instant in the job's zone (RFC 3339 with its offset). Example: 2026-03-09T09:00:00+01:00.
         utc (str): The instant in UTC (RFC 3339). Example: 2026-03-09T08:00:00Z.
+        fires_at (None | str | Unset): Only for a job with `jitter`: when it fires, its instant plus its offset (UTC).
+            The
+            instant above stays its firing id. Example: 2026-03-09T08:00:17.342Z.
     """
 
     local: str
     utc: str
+    fires_at: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         local = self.local
 
         utc = self.utc
+
+        fires_at: None | str | Unset
+        if isinstance(self.fires_at, Unset):
+            fires_at = UNSET
+        else:
+            fires_at = self.fires_at
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -35,6 +47,8 @@ class FiringTime:
                 "utc": utc,
             }
         )
+        if fires_at is not UNSET:
+            field_dict["fires_at"] = fires_at
 
         return field_dict
 
@@ -45,9 +59,19 @@ class FiringTime:
 
         utc = d.pop("utc")
 
+        def _parse_fires_at(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        fires_at = _parse_fires_at(d.pop("fires_at", UNSET))
+
         firing_time = cls(
             local=local,
             utc=utc,
+            fires_at=fires_at,
         )
 
         firing_time.additional_properties = d

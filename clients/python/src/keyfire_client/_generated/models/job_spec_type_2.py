@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -19,6 +19,8 @@ class JobSpecType2:
         after (None | Unset):
         cron (None | Unset):
         every (None | Unset):
+        exclude (list[str] | Unset):
+        jitter (None | Unset):
         tz (None | Unset):
     """
 
@@ -26,6 +28,8 @@ class JobSpecType2:
     after: None | Unset = UNSET
     cron: None | Unset = UNSET
     every: None | Unset = UNSET
+    exclude: list[str] | Unset = UNSET
+    jitter: None | Unset = UNSET
     tz: None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -37,6 +41,12 @@ class JobSpecType2:
         cron = self.cron
 
         every = self.every
+
+        exclude: list[str] | Unset = UNSET
+        if not isinstance(self.exclude, Unset):
+            exclude = self.exclude
+
+        jitter = self.jitter
 
         tz = self.tz
 
@@ -53,6 +63,10 @@ class JobSpecType2:
             field_dict["cron"] = cron
         if every is not UNSET:
             field_dict["every"] = every
+        if exclude is not UNSET:
+            field_dict["exclude"] = exclude
+        if jitter is not UNSET:
+            field_dict["jitter"] = jitter
         if tz is not UNSET:
             field_dict["tz"] = tz
 
@@ -69,6 +83,10 @@ class JobSpecType2:
 
         every = d.pop("every", UNSET)
 
+        exclude = cast(list[str], d.pop("exclude", UNSET))
+
+        jitter = d.pop("jitter", UNSET)
+
         tz = d.pop("tz", UNSET)
 
         job_spec_type_2 = cls(
@@ -76,6 +94,8 @@ class JobSpecType2:
             after=after,
             cron=cron,
             every=every,
+            exclude=exclude,
+            jitter=jitter,
             tz=tz,
         )
 

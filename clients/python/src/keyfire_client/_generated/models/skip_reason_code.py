@@ -4,7 +4,7 @@ from enum import StrEnum
 class SkipReasonCode(StrEnum):
     CATCH_UP_LIMIT = "catch_up_limit"
     DELETED = "deleted"
-    MAX_RUNS = "max_runs"
+    EXCLUDED = "excluded"
     MERGED = "merged"
     MISFIRE = "misfire"
     OTHER = "other"

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -18,12 +18,16 @@ class StoredJobSpecType2:
         at (str):
         cron (None | Unset):
         every (None | Unset):
+        exclude (list[str] | Unset):
+        jitter (None | Unset):
         tz (None | Unset):
     """
 
     at: str
     cron: None | Unset = UNSET
     every: None | Unset = UNSET
+    exclude: list[str] | Unset = UNSET
+    jitter: None | Unset = UNSET
     tz: None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -33,6 +37,12 @@ class StoredJobSpecType2:
         cron = self.cron
 
         every = self.every
+
+        exclude: list[str] | Unset = UNSET
+        if not isinstance(self.exclude, Unset):
+            exclude = self.exclude
+
+        jitter = self.jitter
 
         tz = self.tz
 
@@ -47,6 +57,10 @@ class StoredJobSpecType2:
             field_dict["cron"] = cron
         if every is not UNSET:
             field_dict["every"] = every
+        if exclude is not UNSET:
+            field_dict["exclude"] = exclude
+        if jitter is not UNSET:
+            field_dict["jitter"] = jitter
         if tz is not UNSET:
             field_dict["tz"] = tz
 
@@ -61,12 +75,18 @@ class StoredJobSpecType2:
 
         every = d.pop("every", UNSET)
 
+        exclude = cast(list[str], d.pop("exclude", UNSET))
+
+        jitter = d.pop("jitter", UNSET)
+
         tz = d.pop("tz", UNSET)
 
         stored_job_spec_type_2 = cls(
             at=at,
             cron=cron,
             every=every,
+            exclude=exclude,
+            jitter=jitter,
             tz=tz,
         )
 

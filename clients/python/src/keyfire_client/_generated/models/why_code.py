@@ -2,6 +2,7 @@ from enum import StrEnum
 
 
 class WhyCode(StrEnum):
+    EXCLUDED = "excluded"
     FINISHED = "finished"
     FLOW_LIMITED = "flow_limited"
     MAX_RUNS_REACHED = "max_runs_reached"

@@ -135,9 +135,10 @@ def sync_detailed(
         if_match (str | Unset):
         body (JobSpecType0 | JobSpecType1 | JobSpecType2 | JobSpecType3): A job as a client
             declares it. Exactly one of `cron`, `every`, `at` and `after` gives the schedule (the
-            others absent or null), and `tz` goes only with `cron`. `after` is resolved to `at` by
-            Redis's clock on each write. `dedup` is for enqueued tasks (`POST /v1/tasks`) and refused
-            here, except a deduplicated task's own declaration written back unchanged.
+            others absent or null), `tz` goes only with `cron`, and `jitter` only with `cron` or
+            `every` (less than `every`). `after` is resolved to `at` by Redis's clock on each write.
+            `dedup` is for enqueued tasks (`POST /v1/tasks`) and refused here, except a deduplicated
+            task's own declaration written back unchanged.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -171,9 +172,10 @@ def sync(
         if_match (str | Unset):
         body (JobSpecType0 | JobSpecType1 | JobSpecType2 | JobSpecType3): A job as a client
             declares it. Exactly one of `cron`, `every`, `at` and `after` gives the schedule (the
-            others absent or null), and `tz` goes only with `cron`. `after` is resolved to `at` by
-            Redis's clock on each write. `dedup` is for enqueued tasks (`POST /v1/tasks`) and refused
-            here, except a deduplicated task's own declaration written back unchanged.
+            others absent or null), `tz` goes only with `cron`, and `jitter` only with `cron` or
+            `every` (less than `every`). `after` is resolved to `at` by Redis's clock on each write.
+            `dedup` is for enqueued tasks (`POST /v1/tasks`) and refused here, except a deduplicated
+            task's own declaration written back unchanged.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -202,9 +204,10 @@ async def asyncio_detailed(
         if_match (str | Unset):
         body (JobSpecType0 | JobSpecType1 | JobSpecType2 | JobSpecType3): A job as a client
             declares it. Exactly one of `cron`, `every`, `at` and `after` gives the schedule (the
-            others absent or null), and `tz` goes only with `cron`. `after` is resolved to `at` by
-            Redis's clock on each write. `dedup` is for enqueued tasks (`POST /v1/tasks`) and refused
-            here, except a deduplicated task's own declaration written back unchanged.
+            others absent or null), `tz` goes only with `cron`, and `jitter` only with `cron` or
+            `every` (less than `every`). `after` is resolved to `at` by Redis's clock on each write.
+            `dedup` is for enqueued tasks (`POST /v1/tasks`) and refused here, except a deduplicated
+            task's own declaration written back unchanged.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -236,9 +239,10 @@ async def asyncio(
         if_match (str | Unset):
         body (JobSpecType0 | JobSpecType1 | JobSpecType2 | JobSpecType3): A job as a client
             declares it. Exactly one of `cron`, `every`, `at` and `after` gives the schedule (the
-            others absent or null), and `tz` goes only with `cron`. `after` is resolved to `at` by
-            Redis's clock on each write. `dedup` is for enqueued tasks (`POST /v1/tasks`) and refused
-            here, except a deduplicated task's own declaration written back unchanged.
+            others absent or null), `tz` goes only with `cron`, and `jitter` only with `cron` or
+            `every` (less than `every`). `after` is resolved to `at` by Redis's clock on each write.
+            `dedup` is for enqueued tasks (`POST /v1/tasks`) and refused here, except a deduplicated
+            task's own declaration written back unchanged.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
