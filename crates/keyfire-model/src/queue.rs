@@ -8,7 +8,8 @@
 //! delivery either way). Faults: a consumer crashes (what it holds is forgotten) or pauses
 //! for any length; Redis restarts from its AOF losing the last tick.
 //!
-//! One topic of one lane; task `t` is added with a delay of `t` ticks (task 0 ready at once);
+//! One topic of one lane; task `t` is added (in the first ticks) with a delay of `t` ticks
+//! (task 0 ready at once);
 //! `ttr` is [`TTR`] ticks, [`MAX_DELIVERIES`] deliveries before a task is dead.
 
 use std::fmt;
@@ -169,8 +170,10 @@ impl Model for Queue {
         if s.now < self.end() {
             out.push(Step::Tick);
         }
-        for t in 0..self.tasks {
-            out.push(Step::Add(t));
+        if s.now <= self.last_fault {
+            for t in 0..self.tasks {
+                out.push(Step::Add(t));
+            }
         }
         out.push(Step::Promote);
         out.push(Step::Requeue);

@@ -224,9 +224,9 @@ pub struct Ghost {
     pub oks: Vec<u8>,
     /// Per firing: attempts taken over (bit `a`: attempt `a` lost its lease to a takeover).
     pub taken: Vec<u8>,
-    /// Per firing: a claim or success of it reached the replica before its node went on
-    /// (wait_replicas 1); then the firing was claimed again.
-    pub acked: Vec<bool>,
+    /// Per firing: bit 1, its first claim reached the replica before its handler started
+    /// (wait_replicas 1); bit 2, its success reached the replica.
+    pub acked: Vec<u8>,
     /// A firing acknowledged by the replica was claimed again.
     pub rerun_acked: bool,
 }
@@ -401,7 +401,7 @@ impl Model for Sched {
                 claims: vec![0; f],
                 oks: vec![0; f],
                 taken: vec![0; f],
-                acked: vec![false; f],
+                acked: vec![0; f],
                 rerun_acked: false,
             },
         }]
@@ -614,7 +614,7 @@ impl Sched {
                     expiry: now + LEASE,
                 });
                 s.ghost.claims[f as usize] += 1;
-                if s.ghost.acked[f as usize] {
+                if s.ghost.acked[f as usize] != 0 {
                     s.ghost.rerun_acked = true;
                 }
                 s.nodes[n as usize].runs[f as usize] = Some(self.started(1, now));
@@ -641,7 +641,8 @@ impl Sched {
                     node: n,
                     expiry: now + LEASE,
                 });
-                if s.ghost.acked[f as usize] {
+                // A retry after a failure is no re-run; one after a success the replica had is.
+                if s.ghost.acked[f as usize] & 2 != 0 {
                     s.ghost.rerun_acked = true;
                 }
                 s.nodes[n as usize].runs[f as usize] = Some(self.started(attempt, now));
@@ -788,8 +789,11 @@ impl Sched {
                         n.up && matches!(n.runs[f], Some(Run::Waiting { attempt: 1, .. }))
                     });
                     let ok = s.data.firings[f].records.iter().any(|r| r.1 == Outcome::Ok);
-                    if claimed || ok {
-                        s.ghost.acked[f] = true;
+                    if claimed {
+                        s.ghost.acked[f] |= 1;
+                    }
+                    if ok {
+                        s.ghost.acked[f] |= 2;
                     }
                 }
                 // WAIT answers: the handlers start.
