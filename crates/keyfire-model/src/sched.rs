@@ -76,7 +76,7 @@ pub enum RedisFaults {
 /// The model: how many nodes and firings, which faults, the time bound.
 #[derive(Clone, Debug)]
 pub struct Sched {
-    /// Nodes (2 exhaustive, 3 simulated).
+    /// Nodes (2 checked exhaustively, 3 up to a depth).
     pub nodes: u8,
     /// Firings: firing `f` is due at tick `f + 1`.
     pub firings: u8,
