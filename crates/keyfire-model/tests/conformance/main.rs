@@ -103,7 +103,8 @@ fn queue_scripts_follow_the_model() {
     let (_server, mut con) = redis();
     let scripts = queue::Scripts::real();
     let mut seen = Coverage::default();
-    for seed in 0..WALKS {
+    // Twice as many walks: a task dies only after two deliveries expire unfinished.
+    for seed in 0..WALKS * 2 {
         if let Err(e) = queue::walk(&mut con, &scripts, seed, STEPS, &mut seen) {
             panic!("seed {seed}: {e}");
         }
