@@ -282,11 +282,13 @@ fn run(con: &mut redis::Connection, s: &Scripts, m: &Sched, call: Call) -> Resul
                 .key(key("outbox"))
                 .key(key("outbox:data"))
                 .key(key("cancels"))
+                .key(key("due"))
                 .key(key(&format!("job:{}", job(f))))
                 .key(key(&format!("runs:{}", job(f))))
                 .arg(100)
                 .arg(100)
                 .arg(86_400_000)
+                .arg(key("changes"))
                 .arg(&member)
                 .arg(job(f))
                 .arg(&record);
