@@ -62,8 +62,10 @@ pub struct RedisSettings {
     /// cluster mode shards spread over the masters). 1..=1024.
     pub shards: u32,
     /// After a claim or a recorded outcome, wait until this many replicas acknowledged it
-    /// (`WAIT`) before running the handler. With 1 and a healthy replica, a failover cannot
-    /// lose a claim, so it cannot run a firing twice. 0 (default): do not wait.
+    /// (`WAIT`) before running the handler. With 1, a failover loses no claim the replica
+    /// acknowledged, so such a firing does not run twice. A claim whose `WAIT` timed out or
+    /// failed (the master failed first) runs anyway, and a failover may then run it again
+    /// (docs/architecture.md, "The protocol, model-checked"). 0 (default): do not wait.
     pub wait_replicas: u32,
     /// Longest `WAIT` for [`RedisSettings::wait_replicas`]; past it the firing runs anyway
     /// (availability first) and `keyfire_unreplicated_writes_total` counts it.
