@@ -148,6 +148,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/jobs/{id}/backfill": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run each instant of the job's schedule from `from` to `to` once, each as a firing of its
+         *     own (its id names the instant), at `rate` runs per second.
+         * @description Instants a firing ran, runs or waits for already are skipped (the run history, dead
+         *     letters, runs in progress, queued attempts, earlier backfills; from the job's creation to
+         *     its last firing, what its ledger does not name as skipped), so sending the same backfill
+         *     again queues nothing. The runs wait in Redis as queued attempts: any node runs them.
+         */
+        post: operations["backfill_job"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs/{id}/cancel": {
         parameters: {
             query?: never;
@@ -460,7 +484,11 @@ export interface paths {
          *
          *     With `dedup` (a `key`, or `content: true`, and a `window`; no `id`), a task enqueued with
          *     the same dedup key within its window is answered with 200 and `"duplicate": true`, and
-         *     nothing is created; after the window a new task is created (201).
+         *     nothing is created; after the window a new task is created (201). `dedup.on_duplicate`
+         *     says what the duplicate does to that task while it is pending: `keep` (default),
+         *     `replace` (it takes this spec), `extend` (its instant moves to this one's, never earlier)
+         *     or `replace_extend`; `deduplicated` answers what it did. Once that task was claimed, a
+         *     `replace`/`extend` duplicate creates a new task (201).
          */
         post: operations["post_task"];
         delete?: never;
@@ -872,6 +900,7 @@ export interface components {
              * @description Ready at this instant (RFC 3339).
              */
             at?: string | null;
+            dedup?: components["schemas"]["DedupSpec"] | null;
             /**
              * @description Ready after this delay (`30s`, `5m`); at once when neither `delay` nor `at` is given.
              * @example 30s
@@ -890,6 +919,14 @@ export interface components {
              */
             payload?: unknown;
             /**
+             * Format: int64
+             * @description Its priority, 0 (default, lowest) to 9: pops take the highest ready first, in the
+             *     order they became ready within a level (strict: a lower level waits while a higher one
+             *     has ready tasks).
+             * @example 5
+             */
+            priority?: number | null;
+            /**
              * @description How long a consumer may hold it before it is handed to another (default `60s`).
              * @example 60s
              */
@@ -897,10 +934,69 @@ export interface components {
         };
         /** @description An added task. */
         Added: {
-            /** @description The task's id. */
+            /**
+             * @description Only for a duplicate (`dedup`): what it did to the task the key names: `kept`,
+             *     `replaced`, `extended` or `replaced_extended`.
+             * @example replaced
+             */
+            deduplicated?: string | null;
+            /** @description The task's id: with `dedup`, that of the task the key names when this was a duplicate. */
             id: string;
             /** @description Its topic. */
             topic: string;
+        };
+        /** @description The range to backfill, and how fast. */
+        BackfillRequest: {
+            /**
+             * Format: date-time
+             * @description The first instant of the range (included).
+             * @example 2026-03-01T00:00:00Z
+             */
+            from: string;
+            /**
+             * Format: double
+             * @description Runs per second, from 0.01 to 100 (default 10); a job's backfills run one after the
+             *     other at their rates.
+             * @example 10
+             */
+            rate?: number | null;
+            /**
+             * Format: date-time
+             * @description The last instant of the range (included); not in the future. The range may hold at
+             *     most 10,000 instants of the schedule.
+             * @example 2026-03-02T00:00:00Z
+             */
+            to: string;
+        };
+        /** @description What a backfill queued. */
+        BackfillView: {
+            /**
+             * Format: date-time
+             * @description When the first queued run is due.
+             */
+            first_at?: string | null;
+            /**
+             * Format: int64
+             * @description Instants of the schedule in the range.
+             */
+            instants: number;
+            /** @description The job. */
+            job_id: string;
+            /**
+             * Format: date-time
+             * @description When the last queued run is due.
+             */
+            last_at?: string | null;
+            /**
+             * Format: int64
+             * @description Those queued to run, each once, as firing `<job id>:<instant ms>`.
+             */
+            scheduled: number;
+            /**
+             * Format: int64
+             * @description Those skipped as already run (or running, queued, or still to come on the schedule).
+             */
+            skipped: number;
         };
         /** @description What a bulk pause or resume did. */
         BulkChanged: {
@@ -1049,7 +1145,17 @@ export interface components {
              */
             key?: string | null;
             /**
-             * @description How long the key holds after the first enqueue: more than zero, at most `24h`.
+             * @description What a duplicate does to the pending task the key names: `keep` (default: nothing),
+             *     `replace` (the task takes the duplicate's params or payload), `extend` (its due instant
+             *     moves to the duplicate's, never earlier) or `replace_extend` (both). Once that task was
+             *     claimed (popped), a duplicate under `replace`/`extend` creates a new task.
+             * @example extend
+             * @enum {string|null}
+             */
+            on_duplicate?: "keep" | "replace" | "extend" | "replace_extend" | null;
+            /**
+             * @description How long the key holds after the first enqueue: more than zero, at most `24h`. A
+             *     duplicate that replaces or extends the task renews it (from the duplicate).
              * @example 10m
              */
             window: string;
@@ -1276,6 +1382,12 @@ export interface components {
              */
             limit_key?: string | null;
             /**
+             * Format: int64
+             * @description End the job (status `finished`, reason `max_runs`) once this many firings of its
+             *     schedule succeeded (cron and every jobs; at least 1).
+             */
+            max_runs?: number | null;
+            /**
              * @description `fire_once` (default), `skip` or `catch_up`: what to do with firings found later than
              *     the tolerance.
              * @enum {string|null}
@@ -1294,6 +1406,12 @@ export interface components {
             overlap?: "allow" | "forbid" | "replace" | null;
             /** @description A JSON object given to the handler; absent (or null) gives none. */
             params?: Record<string, unknown> | null;
+            /**
+             * Format: int64
+             * @description Pause the job (reason `failures`) after this many firings in a row failed (a firing
+             *     fails when its last attempt fails; a success, or a resume, starts the count again).
+             */
+            pause_after_failures?: number | null;
             retry?: components["schemas"]["RetrySpec"] | null;
             /**
              * Format: date-time
@@ -1394,6 +1512,12 @@ export interface components {
              */
             limit_key?: string | null;
             /**
+             * Format: int64
+             * @description End the job (status `finished`, reason `max_runs`) once this many firings of its
+             *     schedule succeeded (cron and every jobs; at least 1).
+             */
+            max_runs?: number | null;
+            /**
              * @description `fire_once` (default), `skip` or `catch_up`: what to do with firings found later than
              *     the tolerance.
              * @enum {string|null}
@@ -1412,6 +1536,12 @@ export interface components {
             overlap?: "allow" | "forbid" | "replace" | null;
             /** @description A JSON object given to the handler; absent (or null) gives none. */
             params?: Record<string, unknown> | null;
+            /**
+             * Format: int64
+             * @description Pause the job (reason `failures`) after this many firings in a row failed (a firing
+             *     fails when its last attempt fails; a success, or a resume, starts the count again).
+             */
+            pause_after_failures?: number | null;
             retry?: components["schemas"]["RetrySpec"] | null;
             /**
              * Format: date-time
@@ -1473,6 +1603,12 @@ export interface components {
              */
             dead?: number;
             /**
+             * @description Only in the answer to an enqueue that was a duplicate: what it did to this task, as its
+             *     `dedup.on_duplicate` says: `kept`, `replaced`, `extended` or `replaced_extended`.
+             * @example extended
+             */
+            deduplicated?: string | null;
+            /**
              * @description Only in the answer to an enqueue, and only when true: a task enqueued with the same
              *     dedup key within its window exists, and this is that task (nothing was created).
              */
@@ -1501,6 +1637,7 @@ export interface components {
             next_at?: string | null;
             /** @description The next five firings (fewer when the schedule ends; none while paused or finished). */
             next_firings: components["schemas"]["FiringTime"][];
+            run_limits?: components["schemas"]["RunLimitsView"] | null;
             /**
              * Format: int64
              * @description Runs started (attempts claimed; a run in progress counts).
@@ -1728,6 +1865,11 @@ export interface components {
             /** @description Its payload: any JSON value, as it was added. */
             payload: unknown;
             /**
+             * Format: int64
+             * @description Its priority, 0 to 9 (higher first).
+             */
+            priority: number;
+            /**
              * Format: date-time
              * @description When it (last) became ready.
              */
@@ -1768,6 +1910,27 @@ export interface components {
             max_attempts?: number | null;
             /** @description Cap of an exponential backoff (default `5m`). */
             max_interval?: string | null;
+        };
+        /** @description A job's run limits at work. */
+        RunLimitsView: {
+            /**
+             * Format: int64
+             * @description Failed firings in a row, counted toward `pause_after_failures` (a success or a resume
+             *     sets it back to 0).
+             */
+            failure_streak: number;
+            /**
+             * @description Why keyfire stopped the job itself: `max_runs` (finished: it reached `max_runs`
+             *     successful firings) or `failures` (paused: `pause_after_failures` firings in a row
+             *     failed); absent when they did not stop it.
+             * @example failures
+             */
+            stopped?: string | null;
+            /**
+             * Format: int64
+             * @description Successful firings of the schedule, counted toward `max_runs`.
+             */
+            succeeded: number;
         };
         /** @description A job's runs, newest first. */
         RunList: {
@@ -1823,7 +1986,7 @@ export interface components {
          * @description Why an instant did not run.
          * @enum {string}
          */
-        SkipReasonCode: "misfire" | "merged" | "catch_up_limit" | "overlap" | "paused" | "deleted" | "updated" | "excluded" | "other";
+        SkipReasonCode: "misfire" | "merged" | "catch_up_limit" | "overlap" | "paused" | "deleted" | "updated" | "max_runs" | "excluded" | "other";
         /** @description An instant, or a range of instants, that was due and did not run. */
         SkipView: {
             /**
@@ -1908,6 +2071,12 @@ export interface components {
              */
             limit_key?: string | null;
             /**
+             * Format: int64
+             * @description End the job (status `finished`, reason `max_runs`) once this many firings of its
+             *     schedule succeeded (cron and every jobs; at least 1).
+             */
+            max_runs?: number | null;
+            /**
              * @description `fire_once` (default), `skip` or `catch_up`: what to do with firings found later than
              *     the tolerance.
              * @enum {string|null}
@@ -1926,6 +2095,12 @@ export interface components {
             overlap?: "allow" | "forbid" | "replace" | null;
             /** @description The handler's params as stored; the `http` handler's signing secrets are shown as their fingerprints. */
             params?: unknown;
+            /**
+             * Format: int64
+             * @description Pause the job (reason `failures`) after this many firings in a row failed (a firing
+             *     fails when its last attempt fails; a success, or a resume, starts the count again).
+             */
+            pause_after_failures?: number | null;
             retry?: components["schemas"]["RetrySpec"] | null;
             /**
              * Format: date-time
@@ -2028,6 +2203,12 @@ export interface components {
             overlap?: "allow" | "forbid" | "replace" | null;
             /** @description A JSON object given to the handler; absent (or null) gives none. */
             params?: Record<string, unknown> | null;
+            /**
+             * Format: int64
+             * @description Pause the job (reason `failures`) after this many firings in a row failed (a firing
+             *     fails when its last attempt fails; a success, or a resume, starts the count again).
+             */
+            pause_after_failures?: number | null;
             retry?: components["schemas"]["RetrySpec"] | null;
             /**
              * Format: date-time
@@ -2080,6 +2261,11 @@ export interface components {
             max_deliveries: number;
             /** @description Its payload: any JSON value, as it was added (null once done or deleted). */
             payload: unknown;
+            /**
+             * Format: int64
+             * @description Its priority, 0 to 9 (higher first).
+             */
+            priority: number;
             /**
              * Format: date-time
              * @description When it last became ready.
@@ -2398,7 +2584,7 @@ export interface components {
          * @description A reason a job runs, or does not, now.
          * @enum {string}
          */
-        WhyCode: "paused" | "outside_window" | "finished" | "flow_limited" | "running" | "retrying" | "no_node" | "no_handler" | "redis_full" | "excluded" | "overdue" | "waiting";
+        WhyCode: "paused" | "paused_after_failures" | "max_runs_reached" | "outside_window" | "finished" | "flow_limited" | "running" | "retrying" | "no_node" | "no_handler" | "redis_full" | "excluded" | "overdue" | "waiting";
         /** @description A flow limit that holds the job's firings back. */
         WhyLimit: {
             /**
@@ -3463,6 +3649,146 @@ export interface operations {
             };
             /** @description No such job */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    backfill_job: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The job's id
+                 * @example nightly-report
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "from": "2026-03-01T00:00:00Z",
+                 *       "rate": 5,
+                 *       "to": "2026-03-02T00:00:00Z"
+                 *     }
+                 */
+                "application/json": components["schemas"]["BackfillRequest"];
+            };
+        };
+        responses: {
+            /** @description The instants are queued */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackfillView"];
+                };
+            };
+            /** @description A path parameter is not UTF-8 once percent-decoded (`bad_path`). The body is not JSON (`malformed_json`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such job */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The job changed while the instants were queued (`conflict`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than `api.max_body_bytes` (`payload_too_large`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not sent as `application/json` (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description `to` before `from`, in the future, or past 10,000 instants; `rate` out of bounds; a one-shot or paused job (`id`). The body does not fit the schema, or a field breaks a rule the schema cannot state; `field` names it (`invalid`) */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6993,6 +7319,15 @@ export interface operations {
             };
         };
         responses: {
+            /** @description A duplicate (`dedup`): `deduplicated` says what it did to the task its key names, whose id this is */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Added"];
+                };
+            };
             /** @description Added (or an add with this id was already made to this topic) */
             201: {
                 headers: {

@@ -5,6 +5,7 @@ class SkipReasonCode(StrEnum):
     CATCH_UP_LIMIT = "catch_up_limit"
     DELETED = "deleted"
     EXCLUDED = "excluded"
+    MAX_RUNS = "max_runs"
     MERGED = "merged"
     MISFIRE = "misfire"
     OTHER = "other"
