@@ -75,6 +75,18 @@ fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
 }
 
+/// Run the CLI; it must exit with `want` and print `says`. What it printed, for more checks.
+fn cli_exits(url: &str, args: &[&str], want: i32, says: &str) -> String {
+    let o = cli(url, args);
+    let text = printed(&o);
+    assert_eq!(code(&o), want, "{args:?}: {text}");
+    assert!(
+        text.contains(says),
+        "{args:?} does not say {says:?}: {text}"
+    );
+    text
+}
+
 fn wait_ready(url: &str) {
     wait::until_blocking("serve to list a node", Duration::from_secs(20), || {
         let o = cli(url, &["nodes", "--json"]);
@@ -838,52 +850,25 @@ handler = "noop"
         "{}",
         printed(&get)
     );
-    let too_much = cli(
+    let add = [
+        "job",
+        "add",
+        "--id",
+        "x",
+        "--every",
+        "1m",
+        "--handler",
+        "noop",
+    ];
+    cli_exits(&url, &[&add[..], &["--jitter", "1m"]].concat(), 2, "jitter");
+    cli_exits(
         &url,
-        &[
-            "job",
-            "add",
-            "--id",
-            "x",
-            "--every",
-            "1m",
-            "--jitter",
-            "1m",
-            "--handler",
-            "noop",
-        ],
-    );
-    assert_eq!(code(&too_much), 2, "{}", printed(&too_much));
-    assert!(
-        printed(&too_much).contains("jitter"),
-        "{}",
-        printed(&too_much)
-    );
-    let unknown = cli(
-        &url,
-        &[
-            "job",
-            "add",
-            "--id",
-            "x",
-            "--every",
-            "1m",
-            "--exclude",
-            "nope",
-            "--handler",
-            "noop",
-        ],
-    );
-    assert_eq!(code(&unknown), 2, "{}", printed(&unknown));
-    assert!(
-        printed(&unknown).contains("exclude[0]"),
-        "{}",
-        printed(&unknown)
+        &[&add[..], &["--exclude", "nope"]].concat(),
+        2,
+        "exclude[0]",
     );
 
-    let in_use = cli(&url, &["calendar", "rm", "ops"]);
-    assert_eq!(code(&in_use), 4, "{}", printed(&in_use));
-    assert!(printed(&in_use).contains("spread"), "{}", printed(&in_use));
+    cli_exits(&url, &["calendar", "rm", "ops"], 4, "spread");
     let edit = cli(&url, &["job", "edit", "spread", "--exclude", "de-holidays"]);
     assert_eq!(code(&edit), 0, "{}", printed(&edit));
     let rm = cli(&url, &["calendar", "rm", "ops"]);

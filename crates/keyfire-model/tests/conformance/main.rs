@@ -131,18 +131,7 @@ fn a_complete_without_its_fence_fails_conformance() {
         "      return 'fenced'\n",
         "      -- mutant: recorded though the run no longer holds its lease\n",
     ));
-    let failures: Vec<String> = (0..WALKS * 4)
-        .filter_map(|seed| {
-            sched::walk(&mut con, &scripts, seed, STEPS, &mut Coverage::default()).err()
-        })
-        .collect();
-    println!(
-        "{} of {} walks failed; the first:\n{}",
-        failures.len(),
-        WALKS * 4,
-        failures.first().map_or("", |s| s)
-    );
-    assert!(!failures.is_empty(), "no walk noticed the mutant");
+    some_walk_fails(|seed| sched::walk(&mut con, &scripts, seed, STEPS, &mut Coverage::default()));
 }
 
 /// The queue's mutation check, script side: `finish.lua` accepting any token of a reserved
@@ -155,11 +144,13 @@ fn a_finish_without_its_token_check_fails_conformance() {
         "  elseif f[2] ~= token then\n",
         "  elseif f[2] ~= token and f[1] ~= 'reserved' then\n",
     ));
-    let failures: Vec<String> = (0..WALKS * 4)
-        .filter_map(|seed| {
-            queue::walk(&mut con, &scripts, seed, STEPS, &mut Coverage::default()).err()
-        })
-        .collect();
+    some_walk_fails(|seed| queue::walk(&mut con, &scripts, seed, STEPS, &mut Coverage::default()));
+}
+
+/// A mutant must be noticed: of `WALKS * 4` walks (seeds 0, 1, …), at least one fails; how
+/// many, and the first failure, are printed.
+fn some_walk_fails(mut walk: impl FnMut(u64) -> Result<(), String>) {
+    let failures: Vec<String> = (0..WALKS * 4).filter_map(|seed| walk(seed).err()).collect();
     println!(
         "{} of {} walks failed; the first:\n{}",
         failures.len(),

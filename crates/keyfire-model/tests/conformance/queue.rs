@@ -157,7 +157,8 @@ fn run(
                 .arg(MAX_DELIVERIES)
                 .arg("delay")
                 .arg(i64::from(t) * super::TICK)
-                .arg("")
+                .arg("") // priority 0
+                .arg("") // no traceparent
                 .invoke(con)
                 .map_err(err)?;
         }
@@ -170,6 +171,7 @@ fn run(
                 .key(key("next"))
                 .key(key("reserved:t"))
                 .key(key("due"))
+                .key(key("stats:t"))
                 .arg(100)
                 .arg(100)
                 .arg("t")
@@ -194,6 +196,7 @@ fn run(
                 .arg(MAX_DELIVERIES)
                 .arg(&ttr_ms)
                 .arg("t")
+                .arg(0) // any priority
                 .arg(format!("k{t}"))
                 .arg(token)
                 .invoke(con)
