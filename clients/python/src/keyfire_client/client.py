@@ -278,8 +278,15 @@ class Keyfire:
         first. `dedup` (`{"key": …, "window": "1h", "on_duplicate": "extend"}`, no `id`):
         a duplicate returns the id of the task its key names (see `add_with_outcome`)."""
         return self.add_with_outcome(
-            topic, payload, delay=delay, at=at, ttr=ttr, max_deliveries=max_deliveries,
-            id=id, priority=priority, dedup=dedup,
+            topic,
+            payload,
+            delay=delay,
+            at=at,
+            ttr=ttr,
+            max_deliveries=max_deliveries,
+            id=id,
+            priority=priority,
+            dedup=dedup,
         )["id"]
 
     def add_with_outcome(
@@ -299,8 +306,13 @@ class Keyfire:
         (`dedup`) `"deduplicated"`: what it did to the task its key names (`kept`,
         `replaced`, `extended`, `replaced_extended`)."""
         body = _body(
-            delay=delay, at=_rfc3339(at), ttr=ttr, max_deliveries=max_deliveries, id=id,
-            priority=priority, dedup=dedup,
+            delay=delay,
+            at=_rfc3339(at),
+            ttr=ttr,
+            max_deliveries=max_deliveries,
+            id=id,
+            priority=priority,
+            dedup=dedup,
         )
         body["payload"] = payload
         return self._call(add_task, topic, body=body).parsed.to_dict()
