@@ -191,6 +191,10 @@ fn field_rules(doc: &mut Value) {
         apply(property(doc, name, "handler"), json!({"minLength": 1}));
         apply(property(doc, name, "traceparent"), traceparent_rule());
     }
+    apply(
+        property(doc, "TaskSpec", "after_task"),
+        name_rule(ID_PATTERN, MAX_ID_LEN),
+    );
     // A task's id may be left out, null or empty: keyfire picks a UUID then.
     apply(
         property(doc, "TaskSpec", "id"),
@@ -529,7 +533,7 @@ fn job_schemas(doc: &mut Value) {
     };
 
     // What the job routes take: every field but `dedup` (an enqueue's, refused there).
-    let mut job = without(&["dedup"]);
+    let mut job = without(&["dedup", "after_task", "batch"]);
     job["oneOf"] = one_schedule(&["cron", "every", "at", "after"]);
     job["description"] = json!(
         "A job as a client declares it. Exactly one of `cron`, `every`, `at` and `after` \
@@ -539,7 +543,7 @@ fn job_schemas(doc: &mut Value) {
          enqueued tasks (`POST /v1/tasks`) and refused here, except a deduplicated task's own \
          declaration written back unchanged."
     );
-    let mut by_path = without(&["dedup", "id"]);
+    let mut by_path = without(&["dedup", "id", "after_task", "batch"]);
     by_path["oneOf"] = job["oneOf"].clone();
     by_path["description"] = json!(
         "A job spec without its id: `PUT /v1/jobs/{id}` takes the id from its path (an `id` \
@@ -548,11 +552,16 @@ fn job_schemas(doc: &mut Value) {
 
     // A one-shot task: no recurring schedule, at most one of `at` and `after` (neither: now),
     // and no id needed.
-    let mut task = without(&["cron", "every", "tz", "max_runs", "jitter", "exclude"]);
+    let mut task = without(&[
+        "cron", "every", "tz", "max_runs", "jitter", "exclude", "batch",
+    ]);
     task["required"] = json!(["handler"]);
-    // Not both `at` and `after`; no id (but an empty one) beside a `dedup`.
+    // Not both `at` and `after`, nor `at` and `after_task`, nor `dedup` and `after_task`; no
+    // id (but an empty one) beside a `dedup`.
     task["allOf"] = json!([
         {"not": both_given("at", "after")},
+        {"not": both_given("at", "after_task")},
+        {"not": both_given("dedup", "after_task")},
         {"not": {
             "required": ["id", "dedup"],
             "properties": {"id": {"type": "string", "minLength": 1}, "dedup": {"type": "object"}},

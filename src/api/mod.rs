@@ -37,6 +37,7 @@ mod guard;
 mod jobs;
 mod jobs_bulk;
 pub mod limits;
+mod batches;
 mod metrics;
 pub mod model;
 pub mod overview;
@@ -203,6 +204,7 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(jobs::replay_dead))
         .routes(routes!(tasks::post_task))
         .routes(routes!(tasks::post_tasks_batch))
+        .routes(routes!(batches::get_batch))
         .routes(routes!(topics::add_task))
         .routes(routes!(topics::pop))
         .routes(routes!(topics::finish))

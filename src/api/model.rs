@@ -438,6 +438,12 @@ pub struct TaskBatch {
     /// One-shot tasks (see `TaskSpec`), at most 1000.
     #[schema(value_type = Vec<TaskSpec>)]
     pub tasks: Vec<Value>,
+    /// A callback sent once every task of the batch has ended (succeeded, died, or was
+    /// cancelled or deleted), with the counts. keyfire then picks the tasks' ids, on one
+    /// shard: a task names no `id`, `dedup` or `after_task`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<keyfire::client::OnComplete>)]
+    pub on_complete: Option<keyfire::client::OnComplete>,
 }
 
 /// Enqueued tasks, in the order given.
@@ -445,6 +451,9 @@ pub struct TaskBatch {
 pub struct TaskList {
     /// The tasks as stored.
     pub tasks: Vec<JobView>,
+    /// The batch's id, when it was enqueued with `on_complete` (`GET /v1/batches/{id}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_id: Option<String>,
 }
 
 /// Status of `/healthz` and `/readyz`.

@@ -60,6 +60,7 @@ pub const ROUTES: &[(&str, &str, Need)] = &[
     ("POST", "/v1/tasks", S(Write)),
     ("POST", "/v1/tasks/batch", S(Write)),
     ("POST", "/v1/tasks/{id}/cancel", S(Write)),
+    ("GET", "/v1/batches/{id}", S(Read)),
     // The delay queue.
     ("GET", "/v1/topics", S(Read)),
     ("GET", "/v1/topics/{topic}", S(Read)),

@@ -116,6 +116,11 @@ pub(super) async fn post_task(
 /// task, an id that exists already is left as it is (and listed as it is), and a task whose
 /// dedup key names a task enqueued within its window (an earlier one of the batch too) is
 /// listed as that task with `"duplicate": true`.
+///
+/// With `on_complete`, the tasks are a batch: one signed callback is sent once every task has
+/// ended (succeeded, died, or was cancelled or deleted), with the counts (`type`
+/// `keyfire.batch.completed`, `webhook-id` `batch:<batch id>:completed`); `batch_id` in the
+/// answer reads its progress (`GET /v1/batches/{id}`). keyfire picks the tasks' ids then.
 #[utoipa::path(
     post,
     path = "/v1/tasks/batch",
@@ -141,6 +146,21 @@ pub(super) async fn post_tasks_batch(
         ));
     }
     let client = state.client();
+    if let Some(on_complete) = batch.on_complete {
+        let mut specs = Vec::with_capacity(batch.tasks.len());
+        for (i, body) in batch.tasks.into_iter().enumerate() {
+            specs.push(task_spec(body, &format!("tasks[{i}]"))?);
+        }
+        let enqueued = client.enqueue_batch(specs, on_complete).await?;
+        let records = client.get_many(&enqueued.ids).await?;
+        return Ok((
+            StatusCode::CREATED,
+            Json(TaskList {
+                tasks: records.iter().map(JobView::from_record).collect(),
+                batch_id: Some(enqueued.batch_id),
+            }),
+        ));
+    }
     let mut specs = Vec::with_capacity(batch.tasks.len());
     let mut ids = HashSet::new();
     for (i, body) in batch.tasks.into_iter().enumerate() {
@@ -166,5 +186,11 @@ pub(super) async fn post_tasks_batch(
         view.deduplicated = deduplicated.map(|d| d.as_str().to_string());
         tasks.push(view);
     }
-    Ok((StatusCode::CREATED, Json(TaskList { tasks })))
+    Ok((
+        StatusCode::CREATED,
+        Json(TaskList {
+            tasks,
+            batch_id: None,
+        }),
+    ))
 }

@@ -9,6 +9,9 @@ use crate::inspect::{LiveNode, ServerMemory, Totals};
 use crate::job::{
     Calendar, CalendarSpec, Deduplicated, Job, JobSpec, OnDuplicate, Validation, ValidationError,
 };
+mod fanin;
+pub use fanin::{BATCH_RETENTION_MS, BatchEnqueued, MAX_BATCH_TASKS, OnComplete};
+
 use crate::store::{
     CancelReply, DeadLetter, Deduped, JobRecord, JobStatus, RunRecord, RunningLease, Shards,
     SkipRecord, Store, UpsertReply,
@@ -26,6 +29,26 @@ fn as_task(mut spec: JobSpec, shards: &Shards) -> Result<JobSpec, ValidationErro
     }
     if spec.at.is_none() && spec.after.is_none() {
         spec.after = Some("0s".into());
+    }
+    if let Some(awaited) = &spec.after_task {
+        if spec.dedup.is_some() {
+            return Err(ValidationError::new("dedup", "not with after_task"));
+        }
+        let shard = shards.of(awaited);
+        if spec.id.is_empty() {
+            spec.id = loop {
+                let id = uuid::Uuid::new_v4().to_string();
+                if shards.of(&id) == shard {
+                    break id;
+                }
+            };
+        } else if shards.of(&spec.id) != shard {
+            return Err(ValidationError::new(
+                "id",
+                "a task with after_task lives on that task's shard: leave the id out (keyfire \
+                 picks one there)",
+            ));
+        }
     }
     if let Some(dedup) = &spec.dedup {
         if !spec.id.is_empty() {
@@ -198,6 +221,12 @@ impl Client {
         created_ms: i64,
         known_handler: bool,
     ) -> std::result::Result<Job, ValidationError> {
+        if spec.batch.is_some() {
+            return Err(ValidationError::new(
+                "batch",
+                "set by keyfire: enqueue the tasks as a batch with on_complete",
+            ));
+        }
         let job = spec.validate(&Validation {
             now_ms,
             created_ms,
@@ -215,6 +244,13 @@ impl Client {
     /// enqueues. A spec that keeps the stored job's own dedup declaration is let through, so a
     /// deduplicated task can be read, changed and written back (its key still names it).
     async fn dedup_on_upsert(&self, spec: &JobSpec) -> Result<()> {
+        if spec.after_task.is_some() {
+            return Err(Error::Invalid(ValidationError::new(
+                "after_task",
+                "only an enqueued task waits for another (POST /v1/tasks, `keyfire task add`); \
+                 a job written by id does not",
+            )));
+        }
         let Some(dedup) = &spec.dedup else {
             return Ok(());
         };
@@ -428,6 +464,10 @@ impl Client {
         if spec.dedup.is_some() {
             return self.enqueue_deduped(spec).await;
         }
+        if spec.after_task.is_some() {
+            let (record, how) = self.enqueue_after(spec).await?;
+            return Ok((record, how, None));
+        }
         let id = spec.id.clone();
         for _ in 0..MAX_TRIES {
             match self.upsert_inner(spec.clone(), Some(0)).await {
@@ -565,7 +605,7 @@ impl Client {
             let known = self.known_handler(&spec.handler).await?;
             // Only a task with a dedup key is kept as given (it is written later, by its own
             // script); the bulk path clones nothing.
-            let keep = spec.dedup.is_some().then(|| spec.clone());
+            let keep = (spec.dedup.is_some() || spec.after_task.is_some()).then(|| spec.clone());
             let job = self.check(spec, now, now, known).map_err(named)?;
             out.push((job.spec.id.clone(), Upserted::Created));
             match keep {
@@ -578,7 +618,13 @@ impl Client {
         }
         self.store.insert_many(&jobs, now).await?;
         for (i, spec) in deduped {
-            let (record, outcome, _) = self.enqueue_deduped(spec).await?;
+            let (record, outcome) = match spec.after_task.is_some() {
+                true => self.enqueue_after(spec).await?,
+                false => {
+                    let (record, outcome, _) = self.enqueue_deduped(spec).await?;
+                    (record, outcome)
+                }
+            };
             out[i] = (record.spec.id, outcome);
         }
         Ok(out)

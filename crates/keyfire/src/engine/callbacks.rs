@@ -87,6 +87,20 @@ pub(super) fn entry_for(
     serde_json::to_string(&entry).ok()
 }
 
+/// A callback queued by a script (a batch's completion, see `fanin_lib.lua`) carries its
+/// instant as `timestamp_ms`: it is sent as `timestamp` (RFC 3339), as every callback's is.
+fn stamp(payload: &mut Value) {
+    let Some(obj) = payload.as_object_mut() else {
+        return;
+    };
+    if let Some(ms) = obj.remove("timestamp_ms").and_then(|v| v.as_i64()) {
+        let at = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(ms)
+            .unwrap_or_default()
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        obj.insert("timestamp".into(), Value::String(at));
+    }
+}
+
 /// The callback sender: one loop per shard, each woken when a completion of this node
 /// queued a callback there.
 pub(super) struct Callbacks {
@@ -178,7 +192,7 @@ impl Callbacks {
         taken: &TakenCallback,
         now_ms: i64,
     ) -> CallbackFate {
-        let entry: OutboxEntry = match serde_json::from_str(&taken.entry) {
+        let mut entry: OutboxEntry = match serde_json::from_str(&taken.entry) {
             Ok(e) => e,
             Err(e) => {
                 tracing::warn!(callback = %taken.id, error = %e, "unreadable callback dropped");
@@ -186,6 +200,7 @@ impl Callbacks {
                 return CallbackFate::Settled;
             }
         };
+        stamp(&mut entry.payload);
         let call = CallbackCall {
             id: taken.id.clone(),
             job_id: entry.job_id.clone(),

@@ -30,6 +30,8 @@ pub(super) struct Done {
     pub(super) callback: Option<String>,
     /// The job's run limits (its counts are kept with the outcome).
     pub(super) limits: crate::job::RunLimits,
+    /// The batch of a task enqueued with a completion callback: its end counts there.
+    pub(super) batch: Option<String>,
     /// The permit it holds until its outcome is in Redis: a permit to record (or, at
     /// shutdown, the run's own).
     pub(super) permit: OwnedSemaphorePermit,
@@ -111,6 +113,7 @@ impl Completer {
                 once: Some(d.once),
                 callback: d.callback.as_deref(),
                 limits: d.limits,
+                batch: d.batch.as_deref(),
             })
             .collect();
         let mut fates = None;

@@ -305,6 +305,7 @@ impl Runner {
                 once: job.schedule.is_once(),
                 callback,
                 limits: job.limits,
+                batch: spec.batch.clone(),
                 permit,
                 ended: tokio::time::Instant::now(),
                 // The attempt's span ends when its outcome is recorded.

@@ -111,6 +111,19 @@ pub struct JobSpec {
         schema(example = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
     )]
     pub traceparent: Option<String>,
+    /// One-shot tasks only: run after this one-shot task (its id) succeeded. Until then the
+    /// task waits (status `waiting`); `after` is then its delay after that success. If that
+    /// task ends otherwise (dead, cancelled, deleted), this one goes to its dead letters with
+    /// the reason, and so on down a chain. Both live on one shard: leave `id` out (keyfire
+    /// picks one there) or give one on that task's shard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_task: Option<String>,
+    /// The batch this task belongs to, set by keyfire when tasks are enqueued as a batch with
+    /// a completion callback (`on_complete`); read-only. It stays the spec's last field (the
+    /// scripts read it from the end of the spec's JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(read_only))]
+    pub batch: Option<String>,
 }
 
 /// What validation needs from its surroundings.
@@ -289,7 +302,15 @@ impl JobSpec {
             limit_key: None,
             dedup: None,
             traceparent: None,
+            after_task: None,
+            batch: None,
         }
+    }
+
+    /// Run this one-shot task only after task `id` succeeded (see [`JobSpec::after_task`]).
+    pub fn after_task(mut self, id: impl Into<String>) -> Self {
+        self.after_task = Some(id.into());
+        self
     }
 
     /// Count this job's firings against a flow-control key (see `FlowLimitSpec`).
@@ -363,6 +384,30 @@ impl JobSpec {
         }
         if let Some(key) = &self.limit_key {
             super::flow_limit::validate_limit_key("limit_key", key)?;
+        }
+        if let Some(awaited) = &self.after_task {
+            validate_id(awaited).map_err(|e| ValidationError::new("after_task", e.message))?;
+            if self.cron.is_some() || self.every.is_some() {
+                return Err(ValidationError::new(
+                    "after_task",
+                    "only a one-shot task can wait for another task",
+                ));
+            }
+            if self.at.is_some() {
+                return Err(ValidationError::new(
+                    "at",
+                    "with after_task, give `after` (a delay after that task's success), not `at`",
+                ));
+            }
+            if awaited == &self.id {
+                return Err(ValidationError::new(
+                    "after_task",
+                    "a task cannot wait for itself",
+                ));
+            }
+        }
+        if let Some(batch) = &self.batch {
+            validate_id(batch).map_err(|e| ValidationError::new("batch", e.message))?;
         }
 
         let given: Vec<&str> = [

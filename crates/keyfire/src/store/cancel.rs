@@ -5,7 +5,7 @@ use redis::{FromRedisValue, Value};
 use super::*;
 use crate::error::{Error, Result};
 
-script!(CANCEL, "task_lib.lua" + "cancel.lua");
+script!(CANCEL, "task_lib.lua" + "fanin_lib.lua" + "cancel.lua");
 // The renewal of a running attempt that also reads its cancel flag (renew.lua, with the
 // cancels hash).
 script!(RENEW_RUN, "renew.lua");

@@ -7,9 +7,9 @@ use crate::error::{Error, Result};
 
 script!(CLAIM, "ledger_lib.lua" + "claim.lua");
 script!(CLAIM_RETRY, "ledger_lib.lua" + "claim_retry.lua");
-script!(RECOVER, "recover.lua");
+script!(RECOVER, "fanin_lib.lua" + "recover.lua");
 script!(DEAD, "dead.lua");
-script!(COMPLETE, "complete.lua");
+script!(COMPLETE, "fanin_lib.lua" + "complete.lua");
 script!(RENEW, "renew.lua");
 
 impl Store {
@@ -335,6 +335,7 @@ impl Store {
                     once: None,
                     callback: None,
                     limits: Default::default(),
+                    batch: None,
                 }],
                 limits,
             )
@@ -429,6 +430,7 @@ impl Store {
                 && c.callback.is_none()
                 && !once.is_empty()
                 && !c.limits.any()
+                && c.batch.is_none()
             {
                 inv.arg(once);
                 continue;
@@ -441,6 +443,10 @@ impl Store {
                 if can_die { '1' } else { '0' },
                 if c.callback.is_some() { '1' } else { '0' },
             );
+            if let Some(batch) = c.batch {
+                opts.push('@');
+                opts.push_str(batch);
+            }
             if c.limits.any() {
                 let text = |n: Option<u64>| n.map(|n| n.to_string()).unwrap_or_default();
                 opts.push_str(&format!(

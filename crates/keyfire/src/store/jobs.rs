@@ -11,9 +11,9 @@ use crate::error::{Error, Result};
 use crate::job::{Dedup, JobSpec};
 
 script!(UPSERT, "task_lib.lua" + "ledger_lib.lua" + "upsert.lua");
-script!(INSERT, "insert.lua");
+script!(pub(super) INSERT, "insert.lua");
 script!(DEBOUNCE, "task_lib.lua" + "debounce.lua");
-script!(DELETE, "ledger_lib.lua" + "delete.lua");
+script!(DELETE, "ledger_lib.lua" + "fanin_lib.lua" + "delete.lua");
 script!(PAUSE, "pause.lua");
 script!(TRIGGER, "trigger.lua");
 

@@ -210,6 +210,14 @@ impl Keys {
         self.tasks(task_bucket(id))
     }
 
+    /// A batch of tasks with a completion callback (hash: `total`, the counts `ok`, `dead`,
+    /// `cancelled`, `cb` the callback, `created`, `retention_ms`, `done_ms` once complete; see
+    /// `lua/fanin_lib.lua`). Its tasks live on the shard of its id. The shard's `after` hash
+    /// (task id → the ids of the tasks waiting for it) is named by the scripts from the tag.
+    pub fn batch(&self, id: &str) -> String {
+        format!("{}:batch:{id}", self.tag)
+    }
+
     /// Counter of the compact tasks of this shard (they have no [`Keys::jobs`] entry).
     pub fn task_count(&self) -> String {
         format!("{}:tasks:count", self.tag)

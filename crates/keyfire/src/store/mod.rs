@@ -9,6 +9,7 @@ mod calendars;
 mod callbacks;
 mod cancel;
 mod conn;
+mod fanin;
 mod firings;
 mod flow_limits;
 mod jobs;
@@ -30,6 +31,7 @@ use std::sync::Arc;
 pub use backfill::BackfillReply;
 pub use callbacks::{CallbackFate, TakenCallback};
 pub use cancel::{CancelReply, Renewal};
+pub use fanin::{AfterReply, BatchStatus};
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use conn::{
     Conn, Mode, client_addr, data_client, parse_cluster_slots, redact_url, sentinel_client,

@@ -17,6 +17,8 @@ pub enum JobStatus {
     Paused,
     /// No firing left (a one-shot that ran, or past its window's end).
     Finished,
+    /// A one-shot task waiting for the task its `after_task` names to succeed.
+    Waiting,
 }
 
 impl JobStatus {
@@ -25,6 +27,7 @@ impl JobStatus {
             "active" => Ok(Self::Active),
             "paused" => Ok(Self::Paused),
             "finished" => Ok(Self::Finished),
+            "waiting" => Ok(Self::Waiting),
             other => Err(Error::Corrupt(format!("unknown job status '{other}'"))),
         }
     }
@@ -35,6 +38,7 @@ impl JobStatus {
             Self::Active => "active",
             Self::Paused => "paused",
             Self::Finished => "finished",
+            Self::Waiting => "waiting",
         }
     }
 }
@@ -348,6 +352,8 @@ pub struct Completion<'a> {
     pub callback: Option<&'a str>,
     /// The job's run limits: its counts are kept when either is set.
     pub limits: crate::job::RunLimits,
+    /// The batch of a task enqueued with a completion callback (its end counts there).
+    pub batch: Option<&'a str>,
 }
 
 /// A job's spec as a claimer needs it.

@@ -93,6 +93,7 @@ async fn a_batch_that_meets_a_job_twice_sees_its_own_writes() {
         once: Some(once),
         callback: None,
         limits: Default::default(),
+        batch: None,
     };
     let fates = store
         .complete_many(
@@ -350,6 +351,7 @@ async fn one_call_mixes_every_form_of_arguments() {
         once,
         callback,
         limits: Default::default(),
+        batch: None,
     };
     let near_run = record("near", near, 1, claimed[0], "ok");
     let task_run = record("task", task, 1, claimed[1], "ok");

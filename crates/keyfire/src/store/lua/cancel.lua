@@ -16,7 +16,9 @@
 --   the job is then finished, its `last` that instant (so declaring it again with that
 --   instant never runs it: G1).
 -- A recurring job's next scheduled firing is left alone (pause the job to stop it).
--- A compact task is expanded into its job hash first (task_lib.lua).
+-- A compact task is expanded into its job hash first (task_lib.lua). A task created with
+-- `after_task` that still waits is cancelled too; a task cancelled before it ran ends its part
+-- of a batch and of the tasks waiting on it (fanin_lib.lua).
 -- KEYS[1] job hash   KEYS[2] its compact bucket hash   KEYS[3] due zset   KEYS[4] jobs index
 -- KEYS[5] compact task counter   KEYS[6] running zset   KEYS[7] its run history list
 -- KEYS[8] retry zset   KEYS[9] attempts hash   KEYS[10] cancels hash
@@ -86,6 +88,19 @@ if f[1] == 'active' and f[2] == '1' and f[3] and f[3] ~= '' then
   redis.call('ZREM', KEYS[3], id)
   redis.call('HSET', KEYS[1], 'status', 'finished', 'next', '', 'last', f[3], 'updated', now)
   record(prefix .. f[3], tonumber(f[3]), 1, 'cancelled on request before it ran')
+end
+if f[1] == 'waiting' then
+  -- Created with `after_task`, not yet released (fanin_lib.lua): it never runs.
+  redis.call('HSET', KEYS[1], 'status', 'finished', 'next', '', 'updated', now)
+  redis.call('HDEL', KEYS[1], 'wait_for', 'wait_ms')
+  record(prefix .. string.format('%d', now), now, 0, 'cancelled on request while it waited for its after_task')
+end
+-- A one-shot task cancelled before it ran has ended: its batch and the tasks waiting on it
+-- learn it (one still running ends with its outcome, in complete.lua).
+if f[2] == '1' and #cancelled > 0 then
+  local tag = fanin_tag(KEYS[1])
+  local bid = spec_batch(redis.call('HGET', KEYS[1], 'spec'))
+  if bid ~= '' or fanin_waiting(tag) then task_ended(tag, id, bid, 'cancelled', now, ARGV[2]) end
 end
 if #stopping == 0 and #cancelled == 0 then return {'none'} end
 return {'ok', stopping, cancelled}

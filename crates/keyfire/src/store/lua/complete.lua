@@ -34,6 +34,9 @@
 -- `pause_after_failures` pauses the job (`stopped` failures, a `pause` message); a success
 -- sets it back to 0, a cancelled firing leaves it. One script: outcomes recorded at once on
 -- several nodes count exactly.
+-- Fan-in (fanin_lib.lua): a firing of a task that ends (done, or dead) counts in its batch,
+-- named in its options ("@<batch id>" after the flags), and releases or dead-letters the tasks
+-- waiting on it (looked up only when the shard has any: once per call).
 -- KEYS[1] running zset   KEYS[2] attempts hash   KEYS[3] retry zset   KEYS[4] done zset
 -- KEYS[5] outbox zset   KEYS[6] outbox hash   KEYS[7] cancels hash   KEYS[8] due zset
 -- then per attempt: its job hash, its run history list, then its dead letters list if its
@@ -53,7 +56,7 @@
 --     delay ms of the next attempt, or "" for none; letter "1": a dead-letter entry JSON
 --     follows (an object; sent when the firing can be dead: a failure with no retry),
 --     callback "1": a callback JSON follows (queued in the outbox with the outcome it
---     reports)
+--     reports); then "@<batch id>" for a task of a batch
 -- Reply: per attempt, two values: fate (done | retry | dead | fenced | gone) and Redis time
 -- (ms); gone: the job was deleted while it ran.
 assert(#KEYS >= 10 and #ARGV >= 8, 'complete: wrong arity')
@@ -108,6 +111,9 @@ end
 local met = {}
 -- Whether any firing of the shard is flagged by a cancel request.
 local flagged = redis.call('EXISTS', KEYS[7]) == 1
+-- Whether tasks of the shard wait on others (`after_task`).
+local tag = fanin_tag(KEYS[1])
+local waiting = fanin_waiting(tag)
 
 local function complete(job, runs, dead, exact, fid, outcome, record, retry, id, letter, once,
                         callback)
@@ -201,7 +207,7 @@ local function complete(job, runs, dead, exact, fid, outcome, record, retry, id,
       redis.call('ZADD', KEYS[5], now_s, cb)
     end
   end
-  return fate
+  return fate, outcome
 end
 
 -- A job's run limits after its firing `fid` ended with `outcome` and `fate` (see the top).
@@ -250,10 +256,12 @@ while a < #ARGV do
   a = a + 4
   local job, runs, dead = KEYS[k + 1], KEYS[k + 2], nil
   k = k + 2
-  local outcome, once, retry, letter, callback, lim = 'ok', opts, '', '', '', nil
+  local outcome, once, retry, letter, callback, lim, bid = 'ok', opts, '', '', '', nil, ''
   if string.byte(opts, 1) == 115 then
     local hash = string.find(opts, '#', 1, true)
     if hash then opts, lim = string.sub(opts, 1, hash - 1), string.sub(opts, hash + 1) end
+    local at = string.find(opts, '@', 1, true)
+    if at then opts, bid = string.sub(opts, 1, at - 1), string.sub(opts, at + 1) end
     local o, c, r, flags = string.match(opts, '^s(%a+)|(%d?)|(%d*)|(%d%d)$')
     assert(o, 'complete: bad options')
     outcome, once, retry = o, c, r
@@ -270,9 +278,13 @@ while a < #ARGV do
   end
   -- The firing id: the lease member up to its first '|' (ids and instants hold none).
   local fid = string.sub(exact, 1, string.find(exact, '|', 1, true) - 1)
-  local fate = complete(job, runs, dead, exact, fid, outcome, record, retry, id, letter,
+  local fate, ended = complete(job, runs, dead, exact, fid, outcome, record, retry, id, letter,
     once, callback)
   if lim then limits(job, id, fid, outcome, fate, lim) end
+  if (bid ~= '' or waiting) and (fate == 'done' or fate == 'dead') then
+    flush()
+    task_ended(tag, id, bid, fate == 'dead' and 'dead' or ended, now, ARGV[4])
+  end
   reply[#reply + 1] = fate
   reply[#reply + 1] = now
 end

@@ -21,6 +21,20 @@
 -- Reply: 1 deleted, 0 no such job (or not finished, with ARGV[3]).
 -- Cost: a scan of the retry and running ZSETs (pending retries and runs in progress).
 assert(#KEYS == 13 and #ARGV == 4, 'delete: wrong arity')
+-- A one-shot task deleted before it ended (no final record in its history) ends here: its
+-- batch counts it `cancelled` and the tasks waiting on it are dead-lettered (fanin_lib.lua).
+local unended = nil
+if ARGV[3] ~= '1' then
+  local f = redis.call('HMGET', KEYS[1], 'once', 'spec', 'status')
+  local spec = f[2] or redis.call('HGET', KEYS[11], ARGV[1])
+  if spec and (f[1] == '1' or not f[2]) then
+    local last = redis.call('LINDEX', KEYS[5], 0) or ''
+    if f[3] == 'waiting' or not (string.find(last, '"fate":"done"', 1, true)
+        or string.find(last, '"fate":"dead"', 1, true)) then
+      unended = spec
+    end
+  end
+end
 redis.call('ZREM', KEYS[7], ARGV[1])
 local compact = redis.call('EXISTS', KEYS[1]) == 0
 if compact then
@@ -64,6 +78,11 @@ for _, set in ipairs({KEYS[8], KEYS[9]}) do
       end
     end
   end
+end
+if unended then
+  local tag = fanin_tag(KEYS[2])
+  local bid = spec_batch(unended)
+  if bid ~= '' or fanin_waiting(tag) then task_ended(tag, ARGV[1], bid, 'cancelled', now, ARGV[2]) end
 end
 redis.call('SPUBLISH', ARGV[2], cjson.encode({op = 'delete', id = ARGV[1]}))
 return 1

@@ -19,9 +19,13 @@
 -- jobs whose first firing is within the sentinel horizon (past ones too: a sentinel key with
 -- a past instant gives no `expired` event, so their owners claim them from this message).
 -- `id` is empty so that a node that does not know `created` ignores the message.
+-- then, for the tasks of a batch with a completion callback (all on one shard), three more:
+--   the batch id, its callback as the outbox keeps it (JSON), its retention ms: the batch's
+--   hash `{tag}:batch:<id>` is written with them, `total` the tasks created (fanin_lib.lua)
 -- Reply: the ids created.
 local n = (#KEYS - 4) / 3
-assert(n >= 1 and n == math.floor(n) and #ARGV == 3 + 4 * n, 'insert: wrong arity')
+local batched = #ARGV == 6 + 4 * n
+assert(n >= 1 and n == math.floor(n) and (#ARGV == 3 + 4 * n or batched), 'insert: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local channel, created_ms, horizon = ARGV[1], ARGV[2], tonumber(ARGV[3])
@@ -76,6 +80,12 @@ if #created > 0 then
   if #index > 0 then zadd(KEYS[2], index) end
   if #due > 0 then zadd(KEYS[1], due) end
   if compact > 0 then redis.call('INCRBY', KEYS[4], compact) end
+end
+if batched and #created > 0 then
+  local b = 3 + 4 * n
+  local batch = string.match(KEYS[1], '^(%b{})') .. ':batch:' .. ARGV[b + 1]
+  redis.call('HSET', batch, 'total', #created, 'ok', 0, 'dead', 0, 'cancelled', 0,
+    'cb', ARGV[b + 2], 'retention_ms', ARGV[b + 3], 'created', created_ms)
 end
 if #soon > 0 then
   redis.call('SPUBLISH', channel, cjson.encode({op = 'created', id = '', firings = soon}))

@@ -25,6 +25,8 @@
 -- ARGV[9] (with a node id in ARGV[7]) the lease's expiry ms as the caller read it, or "":
 --   a lease renewed since (its expiry moved) is left alone, since its holder is alive after
 --   all (the caller's view of the live set was older than the holder's last heartbeat)
+-- A one-shot task's firing that ends here (dead, or cancelled) counts in its batch and
+-- dead-letters the tasks waiting on it (fanin_lib.lua).
 -- Reply: {0} nothing to do | {1, next attempt} queued | {2, attempts} dead |
 --   {3, attempt} recorded `cancelled` (flagged by a cancel request)
 assert((#KEYS == 7 or #KEYS == 8) and (#ARGV == 8 or #ARGV == 9), 'recover: wrong arity')
@@ -89,6 +91,15 @@ end
 -- The claim counted the run (one of an earlier layout did not).
 if earlier then redis.call('HINCRBY', KEYS[4], 'runs', 1) end
 redis.call('HINCRBY', KEYS[4], 'failures', 1)
+-- A one-shot task ended: its batch and the tasks waiting on it learn how.
+local function ended(result)
+  local f = redis.call('HMGET', KEYS[4], 'once', 'spec')
+  if f[1] == '1' then
+    local tag = fanin_tag(KEYS[1])
+    local bid = spec_batch(f[2])
+    if bid ~= '' or fanin_waiting(tag) then task_ended(tag, string.match(fid, '^(.*):%d+$'), bid, result, now, nil) end
+  end
+end
 if KEYS[8] and redis.call('HDEL', KEYS[8], fid) == 1 then
   redis.call('LPUSH', KEYS[7], cjson.encode({
     firing_id = fid, scheduled_ms = tonumber(ARGV[6]), attempt = attempt, node = node,
@@ -97,6 +108,7 @@ if KEYS[8] and redis.call('HDEL', KEYS[8], fid) == 1 then
     error = ARGV[8] .. '; cancelled on request, so not run again'}))
   redis.call('LTRIM', KEYS[7], 0, tonumber(ARGV[5]) - 1)
   if earlier then redis.call('HDEL', KEYS[2], fid) end
+  ended('cancelled')
   return {3, attempt}
 end
 local fate = 'retry'
@@ -116,6 +128,7 @@ if fate == 'dead' then
   redis.call('LTRIM', KEYS[5], 0, tonumber(ARGV[3]) - 1)
   redis.call('HINCRBY', KEYS[4], 'dead', 1)
   if earlier then redis.call('HDEL', KEYS[2], fid) end
+  ended('dead')
   return {2, attempt}
 end
 redis.call('HSET', KEYS[2], fid, attempt + 1)
