@@ -31,6 +31,13 @@ fn as_task(mut spec: JobSpec, shards: &Shards) -> Result<JobSpec, ValidationErro
         spec.after = Some("0s".into());
     }
     if let Some(awaited) = &spec.after_task {
+        // Stored, `after` reads as `at` (its instant at creation): only the input is checked.
+        if spec.at.is_some() {
+            return Err(ValidationError::new(
+                "at",
+                "with after_task, give `after` (a delay after that task's success), not `at`",
+            ));
+        }
         if spec.dedup.is_some() {
             return Err(ValidationError::new("dedup", "not with after_task"));
         }

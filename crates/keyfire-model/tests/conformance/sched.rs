@@ -47,8 +47,8 @@ impl Scripts {
             claim_retry: scripts::load(Some(scripts::LEDGER_LIB), scripts::CLAIM_RETRY),
             renew: scripts::load(None, scripts::RENEW),
             heartbeat: scripts::load(None, scripts::HEARTBEAT),
-            complete: scripts::load(None, complete),
-            recover: scripts::load(None, scripts::RECOVER),
+            complete: scripts::load(Some(scripts::FANIN_LIB), complete),
+            recover: scripts::load(Some(scripts::FANIN_LIB), scripts::RECOVER),
         }
     }
 }

@@ -393,12 +393,6 @@ impl JobSpec {
                     "only a one-shot task can wait for another task",
                 ));
             }
-            if self.at.is_some() {
-                return Err(ValidationError::new(
-                    "at",
-                    "with after_task, give `after` (a delay after that task's success), not `at`",
-                ));
-            }
             if awaited == &self.id {
                 return Err(ValidationError::new(
                     "after_task",

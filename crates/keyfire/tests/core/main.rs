@@ -13,6 +13,7 @@ mod crash;
 mod cutoff;
 mod debounce;
 mod dedup;
+mod fanin;
 mod due_pages;
 mod faults;
 mod firing;
