@@ -1,5 +1,6 @@
 //! The `keyfire` binary's subcommands, one file each.
 
+mod batch;
 pub mod calendar;
 pub mod cron;
 pub mod dead;

@@ -79,6 +79,31 @@ enum TaskCommand {
         /// The topic task's priority, 0 (default) to 9: pops take the highest ready first.
         #[arg(long, requires = "topic")]
         priority: Option<u8>,
+        /// Run only after this one-shot task succeeded (--after is then the delay after
+        /// that success); if it ends otherwise, this task goes to its dead letters.
+        #[arg(long, value_name = "TASK_ID", conflicts_with_all = ["topic", "at", "dedup_key", "dedup_content"])]
+        after_task: Option<String>,
+    },
+    /// Enqueue one-shot tasks as a batch from a JSON file (`-`: stdin): an array of tasks (as
+    /// `POST /v1/tasks` takes them), or `{"tasks": [...]}`. With --on-complete, one callback
+    /// is sent once every task has ended, with the counts. Prints the batch's id (with
+    /// --on-complete), then each task's id.
+    Batch {
+        /// The file of tasks, or `-` for stdin.
+        file: String,
+        /// Send the batch's completion callback to this URL.
+        #[arg(long, value_name = "URL")]
+        on_complete: Option<String>,
+        /// Sign the completion callback with this secret (`whsec_…`; repeat for two while
+        /// rotating). Default: the secrets configured for the URL's host.
+        #[arg(long, requires = "on_complete", value_name = "SECRET")]
+        signing_secret: Vec<String>,
+    },
+    /// Show a batch's progress: its tasks succeeded, died, cancelled and pending, and when it
+    /// completed. Exit 3 when there is no such batch.
+    BatchStatus {
+        /// The batch's id, as `task batch --on-complete` printed it.
+        id: String,
     },
     /// Pop the oldest ready task of a topic (or up to --max tasks) and reserve it; prints it
     /// and its token. Exit 3 when none came within --wait.
@@ -221,6 +246,7 @@ pub async fn run(mut args: TaskArgs) -> CliResult {
             dedup_content,
             dedup_window,
             on_duplicate,
+            after_task,
             ..
         } => {
             let dedup = dedup_body(dedup_key, dedup_content, dedup_window, on_duplicate);
@@ -231,9 +257,16 @@ pub async fn run(mut args: TaskArgs) -> CliResult {
                 after,
                 id,
                 dedup,
+                after_task,
             };
             add_one_shot(&api, task).await
         }
+        TaskCommand::Batch {
+            file,
+            on_complete,
+            signing_secret,
+        } => super::batch::enqueue(&api, &file, on_complete, signing_secret).await,
+        TaskCommand::BatchStatus { id } => super::batch::status(&api, &id).await,
         TaskCommand::Pop { topic, wait, max } => {
             let mut path = format!("/v1/topics/{}/pop?wait={}", segment(&topic), segment(&wait));
             let tasks = match max {
@@ -387,6 +420,7 @@ struct OneShot {
     id: Option<String>,
     /// The `dedup` object, from the --dedup-* flags.
     dedup: Option<Value>,
+    after_task: Option<String>,
 }
 
 /// The `dedup` object of a body, from the --dedup-* and --on-duplicate flags.
@@ -424,6 +458,7 @@ async fn add_one_shot(api: &Api, task: OneShot) -> CliResult {
         after,
         id,
         dedup,
+        after_task,
     } = task;
     let mut body = Map::new();
     body.insert("handler".into(), Value::String(handler));
@@ -435,7 +470,7 @@ async fn add_one_shot(api: &Api, task: OneShot) -> CliResult {
             .map_err(|e| CliError::usage(format!("--params is not valid JSON: {e}")))?;
         body.insert("params".into(), v);
     }
-    for (k, v) in [("at", at), ("after", after), ("id", id)] {
+    for (k, v) in [("at", at), ("after", after), ("id", id), ("after_task", after_task)] {
         if let Some(v) = v {
             body.insert(k.into(), Value::String(v));
         }

@@ -67,16 +67,16 @@ fn serve(config: &Path) -> Serve {
 }
 
 /// Run the CLI against the served API.
-fn cli(url: &str, args: &[&str]) -> Output {
+pub(crate) fn cli(url: &str, args: &[&str]) -> Output {
     keyfire_cli(url, Some("cli-token"), args)
 }
 
-fn code(o: &Output) -> i32 {
+pub(crate) fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
 }
 
 /// Run the CLI; it must exit with `want` and print `says`. What it printed, for more checks.
-fn cli_exits(url: &str, args: &[&str], want: i32, says: &str) -> String {
+pub(crate) fn cli_exits(url: &str, args: &[&str], want: i32, says: &str) -> String {
     let o = cli(url, args);
     let text = printed(&o);
     assert_eq!(code(&o), want, "{args:?}: {text}");
@@ -100,14 +100,14 @@ fn wait_ready(url: &str) {
 
 /// `keyfire serve` on a free port with `extra` in its config, ready (it lists a node).
 /// Dropping it stops the process, then removes the config's directory.
-struct Served {
+pub(crate) struct Served {
     server: Serve,
-    url: String,
+    pub(crate) url: String,
     /// Where the config is; room for the test's own files.
-    dir: tempfile::TempDir,
+    pub(crate) dir: tempfile::TempDir,
 }
 
-fn serve_ready(w: &World, extra: &str) -> Served {
+pub(crate) fn serve_ready(w: &World, extra: &str) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let config = write_config(w, dir.path(), port, extra);

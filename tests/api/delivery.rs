@@ -783,6 +783,7 @@ async fn an_outcome_refused_by_the_fence_queues_no_callback() {
                 once: Some(true),
                 callback: Some(&entry),
                 limits: Default::default(),
+                batch: None,
             }],
             &limits,
         )

@@ -15,6 +15,7 @@ mod contract;
 mod debounce;
 mod declared;
 mod dedup;
+mod fanin;
 mod delivery;
 mod full_redis;
 mod fuzz;

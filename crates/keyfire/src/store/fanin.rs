@@ -2,7 +2,7 @@
 //! (`after_task`). Both live on one shard with what they wait for, so the script that ends a
 //! task settles them in the same step (see `lua/fanin_lib.lua`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Store;
 use super::jobs::INSERT;
@@ -29,7 +29,7 @@ pub enum AfterReply {
 }
 
 /// A batch as Redis keeps it (`{tag}:batch:<id>`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BatchStatus {
     /// The batch's id.
