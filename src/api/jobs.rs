@@ -22,7 +22,7 @@ use keyfire::{JobRecord, JobStatus};
 const PAGE: usize = 100;
 pub(super) const MAX_PAGE: usize = 1000;
 /// The states `GET /v1/jobs?status=` filters by.
-pub(super) const JOB_STATUSES: &[&str] = &["active", "paused", "finished"];
+pub(super) const JOB_STATUSES: &[&str] = &["active", "paused", "finished", "waiting"];
 /// What `If-Match` takes: `*` (any version), or a version as a number, quoted (an entity tag,
 /// as the `ETag` of a job answer gives it) or weak-quoted (`W/"3"`). 19 digits always fit a
 /// version. [`if_match`] parses exactly this.
@@ -243,6 +243,7 @@ pub(super) async fn list_jobs(
         Some("active") => Some(JobStatus::Active),
         Some("paused") => Some(JobStatus::Paused),
         Some("finished") => Some(JobStatus::Finished),
+        Some("waiting") => Some(JobStatus::Waiting),
         Some(other) => {
             return Err(ApiError::bad_query(
                 "status",

@@ -43,7 +43,7 @@ pub struct FiringTime {
 pub struct JobView {
     /// The job's id.
     pub id: String,
-    /// `active`, `paused` or `finished`.
+    /// `active`, `paused`, `finished`, or `waiting` (a task waiting for its `after_task`).
     #[schema(example = "active")]
     pub status: String,
     /// Bumped by every change of the spec; send it back in `If-Match` to update only that version.
@@ -243,7 +243,7 @@ pub struct JobList {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
-    /// Only jobs in this state: `active`, `paused` or `finished`.
+    /// Only jobs in this state: `active`, `paused`, `finished` or `waiting`.
     pub status: Option<String>,
     /// Only jobs run by this handler.
     pub handler: Option<String>,

@@ -69,6 +69,8 @@ pub struct JobCounts {
     pub paused: u64,
     /// Finished jobs among those read.
     pub finished: u64,
+    /// Tasks waiting for the task their `after_task` names, among those read.
+    pub waiting: u64,
 }
 
 /// Cumulative counters of the jobs read (jobs deleted since take theirs with them).
@@ -163,6 +165,7 @@ pub async fn overview(State(state): State<ApiState>) -> Result<Json<Overview>, A
             match h.first().and_then(Option::as_deref) {
                 Some("active") => jobs.active += 1,
                 Some("paused") => jobs.paused += 1,
+                Some("waiting") => jobs.waiting += 1,
                 Some("finished") => jobs.finished += 1,
                 _ => {}
             }

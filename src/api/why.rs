@@ -161,6 +161,8 @@ pub enum WhyCode {
     PausedAfterFailures,
     /// Finished: it reached `max_runs` successful firings.
     MaxRunsReached,
+    /// A task created with `after_task`: it waits for that task to succeed.
+    AfterTask,
     /// Outside its validity window (`start_at`/`end_at`).
     OutsideWindow,
     /// Finished: no next firing (a one-shot that ran, or a schedule that ended).
@@ -241,7 +243,7 @@ pub struct WhyRetry {
 pub struct WhyView {
     /// The job's id.
     pub id: String,
-    /// `active`, `paused` or `finished`.
+    /// `active`, `paused`, `finished`, or `waiting` (a task waiting for its `after_task`).
     pub status: String,
     /// The main reason: the first of `causes`.
     pub state: WhyCode,
@@ -399,6 +401,17 @@ fn explain(job: &JobRecord, runs: &[RunRecord], skips: &[SkipRecord], f: Facts) 
             );
         }
     }
+    if job.status == JobStatus::Waiting {
+        cause(
+            &mut causes,
+            WhyCode::AfterTask,
+            format!(
+                "it waits for task '{}' (its after_task) to succeed, and runs its delay after \
+                 that; if that task ends otherwise, this one goes to its dead letters",
+                spec.after_task.as_deref().unwrap_or("?"),
+            ),
+        );
+    }
     if job.status == JobStatus::Finished && stopped == Some("max_runs") {
         cause(
             &mut causes,
@@ -522,6 +535,7 @@ fn explain(job: &JobRecord, runs: &[RunRecord], skips: &[SkipRecord], f: Facts) 
             c.code,
             WhyCode::Paused
                 | WhyCode::PausedAfterFailures
+                | WhyCode::AfterTask
                 | WhyCode::OutsideWindow
                 | WhyCode::Finished
                 | WhyCode::MaxRunsReached
@@ -699,6 +713,12 @@ mod tests {
         let codes: Vec<WhyCode> = w.causes.iter().map(|c| c.code).collect();
         assert_eq!(codes, [WhyCode::Paused]);
         assert!(w.paused_since.is_some());
+        // Waiting for its after_task: that, and no node is not its problem.
+        let mut after = job(JobStatus::Waiting, None);
+        after.spec.after_task = Some("extract".into());
+        let w = explain(&after, &[], &[], facts(now, 0, &[], false));
+        assert_eq!(w.state, WhyCode::AfterTask);
+        assert!(w.summary.contains("'extract'"), "{}", w.summary);
         // Paused by its run limits, or finished by them: that reason, named.
         paused.run_limits.stopped = Some("failures".into());
         paused.run_limits.failure_streak = 3;

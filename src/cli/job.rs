@@ -108,7 +108,7 @@ enum JobCommand {
     },
     /// List jobs, in id order.
     Ls {
-        /// Only jobs in this state: active, paused or finished.
+        /// Only jobs in this state: active, paused, finished or waiting.
         #[arg(long)]
         status: Option<String>,
         /// Only jobs run by this handler.

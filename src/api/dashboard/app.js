@@ -455,7 +455,7 @@
       'aria-label': 'Search jobs by id',
     });
     const filter = h('select', { id: 'job-status', 'aria-label': 'Status' },
-      ['', 'active', 'paused', 'finished'].map((s) => {
+      ['', 'active', 'paused', 'finished', 'waiting'].map((s) => {
         const o = h('option', { value: s }, s || 'any status');
         if (s === status) o.selected = true;
         return o;
