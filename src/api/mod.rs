@@ -27,6 +27,7 @@
 
 mod auth;
 mod backfill;
+mod batches;
 pub mod calendars;
 pub mod cancel;
 mod contract;
@@ -37,7 +38,6 @@ mod guard;
 mod jobs;
 mod jobs_bulk;
 pub mod limits;
-mod batches;
 mod metrics;
 pub mod model;
 pub mod overview;

@@ -470,7 +470,12 @@ async fn add_one_shot(api: &Api, task: OneShot) -> CliResult {
             .map_err(|e| CliError::usage(format!("--params is not valid JSON: {e}")))?;
         body.insert("params".into(), v);
     }
-    for (k, v) in [("at", at), ("after", after), ("id", id), ("after_task", after_task)] {
+    for (k, v) in [
+        ("at", at),
+        ("after", after),
+        ("id", id),
+        ("after_task", after_task),
+    ] {
         if let Some(v) = v {
             body.insert(k.into(), Value::String(v));
         }

@@ -54,7 +54,9 @@ async fn a_batch_with_on_complete_answers_its_id_and_counts() {
     );
     assert!(b.body["completed_ms"].is_i64(), "{:#}", b.body);
 
-    api.get("/v1/batches/no-such").await.assert_error(404, "not_found");
+    api.get("/v1/batches/no-such")
+        .await
+        .assert_error(404, "not_found");
 
     let before = api.snapshot().await;
     let log = json!({"handler": "log"});
@@ -84,14 +86,21 @@ async fn a_batch_with_on_complete_answers_its_id_and_counts() {
         a.assert_error(422, "invalid");
         assert_eq!(a.field(), field, "{body}: {:#}", a.body);
     }
-    assert_eq!(api.snapshot().await, before, "a refused batch wrote something");
+    assert_eq!(
+        api.snapshot().await,
+        before,
+        "a refused batch wrote something"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_task_makes_a_waiting_task_and_names_bad_input() {
     let api = Api::new().await;
     let a = api
-        .post("/v1/tasks", Some(json!({"id": "first", "handler": "log", "after": "1h"})))
+        .post(
+            "/v1/tasks",
+            Some(json!({"id": "first", "handler": "log", "after": "1h"})),
+        )
         .await;
     assert_eq!(a.status, StatusCode::CREATED, "{:#}", a.body);
     let b = api
@@ -107,7 +116,10 @@ async fn after_task_makes_a_waiting_task_and_names_bad_input() {
 
     let before = api.snapshot().await;
     for (body, field) in [
-        (json!({"handler": "log", "after_task": "nobody"}), "after_task"),
+        (
+            json!({"handler": "log", "after_task": "nobody"}),
+            "after_task",
+        ),
         (
             json!({"handler": "log", "after_task": "first", "at": "2099-01-01T00:00:00Z"}),
             "at",
@@ -116,7 +128,10 @@ async fn after_task_makes_a_waiting_task_and_names_bad_input() {
             json!({"handler": "log", "after_task": "first", "dedup": {"key": "k", "window": "1m"}}),
             "dedup",
         ),
-        (json!({"handler": "log", "after_task": "bad id!"}), "after_task"),
+        (
+            json!({"handler": "log", "after_task": "bad id!"}),
+            "after_task",
+        ),
     ] {
         let a = api.post("/v1/tasks", Some(body.clone())).await;
         a.assert_error(422, "invalid");
@@ -130,7 +145,11 @@ async fn after_task_makes_a_waiting_task_and_names_bad_input() {
         .await;
     put.assert_error(422, "invalid");
     assert_eq!(put.field(), "after_task", "{:#}", put.body);
-    assert_eq!(api.snapshot().await, before, "refused input wrote something");
+    assert_eq!(
+        api.snapshot().await,
+        before,
+        "refused input wrote something"
+    );
 }
 
 /// `keyfire task batch FILE --on-complete URL`, `task batch-status`, `task add --after-task`.
@@ -146,11 +165,25 @@ async fn the_cli_enqueues_batches_and_chains() {
     )
     .unwrap();
     let file = file.to_str().unwrap();
-    let o = cli(url, &["task", "batch", file, "--on-complete", "http://127.0.0.1:9/cb"]);
+    let o = cli(
+        url,
+        &[
+            "task",
+            "batch",
+            file,
+            "--on-complete",
+            "http://127.0.0.1:9/cb",
+        ],
+    );
     assert_eq!(code(&o), 0, "{}", printed(&o));
     let out = printed(&o);
     let mut lines = out.lines();
-    let batch = lines.next().unwrap().strip_prefix("batch ").unwrap().to_string();
+    let batch = lines
+        .next()
+        .unwrap()
+        .strip_prefix("batch ")
+        .unwrap()
+        .to_string();
     let first = lines.next().unwrap().to_string();
     let second = lines.next().unwrap().to_string();
     let status = printed_json(&cli(url, &["task", "batch-status", &batch, "--json"]));
@@ -165,13 +198,28 @@ async fn the_cli_enqueues_batches_and_chains() {
 
     let o = cli(
         url,
-        &["task", "add", "--handler", "noop", "--after-task", &second, "--json"],
+        &[
+            "task",
+            "add",
+            "--handler",
+            "noop",
+            "--after-task",
+            &second,
+            "--json",
+        ],
     );
     assert_eq!(code(&o), 0, "{}", printed(&o));
     assert_eq!(printed_json(&o)["status"], "waiting");
     cli_exits(
         url,
-        &["task", "add", "--handler", "noop", "--after-task", "missing"],
+        &[
+            "task",
+            "add",
+            "--handler",
+            "noop",
+            "--after-task",
+            "missing",
+        ],
         2,
         "after_task",
     );

@@ -38,6 +38,7 @@ const EXPECTED: &[(&str, &str)] = &[
     ("POST", "/v1/jobs:resume"),
     ("POST", "/v1/tasks"),
     ("POST", "/v1/tasks/batch"),
+    ("GET", "/v1/batches/{id}"),
     ("POST", "/v1/tasks/{id}/cancel"),
     ("GET", "/v1/tasks/{id}"),
     ("DELETE", "/v1/tasks/{id}"),
@@ -204,11 +205,16 @@ fn job_schemas_are_derived_from_job_spec() {
     );
     // Each schema is JobSpec's fields less the ones its route refuses (or never shows).
     for (schema, gone) in [
-        ("JobSpec", &["dedup"][..]),
-        ("JobSpecWithoutId", &["dedup", "id"][..]),
+        ("JobSpec", &["dedup", "after_task", "batch"][..]),
+        (
+            "JobSpecWithoutId",
+            &["dedup", "id", "after_task", "batch"][..],
+        ),
         (
             "TaskSpec",
-            &["cron", "every", "tz", "max_runs", "jitter", "exclude"][..],
+            &[
+                "cron", "every", "tz", "max_runs", "jitter", "exclude", "batch",
+            ][..],
         ),
         ("StoredJobSpec", &["after"][..]),
     ] {

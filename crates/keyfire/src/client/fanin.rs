@@ -142,7 +142,10 @@ impl Client {
         })?;
         #[cfg(not(feature = "http"))]
         if !(on.url.starts_with("http://") || on.url.starts_with("https://")) {
-            return Err(invalid("on_complete.url", "must be an http:// or https:// URL"));
+            return Err(invalid(
+                "on_complete.url",
+                "must be an http:// or https:// URL",
+            ));
         }
         Ok(())
     }

@@ -31,11 +31,11 @@ use std::sync::Arc;
 pub use backfill::BackfillReply;
 pub use callbacks::{CallbackFate, TakenCallback};
 pub use cancel::{CancelReply, Renewal};
-pub use fanin::{AfterReply, BatchStatus};
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use conn::{
     Conn, Mode, client_addr, data_client, parse_cluster_slots, redact_url, sentinel_client,
 };
+pub use fanin::{AfterReply, BatchStatus};
 pub use flow_limits::{Acquired, FlowLimitStatus, Hold};
 pub use jobs::Deduped;
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]

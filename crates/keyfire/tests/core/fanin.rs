@@ -58,11 +58,13 @@ async fn receiver() -> (String, Arc<Mutex<Vec<(String, Value)>>>) {
                         continue;
                     }
                     let path = text.split_whitespace().nth(1).unwrap_or("").to_string();
-                    let body = serde_json::from_slice(&buf[end + 4..end + 4 + len])
-                        .unwrap_or(Value::Null);
+                    let body =
+                        serde_json::from_slice(&buf[end + 4..end + 4 + len]).unwrap_or(Value::Null);
                     kept.lock().unwrap().push((path, body));
                     let _ = sock
-                        .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                        .write_all(
+                            b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                        )
                         .await;
                     return;
                 }
@@ -127,7 +129,10 @@ async fn a_batch_calls_back_once_when_every_task_has_ended() {
     .await;
     // Three wait an hour: the callback waits for them.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(at(&seen, "/done").is_empty(), "no callback before the last task ends");
+    assert!(
+        at(&seen, "/done").is_empty(),
+        "no callback before the last task ends"
+    );
     for id in &batch.ids[27..] {
         client.cancel(id).await.unwrap();
     }
@@ -144,12 +149,20 @@ async fn a_batch_calls_back_once_when_every_task_has_ended() {
     let data = &body["data"];
     assert_eq!(data["batch_id"], batch.batch_id.as_str());
     assert_eq!(
-        (&data["total"], &data["succeeded"], &data["died"], &data["cancelled"]),
+        (
+            &data["total"],
+            &data["succeeded"],
+            &data["died"],
+            &data["cancelled"]
+        ),
         (&json!(30), &json!(20), &json!(7), &json!(3)),
         "{body}"
     );
     let b = client.get_batch(&batch.batch_id).await.unwrap();
-    assert_eq!((b.total, b.succeeded, b.died, b.cancelled, b.pending), (30, 20, 7, 3, 0));
+    assert_eq!(
+        (b.total, b.succeeded, b.died, b.cancelled, b.pending),
+        (30, 20, 7, 3, 0)
+    );
     assert!(b.completed_ms.is_some());
     node.shutdown().await;
 }
@@ -170,15 +183,32 @@ async fn a_batch_with_on_complete_refuses_what_it_cannot_hold() {
     let good = || JobSpec::after("", "0s", "rec");
     for (specs, url, want) in [
         (vec![], "http://127.0.0.1:9/", "tasks"),
-        (vec![good(), JobSpec::after("mine", "0s", "rec")], "http://127.0.0.1:9/", "tasks[1].id"),
-        (vec![good().after_task("x")], "http://127.0.0.1:9/", "tasks[0].after_task"),
-        (vec![JobSpec::after("", "nope", "rec")], "http://127.0.0.1:9/", "tasks[0].after"),
+        (
+            vec![good(), JobSpec::after("mine", "0s", "rec")],
+            "http://127.0.0.1:9/",
+            "tasks[1].id",
+        ),
+        (
+            vec![good().after_task("x")],
+            "http://127.0.0.1:9/",
+            "tasks[0].after_task",
+        ),
+        (
+            vec![JobSpec::after("", "nope", "rec")],
+            "http://127.0.0.1:9/",
+            "tasks[0].after",
+        ),
         (vec![good()], "ftp://x/", "on_complete.url"),
     ] {
         let err = client.enqueue_batch(specs, on(url)).await.unwrap_err();
         assert_eq!(field(err), want);
     }
-    assert!(w.keys().await.iter().all(|k| !k.contains(":batch:") && !k.contains(":due")));
+    assert!(
+        w.keys()
+            .await
+            .iter()
+            .all(|k| !k.contains(":batch:") && !k.contains(":due"))
+    );
     let err = client.get_batch("no-such-batch").await.unwrap_err();
     assert!(matches!(err, Error::NotFound(_)), "{err}");
 }
@@ -201,19 +231,30 @@ async fn after_task_chains_run_in_order() {
         .enqueue(JobSpec::after("", "0s", "rec").after_task(&b.spec.id))
         .await
         .unwrap();
-    assert_eq!((b.status, c.status), (JobStatus::Waiting, JobStatus::Waiting));
+    assert_eq!(
+        (b.status, c.status),
+        (JobStatus::Waiting, JobStatus::Waiting)
+    );
     assert_eq!(b.next_ms, None);
     let node = w.node("a").await;
     w.recorder
-        .wait_until(Duration::from_secs(20), "the chain to run", |s| s.len() == 3)
+        .wait_until(Duration::from_secs(20), "the chain to run", |s| {
+            s.len() == 3
+        })
         .await;
     let seen = w.recorder.seen();
     let order: Vec<&str> = seen.iter().map(|s| s.job_id.as_str()).collect();
     assert_eq!(order, [a.spec.id.as_str(), &b.spec.id, &c.spec.id]);
     // B started at least its delay after A ended.
     let a_end = w.recorder.ended(&seen[0].firing_id).unwrap();
-    assert!(seen[1].start_ms >= a_end + 200, "{seen:?} a ended at {a_end}");
-    assert_eq!(client.get(&c.spec.id).await.unwrap().status, JobStatus::Finished);
+    assert!(
+        seen[1].start_ms >= a_end + 200,
+        "{seen:?} a ended at {a_end}"
+    );
+    assert_eq!(
+        client.get(&c.spec.id).await.unwrap().status,
+        JobStatus::Finished
+    );
     // A task after one that succeeded already is due at once.
     let d = client
         .enqueue(JobSpec::after("", "0s", "rec").after_task(&c.spec.id))
@@ -221,7 +262,9 @@ async fn after_task_chains_run_in_order() {
         .unwrap();
     assert_eq!(d.status, JobStatus::Active);
     w.recorder
-        .wait_until(Duration::from_secs(10), "the late follower", |s| s.len() == 4)
+        .wait_until(Duration::from_secs(10), "the late follower", |s| {
+            s.len() == 4
+        })
         .await;
     node.shutdown().await;
 }
@@ -245,9 +288,17 @@ async fn a_task_that_dies_dead_letters_its_chain() {
         .await
         .unwrap();
     let node = w.node("a").await;
-    wait::until("C in its dead letters", Duration::from_secs(20), async || {
-        !client.dead_letters(&c.spec.id, 10).await.unwrap().is_empty()
-    })
+    wait::until(
+        "C in its dead letters",
+        Duration::from_secs(20),
+        async || {
+            !client
+                .dead_letters(&c.spec.id, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        },
+    )
     .await;
     let letters = client.dead_letters(&b.spec.id, 10).await.unwrap();
     assert_eq!(letters.len(), 1);
@@ -269,7 +320,10 @@ async fn a_task_that_dies_dead_letters_its_chain() {
         .await
         .unwrap();
     assert_eq!(late.status, JobStatus::Finished);
-    assert_eq!(client.dead_letters(&late.spec.id, 10).await.unwrap().len(), 1);
+    assert_eq!(
+        client.dead_letters(&late.spec.id, 10).await.unwrap().len(),
+        1
+    );
 
     // Cancel a waiting task: it and its follower end, never run.
     client
@@ -285,7 +339,10 @@ async fn a_task_that_dies_dead_letters_its_chain() {
         .await
         .unwrap();
     client.cancel(&x.spec.id).await.unwrap();
-    assert_eq!(client.get(&x.spec.id).await.unwrap().status, JobStatus::Finished);
+    assert_eq!(
+        client.get(&x.spec.id).await.unwrap().status,
+        JobStatus::Finished
+    );
     assert_eq!(client.dead_letters(&y.spec.id, 10).await.unwrap().len(), 1);
     // Deleting the awaited task ends its follower too.
     let z = client
@@ -368,13 +425,17 @@ async fn a_batch_survives_a_node_killed_mid_batch_with_one_callback() {
         )
         .await
         .unwrap();
-    wait::until("the victim to be mid-batch", Duration::from_secs(60), async || {
-        log_lines(&log)
-            .iter()
-            .filter(|l| l.0 == "end" && l.3 == "victim")
-            .count()
-            >= 50
-    })
+    wait::until(
+        "the victim to be mid-batch",
+        Duration::from_secs(60),
+        async || {
+            log_lines(&log)
+                .iter()
+                .filter(|l| l.0 == "end" && l.3 == "victim")
+                .count()
+                >= 50
+        },
+    )
     .await;
     kill(Pid::from_raw(victim.id() as i32), Signal::SIGKILL).unwrap();
     victim.0.wait().unwrap();
@@ -392,7 +453,12 @@ async fn a_batch_survives_a_node_killed_mid_batch_with_one_callback() {
     assert_eq!(all.len(), 1, "exactly one callback: {all:?}");
     let data = &got[0]["data"];
     assert_eq!(
-        (&data["total"], &data["succeeded"], &data["died"], &data["cancelled"]),
+        (
+            &data["total"],
+            &data["succeeded"],
+            &data["died"],
+            &data["cancelled"]
+        ),
         (&json!(1000), &json!(1000), &json!(0), &json!(0)),
         "{data}"
     );
@@ -400,10 +466,7 @@ async fn a_batch_survives_a_node_killed_mid_batch_with_one_callback() {
     assert_eq!((b.succeeded, b.pending), (1000, 0));
     // Every task ended exactly once; some ran twice (taken over from the victim).
     let ends = log_lines(&log);
-    let taken_over = ends
-        .iter()
-        .filter(|l| l.0 == "start" && l.2 == 2)
-        .count();
+    let taken_over = ends.iter().filter(|l| l.0 == "start" && l.2 == 2).count();
     eprintln!(
         "victim started {started_by_victim} runs before SIGKILL; {taken_over} taken over as attempt 2"
     );
