@@ -568,6 +568,15 @@
     ];
   }
 
+  /** A job's run limits and how far it is: `3 of 10 runs`, `paused after 2 failures`. */
+  function runLimits(spec, l) {
+    const parts = [];
+    if (spec.max_runs) parts.push(fmtNum(l.succeeded || 0) + ' of ' + fmtNum(spec.max_runs) + ' runs');
+    if (spec.pause_after_failures) parts.push('pause after ' + spec.pause_after_failures + ' failures in a row (' + fmtNum(l.failure_streak || 0) + ' now)');
+    if (l.stopped) parts.push('stopped: ' + l.stopped);
+    return parts.join(' · ') || '–';
+  }
+
   async function pageJob(seq, id) {
     const [job, runs, dead, why] = await Promise.all([
       api('GET', jobPath(id)),
@@ -587,6 +596,13 @@
       h('dt', {}, 'Last firing'), h('dd', {}, fmtTime(job.last_at), ' ', h('span', { class: 'muted' }, fmtRel(job.last_at))),
       h('dt', {}, 'Runs'), h('dd', {}, fmtNum(job.runs) + ' (' + fmtNum(job.failures) + ' failed, ' + fmtNum(job.missed) + ' missed)'),
       h('dt', {}, 'Retries'), h('dd', {}, spec.retry ? JSON.stringify(spec.retry) : 'defaults'),
+      spec.exclude && spec.exclude.length ? [h('dt', {}, 'Excludes'), h('dd', { class: 'mono' }, spec.exclude.join(', '))] : null,
+      spec.jitter ? [h('dt', {}, 'Jitter'), h('dd', { class: 'mono' }, spec.jitter)] : null,
+      job.run_limits ? [h('dt', {}, 'Run limits'), h('dd', { id: 'run-limits' }, runLimits(spec, job.run_limits))] : null,
+      spec.after_task ? [h('dt', {}, 'After task'), h('dd', { class: 'mono', id: 'after-task' },
+        link(['', 'jobs', spec.after_task], spec.after_task),
+        job.status === 'waiting' ? ' (waiting for its success)' : '')] : null,
+      spec.batch ? [h('dt', {}, 'Batch'), h('dd', { class: 'mono' }, spec.batch)] : null,
     );
     const firings = (job.next_firings || []).length === 0
       ? empty(job.status === 'active' ? 'No firing left.' : 'None while ' + job.status + '.')
