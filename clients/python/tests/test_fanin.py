@@ -100,6 +100,7 @@ def test_after_task_waits_for_its_task(kf):
     assert second.job.status == "waiting"
     assert second.job.spec.to_dict()["after_task"] == first.id
     assert kf.get_job(second.id).status == "waiting"
+    assert kf.why(second.id).state == "after_task"
 
     # Its task cancelled, it will never run: it is finished, a dead letter naming why.
     kf.cancel_task(first.id)

@@ -120,6 +120,7 @@ test("after_task waits for its task; that task cancelled, it is a dead letter", 
   assert.equal(second.job.status, "waiting");
   assert.equal(second.job.spec.after_task, first.job.id);
   assert.equal((await keyfire.getJob(second.job.id)).status, "waiting");
+  assert.equal((await keyfire.why(second.job.id)).state, "after_task");
 
   await keyfire.cancelTask(first.job.id);
   const job = await keyfire.getJob(second.job.id);
