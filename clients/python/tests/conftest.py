@@ -1,19 +1,23 @@
 """A real keyfire node for the suite: a redis-server on a free port (the shipped redis.conf, a
 temp dir, no persistence) and `keyfire serve` with a token, `handlers.http.allowed_hosts =
 ["127.0.0.1"]` and a signing secret for that host. The binary is KEYFIRE_BIN, default
-target/debug/keyfire (build it with `cargo build --bin keyfire`)."""
+target/debug/keyfire (build it with `cargo build --bin keyfire`). `receiver` is a local HTTP
+server that records what the node sends it."""
 
 from __future__ import annotations
 
 import base64
 import os
+import queue
 import secrets
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -165,3 +169,37 @@ def kf(node: Node) -> Iterator[Keyfire]:
 def topic() -> str:
     """A topic of the test's own."""
     return f"t-{uuid.uuid4().hex[:12]}"
+
+
+class Receiver:
+    """Records each request's raw body and headers; answers 200."""
+
+    def __init__(self) -> None:
+        self.requests: queue.Queue[tuple[str, bytes, dict[str, str]]] = queue.Queue()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                outer.requests.put((self.path, body, dict(self.headers.items())))
+                self.send_response(200)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def next(self, timeout: float = 30) -> tuple[str, bytes, dict[str, str]]:
+        return self.requests.get(timeout=timeout)
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.server.shutdown()
+    r.server.server_close()

@@ -1,51 +1,12 @@
-"""A task with the `http` handler reaches a receiver started here, which verifies it with the
-Standard Webhooks library (through `WebhookVerifier`)."""
+"""A task with the `http` handler reaches a local receiver (conftest's `receiver`), which
+verifies it with the Standard Webhooks library (through `WebhookVerifier`)."""
 
 from __future__ import annotations
-
-import queue
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from conftest import new_secret
 
 from keyfire_client import WebhookVerificationError, WebhookVerifier
-
-
-class Receiver:
-    """Records each request's raw body and headers; answers 200."""
-
-    def __init__(self) -> None:
-        self.requests: queue.Queue[tuple[str, bytes, dict[str, str]]] = queue.Queue()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("content-length", 0)))
-                outer.requests.put((self.path, body, dict(self.headers.items())))
-                self.send_response(200)
-                self.send_header("content-length", "0")
-                self.end_headers()
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def next(self, timeout: float = 30) -> tuple[str, bytes, dict[str, str]]:
-        return self.requests.get(timeout=timeout)
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    yield r
-    r.server.shutdown()
-    r.server.server_close()
 
 
 def test_http_task_verifies_under_the_nodes_secret(kf, node, receiver):

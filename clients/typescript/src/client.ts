@@ -28,6 +28,15 @@ export type CancelView = Schemas["CancelView"];
  * picks one when it is left out (and must, with `dedup`).
  */
 export type TaskSpec = Schemas["TaskSpec"];
+/** Tasks enqueued together, in the order given; `batch_id` with `onComplete` (`getBatch`). */
+export type TaskList = Schemas["TaskList"];
+/** Where a batch's completion callback goes: `url`, and `signing_secrets` (default: the host's). */
+export type OnComplete = Schemas["OnComplete"];
+/**
+ * A batch's progress: `total`, `succeeded`, `died`, `cancelled`, `pending`, `created_ms`, and
+ * `completed_ms` once its last task ended (its callback was queued then).
+ */
+export type BatchStatus = Schemas["BatchStatus"];
 /** A topic task's state and deliveries. */
 export type TaskView = Schemas["TaskView"];
 /** Every topic with its tasks by state. */
@@ -87,6 +96,15 @@ export interface PopOptions {
   max?: number;
   /** How long to wait for the first (`"10s"`, at most `"60s"`; default `"0s"`). */
   wait?: string;
+}
+
+export interface EnqueueBatchOptions {
+  /**
+   * Make the tasks a batch whose end sends one signed POST with the counts: a URL, or
+   * `{ url, signing_secrets }`. keyfire picks the tasks' ids then (a task names no `id`,
+   * `dedup` or `after_task`).
+   */
+  onComplete?: string | OnComplete;
 }
 
 /** The answer to `enqueue`: the task as stored, and whether this call created it. */
@@ -396,10 +414,44 @@ export class Keyfire {
    * With `dedup: { key, window }` (or `{ content: true, window }`), an enqueue of the same key
    * within the window creates nothing and resolves to the task created then (`duplicate`).
    * Without dedup, an `id` that exists is left as it is.
+   *
+   * With `after_task` (the id of another one-shot task), it runs only once that task
+   * succeeded, `after` then being its delay after that success; until then its status is
+   * `waiting`. If that task ends otherwise (dead, cancelled, deleted), this one goes to its
+   * dead letters. Not with `at` or `dedup`; `InvalidError` (field `after_task`) for a task that
+   * does not exist.
    */
   async enqueue(spec: TaskSpec): Promise<Enqueued> {
     const { data, response } = await this.call(this.api.POST("/v1/tasks", { body: spec }));
     return { job: data, created: response.status === 201, duplicate: data.duplicate === true };
+  }
+
+  /**
+   * Enqueue one-shot tasks together (1 to 1000, each a `TaskSpec`); resolves to them as stored,
+   * in the order given. Every task is checked before any is written: `InvalidError` names
+   * `tasks[i].<field>`.
+   *
+   * With `onComplete`, the tasks are a batch: once every one has ended (succeeded, died, or was
+   * cancelled or deleted), one signed POST goes to its URL with the counts (`type`
+   * `keyfire.batch.completed`, `webhook-id` `batch:<batch id>:completed`), and the answer's
+   * `batch_id` reads its progress (`getBatch`).
+   */
+  async enqueueBatch(tasks: readonly TaskSpec[], options: EnqueueBatchOptions = {}): Promise<TaskList> {
+    const onComplete = typeof options.onComplete === "string" ? { url: options.onComplete } : options.onComplete;
+    const { data } = await this.call(
+      this.api.POST("/v1/tasks/batch", { body: { tasks: [...tasks], on_complete: onComplete } }),
+    );
+    return data;
+  }
+
+  /**
+   * A batch's progress (`enqueueBatch` with `onComplete`): `total`, `succeeded`, `died`,
+   * `cancelled`, `pending`, `created_ms`, and `completed_ms` once its last task ended.
+   * `NotFoundError` for an unknown id, or 7 days after the batch completed.
+   */
+  async getBatch(id: string): Promise<BatchStatus> {
+    const { data } = await this.call(this.api.GET("/v1/batches/{id}", { params: { path: { id } } }));
+    return data;
   }
 
   // --- jobs ------------------------------------------------------------------------------

@@ -11,7 +11,7 @@
  */
 
 export { Keyfire, Task } from "./client.js";
-export type { AddOptions, BackfillView, BulkChanged, CancelView, Enqueued, FinishOutcome, JobSelection, JobSpec, JobView, KeyfireOptions, PopOptions, RunList, TaskSpec, TaskView, TaskWhyView, TopicDeadLetter, TopicList, TopicPaused, TopicView, WhyView } from "./client.js";
+export type { AddOptions, BackfillView, BatchStatus, BulkChanged, CancelView, EnqueueBatchOptions, Enqueued, FinishOutcome, JobSelection, JobSpec, JobView, KeyfireOptions, OnComplete, PopOptions, RunList, TaskList, TaskSpec, TaskView, TaskWhyView, TopicDeadLetter, TopicList, TopicPaused, TopicView, WhyView } from "./client.js";
 export { Consumer } from "./consumer.js";
 export type { ConsumerOptions, ConsumerStats, Handler } from "./consumer.js";
 export {

@@ -1,47 +1,14 @@
-// A task with the `http` handler reaches a receiver started here, which verifies it with the
-// Standard Webhooks library (through `WebhookVerifier`).
+// A task with the `http` handler reaches a local receiver (node.mjs's `startReceiver`), which
+// verifies it with the Standard Webhooks library (through `WebhookVerifier`).
 
 import assert from "node:assert/strict";
-import { createServer } from "node:http";
 
 import { Keyfire, WebhookVerificationError, WebhookVerifier } from "../dist/index.js";
-import { newSecret, nodeForFile, test } from "./node.mjs";
+import { newSecret, nodeForFile, startReceiver, test } from "./node.mjs";
 
 let node;
 let keyfire;
 nodeForFile(Keyfire, (started, client) => ([node, keyfire] = [started, client]));
-
-/** Records each request's raw body and headers; answers 200. */
-async function startReceiver() {
-  const waiting = [];
-  const received = [];
-  const server = createServer((req, res) => {
-    const chunks = [];
-    req.on("data", (c) => chunks.push(c));
-    req.on("end", () => {
-      res.writeHead(200).end();
-      const request = { path: req.url, body: Buffer.concat(chunks), headers: req.headers };
-      const waiter = waiting.shift();
-      if (waiter) waiter(request);
-      else received.push(request);
-    });
-  });
-  await new Promise((r) => server.listen(0, "127.0.0.1", r));
-  return {
-    url: `http://127.0.0.1:${server.address().port}`,
-    next(timeoutMs = 30_000) {
-      if (received.length) return Promise.resolve(received.shift());
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error("no request reached the receiver")), timeoutMs);
-        waiting.push((r) => {
-          clearTimeout(timer);
-          resolve(r);
-        });
-      });
-    },
-    close: () => new Promise((r) => server.close(r)),
-  };
-}
 
 test("an http task verifies under the node's secret", async () => {
   const receiver = await startReceiver();

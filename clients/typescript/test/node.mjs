@@ -1,11 +1,13 @@
 // A real keyfire node for a test file: a redis-server on a free port (the shipped redis.conf, a
 // temp dir, no persistence) and `keyfire serve` with a token, `handlers.http.allowed_hosts =
 // ["127.0.0.1"]` and a signing secret for that host. The binary is KEYFIRE_BIN, default
-// target/debug/keyfire (build it with `cargo build --bin keyfire`).
+// target/debug/keyfire (build it with `cargo build --bin keyfire`). `startReceiver` is a local
+// HTTP server that records what the node sends it.
 
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer as createHttpServer } from "node:http";
 import { createServer, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
@@ -169,4 +171,38 @@ export function nodeForFile(Keyfire, onStart) {
 /** A topic of the test's own. */
 export function newTopic() {
   return `t-${randomBytes(6).toString("hex")}`;
+}
+
+/** Records each request's raw body and headers; answers 200. */
+export async function startReceiver() {
+  const waiting = [];
+  const received = [];
+  const server = createHttpServer((req, res) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      res.writeHead(200).end();
+      const request = { path: req.url, body: Buffer.concat(chunks), headers: req.headers };
+      const waiter = waiting.shift();
+      if (waiter) waiter(request);
+      else received.push(request);
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    next(timeoutMs = 30_000) {
+      if (received.length) return Promise.resolve(received.shift());
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error("no request reached the receiver")), timeoutMs);
+        waiting.push((r) => {
+          clearTimeout(timer);
+          resolve(r);
+        });
+      });
+    },
+    /** How many requests arrived that no `next()` took yet. */
+    unread: () => received.length,
+    close: () => new Promise((r) => server.close(r)),
+  };
 }

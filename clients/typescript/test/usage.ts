@@ -11,6 +11,7 @@ import {
   UnavailableError,
   WebhookVerificationError,
   WebhookVerifier,
+  type BatchStatus,
   type JobSpec,
   type JobView,
   type Task,
@@ -47,6 +48,17 @@ export async function usage(): Promise<void> {
     dedup: { key: "invoice-42:reminder", window: "1h" },
   };
   const { job, created, duplicate } = await keyfire.enqueue(spec);
+  const then = await keyfire.enqueue({ handler: "log", after: "5m", after_task: job.id });
+  const waiting: boolean = then.job.status === "waiting";
+
+  const batch = await keyfire.enqueueBatch([{ handler: "http", params: { url: "https://billing.internal/hooks/invoice" } }, { handler: "log" }], {
+    onComplete: { url: "https://billing.internal/hooks/batch-done", signing_secrets: ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"] },
+  });
+  await keyfire.enqueueBatch([{ handler: "log" }], { onComplete: "https://billing.internal/hooks/batch-done" });
+  const progress: BatchStatus = await keyfire.getBatch(batch.batch_id ?? "");
+  const counts: number[] = [progress.total, progress.succeeded, progress.died, progress.cancelled, progress.pending];
+  const ended: number | null | undefined = progress.completed_ms;
+  void [waiting, batch.tasks[0]?.id, counts, ended];
 
   const jobSpec: JobSpec = { id: "weekday-report", cron: "0 9 * * MON-FRI", tz: "Europe/Berlin", handler: "log", params: { to: "ops@example.com" } };
   const view: JobView = await keyfire.createJob(jobSpec);

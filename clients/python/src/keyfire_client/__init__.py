@@ -11,7 +11,7 @@ See docs/client-python.md.
 """
 
 from ._version import __version__
-from .client import Enqueued, Keyfire, Task
+from .client import Enqueued, EnqueuedBatch, Keyfire, Task
 from .consumer import Consumer, ConsumerStats
 from .errors import (
     Code,
@@ -33,6 +33,7 @@ __all__ = [
     "ConsumerStats",
     "Delivery",
     "Enqueued",
+    "EnqueuedBatch",
     "Invalid",
     "Keyfire",
     "KeyfireError",

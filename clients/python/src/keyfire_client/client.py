@@ -37,7 +37,7 @@ from ._generated.api.jobs import (
     post_job,
     resume_jobs,
 )
-from ._generated.api.tasks import cancel_task, post_task
+from ._generated.api.tasks import cancel_task, get_batch, post_task, post_tasks_batch
 from ._generated.api.topics import (
     add_task,
     delete_topic_task,
@@ -57,6 +57,7 @@ from ._generated.api.topics import (
 )
 from ._generated.models import (
     BackfillView,
+    BatchStatus,
     BulkChanged,
     CancelView,
     JobView,
@@ -75,7 +76,7 @@ from ._generated.types import UNSET
 if TYPE_CHECKING:
     from .consumer import Consumer
 
-__all__ = ["Enqueued", "Keyfire", "Task"]
+__all__ = ["Enqueued", "EnqueuedBatch", "Keyfire", "Task"]
 
 # A pop's `wait` may be up to 60 s: its read timeout must outlast it.
 _MAX_WAIT = 60.0
@@ -202,6 +203,19 @@ class Enqueued:
     @property
     def id(self) -> str:
         return self.job.id
+
+
+@dataclass(frozen=True)
+class EnqueuedBatch:
+    """The answer to `Keyfire.enqueue_batch`: the tasks as stored, in the order given, and
+    with `on_complete` the batch's id (`Keyfire.get_batch`); None without it."""
+
+    tasks: list[JobView]
+    batch_id: str | None
+
+    @property
+    def ids(self) -> list[str]:
+        return [t.id for t in self.tasks]
 
 
 class Keyfire:
@@ -435,6 +449,7 @@ class Keyfire:
         dedup_window: str | None = None,
         retry: Mapping[str, Any] | None = None,
         timeout: str | None = None,
+        after_task: str | None = None,
     ) -> Enqueued:
         """Enqueue a one-shot task for `handler` (such as `http`), run `after` a delay, at
         `at`, or at once.
@@ -443,6 +458,12 @@ class Keyfire:
         `dedup_window` (`"10m"`, at most `"24h"`), an enqueue of the same key within the
         window creates nothing and answers the task created then (`duplicate` is True).
         Without dedup, an `id` that exists is left as it is.
+
+        With `after_task` (the id of another one-shot task), it runs only once that task
+        succeeded, `after` then being its delay after that success; until then its status is
+        `waiting`. If that task ends otherwise (dead, cancelled, deleted), this one goes to its
+        dead letters. Not with `at` or dedup; `Invalid` (field `after_task`) for a task that
+        does not exist.
         """
         spec = _body(
             handler=handler,
@@ -450,6 +471,7 @@ class Keyfire:
             after=after,
             at=_rfc3339(at),
             id=id,
+            after_task=after_task,
             retry=dict(retry) if retry is not None else None,
             timeout=timeout,
         )
@@ -469,6 +491,42 @@ class Keyfire:
             created=resp.status_code == 201,
             duplicate=bool(job.duplicate) if job.duplicate is not UNSET else False,
         )
+
+    def enqueue_batch(
+        self,
+        tasks: Iterable[Mapping[str, Any]],
+        *,
+        on_complete: str | Mapping[str, Any] | None = None,
+    ) -> EnqueuedBatch:
+        """Enqueue one-shot tasks together (1 to 1000), each the JSON of a task spec
+        (`{"handler": "http", "params": {...}, "after": "5m"}`, as `enqueue` takes them).
+        Every task is checked before any is written: `Invalid` names `tasks[i].<field>`.
+
+        With `on_complete` (a URL, or `{"url": ..., "signing_secrets": [...]}`), the tasks are
+        a batch: once every one has ended (succeeded, died, or was cancelled or deleted), one
+        signed POST goes to the URL with the counts (`type` `keyfire.batch.completed`,
+        `webhook-id` `batch:<batch id>:completed`), and `batch_id` of the answer reads its
+        progress (`get_batch`). keyfire picks the tasks' ids then: a task names no `id`,
+        `dedup` or `after_task`.
+        """
+        body = _Json(tasks=[dict(t) for t in tasks])
+        if on_complete is not None:
+            body["on_complete"] = (
+                {"url": on_complete} if isinstance(on_complete, str) else dict(on_complete)
+            )
+        resp = self._call(post_tasks_batch, body=body)
+        batch_id = resp.parsed.batch_id
+        return EnqueuedBatch(
+            tasks=list(resp.parsed.tasks),
+            batch_id=batch_id if isinstance(batch_id, str) else None,
+        )
+
+    def get_batch(self, id: str) -> BatchStatus:
+        """A batch's progress (`enqueue_batch` with `on_complete`): `total`, `succeeded`,
+        `died`, `cancelled`, `pending`, `created_ms`, and `completed_ms` once its last task
+        ended (its callback was queued then). `NotFound` for an unknown id, or 7 days after
+        the batch completed."""
+        return self._call(get_batch, id).parsed
 
     # --- jobs ----------------------------------------------------------------------------
 

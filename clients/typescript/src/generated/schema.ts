@@ -60,6 +60,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/batches/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a batch's progress: how many of its tasks succeeded, died, were cancelled, and are
+         *     pending, and when the last one ended (its callback was queued then).
+         * @description A batch's record is kept for 7 days after it completed; 404 after that, or for an id no
+         *     batch has.
+         */
+        get: operations["get_batch"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/calendars": {
         parameters: {
             query?: never;
@@ -512,6 +534,10 @@ export interface paths {
          *     task, an id that exists already is left as it is (and listed as it is), and a task whose
          *     dedup key names a task enqueued within its window (an earlier one of the batch too) is
          *     listed as that task with `"duplicate": true`.
+         * @description With `on_complete`, the tasks are a batch: one signed callback is sent once every task has
+         *     ended (succeeded, died, or was cancelled or deleted), with the counts (`type`
+         *     `keyfire.batch.completed`, `webhook-id` `batch:<batch id>:completed`); `batch_id` in the
+         *     answer reads its progress (`GET /v1/batches/{id}`). keyfire picks the tasks' ids then.
          */
         post: operations["post_tasks_batch"];
         delete?: never;
@@ -998,6 +1024,46 @@ export interface components {
              */
             skipped: number;
         };
+        /** @description A batch as Redis keeps it (`{tag}:batch:<id>`). */
+        BatchStatus: {
+            /**
+             * Format: int64
+             * @description Tasks cancelled or deleted before they ended.
+             */
+            cancelled: number;
+            /**
+             * Format: int64
+             * @description When its last task ended and its callback was queued (ms); none while tasks are pending.
+             */
+            completed_ms?: number | null;
+            /**
+             * Format: int64
+             * @description When it was created (ms).
+             */
+            created_ms: number;
+            /**
+             * Format: int64
+             * @description Tasks that went to their dead letters.
+             */
+            died: number;
+            /** @description The batch's id. */
+            id: string;
+            /**
+             * Format: int64
+             * @description Tasks not ended yet.
+             */
+            pending: number;
+            /**
+             * Format: int64
+             * @description Tasks that succeeded.
+             */
+            succeeded: number;
+            /**
+             * Format: int64
+             * @description Tasks in the batch.
+             */
+            total: number;
+        };
         /** @description What a bulk pause or resume did. */
         BulkChanged: {
             /**
@@ -1299,6 +1365,11 @@ export interface components {
              * @description Every job under the prefix.
              */
             total: number;
+            /**
+             * Format: int64
+             * @description Tasks waiting for the task their `after_task` names, among those read.
+             */
+            waiting: number;
         };
         /** @description One job's dead letters. */
         JobDead: {
@@ -1651,7 +1722,7 @@ export interface components {
             /** @description The job as declared (`after` is shown resolved to `at`). */
             spec: components["schemas"]["StoredJobSpec"];
             /**
-             * @description `active`, `paused` or `finished`.
+             * @description `active`, `paused`, `finished`, or `waiting` (a task waiting for its `after_task`).
              * @example active
              */
             status: string;
@@ -1799,6 +1870,20 @@ export interface components {
             share?: number | null;
             /** @description Its keyfire version. */
             version?: string | null;
+        };
+        /**
+         * @description Where a batch's completion callback goes: one signed POST once every task of the batch has
+         *     ended (succeeded, died, or was cancelled), with the counts. Sent through the callback outbox
+         *     (see `docs/delivery.md`, Callbacks): its `webhook-id` is `batch:<batch id>:completed`.
+         */
+        OnComplete: {
+            /**
+             * @description Secrets to sign it with (`whsec_…`, one, or two while rotating); none: those
+             *     configured for the host, if any.
+             */
+            signing_secrets?: string[];
+            /** @description `http://` or `https://`; the same host rules as the `http` handler's URLs. */
+            url: string;
         };
         /** @description The cluster at a glance. */
         Overview: {
@@ -2017,10 +2102,24 @@ export interface components {
         /** @description A job's spec as stored and shown: `after` resolved to `at`, signing secrets redacted. */
         StoredJobSpec: {
             /**
+             * @description One-shot tasks only: run after this one-shot task (its id) succeeded. Until then the
+             *     task waits (status `waiting`); `after` is then its delay after that success. If that
+             *     task ends otherwise (dead, cancelled, deleted), this one goes to its dead letters with
+             *     the reason, and so on down a chain. Both live on one shard: leave `id` out (keyfire
+             *     picks one there) or give one on that task's shard.
+             */
+            after_task?: string | null;
+            /**
              * Format: date-time
              * @description One-shot at this instant (RFC 3339).
              */
             at?: string | null;
+            /**
+             * @description The batch this task belongs to, set by keyfire when tasks are enqueued as a batch with
+             *     a completion callback (`on_complete`); read-only. It stays the spec's last field (the
+             *     scripts read it from the end of the spec's JSON).
+             */
+            readonly batch?: string | null;
             /**
              * Format: int64
              * @description Most late firings `catch_up` runs (default 100); older ones are recorded as missed.
@@ -2140,11 +2239,14 @@ export interface components {
         });
         /** @description Tasks to enqueue together. */
         TaskBatch: {
+            on_complete?: components["schemas"]["OnComplete"] | null;
             /** @description One-shot tasks (see `TaskSpec`), at most 1000. */
             tasks: components["schemas"]["TaskSpec"][];
         };
         /** @description Enqueued tasks, in the order given. */
         TaskList: {
+            /** @description The batch's id, when it was enqueued with `on_complete` (`GET /v1/batches/{id}`). */
+            batch_id?: string | null;
             /** @description The tasks as stored. */
             tasks: components["schemas"]["JobView"][];
         };
@@ -2152,6 +2254,14 @@ export interface components {
         TaskSpec: {
             /** @description One-shot after this delay from creation, such as `10m`. */
             after?: string | null;
+            /**
+             * @description One-shot tasks only: run after this one-shot task (its id) succeeded. Until then the
+             *     task waits (status `waiting`); `after` is then its delay after that success. If that
+             *     task ends otherwise (dead, cancelled, deleted), this one goes to its dead letters with
+             *     the reason, and so on down a chain. Both live on one shard: leave `id` out (keyfire
+             *     picks one there) or give one on that task's shard.
+             */
+            after_task?: string | null;
             /**
              * Format: date-time
              * @description One-shot at this instant (RFC 3339).
@@ -2224,7 +2334,7 @@ export interface components {
              * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
              */
             traceparent?: ((string & (unknown & unknown)) | null) & (unknown & unknown);
-        } & (unknown & unknown);
+        } & (unknown & unknown & unknown & unknown);
         /** @description A task as stored. Instants are Redis time. */
         TaskView: {
             /**
@@ -2584,7 +2694,7 @@ export interface components {
          * @description A reason a job runs, or does not, now.
          * @enum {string}
          */
-        WhyCode: "paused" | "paused_after_failures" | "max_runs_reached" | "outside_window" | "finished" | "flow_limited" | "running" | "retrying" | "no_node" | "no_handler" | "redis_full" | "excluded" | "overdue" | "waiting";
+        WhyCode: "paused" | "paused_after_failures" | "max_runs_reached" | "after_task" | "outside_window" | "finished" | "flow_limited" | "running" | "retrying" | "no_node" | "no_handler" | "redis_full" | "excluded" | "overdue" | "waiting";
         /** @description A flow limit that holds the job's firings back. */
         WhyLimit: {
             /**
@@ -2681,7 +2791,7 @@ export interface components {
             running?: components["schemas"]["WhyRunning"] | null;
             /** @description The main reason: the first of `causes`. */
             state: components["schemas"]["WhyCode"];
-            /** @description `active`, `paused` or `finished`. */
+            /** @description `active`, `paused`, `finished`, or `waiting` (a task waiting for its `after_task`). */
             status: string;
             /** @description In one sentence. */
             summary: string;
@@ -2780,6 +2890,88 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Health"];
+                };
+            };
+        };
+    };
+    get_batch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The batch's id (`batch_id` of `POST /v1/tasks/batch`)
+                 * @example welcome-1
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The batch's counts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchStatus"];
+                };
+            };
+            /** @description A path parameter is not UTF-8 once percent-decoded (`bad_path`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `read` scope (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No such batch (`field`: `id`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3134,10 +3326,10 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Only jobs in this state: `active`, `paused` or `finished`.
+                 * @description Only jobs in this state: `active`, `paused`, `finished` or `waiting`.
                  * @example active
                  */
-                status?: "active" | "paused" | "finished";
+                status?: "active" | "paused" | "finished" | "waiting";
                 /** @description Only jobs run by this handler. */
                 handler?: string;
                 /** @description Cursor: the `next_cursor` of the previous page (jobs with a greater id). */

@@ -4,6 +4,7 @@ from .add_task import AddTask
 from .added import Added
 from .backfill_request import BackfillRequest
 from .backfill_view import BackfillView
+from .batch_status import BatchStatus
 from .bulk_changed import BulkChanged
 from .calendar_list import CalendarList
 from .calendar_spec import CalendarSpec
@@ -49,6 +50,7 @@ from .limit_view import LimitView
 from .list_jobs_status import ListJobsStatus
 from .node_list import NodeList
 from .node_view import NodeView
+from .on_complete import OnComplete
 from .overview import Overview
 from .popped import Popped
 from .queues import Queues
@@ -103,6 +105,7 @@ __all__ = (
     "AddTask",
     "BackfillRequest",
     "BackfillView",
+    "BatchStatus",
     "BulkChanged",
     "CalendarList",
     "CalendarSpec",
@@ -148,6 +151,7 @@ __all__ = (
     "ListJobsStatus",
     "NodeList",
     "NodeView",
+    "OnComplete",
     "Overview",
     "Popped",
     "Queues",

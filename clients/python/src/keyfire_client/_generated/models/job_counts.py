@@ -20,6 +20,7 @@ class JobCounts:
         paused (int): Paused jobs among those read.
         scanned (int): Jobs read for the counts and totals (at most 10,000, in listing order).
         total (int): Every job under the prefix.
+        waiting (int): Tasks waiting for the task their `after_task` names, among those read.
     """
 
     active: int
@@ -28,6 +29,7 @@ class JobCounts:
     paused: int
     scanned: int
     total: int
+    waiting: int
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -43,6 +45,8 @@ class JobCounts:
 
         total = self.total
 
+        waiting = self.waiting
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -53,6 +57,7 @@ class JobCounts:
                 "paused": paused,
                 "scanned": scanned,
                 "total": total,
+                "waiting": waiting,
             }
         )
 
@@ -73,6 +78,8 @@ class JobCounts:
 
         total = d.pop("total")
 
+        waiting = d.pop("waiting")
+
         job_counts = cls(
             active=active,
             complete=complete,
@@ -80,6 +87,7 @@ class JobCounts:
             paused=paused,
             scanned=scanned,
             total=total,
+            waiting=waiting,
         )
 
         job_counts.additional_properties = d

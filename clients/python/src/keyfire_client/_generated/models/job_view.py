@@ -33,7 +33,8 @@ class JobView:
         runs (int): Runs started (attempts claimed; a run in progress counts).
         spec (StoredJobSpecType0 | StoredJobSpecType1 | StoredJobSpecType2): A job's spec as stored and shown: `after`
             resolved to `at`, signing secrets redacted.
-        status (str): `active`, `paused` or `finished`. Example: active.
+        status (str): `active`, `paused`, `finished`, or `waiting` (a task waiting for its `after_task`). Example:
+            active.
         tz (str): The zone `next_firings[].local` is shown in (the cron `tz`, else `UTC`).
         version (int): Bumped by every change of the spec; send it back in `If-Match` to update only that version.
         created_at (datetime.datetime | None | Unset): When the job was created.

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.job_view import JobView
@@ -19,9 +21,11 @@ class TaskList:
 
     Attributes:
         tasks (list[JobView]): The tasks as stored.
+        batch_id (None | str | Unset): The batch's id, when it was enqueued with `on_complete` (`GET /v1/batches/{id}`).
     """
 
     tasks: list[JobView]
+    batch_id: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -30,6 +34,12 @@ class TaskList:
             tasks_item = tasks_item_data.to_dict()
             tasks.append(tasks_item)
 
+        batch_id: None | str | Unset
+        if isinstance(self.batch_id, Unset):
+            batch_id = UNSET
+        else:
+            batch_id = self.batch_id
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -37,6 +47,8 @@ class TaskList:
                 "tasks": tasks,
             }
         )
+        if batch_id is not UNSET:
+            field_dict["batch_id"] = batch_id
 
         return field_dict
 
@@ -52,8 +64,18 @@ class TaskList:
 
             tasks.append(tasks_item)
 
+        def _parse_batch_id(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        batch_id = _parse_batch_id(d.pop("batch_id", UNSET))
+
         task_list = cls(
             tasks=tasks,
+            batch_id=batch_id,
         )
 
         task_list.additional_properties = d

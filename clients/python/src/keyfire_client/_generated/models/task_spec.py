@@ -31,6 +31,12 @@ class TaskSpec:
         Attributes:
             handler (str): Name of the handler that runs the job. Example: http.
             after (None | str | Unset): One-shot after this delay from creation, such as `10m`.
+            after_task (None | str | Unset): One-shot tasks only: run after this one-shot task (its id) succeeded. Until
+                then the
+                task waits (status `waiting`); `after` is then its delay after that success. If that
+                task ends otherwise (dead, cancelled, deleted), this one goes to its dead letters with
+                the reason, and so on down a chain. Both live on one shard: leave `id` out (keyfire
+                picks one there) or give one on that task's shard.
             at (datetime.datetime | None | Unset): One-shot at this instant (RFC 3339).
             catch_up_limit (int | None | Unset): Most late firings `catch_up` runs (default 100); older ones are recorded as
                 missed.
@@ -68,6 +74,7 @@ class TaskSpec:
 
     handler: str
     after: None | str | Unset = UNSET
+    after_task: None | str | Unset = UNSET
     at: datetime.datetime | None | Unset = UNSET
     catch_up_limit: int | None | Unset = UNSET
     dedup: DedupSpec | None | Unset = UNSET
@@ -110,6 +117,12 @@ class TaskSpec:
             after = UNSET
         else:
             after = self.after
+
+        after_task: None | str | Unset
+        if isinstance(self.after_task, Unset):
+            after_task = UNSET
+        else:
+            after_task = self.after_task
 
         at: None | str | Unset
         if isinstance(self.at, Unset):
@@ -230,6 +243,8 @@ class TaskSpec:
         )
         if after is not UNSET:
             field_dict["after"] = after
+        if after_task is not UNSET:
+            field_dict["after_task"] = after_task
         if at is not UNSET:
             field_dict["at"] = at
         if catch_up_limit is not UNSET:
@@ -282,6 +297,15 @@ class TaskSpec:
             return cast(None | str | Unset, data)
 
         after = _parse_after(d.pop("after", UNSET))
+
+        def _parse_after_task(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        after_task = _parse_after_task(d.pop("after_task", UNSET))
 
         def _parse_at(data: object) -> datetime.datetime | None | Unset:
             if data is None:
@@ -542,6 +566,7 @@ class TaskSpec:
         task_spec = cls(
             handler=handler,
             after=after,
+            after_task=after_task,
             at=at,
             catch_up_limit=catch_up_limit,
             dedup=dedup,

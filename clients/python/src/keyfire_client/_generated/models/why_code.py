@@ -2,6 +2,7 @@ from enum import StrEnum
 
 
 class WhyCode(StrEnum):
+    AFTER_TASK = "after_task"
     EXCLUDED = "excluded"
     FINISHED = "finished"
     FLOW_LIMITED = "flow_limited"

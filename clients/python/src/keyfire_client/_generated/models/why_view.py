@@ -32,7 +32,7 @@ class WhyView:
         id (str): The job's id.
         recent (list[TimelineEntry]): Its last runs and skips (five of each at most), newest first.
         state (WhyCode): A reason a job runs, or does not, now.
-        status (str): `active`, `paused` or `finished`.
+        status (str): `active`, `paused`, `finished`, or `waiting` (a task waiting for its `after_task`).
         summary (str): In one sentence.
         flow_limit (None | Unset | WhyLimit):
         next_at (datetime.datetime | None | Unset): Its next firing, if any.

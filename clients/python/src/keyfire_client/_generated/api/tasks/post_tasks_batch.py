@@ -116,6 +116,11 @@ def sync_detailed(
     dedup key names a task enqueued within its window (an earlier one of the batch too) is
     listed as that task with `"duplicate": true`.
 
+     With `on_complete`, the tasks are a batch: one signed callback is sent once every task has
+    ended (succeeded, died, or was cancelled or deleted), with the counts (`type`
+    `keyfire.batch.completed`, `webhook-id` `batch:<batch id>:completed`); `batch_id` in the
+    answer reads its progress (`GET /v1/batches/{id}`). keyfire picks the tasks' ids then.
+
     Args:
         body (TaskBatch): Tasks to enqueue together.
 
@@ -149,6 +154,11 @@ def sync(
     dedup key names a task enqueued within its window (an earlier one of the batch too) is
     listed as that task with `"duplicate": true`.
 
+     With `on_complete`, the tasks are a batch: one signed callback is sent once every task has
+    ended (succeeded, died, or was cancelled or deleted), with the counts (`type`
+    `keyfire.batch.completed`, `webhook-id` `batch:<batch id>:completed`); `batch_id` in the
+    answer reads its progress (`GET /v1/batches/{id}`). keyfire picks the tasks' ids then.
+
     Args:
         body (TaskBatch): Tasks to enqueue together.
 
@@ -176,6 +186,11 @@ async def asyncio_detailed(
     task, an id that exists already is left as it is (and listed as it is), and a task whose
     dedup key names a task enqueued within its window (an earlier one of the batch too) is
     listed as that task with `"duplicate": true`.
+
+     With `on_complete`, the tasks are a batch: one signed callback is sent once every task has
+    ended (succeeded, died, or was cancelled or deleted), with the counts (`type`
+    `keyfire.batch.completed`, `webhook-id` `batch:<batch id>:completed`); `batch_id` in the
+    answer reads its progress (`GET /v1/batches/{id}`). keyfire picks the tasks' ids then.
 
     Args:
         body (TaskBatch): Tasks to enqueue together.
@@ -207,6 +222,11 @@ async def asyncio(
     task, an id that exists already is left as it is (and listed as it is), and a task whose
     dedup key names a task enqueued within its window (an earlier one of the batch too) is
     listed as that task with `"duplicate": true`.
+
+     With `on_complete`, the tasks are a batch: one signed callback is sent once every task has
+    ended (succeeded, died, or was cancelled or deleted), with the counts (`type`
+    `keyfire.batch.completed`, `webhook-id` `batch:<batch id>:completed`); `batch_id` in the
+    answer reads its progress (`GET /v1/batches/{id}`). keyfire picks the tasks' ids then.
 
     Args:
         body (TaskBatch): Tasks to enqueue together.
