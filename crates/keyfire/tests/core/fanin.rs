@@ -473,3 +473,73 @@ async fn a_batch_survives_a_node_killed_mid_batch_with_one_callback() {
     other.0.kill().ok();
     other.0.wait().ok();
 }
+
+/// On Redis Cluster (3 masters, 12 shards) the scripts that end a task reach its batch and its
+/// waiters under the task's own hash tag (no CROSSSLOT): a batch of 40 calls back once, and a
+/// chain of three runs in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fan_in_works_on_redis_cluster() {
+    let cluster = tokio::task::block_in_place(|| keyfire_testkit::RedisCluster::start(3, 0))
+        .expect("cluster");
+    let mut s = keyfire::Settings::default();
+    s.redis.prefix = "kf".into();
+    s.redis.mode = keyfire::config::RedisMode::Cluster;
+    s.redis.nodes = cluster.nodes();
+    s.redis.shards = 12;
+    s.node.id = "c".into();
+    let ran = Arc::new(Mutex::new(Vec::<String>::new()));
+    let mut registry = keyfire::Registry::with_builtins();
+    let seen = ran.clone();
+    registry.register("rec", move |f: keyfire::Firing| {
+        let seen = seen.clone();
+        async move {
+            seen.lock().unwrap().push(f.job_id);
+            Ok(())
+        }
+    });
+    let node = keyfire::Node::new(s.clone(), registry)
+        .start()
+        .await
+        .unwrap();
+    let client = Client::connect(&s).await.unwrap().allow_handlers(["rec"]);
+    let (url, got) = receiver().await;
+    let batch = client
+        .enqueue_batch(
+            (0..40).map(|_| JobSpec::after("", "0s", "rec")).collect(),
+            OnComplete {
+                url: format!("{url}/cluster"),
+                signing_secrets: Vec::new(),
+            },
+        )
+        .await
+        .unwrap();
+    let a = client
+        .enqueue(JobSpec::after("", "200ms", "rec"))
+        .await
+        .unwrap();
+    let b = client
+        .enqueue(JobSpec::after("", "0s", "rec").after_task(&a.spec.id))
+        .await
+        .unwrap();
+    let c = client
+        .enqueue(JobSpec::after("", "0s", "rec").after_task(&b.spec.id))
+        .await
+        .unwrap();
+    wait::until(
+        "the batch's callback and the chain",
+        Duration::from_secs(30),
+        || async { at(&got, "/cluster").len() == 1 && ran.lock().unwrap().len() == 43 },
+    )
+    .await;
+    let order: Vec<String> = ran
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|id| [&a.spec.id, &b.spec.id, &c.spec.id].contains(id))
+        .cloned()
+        .collect();
+    assert_eq!(order, [a.spec.id, b.spec.id, c.spec.id]);
+    assert_eq!(at(&got, "/cluster")[0]["data"]["succeeded"], 40);
+    assert_eq!(client.get_batch(&batch.batch_id).await.unwrap().pending, 0);
+    node.shutdown().await;
+}
