@@ -14,7 +14,7 @@ script!(UPSERT, "task_lib.lua" + "ledger_lib.lua" + "upsert.lua");
 script!(pub(super) INSERT, "insert.lua");
 script!(DEBOUNCE, "task_lib.lua" + "debounce.lua");
 script!(DELETE, "ledger_lib.lua" + "fanin_lib.lua" + "delete.lua");
-script!(PAUSE, "pause.lua");
+script!(PAUSE, "ledger_lib.lua" + "pause.lua");
 script!(TRIGGER, "trigger.lua");
 
 /// Jobs per `insert.lua` call in [`Store::insert_many`], and calls in flight at once.
@@ -299,6 +299,7 @@ impl Store {
             .key(k.job(id))
             .key(k.due())
             .key(k.fire(id, sentinel_ms.unwrap_or(-1)))
+            .key(k.skips(id))
             .arg(id)
             .arg(if resume { "resume" } else { "pause" })
             .arg(
@@ -309,6 +310,7 @@ impl Store {
             )
             .arg(k.changes())
             .arg(self.horizon_ms)
+            .arg(self.ledger.opts())
             .invoke_async(&mut self.conn.clone())
             .await?;
         let status = match status.as_str() {
