@@ -29,7 +29,7 @@ pub enum TaskWhyCode {
     Overdue,
     /// No node is live: nothing promotes its topic's delayed tasks.
     NoNode,
-    /// It waits for a consumer (`ready_ahead` tasks before it in its partition).
+    /// It waits for a consumer (`ready_ahead` ready tasks of its topic before it).
     Ready,
     /// A consumer holds it until `deadline`.
     Reserved,
@@ -73,7 +73,8 @@ pub struct TaskWhyView {
     pub due_in_ms: i64,
     /// When it last became ready.
     pub ready_at: Option<DateTime<Utc>>,
-    /// While ready: how many tasks wait before it in its partition's ready set.
+    /// While ready: how many ready tasks of its topic come before it (in its partition, those
+    /// ahead of it; in the others, those of a higher priority or ready earlier).
     pub ready_ahead: Option<u64>,
     /// Whether its topic is paused.
     pub paused: bool,
@@ -212,9 +213,9 @@ fn explain(task: &TaskInfo, f: Facts) -> TaskWhyView {
                 cause(TaskWhyCode::Paused, paused.into());
             }
             let ahead = match f.ready_ahead {
-                Some(0) => "; it is next in its partition".to_string(),
-                Some(1) => "; 1 ready task is ahead of it in its partition".to_string(),
-                Some(n) => format!("; {n} ready tasks are ahead of it in its partition"),
+                Some(0) => "; it is next in its topic".to_string(),
+                Some(1) => "; 1 ready task of its topic is ahead of it".to_string(),
+                Some(n) => format!("; {n} ready tasks of its topic are ahead of it"),
                 None => String::new(),
             };
             let since = task.ready_at.unwrap_or(task.due_at);

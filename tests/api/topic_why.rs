@@ -73,6 +73,37 @@ async fn a_ready_task_says_how_many_wait_ahead_of_it() {
     assert_eq!(why(&api, "work", &first).await.body["ready_ahead"], 0);
 }
 
+/// A topic of 4 partitions: the tasks ahead of a ready task are those of every partition that
+/// a pop takes first (ready earlier, or of a higher priority), not only its own partition's.
+#[tokio::test]
+async fn ready_ahead_counts_every_partition_of_the_topic() {
+    let api = Api::with(|s| s.redis.shards = 4).await;
+    let put = api.put("/v1/topics/wide", json!({"partitions": 4})).await;
+    assert_eq!(put.status, StatusCode::OK, "{:#}", put.body);
+    let mut ids = Vec::new();
+    for i in 0..8 {
+        ids.push(api.add_task("wide", json!({"payload": i})).await);
+        // Ready instants one apart at least: each task is ready after the one before.
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let last = api.add_task("wide", json!({"payload": "last"})).await;
+    let urgent = api
+        .add_task("wide", json!({"payload": "urgent", "priority": 9}))
+        .await;
+    let a = why(&api, "wide", &last).await;
+    assert_eq!(a.body["ready_ahead"], 9, "{:#}", a.body);
+    assert!(
+        a.body["summary"]
+            .as_str()
+            .unwrap()
+            .contains("9 ready tasks of its topic"),
+        "{:#}",
+        a.body
+    );
+    assert_eq!(why(&api, "wide", &urgent).await.body["ready_ahead"], 0);
+    assert_eq!(why(&api, "wide", &ids[0]).await.body["ready_ahead"], 1);
+}
+
 #[tokio::test]
 async fn a_ready_task_of_a_paused_topic_names_the_pause_first() {
     let api = Api::new().await;

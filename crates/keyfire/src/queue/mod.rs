@@ -546,20 +546,38 @@ impl Queue {
         Ok(info)
     }
 
-    /// How many tasks wait ahead of ready task `id` of `topic` in its partition's ready set
-    /// (`ZRANK`; `None` when it is not ready). Tasks of the topic's other partitions are not
-    /// counted: consumers take from every partition.
+    /// How many ready tasks of `topic` come before ready task `id` (`None` when it is not
+    /// ready): in its own partition, those ahead of it in the ready set (`ZRANK`); in the
+    /// topic's other partitions, those whose ready score is lower (a higher priority, or ready
+    /// earlier at the same priority: the scores of every partition compare). Consumers take
+    /// from every partition, so this is the work ahead of it for the topic's consumers.
     pub async fn ready_ahead_in(&self, topic: &str, id: &str) -> Result<Option<u64>> {
         check_topic(topic)?;
         check_task_id(id)?;
-        let (lane, _, _) = self.locate(topic, id).await?;
-        let k = lane.keys(self.store.shards());
+        let (own, _, score) = self.locate(topic, id).await?;
+        let shards = self.store.shards();
+        let k = own.keys(shards);
         let rank: Option<u64> = redis::cmd("ZRANK")
-            .arg(k.qready(&lane.name()))
+            .arg(k.qready(&own.name()))
             .arg(id)
             .query_async(&mut self.store.connection())
             .await?;
-        Ok(rank)
+        let (Some(mut ahead), Some(score)) = (rank, score) else {
+            return Ok(rank);
+        };
+        for lane in self.lanes(topic, true).await? {
+            if lane.name() == own.name() && lane.keys(shards).tag() == k.tag() {
+                continue;
+            }
+            let n: u64 = redis::cmd("ZCOUNT")
+                .arg(lane.keys(shards).qready(&lane.name()))
+                .arg("-inf")
+                .arg(format!("({score}"))
+                .query_async(&mut self.store.connection())
+                .await?;
+            ahead += n;
+        }
+        Ok(Some(ahead))
     }
 
     /// The lane holding task `id` of `topic`, its record and its score in the lane's ready
