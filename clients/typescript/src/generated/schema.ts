@@ -2458,7 +2458,8 @@ export interface components {
             paused: boolean;
             /**
              * Format: int64
-             * @description While ready: how many tasks wait before it in its partition's ready set.
+             * @description While ready: how many ready tasks of its topic come before it (in its partition, those
+             *     ahead of it; in the others, those of a higher priority or ready earlier).
              */
             ready_ahead?: number | null;
             /**

@@ -38,7 +38,9 @@ class TaskWhyView:
         error (None | str | Unset): A dead letter's: why it went to the dead letters.
         finished_at (datetime.datetime | None | Unset): When it was finished, went to the dead letters, or was deleted.
         now (datetime.datetime | None | Unset): Redis's clock now.
-        ready_ahead (int | None | Unset): While ready: how many tasks wait before it in its partition's ready set.
+        ready_ahead (int | None | Unset): While ready: how many ready tasks of its topic come before it (in its
+            partition, those
+            ahead of it; in the others, those of a higher priority or ready earlier).
         ready_at (datetime.datetime | None | Unset): When it last became ready.
     """
 
