@@ -5,7 +5,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::Store;
-use super::jobs::INSERT;
 use crate::error::{Error, Result};
 use crate::job::JobSpec;
 
@@ -109,25 +108,11 @@ impl Store {
         created_ms: i64,
     ) -> Result<usize> {
         let k = self.shards.for_job(batch_id);
-        let mut inv = INSERT.prepare_invoke();
-        inv.key(k.due())
-            .key(k.jobs())
-            .key(k.generation())
-            .key(k.task_count())
-            .arg(k.changes())
-            .arg(created_ms)
-            .arg(self.horizon_ms);
-        for (spec, next) in jobs {
-            let id = spec.id.as_str();
-            debug_assert_eq!(self.shards.of(id), self.shards.of(batch_id));
-            inv.key(k.job(id))
-                .key(k.fire(id, next.unwrap_or(-1)))
-                .key(k.task_bucket(id))
-                .arg(id)
-                .arg(serde_json::to_string(spec)?)
-                .arg(next.map(|n| n.to_string()).unwrap_or_default())
-                .arg(if spec.at.is_some() { "1" } else { "0" });
-        }
+        debug_assert!(
+            jobs.iter()
+                .all(|(s, _)| self.shards.of(&s.id) == self.shards.of(batch_id))
+        );
+        let mut inv = self.insert_call(k, jobs, created_ms)?;
         inv.arg(batch_id).arg(callback).arg(retention_ms);
         let created: Vec<String> = inv.invoke_async(&mut self.conn.clone()).await?;
         self.replicate(k).await;

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::job::{Dedup, JobSpec};
 
 script!(UPSERT, "task_lib.lua" + "ledger_lib.lua" + "upsert.lua");
-script!(pub(super) INSERT, "insert.lua");
+script!(INSERT, "insert.lua");
 script!(DEBOUNCE, "task_lib.lua" + "debounce.lua");
 script!(DELETE, "ledger_lib.lua" + "fanin_lib.lua" + "delete.lua");
 script!(PAUSE, "ledger_lib.lua" + "pause.lua");
@@ -198,6 +198,34 @@ impl Store {
         Ok(inv.invoke_async(&mut self.conn.clone()).await?)
     }
 
+    /// An `insert.lua` call creating `jobs` (all of shard `k`), each with its first firing.
+    pub(super) fn insert_call<'a>(
+        &self,
+        k: &Keys,
+        jobs: impl IntoIterator<Item = &'a (JobSpec, Option<i64>)>,
+        created_ms: i64,
+    ) -> Result<redis::ScriptInvocation<'static>> {
+        let mut inv = INSERT.prepare_invoke();
+        inv.key(k.due())
+            .key(k.jobs())
+            .key(k.generation())
+            .key(k.task_count())
+            .arg(k.changes())
+            .arg(created_ms)
+            .arg(self.horizon_ms);
+        for (spec, next) in jobs {
+            let id = spec.id.as_str();
+            inv.key(k.job(id))
+                .key(k.fire(id, next.unwrap_or(-1)))
+                .key(k.task_bucket(id))
+                .arg(id)
+                .arg(serde_json::to_string(spec)?)
+                .arg(next.map(|n| n.to_string()).unwrap_or_default())
+                .arg(if spec.at.is_some() { "1" } else { "0" });
+        }
+        Ok(inv)
+    }
+
     /// Create many new jobs (validated specs with their first firing): per shard, batches of
     /// up to [`INSERT_BATCH`] in one `insert.lua` call each, a few calls in flight. A job whose
     /// id exists already is left as it is. Returns how many were created.
@@ -215,25 +243,7 @@ impl Store {
         for (shard, group) in groups.iter().enumerate() {
             let k = self.shards.keys(shard);
             for chunk in group.chunks(INSERT_BATCH) {
-                let mut inv = INSERT.prepare_invoke();
-                inv.key(k.due())
-                    .key(k.jobs())
-                    .key(k.generation())
-                    .key(k.task_count())
-                    .arg(k.changes())
-                    .arg(created_ms)
-                    .arg(self.horizon_ms);
-                for (spec, next) in chunk.iter().copied() {
-                    let id = spec.id.as_str();
-                    inv.key(k.job(id))
-                        .key(k.fire(id, next.unwrap_or(-1)))
-                        .key(k.task_bucket(id))
-                        .arg(id)
-                        .arg(serde_json::to_string(spec)?)
-                        .arg(next.map(|n| n.to_string()).unwrap_or_default())
-                        .arg(if spec.at.is_some() { "1" } else { "0" });
-                }
-                calls.push(inv);
+                calls.push(self.insert_call(k, chunk.iter().copied(), created_ms)?);
             }
         }
         let created: Vec<Vec<String>> = futures::stream::iter(calls.iter().map(|inv| {

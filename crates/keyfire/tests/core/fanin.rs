@@ -74,6 +74,14 @@ async fn receiver() -> (String, Arc<Mutex<Vec<(String, Value)>>>) {
     (url, seen)
 }
 
+/// A completion callback to `url`, signed with the host's secrets (none here).
+fn on_complete(url: String) -> OnComplete {
+    OnComplete {
+        url,
+        signing_secrets: Vec::new(),
+    }
+}
+
 fn no_retry() -> Option<RetrySpec> {
     Some(RetrySpec {
         max_attempts: Some(1),
@@ -112,13 +120,7 @@ async fn a_batch_calls_back_once_when_every_task_has_ended() {
         specs.push(spec);
     }
     let batch = client
-        .enqueue_batch(
-            specs,
-            OnComplete {
-                url: format!("{url}/done"),
-                signing_secrets: Vec::new(),
-            },
-        )
+        .enqueue_batch(specs, on_complete(format!("{url}/done")))
         .await
         .unwrap();
     assert_eq!(batch.ids.len(), 30);
@@ -172,10 +174,6 @@ async fn a_batch_calls_back_once_when_every_task_has_ended() {
 async fn a_batch_with_on_complete_refuses_what_it_cannot_hold() {
     let w = World::new().await;
     let client = w.client().await.allow_handlers(["rec"]);
-    let on = |url: &str| OnComplete {
-        url: url.into(),
-        signing_secrets: Vec::new(),
-    };
     let field = |e: Error| match e {
         Error::Invalid(v) => v.field,
         other => panic!("{other}"),
@@ -200,7 +198,10 @@ async fn a_batch_with_on_complete_refuses_what_it_cannot_hold() {
         ),
         (vec![good()], "ftp://x/", "on_complete.url"),
     ] {
-        let err = client.enqueue_batch(specs, on(url)).await.unwrap_err();
+        let err = client
+            .enqueue_batch(specs, on_complete(url.into()))
+            .await
+            .unwrap_err();
         assert_eq!(field(err), want);
     }
     assert!(
@@ -416,13 +417,7 @@ async fn a_batch_survives_a_node_killed_mid_batch_with_one_callback() {
         .map(|_| JobSpec::after("", "0s", "slow").params(json!({"sleep_ms": 200})))
         .collect();
     let batch = client
-        .enqueue_batch(
-            specs,
-            OnComplete {
-                url: format!("{url}/batch"),
-                signing_secrets: Vec::new(),
-            },
-        )
+        .enqueue_batch(specs, on_complete(format!("{url}/batch")))
         .await
         .unwrap();
     wait::until(
@@ -506,10 +501,7 @@ async fn fan_in_works_on_redis_cluster() {
     let batch = client
         .enqueue_batch(
             (0..40).map(|_| JobSpec::after("", "0s", "rec")).collect(),
-            OnComplete {
-                url: format!("{url}/cluster"),
-                signing_secrets: Vec::new(),
-            },
+            on_complete(format!("{url}/cluster")),
         )
         .await
         .unwrap();
