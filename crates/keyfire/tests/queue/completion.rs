@@ -260,6 +260,30 @@ async fn bad_batches_are_refused_by_field_before_any_write() {
     );
 }
 
+/// Over several shards, before the nodes switched the queue to the sharded layout (a rolling
+/// upgrade), a topic's tasks are under the meta tag, whose outbox no callback sender reads and
+/// whose tasks are moved later: a batch is refused, naming the wait, and nothing is written.
+#[tokio::test]
+async fn over_shards_a_batch_waits_for_the_switch_to_the_sharded_layout() {
+    let mut w = World::new().await;
+    w.settings.redis.shards = 4;
+    let q = w.queue().await;
+    assert!(!q.is_sharded().await.unwrap());
+    let before = w.keys().await;
+    match q
+        .add_batch(
+            "early",
+            vec![NewTask::new("early", json!(1))],
+            on_complete("https://hooks.example.com/early"),
+        )
+        .await
+    {
+        Err(Error::Setup(m)) => assert!(m.contains("sharded layout"), "{m}"),
+        other => panic!("expected a setup error, got {other:?}"),
+    }
+    assert_eq!(w.keys().await, before, "nothing written");
+}
+
 /// An HTTP receiver on a free loopback port that answers 200 to everything and keeps each
 /// request's path and JSON body.
 async fn receiver() -> (String, Arc<Mutex<Vec<(String, Value)>>>) {
