@@ -697,7 +697,7 @@ fn examples(doc: &mut Value) {
             }),
             ("post", "/v1/topics/{topic}/tasks/batch") => json!({
                 "tasks": [{"payload": {"image": 1}}, {"payload": {"image": 2}, "ttr": "2m"}],
-                "on_complete": {"url": "https://example.com/hooks/thumbs-done"}
+                "on_complete": {"url": "http://127.0.0.1:9/hooks/thumbs-done"}
             }),
             ("post", "/v1/topics/{topic}/finish") => json!({
                 "tasks": [{"id": "welcome-1", "token": "0123456789abcdef0123456789abcdef.emails"}]

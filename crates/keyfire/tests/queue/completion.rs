@@ -81,7 +81,7 @@ async fn the_step_that_ends_the_last_task_queues_one_callback_with_the_counts() 
     );
     tasks.push(NewTask::new("fan", json!("deleted")).ttr(long));
     let batch = q
-        .add_batch("fan", tasks, on_complete("https://hooks.example.com/done"))
+        .add_batch("fan", tasks, on_complete("http://127.0.0.1:9/done"))
         .await
         .unwrap();
     let bid = batch.batch_id.clone();
@@ -131,7 +131,7 @@ async fn the_step_that_ends_the_last_task_queues_one_callback_with_the_counts() 
     let (ids, entry) = outbox(&w, &keys, &bid).await;
     assert_eq!(ids, vec![format!("batch:{bid}:completed")]);
     let entry = entry.expect("the callback's entry");
-    assert_eq!(entry["url"], "https://hooks.example.com/done");
+    assert_eq!(entry["url"], "http://127.0.0.1:9/done");
     assert_eq!(entry["payload"]["type"], "keyfire.batch.completed");
     let data = &entry["payload"]["data"];
     assert_eq!(
@@ -182,7 +182,7 @@ async fn a_dead_letter_replayed_before_the_batch_completed_counts_once() {
     // A delayed task needs a node that promotes topics: one is registered.
     let _node = w.queue_node("n1").await;
     let batch = q
-        .add_batch("rp", tasks, on_complete("https://hooks.example.com/rp"))
+        .add_batch("rp", tasks, on_complete("http://127.0.0.1:9/rp"))
         .await
         .unwrap();
     let bid = batch.batch_id;
@@ -229,7 +229,7 @@ async fn bad_batches_are_refused_by_field_before_any_write() {
         Err(Error::Invalid(v)) => v.field,
         other => panic!("expected a validation error, got {other:?}"),
     };
-    let url = || on_complete("https://hooks.example.com/v");
+    let url = || on_complete("http://127.0.0.1:9/v");
     let cases: Vec<(Vec<NewTask>, OnComplete, &str)> = vec![
         (vec![], url(), "tasks"),
         (vec![ok(), ok().id("mine")], url(), "tasks[1].id"),
@@ -274,7 +274,7 @@ async fn over_shards_a_batch_waits_for_the_switch_to_the_sharded_layout() {
         .add_batch(
             "early",
             vec![NewTask::new("early", json!(1))],
-            on_complete("https://hooks.example.com/early"),
+            on_complete("http://127.0.0.1:9/early"),
         )
         .await
     {
