@@ -1,5 +1,5 @@
-//! `/v1/batches/{id}`: a batch of tasks enqueued with a completion callback
-//! ([`keyfire::Client::enqueue_batch`]).
+//! `/v1/batches/{id}`: a batch of tasks enqueued with a completion callback: one-shot tasks
+//! ([`keyfire::Client::enqueue_batch`]) or a topic's tasks ([`keyfire::queue::Queue::add_batch`]).
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -18,7 +18,7 @@ use keyfire::store::BatchStatus;
     get,
     path = "/v1/batches/{id}",
     tag = "tasks",
-    params(("id" = String, Path, description = "The batch's id (`batch_id` of `POST /v1/tasks/batch`)")),
+    params(("id" = String, Path, description = "The batch's id (`batch_id` of `POST /v1/tasks/batch` or `POST /v1/topics/{topic}/tasks/batch`)")),
     responses(
         (status = 200, description = "The batch's counts", body = BatchStatus),
         (status = 404, description = "No such batch (`field`: `id`)", body = ErrorBody),

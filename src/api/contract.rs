@@ -291,6 +291,10 @@ fn field_rules(doc: &mut Value) {
         property(doc, "TaskBatch", "tasks"),
         json!({"maxItems": super::tasks::MAX_BATCH}),
     );
+    apply(
+        property(doc, "TopicBatch", "tasks"),
+        json!({"minItems": 1, "maxItems": keyfire::client::MAX_BATCH_TASKS}),
+    );
 }
 
 /// `field` is given and not null.
@@ -690,6 +694,10 @@ fn examples(doc: &mut Value) {
             }),
             ("post", "/v1/topics/{topic}/tasks") => json!({
                 "payload": {"to": "ana@example.com"}, "delay": "30s", "ttr": "1m", "max_deliveries": 3
+            }),
+            ("post", "/v1/topics/{topic}/tasks/batch") => json!({
+                "tasks": [{"payload": {"image": 1}}, {"payload": {"image": 2}, "ttr": "2m"}],
+                "on_complete": {"url": "http://127.0.0.1:9/hooks/thumbs-done"}
             }),
             ("post", "/v1/topics/{topic}/finish") => json!({
                 "tasks": [{"id": "welcome-1", "token": "0123456789abcdef0123456789abcdef.emails"}]

@@ -5,8 +5,9 @@
 //!   in its zone. `/v1/jobs/{id}/dead` (+ `/replay`): dead letters. `/v1/jobs:pause`,
 //!   `/v1/jobs:resume`: many jobs at once, by handler or id prefix.
 //! - `/v1/tasks`, `/v1/tasks/batch`, `/v1/tasks/{id}/cancel`: one-shot tasks.
-//! - `/v1/topics` (+ `/{topic}/tasks`, `/{topic}/pop`, `/{topic}/tasks/{id}` (+ `/finish`,
-//!   `/touch`, `/why`), `/{topic}/dead` (+ `/replay`), `/{topic}/pause`, `/resume`): the delay queue
+//! - `/v1/topics` (+ `/{topic}/tasks`, `/{topic}/tasks/batch`, `/{topic}/pop`,
+//!   `/{topic}/tasks/{id}` (+ `/finish`, `/touch`, `/why`), `/{topic}/dead` (+ `/replay`),
+//!   `/{topic}/pause`, `/resume`): the delay queue
 //!   ([`keyfire::queue::Queue`]); `/v1/tasks/{id}` (+ `/finish`, `/touch`) are deprecated
 //!   aliases of its task routes.
 //! - `/v1/nodes`: live nodes, their load and version.
@@ -44,6 +45,7 @@ pub mod overview;
 pub mod scopes;
 mod system;
 mod tasks;
+pub mod topic_batch;
 pub mod topic_dead;
 pub mod topic_pause;
 mod topic_tasks;
@@ -206,6 +208,7 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(tasks::post_tasks_batch))
         .routes(routes!(batches::get_batch))
         .routes(routes!(topics::add_task))
+        .routes(routes!(topic_batch::add_topic_batch))
         .routes(routes!(topics::pop))
         .routes(routes!(topics::finish))
         .routes(routes!(topics::finish_many))

@@ -66,6 +66,7 @@ pub const ROUTES: &[(&str, &str, Need)] = &[
     ("GET", "/v1/topics/{topic}", S(Read)),
     ("PUT", "/v1/topics/{topic}", S(Admin)),
     ("POST", "/v1/topics/{topic}/tasks", S(Write)),
+    ("POST", "/v1/topics/{topic}/tasks/batch", S(Write)),
     ("POST", "/v1/topics/{topic}/pop", S(Consume)),
     ("POST", "/v1/topics/{topic}/finish", S(Consume)),
     ("GET", "/v1/topics/{topic}/tasks/{id}", S(Read)),

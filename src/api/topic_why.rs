@@ -341,6 +341,7 @@ mod tests {
             deadline: None,
             finished_at: None,
             last_error: None,
+            batch: None,
         }
     }
 

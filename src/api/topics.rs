@@ -226,6 +226,10 @@ pub struct TaskView {
     pub deadline: Option<DateTime<Utc>>,
     /// When it was finished, went to the dead letters, or was deleted.
     pub finished_at: Option<DateTime<Utc>>,
+    /// The batch it was added in (`POST /v1/topics/{topic}/tasks/batch` with `on_complete`);
+    /// absent for other tasks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_id: Option<String>,
 }
 
 impl From<TaskInfo> for TaskView {
@@ -245,6 +249,7 @@ impl From<TaskInfo> for TaskView {
             reserved_at: t.reserved_at,
             deadline: t.deadline,
             finished_at: t.finished_at,
+            batch_id: t.batch,
         }
     }
 }
@@ -284,6 +289,36 @@ pub struct TopicList {
     pub topics: Vec<TopicCounts>,
 }
 
+/// The task `body` asks to add to `topic`; errors name its fields after `prefix`
+/// (`tasks[2].`).
+pub(super) fn new_task(topic: &str, body: AddTask, prefix: &str) -> Result<NewTask, ApiError> {
+    let when = match (&body.delay, body.at) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::invalid(
+                &format!("{prefix}at"),
+                "give `delay` or `at`, not both",
+            ));
+        }
+        (Some(d), None) => When::Delay(duration(&format!("{prefix}delay"), d)?),
+        (None, Some(at)) => When::At(at),
+        (None, None) => When::Delay(Duration::ZERO),
+    };
+    let ttr = match &body.ttr {
+        Some(t) => duration(&format!("{prefix}ttr"), t)?,
+        None => DEFAULT_TTR,
+    };
+    Ok(NewTask {
+        id: body.id,
+        topic: topic.to_string(),
+        payload: body.payload,
+        when,
+        ttr,
+        max_deliveries: body.max_deliveries.unwrap_or(DEFAULT_MAX_DELIVERIES),
+        priority: body.priority.unwrap_or(0),
+        dedup: body.dedup,
+    })
+}
+
 /// A duration field (`30s`, `1m 30s`): 422 naming it when it does not parse.
 fn duration(field: &str, text: &str) -> Result<Duration, ApiError> {
     keyfire::job::parse_duration(text)
@@ -292,7 +327,7 @@ fn duration(field: &str, text: &str) -> Result<Duration, ApiError> {
 
 /// The queue's errors, with the one a delayed add meets when no node serves the `topic`
 /// handler (a setup problem, not the caller's input) shown rather than hidden as internal.
-fn queue_error(e: Error) -> ApiError {
+pub(super) fn queue_error(e: Error) -> ApiError {
     match e {
         Error::Setup(message) => ApiError::new(StatusCode::CONFLICT, "conflict", message),
         other => other.into(),
@@ -323,28 +358,7 @@ pub async fn add_task(
     headers: axum::http::HeaderMap,
     ApiJson(body): ApiJson<AddTask>,
 ) -> Result<(StatusCode, Json<Added>), ApiError> {
-    let when = match (&body.delay, body.at) {
-        (Some(_), Some(_)) => {
-            return Err(ApiError::invalid("at", "give `delay` or `at`, not both"));
-        }
-        (Some(d), None) => When::Delay(duration("delay", d)?),
-        (None, Some(at)) => When::At(at),
-        (None, None) => When::Delay(Duration::ZERO),
-    };
-    let ttr = match &body.ttr {
-        Some(t) => duration("ttr", t)?,
-        None => DEFAULT_TTR,
-    };
-    let task = NewTask {
-        id: body.id,
-        topic: topic.clone(),
-        payload: body.payload,
-        when,
-        ttr,
-        max_deliveries: body.max_deliveries.unwrap_or(DEFAULT_MAX_DELIVERIES),
-        priority: body.priority.unwrap_or(0),
-        dedup: body.dedup,
-    };
+    let task = new_task(&topic, body, "")?;
     let given = task.id.is_some();
     let traceparent = crate::telemetry::request_traceparent(&headers);
     let added = state

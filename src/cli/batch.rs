@@ -1,11 +1,12 @@
-//! `keyfire task batch` and `keyfire task batch-status`: one-shot tasks enqueued together,
-//! with a completion callback when asked.
+//! `keyfire task batch` and `keyfire task batch-status`: one-shot tasks (or a topic's tasks,
+//! with `--topic`) enqueued together, with a completion callback when asked.
 
 use reqwest::Method;
 use serde_json::{Value, json};
 
 use super::remote::{Api, CliError, CliResult};
 use crate::api::model::TaskList;
+use crate::api::topic_batch::AddedBatch;
 use keyfire::store::BatchStatus;
 
 /// The tasks of `file` (`-`: stdin): an array, or an object with `tasks`.
@@ -33,13 +34,8 @@ fn read_tasks(file: &str) -> Result<Vec<Value>, CliError> {
     }
 }
 
-/// `keyfire task batch FILE [--on-complete URL [--signing-secret S]...]`.
-pub(super) async fn enqueue(
-    api: &Api,
-    file: &str,
-    on_complete: Option<String>,
-    secrets: Vec<String>,
-) -> CliResult {
+/// The request body: the tasks of `file`, and the completion callback when asked.
+fn batch_body(file: &str, on_complete: Option<String>, secrets: Vec<String>) -> CliResult<Value> {
     let tasks = read_tasks(file)?;
     let mut body = json!({ "tasks": tasks });
     if let Some(url) = on_complete {
@@ -48,6 +44,41 @@ pub(super) async fn enqueue(
             body["on_complete"]["signing_secrets"] = json!(secrets);
         }
     }
+    Ok(body)
+}
+
+/// `keyfire task batch --topic TOPIC FILE [--on-complete URL [--signing-secret S]...]`.
+pub(super) async fn add_to_topic(
+    api: &Api,
+    topic: &str,
+    file: &str,
+    on_complete: Option<String>,
+    secrets: Vec<String>,
+) -> CliResult {
+    let body = batch_body(file, on_complete, secrets)?;
+    let path = format!("/v1/topics/{}/tasks/batch", super::remote::segment(topic));
+    let added: AddedBatch = api.send(Method::POST, &path, Some(&body), &[]).await?;
+    if api.json {
+        api.print_json(&added);
+        return Ok(());
+    }
+    if let Some(id) = &added.batch_id {
+        println!("batch {id}");
+    }
+    for task in &added.tasks {
+        println!("{}", task.id);
+    }
+    Ok(())
+}
+
+/// `keyfire task batch FILE [--on-complete URL [--signing-secret S]...]`.
+pub(super) async fn enqueue(
+    api: &Api,
+    file: &str,
+    on_complete: Option<String>,
+    secrets: Vec<String>,
+) -> CliResult {
+    let body = batch_body(file, on_complete, secrets)?;
     let list: TaskList = api
         .send(Method::POST, "/v1/tasks/batch", Some(&body), &[])
         .await?;

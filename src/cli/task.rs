@@ -85,12 +85,17 @@ enum TaskCommand {
         after_task: Option<String>,
     },
     /// Enqueue one-shot tasks as a batch from a JSON file (`-`: stdin): an array of tasks (as
-    /// `POST /v1/tasks` takes them), or `{"tasks": [...]}`. With --on-complete, one callback
-    /// is sent once every task has ended, with the counts. Prints the batch's id (with
-    /// --on-complete), then each task's id.
+    /// `POST /v1/tasks` takes them), or `{"tasks": [...]}`; with --topic, tasks of that
+    /// delay-queue topic (as `POST /v1/topics/{topic}/tasks` takes them). With --on-complete,
+    /// one callback is sent once every task has ended, with the counts. Prints the batch's id
+    /// (with --on-complete), then each task's id.
     Batch {
         /// The file of tasks, or `-` for stdin.
         file: String,
+        /// Add the tasks to this delay-queue topic (each ends when finished, dead-lettered or
+        /// deleted).
+        #[arg(long)]
+        topic: Option<String>,
         /// Send the batch's completion callback to this URL.
         #[arg(long, value_name = "URL")]
         on_complete: Option<String>,
@@ -263,9 +268,15 @@ pub async fn run(mut args: TaskArgs) -> CliResult {
         }
         TaskCommand::Batch {
             file,
+            topic,
             on_complete,
             signing_secret,
-        } => super::batch::enqueue(&api, &file, on_complete, signing_secret).await,
+        } => match topic {
+            Some(topic) => {
+                super::batch::add_to_topic(&api, &topic, &file, on_complete, signing_secret).await
+            }
+            None => super::batch::enqueue(&api, &file, on_complete, signing_secret).await,
+        },
         TaskCommand::BatchStatus { id } => super::batch::status(&api, &id).await,
         TaskCommand::Pop { topic, wait, max } => {
             let mut path = format!("/v1/topics/{}/pop?wait={}", segment(&topic), segment(&wait));

@@ -29,6 +29,7 @@ mod schema_exact;
 mod scopes;
 mod socket;
 mod tls;
+mod topic_batch;
 mod topic_dead;
 mod topic_partitions;
 mod topic_why;

@@ -40,6 +40,7 @@ const EXPECTED: &[(&str, &str)] = &[
     ("POST", "/v1/tasks/batch"),
     ("GET", "/v1/batches/{id}"),
     ("POST", "/v1/tasks/{id}/cancel"),
+    ("GET", "/v1/batches/{id}"),
     ("GET", "/v1/tasks/{id}"),
     ("DELETE", "/v1/tasks/{id}"),
     ("POST", "/v1/tasks/{id}/finish"),
@@ -53,6 +54,7 @@ const EXPECTED: &[(&str, &str)] = &[
     ("GET", "/v1/topics/{topic}"),
     ("PUT", "/v1/topics/{topic}"),
     ("POST", "/v1/topics/{topic}/tasks"),
+    ("POST", "/v1/topics/{topic}/tasks/batch"),
     ("POST", "/v1/topics/{topic}/pop"),
     ("POST", "/v1/topics/{topic}/finish"),
     ("GET", "/v1/topics/{topic}/dead"),
@@ -853,6 +855,7 @@ async fn redis_unavailable_is_documented() {
             "/v1/tasks" => json!({"handler": "log"}),
             "/v1/tasks/batch" => json!({"tasks": [{"handler": "log"}]}),
             "/v1/topics/{topic}/tasks" => json!({"payload": 1}),
+            "/v1/topics/{topic}/tasks/batch" => json!({"tasks": [{"payload": 1}]}),
             "/v1/topics/{topic}" => json!({"partitions": 2}),
             "/v1/topics/{topic}/finish" => {
                 json!({"tasks": [{"id": "x", "token": "0123456789abcdef0123456789abcdef.probe-topic"}]})
@@ -954,6 +957,7 @@ async fn a_full_redis_is_documented() {
             "/v1/tasks" => json!({"handler": "log"}),
             "/v1/tasks/batch" => json!({"tasks": [{"handler": "log"}]}),
             "/v1/topics/{topic}/tasks" => json!({"payload": 1}),
+            "/v1/topics/{topic}/tasks/batch" => json!({"tasks": [{"payload": 1}]}),
             "/v1/limits/{key}" => json!({"rate": 6}),
             _ => return None,
         })

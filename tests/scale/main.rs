@@ -6,6 +6,7 @@ mod conn;
 mod limits;
 mod nodes;
 mod pubsub;
+mod queue_batch;
 mod queue_dead_pause;
 mod queue_shards;
 

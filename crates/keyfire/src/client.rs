@@ -10,6 +10,7 @@ use crate::job::{
     Calendar, CalendarSpec, Deduplicated, Job, JobSpec, OnDuplicate, Validation, ValidationError,
 };
 mod fanin;
+pub(crate) use fanin::batch_callback;
 pub use fanin::{BATCH_RETENTION_MS, BatchEnqueued, MAX_BATCH_TASKS, OnComplete};
 
 use crate::store::{
@@ -173,6 +174,12 @@ impl Client {
             http: HttpHandlerSettings::default(),
             handlers: Arc::default(),
         }
+    }
+
+    /// Check `http` params (and callback URLs) against these settings of the `http` handler.
+    pub(crate) fn with_http(mut self, http: HttpHandlerSettings) -> Self {
+        self.http = http;
+        self
     }
 
     /// Also accept these handler names (besides those that nodes registered in Redis).

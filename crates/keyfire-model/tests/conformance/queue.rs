@@ -38,8 +38,8 @@ impl Scripts {
             promote: scripts::load(None, scripts::PROMOTE),
             pop: scripts::load(None, scripts::POP),
             touch: scripts::load(None, scripts::TOUCH),
-            finish: scripts::load(None, finish),
-            requeue: scripts::load(None, scripts::REQUEUE),
+            finish: scripts::load(Some(scripts::FANIN_LIB), finish),
+            requeue: scripts::load(Some(scripts::FANIN_LIB), scripts::REQUEUE),
         }
     }
 }

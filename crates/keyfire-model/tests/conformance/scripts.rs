@@ -11,7 +11,8 @@ const CLOCK: &str = "(function() local c = tonumber(redis.call('GET', 'kfm:clock
 
 /// The store's scripts.
 pub(crate) const LEDGER_LIB: &str = include_str!("../../../keyfire/src/store/lua/ledger_lib.lua");
-/// The fan-in library `complete.lua` and `recover.lua` are loaded with.
+/// The fan-in library `complete.lua`, `recover.lua` and the queue's `finish.lua` and
+/// `requeue.lua` are loaded with.
 pub(crate) const FANIN_LIB: &str = include_str!("../../../keyfire/src/store/lua/fanin_lib.lua");
 /// `claim.lua`.
 pub(crate) const CLAIM: &str = include_str!("../../../keyfire/src/store/lua/claim.lua");

@@ -94,21 +94,7 @@ impl Client {
             let first = job.first_firing(now);
             jobs.push((job.spec, first));
         }
-        let mut callback = json!({
-            "job_id": batch_id,
-            "firing_id": format!("batch:{batch_id}"),
-            "attempts": 0,
-            "url": on_complete.url,
-            "payload": {
-                "type": "keyfire.batch.completed",
-                "data": {"batch_id": batch_id},
-            },
-        });
-        // Left out when empty: Redis's cjson writes an empty array back as an object.
-        if !on_complete.signing_secrets.is_empty() {
-            callback["secrets"] = json!(on_complete.signing_secrets);
-        }
-        let callback = callback.to_string();
+        let callback = batch_callback(&batch_id, &on_complete);
         self.store
             .insert_batch(&batch_id, &jobs, &callback, BATCH_RETENTION_MS, now)
             .await?;
@@ -118,8 +104,10 @@ impl Client {
         })
     }
 
-    /// A batch's counts ([`Client::enqueue_batch`]); [`Error::NotFound`] when there is no such
-    /// batch, or its record expired ([`BATCH_RETENTION_MS`] after it completed).
+    /// A batch's counts ([`Client::enqueue_batch`], or a topic's batch:
+    /// [`Queue::add_batch`](crate::queue::Queue::add_batch), whose id names its lane's shard as
+    /// well); [`Error::NotFound`] when there is no such batch, or its record expired
+    /// ([`BATCH_RETENTION_MS`] after it completed).
     pub async fn get_batch(&self, id: &str) -> Result<BatchStatus> {
         crate::job::validate_id(id).map_err(|_| Error::NotFound(id.to_string()))?;
         self.store
@@ -128,8 +116,9 @@ impl Client {
             .ok_or_else(|| Error::NotFound(id.to_string()))
     }
 
-    /// The callback's URL and secrets, by the `http` handler's rules.
-    fn check_on_complete(&self, on: &OnComplete) -> Result<()> {
+    /// The callback's URL and secrets, by the `http` handler's rules (errors name
+    /// `on_complete.url`, `on_complete.signing_secrets[i]`).
+    pub(crate) fn check_on_complete(&self, on: &OnComplete) -> Result<()> {
         #[cfg(feature = "http")]
         crate::handler::http::check_params(
             &json!({"url": on.url, "signing_secrets": on.signing_secrets}),
@@ -183,6 +172,27 @@ impl Client {
         };
         Ok((self.get(&id).await?, how))
     }
+}
+
+/// A batch's completion callback as the outbox keeps it (JSON), queued by `batch_count` in
+/// `fanin_lib.lua` with the counts when the batch's last task ends: for batches of one-shot
+/// tasks and of topic tasks alike.
+pub(crate) fn batch_callback(batch_id: &str, on_complete: &OnComplete) -> String {
+    let mut callback = json!({
+        "job_id": batch_id,
+        "firing_id": format!("batch:{batch_id}"),
+        "attempts": 0,
+        "url": on_complete.url,
+        "payload": {
+            "type": "keyfire.batch.completed",
+            "data": {"batch_id": batch_id},
+        },
+    });
+    // Left out when empty: Redis's cjson writes an empty array back as an object.
+    if !on_complete.signing_secrets.is_empty() {
+        callback["secrets"] = json!(on_complete.signing_secrets);
+    }
+    callback.to_string()
 }
 
 fn invalid(field: &str, message: impl Into<String>) -> Error {

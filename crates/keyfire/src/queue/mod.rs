@@ -83,12 +83,18 @@
 //! from reserving anything until [`Queue::resume`]: a flag in each lane's stats hash, which
 //! `pop.lua` reads in the same call (`pause.rs`).
 //!
+//! **Batches with a completion callback** ([`Queue::add_batch`], `batch.rs`): the tasks of one
+//! batch go to one lane, with the batch's record under its tag; the scripts that end a task
+//! (finish, requeue to the dead letters, delete) count it there, and the last one queues the
+//! callback in that shard's outbox, as for batches of one-shot tasks.
+//!
 //! **Where the code is**: adds, lookups, deletes and the topic list here; pops, finishes and
 //! touches in `consume.rs`; dead letters in `dead.rs`; pauses in `pause.rs`; promotion and the reclaim of lapsed reservations in `due.rs`, and
 //! what triggers them on the nodes in `promoter.rs`; where a topic's keys live in `lane.rs`;
 //! the script calls and their replies in `store.rs` and `reply.rs`; input checks in
 //! `check.rs`; the upgrade's moves in `migrate.rs`.
 
+mod batch;
 mod check;
 mod consume;
 mod dead;
@@ -222,7 +228,11 @@ impl Client {
     /// (`limits.max_params_bytes`). Its pops wait by short polls; [`Queue::connect`] gives one
     /// whose pops block, which suits consumers better.
     pub fn queue(&self) -> Queue {
-        Queue::new(self.store().clone()).with_max_payload_bytes(self.max_params_bytes())
+        let mut queue =
+            Queue::new(self.store().clone()).with_max_payload_bytes(self.max_params_bytes());
+        // This client's settings: the host rules that check a batch's `on_complete`.
+        queue.jobs = Arc::new(self.clone());
+        queue
     }
 }
 
@@ -266,7 +276,11 @@ impl Queue {
         store.check_layout().await?;
         let standalone = store.connection().mode() == crate::store::Mode::Standalone;
         let server = store.masters().await?.into_iter().next();
-        let queue = Self::new(store).with_max_payload_bytes(settings.limits.max_params_bytes);
+        let mut queue = Self::new(store).with_max_payload_bytes(settings.limits.max_params_bytes);
+        queue.jobs = Arc::new(
+            Client::new(queue.store.clone(), settings.limits.clone())
+                .with_http(settings.handlers.http.clone()),
+        );
         Ok(match server {
             Some(client) if standalone => queue.with_blocking_pops(client),
             _ => queue,

@@ -222,6 +222,11 @@ pub struct TaskInfo {
     /// unfinished); `None` for other tasks and for dead letters of earlier releases.
     #[serde(default)]
     pub last_error: Option<String>,
+    /// The batch with a completion callback it was added in
+    /// ([`Queue::add_batch`](crate::Queue::add_batch)); `None` for other tasks, and for a dead
+    /// letter replayed after its batch counted it.
+    #[serde(default)]
+    pub batch: Option<String>,
 }
 
 /// A topic's tasks by state, and its counters since it was first used: see [`Queue::topics`](crate::Queue::topics).
@@ -320,5 +325,6 @@ pub(super) fn decode_task(id: &str, map: &HashMap<String, String>) -> Result<Tas
         deadline: num("deadline").map(instant),
         finished_at: num("finished_at").map(instant),
         last_error: map.get("error").cloned(),
+        batch: map.get("batch").cloned(),
     })
 }

@@ -2,6 +2,7 @@
 //! in-process nodes serving the `topic` handler. One test binary made of modules.
 
 mod batch;
+mod completion;
 mod counts;
 mod dead;
 mod debounce;

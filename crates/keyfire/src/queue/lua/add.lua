@@ -34,11 +34,19 @@
 -- `c`, the due instant minus the add's (when not 0), for its creation instant; deliveries are
 -- written by the first pop (with the default ttr and max when the record has none). (Records of earlier versions hold `created` and `deliveries`, and always `max`:
 -- readers take both.)
+-- A batch with a completion callback (fanin_lib.lua): after the tasks' arguments ARGV: the
+-- batch id, its callback as the outbox keeps it (JSON), its retention ms. Each task created
+-- holds `batch` (the id), and the batch's hash `{tag}:batch:<id>` (the lane's tag) is written
+-- with `total` the tasks created; the scripts that end a task count it there.
 -- Reply: {now, then per task: added (1|0), state, due}; an existing id answers 0 and its
 --        stored state and due, having written nothing
-local dedup
-if #KEYS == 8 and #ARGV == 14 then dedup = KEYS[8] end
-assert(dedup or (#KEYS >= 7 and #ARGV == 4 + 8 * (#KEYS - 6)), 'add: wrong arity')
+local dedup, batch
+if #KEYS == 8 and #ARGV == 14 then
+  dedup = KEYS[8]
+elseif #KEYS >= 7 and #ARGV == 7 + 8 * (#KEYS - 6) then
+  batch = ARGV[#ARGV - 2]
+end
+assert(dedup or batch or (#KEYS >= 7 and #ARGV == 4 + 8 * (#KEYS - 6)), 'add: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local topic = ARGV[1]
@@ -50,6 +58,7 @@ if dedup then
 end
 local delayed, ready = {}, {}
 local earliest, prio
+local created = 0
 local last = #KEYS
 if dedup then last = 7 end
 for i = 7, last do
@@ -85,6 +94,11 @@ for i = 7, last do
       record[#record + 1] = 'c'
       record[#record + 1] = due - now
     end
+    if batch then
+      record[#record + 1] = 'batch'
+      record[#record + 1] = batch
+    end
+    created = created + 1
     if due > now then
       redis.call('HSET', KEYS[i], unpack(record))
       if pri > 0 then
@@ -111,6 +125,11 @@ for i = 7, last do
   end
 end
 if prio then redis.call('HSET', KEYS[4], 'prio', 1) end
+if batch and created > 0 then
+  redis.call('HSET', string.match(KEYS[7], '^(%b{})') .. ':batch:' .. batch, 'total', created,
+    'ok', 0, 'dead', 0, 'cancelled', 0, 'cb', ARGV[#ARGV - 1], 'retention_ms', ARGV[#ARGV],
+    'created', now)
+end
 if earliest then
   local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   if not head[2] or earliest < tonumber(head[2]) then

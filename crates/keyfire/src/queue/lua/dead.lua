@@ -6,7 +6,9 @@
 --   'replay': made ready again at once, as a ready add makes a task: into the ready set scored by
 --     this instant (after the tasks ready already), its record no longer expiring, its delivery
 --     count reset to 0 (so it gets its max deliveries again), its last error and death instant
---     dropped; consumers are woken through the notify list; counted as `replayed`.
+--     dropped; consumers are woken through the notify list; counted as `replayed`. A task of a
+--     batch with a completion callback leaves it (field `batch` dropped): the batch counted it
+--     dead, and does not count it again.
 --   'purge': deleted for good, as a delete does: its record kept as a 'deleted' tombstone
 --     without its payload for the retention (or removed at once); not counted again (see below).
 -- An id in the dead set whose record is gone or no longer dead (its retention passed) leaves the
@@ -31,7 +33,7 @@ for i = 4, #ARGV do
   if redis.call('ZREM', KEYS[1], id) == 1 and redis.call('HGET', key, 'state') == 'dead' then
     if mode == 'replay' then
       redis.call('HSET', key, 'state', 'ready', 'ready_at', now, 'deliveries', 0)
-      redis.call('HDEL', key, 'finished_at', 'error', 'token', 'deadline')
+      redis.call('HDEL', key, 'finished_at', 'error', 'token', 'deadline', 'batch')
       redis.call('PERSIST', key)
       -- At its priority's level (see priority.rs).
       ready[#ready + 1] = now - (tonumber(redis.call('HGET', key, 'pri')) or 0) * 17592186044416

@@ -6,6 +6,8 @@
 -- succeeds). Each is fenced by its own reservation token: one whose reservation expired (the
 -- task went back to ready, maybe to another consumer) or that shows a wrong token is refused,
 -- and the others of the batch are finished all the same.
+-- A task of a batch with a completion callback (field `batch`) counts `ok` in it; the last
+-- one to end queues the callback (fanin_lib.lua, prepended).
 -- KEYS[1] reserved zset   KEYS[2] topic stats hash   KEYS[3..] task hashes
 -- ARGV[1] retention ms of the done records (0: delete them now)
 -- ARGV[2..] pairs: task id (as KEYS[3..]), token
@@ -19,7 +21,7 @@ local reply = {now}
 local gone = {}
 for i = 3, #KEYS do
   local id, token = ARGV[2 * (i - 2)], ARGV[2 * (i - 2) + 1]
-  local f = redis.call('HMGET', KEYS[i], 'state', 'token')
+  local f = redis.call('HMGET', KEYS[i], 'state', 'token', 'batch')
   local code
   if not f[1] then
     code = -1
@@ -34,6 +36,7 @@ for i = 3, #KEYS do
   else
     code = 1
     gone[#gone + 1] = id
+    if f[3] then batch_count(fanin_tag(KEYS[i]), f[3], 'ok', now) end
     if retention <= 0 then
       redis.call('DEL', KEYS[i])
     else

@@ -8,6 +8,8 @@
 -- dead letters (state 'dead', its record kept for the dead-letter retention, with its last error
 -- in `error`: which delivery's reservation expired unfinished; `finished_at` says when it died).
 -- Also drops dead-letter entries older than that retention (their records expired with them).
+-- A task of a batch with a completion callback (field `batch`) that goes to the dead letters
+-- counts `dead` in it; the last one to end queues the callback (fanin_lib.lua, prepended).
 -- KEYS[1] ready zset   KEYS[2] reserved zset   KEYS[3] dead zset   KEYS[4] notify list
 -- KEYS[5] topic stats hash   KEYS[6..] task hashes of the candidates
 -- ARGV[1] dead-letter retention ms   ARGV[2] most wake-up tokens kept
@@ -26,7 +28,7 @@ for i = 4, #ARGV do
   local deadline = redis.call('ZSCORE', KEYS[2], id)
   if deadline and tonumber(deadline) <= now then
     redis.call('ZREM', KEYS[2], id)
-    local f = redis.call('HMGET', key, 'state', 'deliveries', 'max', 'pri')
+    local f = redis.call('HMGET', key, 'state', 'deliveries', 'max', 'pri', 'batch')
     if f[1] == 'reserved' then
       redis.call('HDEL', key, 'token', 'deadline')
       if (tonumber(f[2]) or 0) >= (tonumber(f[3]) or default_max) then
@@ -37,6 +39,7 @@ for i = 4, #ARGV do
         redis.call('PEXPIRE', key, retention)
         redis.call('HINCRBY', KEYS[5], 'dead', 1)
         dead = dead + 1
+        if f[5] then batch_count(fanin_tag(key), f[5], 'dead', now) end
       else
         redis.call('HSET', key, 'state', 'ready', 'ready_at', now)
         -- At its priority's level (see priority.rs).

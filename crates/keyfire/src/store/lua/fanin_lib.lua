@@ -1,5 +1,7 @@
 -- Fan-in, shared by the scripts that end a one-shot task (complete.lua, recover.lua,
--- cancel.lua, delete.lua); prepended to them when they are loaded.
+-- cancel.lua, delete.lua) and those that end a delay-queue task (queue/lua/finish.lua,
+-- requeue.lua, delete.lua: they call `batch_count` only); prepended to them when they are
+-- loaded.
 -- Two things may wait on a task's end, both on the task's own shard (its hash tag), so that
 -- the script that ends the task settles them in the same step:
 -- - its batch, `{tag}:batch:<batch id>` (a hash: `total` tasks, the counts `ok`, `dead` and
