@@ -834,6 +834,33 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/topics/{topic}/tasks/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add many tasks to a topic in one call; with `on_complete`, as a batch with a completion
+         *     callback.
+         * @description Every task is checked first: one that breaks a rule refuses the whole request (422 naming
+         *     `tasks[i].field`) and nothing is added. Without `on_complete` each task is added as
+         *     `POST /v1/topics/{topic}/tasks` adds it (an id that exists is left as it is). With it, keyfire
+         *     picks the ids (all on one partition of the topic) and sends one signed callback once every
+         *     task has ended — finished, gone to the dead letters, or deleted before it ended — queued in
+         *     the same step that ended the last one; a dead letter replayed later leaves the batch. A
+         *     delayed task needs a node serving the `topic` handler (409 otherwise).
+         */
+        post: operations["add_topic_batch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/topics/{topic}/tasks/{id}": {
         parameters: {
             query?: never;
@@ -970,6 +997,13 @@ export interface components {
             id: string;
             /** @description Its topic. */
             topic: string;
+        };
+        /** @description The tasks added, in the order given. */
+        AddedBatch: {
+            /** @description The batch's id, when it was added with `on_complete` (`GET /v1/batches/{id}`). */
+            batch_id?: string | null;
+            /** @description One per task of the request. */
+            tasks: components["schemas"]["Added"][];
         };
         /** @description The range to backfill, and how fast. */
         BackfillRequest: {
@@ -2338,6 +2372,11 @@ export interface components {
         /** @description A task as stored. Instants are Redis time. */
         TaskView: {
             /**
+             * @description The batch it was added in (`POST /v1/topics/{topic}/tasks/batch` with `on_complete`);
+             *     absent for other tasks.
+             */
+            batch_id?: string | null;
+            /**
              * Format: date-time
              * @description When it was added.
              */
@@ -2487,6 +2526,15 @@ export interface components {
             kind: components["schemas"]["EntryKind"];
             run?: components["schemas"]["RunView"] | null;
             skipped?: components["schemas"]["SkipView"] | null;
+        };
+        /** @description Tasks to add to one topic. */
+        TopicBatch: {
+            on_complete?: components["schemas"]["OnComplete"] | null;
+            /**
+             * @description 1 to 1000 tasks, as `POST /v1/topics/{topic}/tasks` takes them (with `on_complete`:
+             *     without `id` or `dedup`, keyfire picks the ids).
+             */
+            tasks: components["schemas"]["AddTask"][];
         };
         /** @description A topic's tasks by state, and its counters since it was first used: see [`Queue::topics`](crate::Queue::topics). */
         TopicCounts: {
@@ -2901,7 +2949,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The batch's id (`batch_id` of `POST /v1/tasks/batch`)
+                 * @description The batch's id (`batch_id` of `POST /v1/tasks/batch` or `POST /v1/topics/{topic}/tasks/batch`)
                  * @example welcome-1
                  */
                 id: string;
@@ -7587,6 +7635,150 @@ export interface operations {
                 };
             };
             /** @description Not a valid topic name, or a field breaks its rule (`field` names it). The body does not fit the schema, or a field breaks a rule the schema cannot state; `field` names it (`invalid`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Internal error, logged by the node (`internal`) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis is unavailable; try again (`unavailable`) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Redis reached its `maxmemory` and refuses writes; nothing was written. Reads still work; retry once memory is freed (`redis_full`) */
+            507: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    add_topic_batch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Letters, digits, `_`, `.`, `-`; at most 128 bytes
+                 * @example emails
+                 */
+                topic: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "on_complete": {
+                 *         "url": "http://127.0.0.1:9/hooks/thumbs-done"
+                 *       },
+                 *       "tasks": [
+                 *         {
+                 *           "payload": {
+                 *             "image": 1
+                 *           }
+                 *         },
+                 *         {
+                 *           "payload": {
+                 *             "image": 2
+                 *           },
+                 *           "ttr": "2m"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["TopicBatch"];
+            };
+        };
+        responses: {
+            /** @description Added */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddedBatch"];
+                };
+            };
+            /** @description A path parameter is not UTF-8 once percent-decoded (`bad_path`). The body is not JSON (`malformed_json`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing or wrong bearer token (`unauthorized`) */
+            401: {
+                headers: {
+                    /** @description `Bearer` */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A browser sent it from another site (`Origin`, `Sec-Fetch-Site`), or a node without `api.token` was called by a host name other than an address or `localhost`, or the token lacks the `write` scope (`forbidden`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description No node serves the `topic` handler, so a delayed task could not become ready; or (with `on_complete`) the queue has not switched to the sharded layout yet */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is larger than `api.max_body_bytes` (`payload_too_large`) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The body is not sent as `application/json` (`unsupported_media_type`) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not a valid topic name, or a field breaks its rule (`field` names it: `tasks[2].ttr`, `on_complete.url`). The body does not fit the schema, or a field breaks a rule the schema cannot state; `field` names it (`invalid`) */
             422: {
                 headers: {
                     [name: string]: unknown;

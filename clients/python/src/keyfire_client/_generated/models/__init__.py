@@ -2,6 +2,7 @@
 
 from .add_task import AddTask
 from .added import Added
+from .added_batch import AddedBatch
 from .backfill_request import BackfillRequest
 from .backfill_view import BackfillView
 from .batch_status import BatchStatus
@@ -82,6 +83,7 @@ from .task_why_cause import TaskWhyCause
 from .task_why_code import TaskWhyCode
 from .task_why_view import TaskWhyView
 from .timeline_entry import TimelineEntry
+from .topic_batch import TopicBatch
 from .topic_counts import TopicCounts
 from .topic_dead_letter import TopicDeadLetter
 from .topic_dead_list import TopicDeadList
@@ -102,6 +104,7 @@ from .why_view import WhyView
 
 __all__ = (
     "Added",
+    "AddedBatch",
     "AddTask",
     "BackfillRequest",
     "BackfillView",
@@ -183,6 +186,7 @@ __all__ = (
     "TaskWhyCode",
     "TaskWhyView",
     "TimelineEntry",
+    "TopicBatch",
     "TopicCounts",
     "TopicDeadLetter",
     "TopicDeadList",

@@ -27,6 +27,9 @@ class TaskView:
         state (str): `delayed`, `ready`, `reserved`, `done`, `dead` or `deleted`. Example: ready.
         topic (str): Its topic.
         ttr (str): Time-to-run of a reservation. Example: 60s.
+        batch_id (None | str | Unset): The batch it was added in (`POST /v1/topics/{topic}/tasks/batch` with
+            `on_complete`);
+            absent for other tasks.
         deadline (datetime.datetime | None | Unset): The deadline of its reservation, while reserved.
         finished_at (datetime.datetime | None | Unset): When it was finished, went to the dead letters, or was deleted.
         ready_at (datetime.datetime | None | Unset): When it last became ready.
@@ -43,6 +46,7 @@ class TaskView:
     state: str
     topic: str
     ttr: str
+    batch_id: None | str | Unset = UNSET
     deadline: datetime.datetime | None | Unset = UNSET
     finished_at: datetime.datetime | None | Unset = UNSET
     ready_at: datetime.datetime | None | Unset = UNSET
@@ -69,6 +73,12 @@ class TaskView:
         topic = self.topic
 
         ttr = self.ttr
+
+        batch_id: None | str | Unset
+        if isinstance(self.batch_id, Unset):
+            batch_id = UNSET
+        else:
+            batch_id = self.batch_id
 
         deadline: None | str | Unset
         if isinstance(self.deadline, Unset):
@@ -118,6 +128,8 @@ class TaskView:
                 "ttr": ttr,
             }
         )
+        if batch_id is not UNSET:
+            field_dict["batch_id"] = batch_id
         if deadline is not UNSET:
             field_dict["deadline"] = deadline
         if finished_at is not UNSET:
@@ -151,6 +163,15 @@ class TaskView:
         topic = d.pop("topic")
 
         ttr = d.pop("ttr")
+
+        def _parse_batch_id(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        batch_id = _parse_batch_id(d.pop("batch_id", UNSET))
 
         def _parse_deadline(data: object) -> datetime.datetime | None | Unset:
             if data is None:
@@ -231,6 +252,7 @@ class TaskView:
             state=state,
             topic=topic,
             ttr=ttr,
+            batch_id=batch_id,
             deadline=deadline,
             finished_at=finished_at,
             ready_at=ready_at,
