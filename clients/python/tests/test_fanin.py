@@ -135,3 +135,23 @@ def test_after_task_naming_no_task_is_refused(kf):
         kf.enqueue("log", after_task=missing)
     assert (e.value.status, e.value.code, e.value.field) == (422, "invalid", "after_task")
     assert missing in e.value.message
+
+
+def test_a_topic_batch_reads_its_counts_as_its_tasks_are_finished(kf):
+    topic = f"fanin-{uuid.uuid4().hex[:8]}"
+    added = kf.add_batch(
+        topic,
+        [{"payload": {"n": 1}}, {"payload": {"n": 2}}],
+        on_complete="http://127.0.0.1:9/topic-batch",
+    )
+    assert added["batch_id"] and len(added["tasks"]) == 2
+    assert kf.get_batch(added["batch_id"]).pending == 2
+    tasks = kf.pop(topic, max=2, wait="2s")
+    assert sorted(t.id for t in tasks) == sorted(t["id"] for t in added["tasks"])
+    kf.finish(topic, tasks)
+    status = kf.get_batch(added["batch_id"])
+    assert (status.total, status.succeeded, status.pending) == (2, 2, 0)
+    assert status.completed_ms
+    # Without on_complete: the tasks are added, no batch.
+    plain = kf.add_batch(topic, [{"payload": 3}])
+    assert "batch_id" not in plain and len(plain["tasks"]) == 1

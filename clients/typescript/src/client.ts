@@ -251,6 +251,28 @@ export class Keyfire {
   }
 
   /**
+   * Add 1 to 1000 tasks to `topic` in one call (each as `POST /v1/topics/{topic}/tasks` takes
+   * it); resolves to their ids. With `onComplete`, the tasks are a batch: one signed POST with
+   * the counts once every one was finished, dead-lettered or deleted, and the answer's
+   * `batch_id` reads its progress (`getBatch`); keyfire then picks the tasks' ids, on one
+   * partition.
+   */
+  async addBatch(
+    topic: string,
+    tasks: readonly Schemas["AddTask"][],
+    options: EnqueueBatchOptions = {},
+  ): Promise<Schemas["AddedBatch"]> {
+    const onComplete = typeof options.onComplete === "string" ? { url: options.onComplete } : options.onComplete;
+    const { data } = await this.call(
+      this.api.POST("/v1/topics/{topic}/tasks/batch", {
+        params: { path: { topic } },
+        body: { tasks: [...tasks], on_complete: onComplete },
+      }),
+    );
+    return data;
+  }
+
+  /**
    * `add`, resolving to the whole answer: the id, and for a duplicate (`dedup`) what it did to
    * the task its key names (`deduplicated`: `kept`, `replaced`, `extended`, `replaced_extended`).
    */

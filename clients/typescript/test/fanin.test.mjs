@@ -152,3 +152,22 @@ test("after_task naming no task is refused with 422 naming after_task", async ()
   assert.deepEqual([err.status, err.code, err.field], [422, "invalid", "after_task"]);
   assert.match(err.message, new RegExp(missing));
 });
+
+test("a topic batch reads its counts as its tasks are finished", async () => {
+  const topic = `fanin-${suffix()}`;
+  const added = await keyfire.addBatch(topic, [{ payload: { n: 1 } }, { payload: { n: 2 } }], {
+    onComplete: "http://127.0.0.1:9/topic-batch",
+  });
+  assert.ok(added.batch_id);
+  assert.equal(added.tasks.length, 2);
+  assert.equal((await keyfire.getBatch(added.batch_id)).pending, 2);
+  const tasks = await keyfire.pop(topic, { max: 2, wait: "2s" });
+  assert.deepEqual(tasks.map((t) => t.id).sort(), added.tasks.map((t) => t.id).sort());
+  await keyfire.finish(topic, tasks);
+  const status = await keyfire.getBatch(added.batch_id);
+  assert.deepEqual([status.total, status.succeeded, status.pending], [2, 2, 0]);
+  assert.ok(status.completed_ms);
+  const plain = await keyfire.addBatch(topic, [{ payload: 3 }]);
+  assert.equal(plain.batch_id, undefined);
+  assert.equal(plain.tasks.length, 1);
+});

@@ -40,6 +40,7 @@ from ._generated.api.jobs import (
 from ._generated.api.tasks import cancel_task, get_batch, post_task, post_tasks_batch
 from ._generated.api.topics import (
     add_task,
+    add_topic_batch,
     delete_topic_task,
     finish_many,
     get_topic,
@@ -330,6 +331,26 @@ class Keyfire:
         )
         body["payload"] = payload
         return self._call(add_task, topic, body=body).parsed.to_dict()
+
+    def add_batch(
+        self,
+        topic: str,
+        tasks: Iterable[Mapping[str, Any]],
+        *,
+        on_complete: str | Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Add 1 to 1000 tasks to `topic`, each the JSON of an add (`{"payload": ...,
+        "delay": "5m"}`); returns `{"tasks": [{"id", "topic"}, ...]}`. With `on_complete` (a
+        URL, or `{"url": ..., "signing_secrets": [...]}`), the tasks are a batch: one signed
+        POST with the counts once every one was finished, dead-lettered or deleted, and
+        `batch_id` reads its progress (`get_batch`); keyfire then picks the tasks' ids, on one
+        partition."""
+        body = _Json(tasks=[dict(t) for t in tasks])
+        if on_complete is not None:
+            body["on_complete"] = (
+                {"url": on_complete} if isinstance(on_complete, str) else dict(on_complete)
+            )
+        return self._call(add_topic_batch, topic, body=body).parsed.to_dict()
 
     def pop(self, topic: str, *, max: int = 1, wait: str | float = "0s") -> list[Task]:
         """Reserve up to `max` (1 to 1000) ready tasks of `topic`, waiting up to `wait` (a
