@@ -77,10 +77,17 @@ impl Store {
             if a.max_runs.is_some() {
                 inv.key(k.attempts());
             }
-            inv.arg(a.job_id)
-                .arg(a.at_ms)
-                .arg(format!("{}.{}", a.generation, a.version))
-                .arg(a.next_ms.map(|n| n.to_string()).unwrap_or_default());
+            let mut version = itoa::Buffer::new();
+            let mut generation = itoa::Buffer::new();
+            inv.arg(a.job_id).arg(a.at_ms).arg(super::keys::concat(&[
+                generation.format(a.generation),
+                ".",
+                version.format(a.version),
+            ]));
+            match a.next_ms {
+                Some(n) => inv.arg(n),
+                None => inv.arg(""),
+            };
             let common = !a.misfire_applied
                 && a.run
                 && a.missed == 0
