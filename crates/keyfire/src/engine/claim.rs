@@ -2,7 +2,7 @@
 //! exactly one node, with the bookkeeping of what this node is claiming held by an RAII
 //! guard. Scheduled claims go to Redis in batches (`batcher`, the rest of the claimer).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -573,8 +573,8 @@ pub(super) type ClaimKey = (String, i64, Kind);
 /// (local deadline) when that claim ends.
 #[derive(Default)]
 pub(super) struct ClaimBook {
-    inflight: Mutex<HashSet<ClaimKey>>,
-    rearm: Mutex<HashMap<ClaimKey, i64>>,
+    inflight: Mutex<foldhash::HashSet<ClaimKey>>,
+    rearm: Mutex<foldhash::HashMap<ClaimKey, i64>>,
     settled: Mutex<Settled>,
 }
 
@@ -584,8 +584,8 @@ pub(super) struct ClaimBook {
 /// nothing (a collision could only skip an event claim, which timers and sweeps back up).
 #[derive(Default)]
 struct Settled {
-    hasher: std::collections::hash_map::RandomState,
-    set: HashSet<u64>,
+    hasher: foldhash::fast::RandomState,
+    set: foldhash::HashSet<u64>,
     order: VecDeque<(u64, Instant)>,
 }
 
@@ -619,7 +619,11 @@ impl ClaimBook {
     /// The claim ended: unmark it; the deadline to arm it again at, if one was asked for.
     fn leave(&self, key: &ClaimKey) -> Option<i64> {
         self.inflight.lock().expect("inflight lock").remove(key);
-        self.rearm.lock().expect("rearm lock").remove(key)
+        let mut rearm = self.rearm.lock().expect("rearm lock");
+        if rearm.is_empty() {
+            return None;
+        }
+        rearm.remove(key)
     }
 
     /// A claim of this scheduled firing settled it: no later scheduled claim can take it.
