@@ -17,11 +17,12 @@ use super::context::{NodeCore, bump, ms};
 use super::executor::Executor;
 use super::firing::{Claimed, Kind, Source};
 use super::flow_limiter::{FlowLimiter, Gate};
+use super::leases::Leases;
 use super::membership::Fence;
 use super::specs::Specs;
 use crate::handler::{Firing, HandlerError, Registry};
 use crate::metrics::name;
-use crate::store::{Renewal, RunRecord, firing_id};
+use crate::store::{RunRecord, firing_id};
 use crate::trace::{self, Start, TraceParent, Tracer, Value};
 
 /// After a cancel request, how long a handler may take to return before it is dropped.
@@ -48,6 +49,8 @@ pub(super) struct Runner {
     pub(super) completions: Vec<mpsc::UnboundedSender<Done>>,
     /// Records an outcome itself when its shard's completer stopped.
     pub(super) completer: Arc<Completer>,
+    /// Renews the leases of the runs in progress.
+    pub(super) leases: Arc<Leases>,
 }
 
 impl Runner {
@@ -172,14 +175,14 @@ impl Runner {
             // The node's estimate of Redis time, never before the claim (Redis time).
             let started_ms = self.core.clock.redis_now_ms().max(c.claimed_ms);
             let started = std::time::Instant::now();
-            let renewer = tokio::spawn(self.clone().renew_loop(
+            let lease = self.leases.hold(
                 spec.id.clone(),
                 c.at_ms,
                 c.attempt,
                 c.claimed_ms,
                 slot.clone(),
                 token.clone(),
-            ));
+            );
             let fence = self.fence.token();
             let outcome = tokio::select! {
                 o = self.invoke(&spec.handler, firing, job.timeout_ms, &token) => o,
@@ -194,12 +197,7 @@ impl Runner {
             self.executor.run_time.record(started.elapsed());
             let cut_off = fence.is_cancelled();
             // Did the run lose its lease (renewal found another attempt, or the lock gone)?
-            let lease_lost = if renewer.is_finished() {
-                renewer.await.unwrap_or(false)
-            } else {
-                renewer.abort();
-                false
-            };
+            let lease_lost = lease.end();
             self.executor.leave(&fid);
             if let Some(key) = &slot {
                 // However it ended, the run no longer calls its target.
@@ -393,57 +391,6 @@ impl Runner {
             }
         }
         outcome
-    }
-
-    /// Renew a run's lease every third of its length; cancel the run if the lease is lost
-    /// (and return true), or if a cancel request flagged it (the announcement may have been
-    /// missed).
-    pub(super) async fn renew_loop(
-        self: Arc<Self>,
-        job_id: String,
-        at_ms: i64,
-        attempt: u32,
-        claimed_ms: i64,
-        slot: Option<String>,
-        cancel: CancellationToken,
-    ) -> bool {
-        let lease = ms(self.core.settings.lease);
-        let every = self.core.settings.lease / 3;
-        loop {
-            tokio::time::sleep(every).await;
-            match self
-                .core
-                .store
-                .renew_run(&job_id, at_ms, attempt, claimed_ms, &self.core.id, lease)
-                .await
-            {
-                Ok(renewal @ (Renewal::Renewed | Renewal::Cancelled)) => {
-                    if renewal == Renewal::Cancelled && !cancel.is_cancelled() {
-                        // Its cancel was requested, and this node missed the announcement.
-                        let fid = firing_id(&job_id, at_ms);
-                        tracing::info!(firing = %fid, "renewal found a cancel request");
-                        self.executor.cancel_run(&fid, true);
-                        cancel.cancel();
-                    }
-                    // The limit slot lives as long as the run's lease.
-                    if let Some(key) = &slot
-                        && let Err(e) = self
-                            .core
-                            .store
-                            .renew_limit_slot(key, &firing_id(&job_id, at_ms), lease)
-                            .await
-                    {
-                        tracing::warn!(key, error = %e, "limit slot renewal failed");
-                    }
-                }
-                Ok(Renewal::Lost) => {
-                    tracing::warn!(job = %job_id, at = at_ms, "lease lost; cancelling the run");
-                    cancel.cancel();
-                    return true;
-                }
-                Err(e) => tracing::warn!(error = %e, "lease renewal failed"),
-            }
-        }
     }
 }
 
