@@ -324,8 +324,9 @@ impl Claimer {
         match reply {
             ClaimReply::Claimed { now_ms, attempt } => {
                 bump(&self.core.stats.claimed);
-                metrics::histogram!(name::LATENESS, "node" => self.core.id.clone())
-                    .record((now_ms - at_ms).max(0) as f64 / 1000.0);
+                self.core
+                    .metrics
+                    .lateness((now_ms - at_ms).max(0) as f64 / 1000.0);
                 self.count_missed(missed);
                 Step::Claimed(Claimed {
                     job: cached,

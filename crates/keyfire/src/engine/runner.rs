@@ -21,7 +21,6 @@ use super::leases::Leases;
 use super::membership::Fence;
 use super::specs::Specs;
 use crate::handler::{Firing, HandlerError, Registry};
-use crate::metrics::name;
 use crate::store::{RunRecord, firing_id};
 use crate::trace::{self, Start, TraceParent, Tracer, Value};
 
@@ -63,13 +62,7 @@ impl Runner {
         source: Source,
         epoch: u64,
     ) {
-        let kind = if kind == Kind::Scheduled {
-            "scheduled"
-        } else {
-            "retry"
-        };
-        metrics::counter!(name::CLAIMED, "node" => self.core.id.clone(), "kind" => kind)
-            .increment(1);
+        self.core.metrics.claimed(kind == Kind::Scheduled);
         if source == Source::Sweep {
             self.core.stats.sweeper_claim(&self.core.id);
         }
@@ -204,36 +197,47 @@ impl Runner {
                 let ran = started.elapsed().as_millis() as i64;
                 Box::pin(self.limiter.release_slot(key, &fid, Some(ran))).await;
             }
-            metrics::histogram!(name::DURATION, "node" => self.core.id.clone(), "handler" => spec.handler.clone())
-                .record(started.elapsed().as_secs_f64());
+            self.core
+                .metrics
+                .duration(&spec.handler, started.elapsed().as_secs_f64());
             if cut_off && !matches!(outcome, RunOutcome::Ok) {
                 // Its peers may take it over; the next heartbeat that succeeds hands it over
                 // at once if none did (this node knows it no longer runs).
                 tracing::warn!("run cut off by the fence");
                 if let Some(t) = tracer {
-                    end_attempt_span(t, "cut_off", Some("cut off by the fence: the node lost its heartbeats"));
+                    end_attempt_span(
+                        t,
+                        "cut_off",
+                        Some("cut off by the fence: the node lost its heartbeats"),
+                    );
                 }
                 self.fence.release(spec.id.clone(), c.at_ms);
                 return;
             }
-            if (self.core.runs_cancel.is_cancelled() || lease_lost) && !matches!(outcome, RunOutcome::Ok)
+            if (self.core.runs_cancel.is_cancelled() || lease_lost)
+                && !matches!(outcome, RunOutcome::Ok)
             {
                 // Stopped past the drain timeout, or its lease was lost: the firing is not
                 // done. Leave the lease to expire, so a node runs it again as the next
                 // attempt (G5); recorded as `cancelled`, it would never run again.
-                tracing::warn!(lease_lost, "run cut off; its lease will hand it to another node");
+                tracing::warn!(
+                    lease_lost,
+                    "run cut off; its lease will hand it to another node"
+                );
                 if let Some(t) = tracer {
-                    end_attempt_span(t, "cut_off", Some("cut off: its lease will hand it to another node"));
+                    end_attempt_span(
+                        t,
+                        "cut_off",
+                        Some("cut off: its lease will hand it to another node"),
+                    );
                 }
                 return;
             }
             let (outcome_name, error, retry) = match outcome {
                 RunOutcome::Ok => ("ok", None, None),
-                RunOutcome::Cancelled if self.executor.requested(&fid) => (
-                    "cancelled",
-                    Some("cancelled on request".to_string()),
-                    None,
-                ),
+                RunOutcome::Cancelled if self.executor.requested(&fid) => {
+                    ("cancelled", Some("cancelled on request".to_string()), None)
+                }
                 RunOutcome::Cancelled => ("cancelled", Some("cancelled".to_string()), None),
                 RunOutcome::Timeout => (
                     "timeout",
@@ -252,13 +256,7 @@ impl Runner {
             if let Some(t) = tracer {
                 end_attempt_span(t, outcome_name, error.as_deref());
             }
-            metrics::counter!(
-                name::RUNS,
-                "node" => self.core.id.clone(),
-                "handler" => spec.handler.clone(),
-                "outcome" => outcome_name
-            )
-            .increment(1);
+            self.core.metrics.run(&spec.handler, outcome_name);
             let record = RunRecord {
                 firing_id: fid.clone(),
                 scheduled_ms: c.at_ms,
