@@ -54,6 +54,18 @@ pub(super) struct Claimer {
     pub(super) book: ClaimBook,
     /// Queues a scheduled claim for its shard's batcher.
     pub(super) claims: Vec<mpsc::UnboundedSender<ClaimRequest>>,
+    /// Scheduled claims waiting for a permit, in turn.
+    pub(super) waiting: Mutex<Waiting>,
+}
+
+/// Scheduled claims waiting for a permit: one task takes them in turn (the first in line
+/// gets the next permit), rather than a task per claim, which under a burst was a spawn for
+/// most firings.
+#[derive(Default)]
+pub(super) struct Waiting {
+    line: VecDeque<(ClaimGuard, Source)>,
+    /// Whether the task that serves the line runs (it stops once the line is empty).
+    serving: bool,
 }
 
 impl Claimer {
@@ -81,11 +93,24 @@ impl Claimer {
             return;
         };
         // A scheduled claim with a permit at hand goes to its batcher now; one that must wait
-        // for a permit waits in a task of its own.
-        if kind == Kind::Scheduled
-            && let Some(permit) = self.try_claim_permit()
-        {
-            self.send_claim(guard, source, permit);
+        // for a permit waits in line (behind those waiting already).
+        if kind == Kind::Scheduled {
+            let mut waiting = self.waiting.lock().expect("claim line lock");
+            if waiting.line.is_empty()
+                && let Some(permit) = self.try_claim_permit()
+            {
+                drop(waiting);
+                self.send_claim(guard, source, permit);
+                return;
+            }
+            waiting.line.push_back((guard, source));
+            if std::mem::replace(&mut waiting.serving, true) {
+                return;
+            }
+            drop(waiting);
+            let me = self.clone();
+            // Tracked with the runs, so shutdown waits for a claim about to start a run.
+            self.core.runs.spawn(async move { me.serve_line().await });
             return;
         }
         let me = self.clone();
@@ -94,6 +119,36 @@ impl Claimer {
         self.core.runs.spawn(async move {
             me.claim(guard, source).await;
         });
+    }
+
+    /// Give the scheduled claims waiting in line their permits, in turn, and queue them for
+    /// their batchers; until the line is empty, or the node stops claiming (the claims left
+    /// are dropped, with their guards).
+    async fn serve_line(self: Arc<Self>) {
+        loop {
+            let permit = self.claim_permit().await;
+            let mut waiting = self.waiting.lock().expect("claim line lock");
+            let Some(permit) = permit else {
+                let line = std::mem::take(&mut waiting.line);
+                waiting.serving = false;
+                drop(waiting);
+                drop(line);
+                return;
+            };
+            let Some((guard, source)) = waiting.line.pop_front() else {
+                waiting.serving = false;
+                return;
+            };
+            let more = !waiting.line.is_empty();
+            if !more {
+                waiting.serving = false;
+            }
+            drop(waiting);
+            self.send_claim(guard, source, permit);
+            if !more {
+                return;
+            }
+        }
     }
 
     /// Queue a scheduled claim for its shard's batcher.

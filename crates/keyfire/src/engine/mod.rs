@@ -287,6 +287,7 @@ impl Engine {
             sweep: sweep.clone(),
             book: Default::default(),
             claims: claim_tx,
+            waiting: Default::default(),
         });
         let sweeper = Arc::new(Sweeper {
             core: core.clone(),
