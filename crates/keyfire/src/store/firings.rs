@@ -105,7 +105,11 @@ impl Store {
             } else if common && !a.compact {
                 inv.arg(format!("{jitter}{}", a.tolerance_ms));
             } else if common {
-                inv.arg(format!("{jitter}t{}", a.tolerance_ms));
+                inv.arg(super::keys::concat(&[
+                    &jitter,
+                    "t",
+                    itoa::Buffer::new().format(a.tolerance_ms),
+                ]));
             } else {
                 let flag = |b: bool| if b { '1' } else { '0' };
                 let overlap = match a.overlap {
