@@ -67,7 +67,11 @@ impl Runner {
             self.core.stats.sweeper_claim(&self.core.id);
         }
         let me = self.clone();
-        self.core.runs.spawn(me.execute(permit, claimed, epoch));
+        // Boxed: the run's future is large, and a task copies its future in when spawned and
+        // its output over it when done; boxed, the future is copied once, into its box.
+        self.core
+            .runs
+            .spawn(Box::pin(me.execute(permit, claimed, epoch)));
     }
 
     /// Wait (up to the lease) until this node is no longer fenced, then renew the claimed
