@@ -103,3 +103,180 @@ pub mod name {
     /// owns.
     pub const DATA_LOSS: &str = "keyfire_redis_data_loss_total";
 }
+
+/// The keys of the series a node records for every firing (claimed, lateness, and per
+/// handler the run's duration and outcome), built once: a firing asks the recorder for its
+/// handles without building and hashing labels each time. The recorder is still asked at
+/// every call, so one installed after the node started gets them all the same.
+pub(crate) struct FiringMetrics {
+    node: String,
+    claimed_scheduled: metrics::Key,
+    claimed_retry: metrics::Key,
+    lateness: metrics::Key,
+    by_handler: std::sync::Mutex<foldhash::HashMap<String, std::sync::Arc<HandlerKeys>>>,
+}
+
+/// A handler's series: its runs' duration, and its runs by outcome.
+struct HandlerKeys {
+    duration: metrics::Key,
+    /// ok, failed, timeout, cancelled.
+    runs: [metrics::Key; 4],
+}
+
+/// Handlers whose keys a node keeps.
+const HANDLERS_KEPT: usize = 256;
+
+/// What the `metrics` macros would pass for the engine's series.
+static METADATA: metrics::Metadata<'static> =
+    metrics::Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));
+
+fn key(name: &'static str, labels: &[(&'static str, &str)]) -> metrics::Key {
+    metrics::Key::from_parts(
+        name,
+        labels
+            .iter()
+            .map(|&(k, v)| metrics::Label::new(k, v.to_string()))
+            .collect::<Vec<_>>(),
+    )
+}
+
+impl FiringMetrics {
+    /// The keys of node `node`'s series.
+    pub(crate) fn new(node: &str) -> Self {
+        Self {
+            node: node.to_string(),
+            claimed_scheduled: key(name::CLAIMED, &[("node", node), ("kind", "scheduled")]),
+            claimed_retry: key(name::CLAIMED, &[("node", node), ("kind", "retry")]),
+            lateness: key(name::LATENESS, &[("node", node)]),
+            by_handler: Default::default(),
+        }
+    }
+
+    /// A firing (scheduled, or a next attempt) claimed.
+    pub(crate) fn claimed(&self, scheduled: bool) {
+        let key = if scheduled {
+            &self.claimed_scheduled
+        } else {
+            &self.claimed_retry
+        };
+        metrics::with_recorder(|r| r.register_counter(key, &METADATA)).increment(1);
+    }
+
+    /// Seconds from a firing's instant to its claim.
+    pub(crate) fn lateness(&self, seconds: f64) {
+        metrics::with_recorder(|r| r.register_histogram(&self.lateness, &METADATA)).record(seconds);
+    }
+
+    /// Seconds a run of `handler` took.
+    pub(crate) fn duration(&self, handler: &str, seconds: f64) {
+        let keys = self.handler(handler);
+        metrics::with_recorder(|r| r.register_histogram(&keys.duration, &METADATA)).record(seconds);
+    }
+
+    /// A run of `handler` ended with `outcome` (ok, failed, timeout or cancelled).
+    pub(crate) fn run(&self, handler: &str, outcome: &str) {
+        let keys = self.handler(handler);
+        let i = match outcome {
+            "ok" => 0,
+            "failed" => 1,
+            "timeout" => 2,
+            _ => 3,
+        };
+        metrics::with_recorder(|r| r.register_counter(&keys.runs[i], &METADATA)).increment(1);
+    }
+
+    fn handler(&self, handler: &str) -> std::sync::Arc<HandlerKeys> {
+        let mut map = self.by_handler.lock().expect("metric keys lock");
+        if let Some(k) = map.get(handler) {
+            return k.clone();
+        }
+        let labels = |outcome| {
+            [
+                ("node", self.node.as_str()),
+                ("handler", handler),
+                ("outcome", outcome),
+            ]
+        };
+        let keys = std::sync::Arc::new(HandlerKeys {
+            duration: key(
+                name::DURATION,
+                &[("node", &self.node), ("handler", handler)],
+            ),
+            runs: ["ok", "failed", "timeout", "cancelled"].map(|o| key(name::RUNS, &labels(o))),
+        });
+        // A job may name a handler no node has: such names are not kept past a bound.
+        if map.len() < HANDLERS_KEPT {
+            map.insert(handler.to_string(), keys.clone());
+        }
+        keys
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use metrics::{
+        Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit,
+    };
+
+    use super::*;
+
+    /// Remembers the keys it is asked for.
+    #[derive(Default)]
+    struct Keys(Mutex<Vec<(&'static str, Key)>>);
+
+    impl Recorder for Keys {
+        fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+            self.0.lock().unwrap().push(("counter", key.clone()));
+            Counter::noop()
+        }
+        fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
+            self.0.lock().unwrap().push(("gauge", key.clone()));
+            Gauge::noop()
+        }
+        fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+            self.0.lock().unwrap().push(("histogram", key.clone()));
+            Histogram::noop()
+        }
+    }
+
+    /// The keys built once are those the macros build at each call, label for label.
+    #[test]
+    fn firing_metrics_record_the_series_the_macros_would() {
+        let m = FiringMetrics::new("node-1");
+        let cached = Keys::default();
+        metrics::with_local_recorder(&cached, || {
+            m.claimed(true);
+            m.claimed(false);
+            m.lateness(0.5);
+            for _ in 0..2 {
+                m.duration("h", 0.1);
+                for outcome in ["ok", "failed", "timeout", "cancelled"] {
+                    m.run("h", outcome);
+                }
+            }
+        });
+        let built = Keys::default();
+        metrics::with_local_recorder(&built, || {
+            let node = "node-1".to_string();
+            metrics::counter!(name::CLAIMED, "node" => node.clone(), "kind" => "scheduled")
+                .increment(1);
+            metrics::counter!(name::CLAIMED, "node" => node.clone(), "kind" => "retry")
+                .increment(1);
+            metrics::histogram!(name::LATENESS, "node" => node.clone()).record(0.5);
+            for _ in 0..2 {
+                metrics::histogram!(name::DURATION, "node" => node.clone(), "handler" => "h")
+                    .record(0.1);
+                for outcome in ["ok", "failed", "timeout", "cancelled"] {
+                    metrics::counter!(name::RUNS, "node" => node.clone(), "handler" => "h", "outcome" => outcome)
+                        .increment(1);
+                }
+            }
+        });
+        assert_eq!(*cached.0.lock().unwrap(), *built.0.lock().unwrap());
+    }
+}

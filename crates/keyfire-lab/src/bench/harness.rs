@@ -169,6 +169,25 @@ fn init_logging() {
         .try_init();
 }
 
+/// Under an instruction-counting profiler (callgrind) the bench runs tens of times slower:
+/// `KEYFIRE_BENCH_SLOWDOWN=k` stretches the nodes' liveness timings (heartbeat, node TTL,
+/// claim grace, sweep interval) k times, so that slowed nodes do not fence themselves or
+/// take each other's runs over. It changes no step a firing takes.
+fn stretch_for_profiler(settings: &mut Settings) {
+    let Some(k) = std::env::var("KEYFIRE_BENCH_SLOWDOWN")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .filter(|&k| k > 1)
+    else {
+        return;
+    };
+    let n = &mut settings.node;
+    n.heartbeat_interval *= k;
+    n.node_ttl *= k;
+    n.claim_grace *= k;
+    n.sweep_interval *= k;
+}
+
 /// Which Redis the bench uses and how keyfire lays its keys out there.
 #[derive(Debug, Clone)]
 pub struct RedisSetup {
@@ -233,6 +252,7 @@ impl Harness {
         if let Some(m) = max_runs {
             settings.node.max_concurrent_runs = m;
         }
+        stretch_for_profiler(&mut settings);
         settings.redis.mode = setup.mode.settings();
         settings.redis.shards = setup.shards;
         let (redis, external) = match (&setup.url, setup.mode) {

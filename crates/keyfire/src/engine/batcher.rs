@@ -185,7 +185,8 @@ impl Claimer {
                 .start_run(p, claimed, Kind::Scheduled, source, epoch);
         }
         let me = self.clone();
-        self.core.runs.spawn(async move {
+        // Boxed, as a run's task is (see `Runner::start_run`).
+        self.core.runs.spawn(Box::pin(async move {
             let wait = AHEAD_WAIT_MAX.min(me.core.settings.lease / 4);
             me.core.stats.ahead_waiting.fetch_add(1, Ordering::Relaxed);
             let next = loop {
@@ -224,7 +225,7 @@ impl Claimer {
                 AheadNext::Hold => me.limiter.hold_ahead(claimed).await,
                 AheadNext::Drop => {}
             }
-        });
+        }));
     }
 }
 

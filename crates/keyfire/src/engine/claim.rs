@@ -2,7 +2,7 @@
 //! exactly one node, with the bookkeeping of what this node is claiming held by an RAII
 //! guard. Scheduled claims go to Redis in batches (`batcher`, the rest of the claimer).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -54,6 +54,18 @@ pub(super) struct Claimer {
     pub(super) book: ClaimBook,
     /// Queues a scheduled claim for its shard's batcher.
     pub(super) claims: Vec<mpsc::UnboundedSender<ClaimRequest>>,
+    /// Scheduled claims waiting for a permit, in turn.
+    pub(super) waiting: Mutex<Waiting>,
+}
+
+/// Scheduled claims waiting for a permit: one task takes them in turn (the first in line
+/// gets the next permit), rather than a task per claim, which under a burst was a spawn for
+/// most firings.
+#[derive(Default)]
+pub(super) struct Waiting {
+    line: VecDeque<(ClaimGuard, Source)>,
+    /// Whether the task that serves the line runs (it stops once the line is empty).
+    serving: bool,
 }
 
 impl Claimer {
@@ -81,11 +93,24 @@ impl Claimer {
             return;
         };
         // A scheduled claim with a permit at hand goes to its batcher now; one that must wait
-        // for a permit waits in a task of its own.
-        if kind == Kind::Scheduled
-            && let Some(permit) = self.try_claim_permit()
-        {
-            self.send_claim(guard, source, permit);
+        // for a permit waits in line (behind those waiting already).
+        if kind == Kind::Scheduled {
+            let mut waiting = self.waiting.lock().expect("claim line lock");
+            if waiting.line.is_empty()
+                && let Some(permit) = self.try_claim_permit()
+            {
+                drop(waiting);
+                self.send_claim(guard, source, permit);
+                return;
+            }
+            waiting.line.push_back((guard, source));
+            if std::mem::replace(&mut waiting.serving, true) {
+                return;
+            }
+            drop(waiting);
+            let me = self.clone();
+            // Tracked with the runs, so shutdown waits for a claim about to start a run.
+            self.core.runs.spawn(async move { me.serve_line().await });
             return;
         }
         let me = self.clone();
@@ -94,6 +119,36 @@ impl Claimer {
         self.core.runs.spawn(async move {
             me.claim(guard, source).await;
         });
+    }
+
+    /// Give the scheduled claims waiting in line their permits, in turn, and queue them for
+    /// their batchers; until the line is empty, or the node stops claiming (the claims left
+    /// are dropped, with their guards).
+    async fn serve_line(self: Arc<Self>) {
+        loop {
+            let permit = self.claim_permit().await;
+            let mut waiting = self.waiting.lock().expect("claim line lock");
+            let Some(permit) = permit else {
+                let line = std::mem::take(&mut waiting.line);
+                waiting.serving = false;
+                drop(waiting);
+                drop(line);
+                return;
+            };
+            let Some((guard, source)) = waiting.line.pop_front() else {
+                waiting.serving = false;
+                return;
+            };
+            let more = !waiting.line.is_empty();
+            if !more {
+                waiting.serving = false;
+            }
+            drop(waiting);
+            self.send_claim(guard, source, permit);
+            if !more {
+                return;
+            }
+        }
     }
 
     /// Queue a scheduled claim for its shard's batcher.
@@ -324,8 +379,9 @@ impl Claimer {
         match reply {
             ClaimReply::Claimed { now_ms, attempt } => {
                 bump(&self.core.stats.claimed);
-                metrics::histogram!(name::LATENESS, "node" => self.core.id.clone())
-                    .record((now_ms - at_ms).max(0) as f64 / 1000.0);
+                self.core
+                    .metrics
+                    .lateness((now_ms - at_ms).max(0) as f64 / 1000.0);
                 self.count_missed(missed);
                 Step::Claimed(Claimed {
                     job: cached,
@@ -573,8 +629,8 @@ pub(super) type ClaimKey = (String, i64, Kind);
 /// (local deadline) when that claim ends.
 #[derive(Default)]
 pub(super) struct ClaimBook {
-    inflight: Mutex<HashSet<ClaimKey>>,
-    rearm: Mutex<HashMap<ClaimKey, i64>>,
+    inflight: Mutex<foldhash::HashSet<ClaimKey>>,
+    rearm: Mutex<foldhash::HashMap<ClaimKey, i64>>,
     settled: Mutex<Settled>,
 }
 
@@ -584,8 +640,8 @@ pub(super) struct ClaimBook {
 /// nothing (a collision could only skip an event claim, which timers and sweeps back up).
 #[derive(Default)]
 struct Settled {
-    hasher: std::collections::hash_map::RandomState,
-    set: HashSet<u64>,
+    hasher: foldhash::fast::RandomState,
+    set: foldhash::HashSet<u64>,
     order: VecDeque<(u64, Instant)>,
 }
 
@@ -619,7 +675,11 @@ impl ClaimBook {
     /// The claim ended: unmark it; the deadline to arm it again at, if one was asked for.
     fn leave(&self, key: &ClaimKey) -> Option<i64> {
         self.inflight.lock().expect("inflight lock").remove(key);
-        self.rearm.lock().expect("rearm lock").remove(key)
+        let mut rearm = self.rearm.lock().expect("rearm lock");
+        if rearm.is_empty() {
+            return None;
+        }
+        rearm.remove(key)
     }
 
     /// A claim of this scheduled firing settled it: no later scheduled claim can take it.

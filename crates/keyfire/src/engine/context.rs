@@ -112,6 +112,8 @@ pub(super) struct NodeCore {
     pub(super) store: Store,
     pub(super) clock: RedisClock,
     pub(super) stats: Stats,
+    /// The keys of the series recorded for every firing.
+    pub(super) metrics: crate::metrics::FiringMetrics,
     /// Cancelled when the node stops claiming (shutdown begins).
     pub(super) claiming: CancellationToken,
     /// Cancelled when running handlers must stop (past the drain timeout, or at the end of
@@ -126,6 +128,7 @@ impl NodeCore {
     pub(super) fn new(id: String, settings: NodeSettings, store: Store, clock: RedisClock) -> Self {
         let runs_cancel = CancellationToken::new();
         Self {
+            metrics: crate::metrics::FiringMetrics::new(&id),
             id,
             settings,
             store,

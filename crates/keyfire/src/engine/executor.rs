@@ -2,7 +2,6 @@
 //! free run permit while runs are short, the permits to record outcomes, and the runs in
 //! progress (to cancel one, to count them).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -49,11 +48,11 @@ pub(super) struct Executor {
     pub(super) run_time: RunTime,
     /// Cancellation of the runs in progress here, by firing id (overlap `replace`, cancel
     /// requests).
-    active: Mutex<HashMap<String, CancellationToken>>,
+    active: Mutex<foldhash::HashMap<String, CancellationToken>>,
     /// Cancel requests, by firing id, with when they came: for a run that starts after its
     /// request came (claimed, not yet running), and to say why a run was cancelled. Kept for
     /// [`REQUEST_MEMORY`].
-    requested: Mutex<HashMap<String, std::time::Instant>>,
+    requested: Mutex<foldhash::HashMap<String, std::time::Instant>>,
 }
 
 /// How long a cancel request is remembered for a run that has not started here yet.
@@ -68,8 +67,8 @@ impl Executor {
             claims_ahead: Arc::new(Semaphore::new(max_runs * CLAIMS_AHEAD_PER_RUN)),
             record_permits: Arc::new(Semaphore::new(max_runs * RECORD_PERMITS_PER_RUN)),
             run_time: RunTime::default(),
-            active: Mutex::new(HashMap::new()),
-            requested: Mutex::new(HashMap::new()),
+            active: Mutex::default(),
+            requested: Mutex::default(),
         }
     }
 

@@ -21,6 +21,8 @@
 //!   claims in one script call per shard;
 //! - [`Runner`](runner::Runner) (`execute`): a claimed firing on the bounded executor, its
 //!   lease renewed, cut off by a lost lease, the fence or the drain timeout;
+//! - [`Leases`](leases::Leases) (`hold`): one loop renews the leases of every run in
+//!   progress (started with the first run, stopped once none is left to renew);
 //! - [`FlowLimiter`](flow_limiter::FlowLimiter) (`gate`): a limited firing asks its key for
 //!   a slot, or is held back for its turn;
 //! - [`Completer`](completer::Completer) (`record_batch`): outcomes in one script call per
@@ -32,7 +34,7 @@
 //!
 //! Who calls whom (each arrow a field; no component holds one that holds it):
 //! listener → claimer, membership, hooks; sweeper → claimer; claimer → runner, flow limiter;
-//! runner → flow limiter, completer; completer → callbacks; claimer, sweeper, flow limiter
+//! runner → flow limiter, completer, leases; completer → callbacks; claimer, sweeper, flow limiter
 //! and completer → timer queue. The timers hand what is due to the claimer, and membership
 //! hands the runs the fence cut off to it, through functions given them here.
 
@@ -47,6 +49,7 @@ mod firing;
 mod flow_limiter;
 mod healing;
 mod hooks;
+mod leases;
 mod listener;
 pub mod membership;
 mod misfire;
@@ -270,6 +273,7 @@ impl Engine {
             specs: specs.clone(),
             completions: done_tx,
             completer: completer.clone(),
+            leases: Arc::new(leases::Leases::new(core.clone(), executor.clone())),
         });
         let claimer = Arc::new(Claimer {
             core: core.clone(),
@@ -283,6 +287,7 @@ impl Engine {
             sweep: sweep.clone(),
             book: Default::default(),
             claims: claim_tx,
+            waiting: Default::default(),
         });
         let sweeper = Arc::new(Sweeper {
             core: core.clone(),

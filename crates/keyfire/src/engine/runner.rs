@@ -17,11 +17,11 @@ use super::context::{NodeCore, bump, ms};
 use super::executor::Executor;
 use super::firing::{Claimed, Kind, Source};
 use super::flow_limiter::{FlowLimiter, Gate};
+use super::leases::Leases;
 use super::membership::Fence;
 use super::specs::Specs;
 use crate::handler::{Firing, HandlerError, Registry};
-use crate::metrics::name;
-use crate::store::{Renewal, RunRecord, firing_id};
+use crate::store::{RunRecord, firing_id};
 use crate::trace::{self, Start, TraceParent, Tracer, Value};
 
 /// After a cancel request, how long a handler may take to return before it is dropped.
@@ -48,6 +48,8 @@ pub(super) struct Runner {
     pub(super) completions: Vec<mpsc::UnboundedSender<Done>>,
     /// Records an outcome itself when its shard's completer stopped.
     pub(super) completer: Arc<Completer>,
+    /// Renews the leases of the runs in progress.
+    pub(super) leases: Arc<Leases>,
 }
 
 impl Runner {
@@ -60,18 +62,16 @@ impl Runner {
         source: Source,
         epoch: u64,
     ) {
-        let kind = if kind == Kind::Scheduled {
-            "scheduled"
-        } else {
-            "retry"
-        };
-        metrics::counter!(name::CLAIMED, "node" => self.core.id.clone(), "kind" => kind)
-            .increment(1);
+        self.core.metrics.claimed(kind == Kind::Scheduled);
         if source == Source::Sweep {
             self.core.stats.sweeper_claim(&self.core.id);
         }
         let me = self.clone();
-        self.core.runs.spawn(me.execute(permit, claimed, epoch));
+        // Boxed: the run's future is large, and a task copies its future in when spawned and
+        // its output over it when done; boxed, the future is copied once, into its box.
+        self.core
+            .runs
+            .spawn(Box::pin(me.execute(permit, claimed, epoch)));
     }
 
     /// Wait (up to the lease) until this node is no longer fenced, then renew the claimed
@@ -172,14 +172,14 @@ impl Runner {
             // The node's estimate of Redis time, never before the claim (Redis time).
             let started_ms = self.core.clock.redis_now_ms().max(c.claimed_ms);
             let started = std::time::Instant::now();
-            let renewer = tokio::spawn(self.clone().renew_loop(
+            let lease = self.leases.hold(
                 spec.id.clone(),
                 c.at_ms,
                 c.attempt,
                 c.claimed_ms,
                 slot.clone(),
                 token.clone(),
-            ));
+            );
             let fence = self.fence.token();
             let outcome = tokio::select! {
                 o = self.invoke(&spec.handler, firing, job.timeout_ms, &token) => o,
@@ -194,48 +194,54 @@ impl Runner {
             self.executor.run_time.record(started.elapsed());
             let cut_off = fence.is_cancelled();
             // Did the run lose its lease (renewal found another attempt, or the lock gone)?
-            let lease_lost = if renewer.is_finished() {
-                renewer.await.unwrap_or(false)
-            } else {
-                renewer.abort();
-                false
-            };
+            let lease_lost = lease.end();
             self.executor.leave(&fid);
             if let Some(key) = &slot {
                 // However it ended, the run no longer calls its target.
                 let ran = started.elapsed().as_millis() as i64;
                 Box::pin(self.limiter.release_slot(key, &fid, Some(ran))).await;
             }
-            metrics::histogram!(name::DURATION, "node" => self.core.id.clone(), "handler" => spec.handler.clone())
-                .record(started.elapsed().as_secs_f64());
+            self.core
+                .metrics
+                .duration(&spec.handler, started.elapsed().as_secs_f64());
             if cut_off && !matches!(outcome, RunOutcome::Ok) {
                 // Its peers may take it over; the next heartbeat that succeeds hands it over
                 // at once if none did (this node knows it no longer runs).
                 tracing::warn!("run cut off by the fence");
                 if let Some(t) = tracer {
-                    end_attempt_span(t, "cut_off", Some("cut off by the fence: the node lost its heartbeats"));
+                    end_attempt_span(
+                        t,
+                        "cut_off",
+                        Some("cut off by the fence: the node lost its heartbeats"),
+                    );
                 }
                 self.fence.release(spec.id.clone(), c.at_ms);
                 return;
             }
-            if (self.core.runs_cancel.is_cancelled() || lease_lost) && !matches!(outcome, RunOutcome::Ok)
+            if (self.core.runs_cancel.is_cancelled() || lease_lost)
+                && !matches!(outcome, RunOutcome::Ok)
             {
                 // Stopped past the drain timeout, or its lease was lost: the firing is not
                 // done. Leave the lease to expire, so a node runs it again as the next
                 // attempt (G5); recorded as `cancelled`, it would never run again.
-                tracing::warn!(lease_lost, "run cut off; its lease will hand it to another node");
+                tracing::warn!(
+                    lease_lost,
+                    "run cut off; its lease will hand it to another node"
+                );
                 if let Some(t) = tracer {
-                    end_attempt_span(t, "cut_off", Some("cut off: its lease will hand it to another node"));
+                    end_attempt_span(
+                        t,
+                        "cut_off",
+                        Some("cut off: its lease will hand it to another node"),
+                    );
                 }
                 return;
             }
             let (outcome_name, error, retry) = match outcome {
                 RunOutcome::Ok => ("ok", None, None),
-                RunOutcome::Cancelled if self.executor.requested(&fid) => (
-                    "cancelled",
-                    Some("cancelled on request".to_string()),
-                    None,
-                ),
+                RunOutcome::Cancelled if self.executor.requested(&fid) => {
+                    ("cancelled", Some("cancelled on request".to_string()), None)
+                }
                 RunOutcome::Cancelled => ("cancelled", Some("cancelled".to_string()), None),
                 RunOutcome::Timeout => (
                     "timeout",
@@ -254,13 +260,7 @@ impl Runner {
             if let Some(t) = tracer {
                 end_attempt_span(t, outcome_name, error.as_deref());
             }
-            metrics::counter!(
-                name::RUNS,
-                "node" => self.core.id.clone(),
-                "handler" => spec.handler.clone(),
-                "outcome" => outcome_name
-            )
-            .increment(1);
+            self.core.metrics.run(&spec.handler, outcome_name);
             let record = RunRecord {
                 firing_id: fid.clone(),
                 scheduled_ms: c.at_ms,
@@ -394,57 +394,6 @@ impl Runner {
             }
         }
         outcome
-    }
-
-    /// Renew a run's lease every third of its length; cancel the run if the lease is lost
-    /// (and return true), or if a cancel request flagged it (the announcement may have been
-    /// missed).
-    pub(super) async fn renew_loop(
-        self: Arc<Self>,
-        job_id: String,
-        at_ms: i64,
-        attempt: u32,
-        claimed_ms: i64,
-        slot: Option<String>,
-        cancel: CancellationToken,
-    ) -> bool {
-        let lease = ms(self.core.settings.lease);
-        let every = self.core.settings.lease / 3;
-        loop {
-            tokio::time::sleep(every).await;
-            match self
-                .core
-                .store
-                .renew_run(&job_id, at_ms, attempt, claimed_ms, &self.core.id, lease)
-                .await
-            {
-                Ok(renewal @ (Renewal::Renewed | Renewal::Cancelled)) => {
-                    if renewal == Renewal::Cancelled && !cancel.is_cancelled() {
-                        // Its cancel was requested, and this node missed the announcement.
-                        let fid = firing_id(&job_id, at_ms);
-                        tracing::info!(firing = %fid, "renewal found a cancel request");
-                        self.executor.cancel_run(&fid, true);
-                        cancel.cancel();
-                    }
-                    // The limit slot lives as long as the run's lease.
-                    if let Some(key) = &slot
-                        && let Err(e) = self
-                            .core
-                            .store
-                            .renew_limit_slot(key, &firing_id(&job_id, at_ms), lease)
-                            .await
-                    {
-                        tracing::warn!(key, error = %e, "limit slot renewal failed");
-                    }
-                }
-                Ok(Renewal::Lost) => {
-                    tracing::warn!(job = %job_id, at = at_ms, "lease lost; cancelling the run");
-                    cancel.cancel();
-                    return true;
-                }
-                Err(e) => tracing::warn!(error = %e, "lease renewal failed"),
-            }
-        }
     }
 }
 

@@ -37,7 +37,7 @@ type CalendarMap = Arc<HashMap<String, Arc<Calendar>>>;
 /// Validated specs by job id, each replaced when its job's version changes.
 pub(super) struct Specs {
     core: Arc<NodeCore>,
-    map: Mutex<HashMap<String, Arc<CachedJob>>>,
+    map: Mutex<foldhash::HashMap<String, Arc<CachedJob>>>,
     /// Every calendar, read when a job that names one is first read after a change.
     calendars: Mutex<Option<CalendarMap>>,
 }
@@ -51,7 +51,7 @@ impl Specs {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<CachedJob>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, foldhash::HashMap<String, Arc<CachedJob>>> {
         self.map.lock().expect("spec cache lock")
     }
 

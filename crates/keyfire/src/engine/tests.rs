@@ -426,3 +426,79 @@ fn a_node_id_falls_back_when_no_host_name_is_found() {
     );
     assert!(node_id_from([Some("db\n".into()), Some("web".into())]).starts_with("db-"));
 }
+
+/// One loop renews the leases of the runs in progress: a held lease's expiry moves on at
+/// each renewal (a third of the lease); once the lease is gone (taken over), the next
+/// renewal cancels the run, and its hold says the lease was lost.
+#[tokio::test]
+async fn the_lease_loop_renews_a_run_and_cancels_it_once_its_lease_is_lost() {
+    let fx = fixture(None).await;
+    let at = one_shot(&fx, "leased", -1_000, None).await;
+    let c = claim(&fx, "leased", at).await;
+    let mut node = fx.engine.core.settings.clone();
+    node.lease = std::time::Duration::from_millis(300);
+    let core = Arc::new(NodeCore::new(
+        "node-a".into(),
+        node,
+        fx.engine.core.store.clone(),
+        RedisClock::new(Arc::new(SystemClock)),
+    ));
+    let leases = Arc::new(leases::Leases::new(core, fx.engine.executor.clone()));
+    let mut redis = redis::Client::open(fx.url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let running = fx.engine.core.store.shards().keys(0).running();
+    let lease = || {
+        let mut redis = redis.clone();
+        let running = running.clone();
+        async move {
+            let v: Vec<(String, i64)> = redis::cmd("ZRANGE")
+                .arg(&running)
+                .arg(0)
+                .arg(-1)
+                .arg("WITHSCORES")
+                .query_async(&mut redis)
+                .await
+                .unwrap();
+            v
+        }
+    };
+    let claimed = lease().await;
+    assert_eq!(claimed.len(), 1, "one lease: {claimed:?}");
+    // Claimed with the node's 30 s lease; renewed, it expires 300 ms after the renewal.
+    let token = tokio_util::sync::CancellationToken::new();
+    let hold = leases.hold(
+        "leased".into(),
+        at,
+        c.attempt,
+        c.claimed_ms,
+        None,
+        token.clone(),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let now = lease().await;
+        if now[0].1 < claimed[0].1 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "lease never renewed: {now:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(!token.is_cancelled(), "a renewed run goes on");
+    // Taken away: the next renewal finds it lost.
+    let _: () = redis::cmd("ZREM")
+        .arg(&running)
+        .arg(&claimed[0].0)
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(10), token.cancelled())
+        .await
+        .expect("the run cancelled once its lease was lost");
+    assert!(hold.end(), "the hold says the lease was lost");
+}

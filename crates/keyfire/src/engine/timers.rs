@@ -9,7 +9,7 @@
 //! due one to the function it runs with (the claimer's, wired in `engine/mod.rs`).
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -82,7 +82,7 @@ impl TimerQueue {
             specs,
             rx,
             heap: BinaryHeap::new(),
-            armed: HashSet::new(),
+            armed: Default::default(),
         };
         (queue, timers)
     }
@@ -121,7 +121,7 @@ pub(super) struct Timers {
     specs: Arc<Specs>,
     rx: mpsc::UnboundedReceiver<Arm>,
     heap: BinaryHeap<Entry>,
-    armed: HashSet<(String, i64, KindKey)>,
+    armed: foldhash::HashSet<(String, i64, KindKey)>,
 }
 
 impl Timers {

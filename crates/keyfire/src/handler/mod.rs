@@ -13,7 +13,6 @@ pub mod webhook {
     pub use crate::webhook::*;
 }
 
-use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -224,7 +223,7 @@ where
 /// Handlers by name.
 #[derive(Clone, Default)]
 pub struct Registry {
-    handlers: HashMap<String, Arc<dyn Handler>>,
+    handlers: foldhash::HashMap<String, Arc<dyn Handler>>,
     hooks: Vec<Arc<dyn NodeHook>>,
     callbacks: Option<Arc<dyn CallbackSender>>,
 }

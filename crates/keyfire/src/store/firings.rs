@@ -77,10 +77,17 @@ impl Store {
             if a.max_runs.is_some() {
                 inv.key(k.attempts());
             }
-            inv.arg(a.job_id)
-                .arg(a.at_ms)
-                .arg(format!("{}.{}", a.generation, a.version))
-                .arg(a.next_ms.map(|n| n.to_string()).unwrap_or_default());
+            let mut version = itoa::Buffer::new();
+            let mut generation = itoa::Buffer::new();
+            inv.arg(a.job_id).arg(a.at_ms).arg(super::keys::concat(&[
+                generation.format(a.generation),
+                ".",
+                version.format(a.version),
+            ]));
+            match a.next_ms {
+                Some(n) => inv.arg(n),
+                None => inv.arg(""),
+            };
             let common = !a.misfire_applied
                 && a.run
                 && a.missed == 0
@@ -98,7 +105,11 @@ impl Store {
             } else if common && !a.compact {
                 inv.arg(format!("{jitter}{}", a.tolerance_ms));
             } else if common {
-                inv.arg(format!("{jitter}t{}", a.tolerance_ms));
+                inv.arg(super::keys::concat(&[
+                    &jitter,
+                    "t",
+                    itoa::Buffer::new().format(a.tolerance_ms),
+                ]));
             } else {
                 let flag = |b: bool| if b { '1' } else { '0' };
                 let overlap = match a.overlap {
@@ -533,10 +544,101 @@ impl Store {
 
 /// A run record as complete.lua takes it: its JSON object without the closing brace (the
 /// script appends the fields it knows and closes it, one string built instead of three).
+/// Written field by field into one buffer sized for it, as serde_json writes the record
+/// (a test holds the two equal): it is built for every firing, and the generic serializer
+/// escaped every field name and grew its buffer several times.
 fn open_record(run: &RunRecord) -> Result<String> {
-    let mut json = serde_json::to_string(run)?;
-    if json.pop() != Some('}') {
-        return Err(Error::Corrupt("run record is not a JSON object".into()));
+    let RunRecord {
+        firing_id,
+        scheduled_ms,
+        attempt,
+        node,
+        claimed_ms,
+        started_ms,
+        outcome,
+        error,
+        finished_ms,
+        fate,
+        retry_at_ms,
+    } = run;
+    let strings = [
+        Some(firing_id),
+        Some(node),
+        Some(outcome),
+        error.as_ref(),
+        fate.as_ref(),
+    ];
+    let mut out: Vec<u8> =
+        Vec::with_capacity(200 + strings.iter().flatten().map(|s| s.len()).sum::<usize>());
+    let mut n = itoa::Buffer::new();
+    out.extend_from_slice(b"{\"firing_id\":");
+    serde_json::to_writer(&mut out, firing_id)?;
+    out.extend_from_slice(b",\"scheduled_ms\":");
+    out.extend_from_slice(n.format(*scheduled_ms).as_bytes());
+    out.extend_from_slice(b",\"attempt\":");
+    out.extend_from_slice(n.format(*attempt).as_bytes());
+    out.extend_from_slice(b",\"node\":");
+    serde_json::to_writer(&mut out, node)?;
+    out.extend_from_slice(b",\"claimed_ms\":");
+    out.extend_from_slice(n.format(*claimed_ms).as_bytes());
+    out.extend_from_slice(b",\"started_ms\":");
+    out.extend_from_slice(n.format(*started_ms).as_bytes());
+    out.extend_from_slice(b",\"outcome\":");
+    serde_json::to_writer(&mut out, outcome)?;
+    if let Some(e) = error {
+        out.extend_from_slice(b",\"error\":");
+        serde_json::to_writer(&mut out, e)?;
     }
-    Ok(json)
+    if let Some(f) = finished_ms {
+        out.extend_from_slice(b",\"finished_ms\":");
+        out.extend_from_slice(n.format(*f).as_bytes());
+    }
+    if let Some(f) = fate {
+        out.extend_from_slice(b",\"fate\":");
+        serde_json::to_writer(&mut out, f)?;
+    }
+    if let Some(r) = retry_at_ms {
+        out.extend_from_slice(b",\"retry_at_ms\":");
+        out.extend_from_slice(n.format(*r).as_bytes());
+    }
+    String::from_utf8(out).map_err(|_| Error::Corrupt("run record is not UTF-8".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The record written by hand is serde_json's, less its closing brace: with and without
+    /// the optional fields, and with strings that need escaping.
+    #[test]
+    fn an_open_record_is_the_serialized_record_without_its_brace() {
+        let plain = RunRecord {
+            firing_id: "job-1:1700000000000".into(),
+            scheduled_ms: 1_700_000_000_000,
+            attempt: 1,
+            node: "node-a".into(),
+            claimed_ms: 1_700_000_000_007,
+            started_ms: -3,
+            outcome: "ok".into(),
+            error: None,
+            finished_ms: None,
+            fate: None,
+            retry_at_ms: None,
+        };
+        let full = RunRecord {
+            firing_id: "j\"\\:1".into(),
+            attempt: u32::MAX,
+            node: "n\u{e9}\u{1}\n".into(),
+            outcome: "failed".into(),
+            error: Some("boom \"quoted\"\t\u{2028}".into()),
+            finished_ms: Some(i64::MIN),
+            fate: Some("dead".into()),
+            retry_at_ms: Some(i64::MAX),
+            ..plain.clone()
+        };
+        for r in [plain, full] {
+            let open = open_record(&r).unwrap();
+            assert_eq!(open + "}", serde_json::to_string(&r).unwrap());
+        }
+    }
 }

@@ -184,6 +184,16 @@ impl Keys {
         }
     }
 
+    /// `<tag><kind><id>`, such as `{prefix}:job:<id>`.
+    fn named(&self, kind: &str, id: &str) -> String {
+        concat(&[&self.tag, kind, id])
+    }
+
+    /// `<tag><suffix>`, such as `{prefix}:due`.
+    fn sub(&self, suffix: &str) -> String {
+        concat(&[&self.tag, suffix])
+    }
+
     /// The prefix these keys are under (the hash tag without its braces).
     pub fn prefix(&self) -> &str {
         &self.tag[1..self.tag.len() - 1]
@@ -191,7 +201,7 @@ impl Keys {
 
     /// Hash with a job's spec, version, status, next firing and counters.
     pub fn job(&self, id: &str) -> String {
-        format!("{}:job:{id}", self.tag)
+        self.named(":job:", id)
     }
 
     /// HASH of compact one-shot tasks: task id → `<generation>|<created ms>|<spec JSON
@@ -202,7 +212,7 @@ impl Keys {
     /// then its lease in [`Keys::running`], then its history ([`Keys::runs`]), say where
     /// its firing is.
     pub fn tasks(&self, bucket: u32) -> String {
-        format!("{}:tasks:{bucket}", self.tag)
+        self.named(":tasks:", itoa::Buffer::new().format(bucket))
     }
 
     /// The compact bucket ([`Keys::tasks`]) a task id lives in.
@@ -220,23 +230,29 @@ impl Keys {
 
     /// Counter of the compact tasks of this shard (they have no [`Keys::jobs`] entry).
     pub fn task_count(&self) -> String {
-        format!("{}:tasks:count", self.tag)
+        self.sub(":tasks:count")
     }
 
     /// ZSET of every job id (score 0: ordered by id, for paging). Compact tasks
     /// ([`Keys::tasks`]) are not in it.
     pub fn jobs(&self) -> String {
-        format!("{}:jobs", self.tag)
+        self.sub(":jobs")
     }
 
     /// ZSET job id → next firing instant (ms). The source of truth for what is due.
     pub fn due(&self) -> String {
-        format!("{}:due", self.tag)
+        self.sub(":due")
     }
 
     /// Sentinel key of one pending firing; it expires at the firing's instant.
     pub fn fire(&self, id: &str, at_ms: i64) -> String {
-        format!("{}:fire:{id}:{at_ms}", self.tag)
+        concat(&[
+            &self.tag,
+            ":fire:",
+            id,
+            ":",
+            itoa::Buffer::new().format(at_ms),
+        ])
     }
 
     /// This key set's hash tag, braces included.
@@ -246,7 +262,7 @@ impl Keys {
 
     /// The prefix every sentinel key starts with.
     pub fn fire_prefix(&self) -> String {
-        format!("{}:fire:", self.tag)
+        self.sub(":fire:")
     }
 
     /// Split a sentinel key's name into job id and instant.
@@ -260,132 +276,138 @@ impl Keys {
     /// and expires with its window. Tasks that name it live on the shard [`Shards::of`] gives
     /// for `name`, so the key and the task share a slot.
     pub fn dedup(&self, name: &str) -> String {
-        format!("{}:dedup:{name}", self.tag)
+        self.named(":dedup:", name)
     }
 
     /// Watermark (ms): pending firings up to here have been given their sentinel keys.
     pub fn promoted(&self) -> String {
-        format!("{}:promoted", self.tag)
+        self.sub(":promoted")
     }
 
     /// Counter of job generations: each job created (again) takes the next one.
     pub fn generation(&self) -> String {
-        format!("{}:generation", self.tag)
+        self.sub(":generation")
     }
 
     /// Lock of one firing's run (`SET NX PX`), written by nodes of an earlier layout only:
     /// a run's lease in [`Keys::running`] is its lock now. Read by a takeover of such a run
     /// during a rolling upgrade, to name its node.
     pub fn lock(&self, id: &str, at_ms: i64) -> String {
-        format!("{}:lock:{id}:{at_ms}", self.tag)
+        concat(&[
+            &self.tag,
+            ":lock:",
+            id,
+            ":",
+            itoa::Buffer::new().format(at_ms),
+        ])
     }
 
     /// ZSET of runs in progress: the lease `<firing id>|<attempt>|<claimed ms>|<node>` → its
     /// expiry (ms). The member is the run's fence: renewals and the outcome must name it.
     /// (A run claimed by a node of the earlier layout: the bare firing id.)
     pub fn running(&self) -> String {
-        format!("{}:running", self.tag)
+        self.sub(":running")
     }
 
     /// ZSET firing id → when its next attempt is due: retries, lease takeovers, manual triggers
     /// and dead-letter replays.
     pub fn retry(&self) -> String {
-        format!("{}:retry", self.tag)
+        self.sub(":retry")
     }
 
     /// HASH firing id → the attempt granted to a queued attempt (a bare number; the claim
     /// turns it into the run's lease in [`Keys::running`]). A run claimed by a node of the
     /// earlier layout has its lease record `<attempt>:<claimed ms>:<node>` here.
     pub fn attempts(&self) -> String {
-        format!("{}:attempts", self.tag)
+        self.sub(":attempts")
     }
 
     /// HASH firing id → the lease it stops: running firings a cancel request flagged
     /// (cancel.lua). Their outcome, or a takeover of their run, records them `cancelled` and
     /// queues no further attempt.
     pub fn cancels(&self) -> String {
-        format!("{}:cancels", self.tag)
+        self.sub(":cancels")
     }
 
     /// LIST of a job's dead letters (firings that exhausted their attempts), newest first.
     pub fn dead(&self, id: &str) -> String {
-        format!("{}:dead:{id}", self.tag)
+        self.named(":dead:", id)
     }
 
     /// ZSET one-shot job id → when it finished successfully (cleaned up after a retention).
     pub fn done(&self) -> String {
-        format!("{}:done", self.tag)
+        self.sub(":done")
     }
 
     /// ZSET callback id (`<firing id>:succeeded` or `:failed`) → when its next attempt is
     /// due (ms, Redis time); a callback being sent is pushed a lease ahead.
     pub fn outbox(&self) -> String {
-        format!("{}:outbox", self.tag)
+        self.sub(":outbox")
     }
 
     /// HASH callback id → the callback (JSON: job, target, payload), and `<id>|tries` → the
     /// attempts taken so far.
     pub fn outbox_data(&self) -> String {
-        format!("{}:outbox:data", self.tag)
+        self.sub(":outbox:data")
     }
 
     /// LIST of a job's run records, newest first.
     pub fn runs(&self, id: &str) -> String {
-        format!("{}:runs:{id}", self.tag)
+        self.named(":runs:", id)
     }
 
     /// LIST of a job's skip records (the ledger of instants that did not run), newest first.
     pub fn skips(&self, id: &str) -> String {
-        format!("{}:skips:{id}", self.tag)
+        self.named(":skips:", id)
     }
 
     /// ZSET of the instants backfills queued for a job: `<generation>:<instant ms>` → when
     /// (ms); expires with the run history's maximum age.
     pub fn backfill(&self, id: &str) -> String {
-        format!("{}:backfill:{id}", self.tag)
+        self.named(":backfill:", id)
     }
 
     /// ZSET node id → last heartbeat (ms, Redis time).
     pub fn nodes(&self) -> String {
-        format!("{}:nodes", self.tag)
+        self.sub(":nodes")
     }
 
     /// Hash describing one node (version, handlers, load).
     pub fn node(&self, id: &str) -> String {
-        format!("{}:node:{id}", self.tag)
+        self.named(":node:", id)
     }
 
     /// STRING: the data marker, a random id written once when keyfire first finds none under
     /// this tag (the meta tag's by the heartbeat, each shard's beside it). A node that reads
     /// another id than the one it knows learns that Redis lost or replaced the data.
     pub fn data_marker(&self) -> String {
-        format!("{}:data", self.tag)
+        self.sub(":data")
     }
 
     /// HASH: the last data loss a node noticed (`at` ms, `node`, `detail`), kept for an hour
     /// (meta key): `/readyz` and `keyfire doctor` show it.
     pub fn data_loss(&self) -> String {
-        format!("{}:data_loss", self.tag)
+        self.sub(":data_loss")
     }
 
     /// SET of handler names registered by any node.
     pub fn handlers(&self) -> String {
-        format!("{}:handlers", self.tag)
+        self.sub(":handlers")
     }
 
     /// Pub/sub channel on which every job change is announced (G4).
     pub fn changes(&self) -> String {
-        format!("{}:changes", self.tag)
+        self.sub(":changes")
     }
 
     /// The key-layout version this data was written with.
     pub fn layout(&self) -> String {
-        format!("{}:layout", self.tag)
+        self.sub(":layout")
     }
 
     /// The number of shards the data is spread over (meta key, next to [`Keys::layout`]).
     pub fn shard_count(&self) -> String {
-        format!("{}:shards", self.tag)
+        self.sub(":shards")
     }
 
     // Delay queue (`crate::queue`). Topic names and task ids cannot hold `:` (they are
@@ -393,37 +415,37 @@ impl Keys {
 
     /// Hash of one delay-queue task: state, topic, payload, ttr, deliveries, instants, token.
     pub fn qtask(&self, id: &str) -> String {
-        format!("{}:q:task:{id}", self.tag)
+        self.named(":q:task:", id)
     }
 
     /// ZSET task id → due instant (ms): a topic's tasks waiting for their delay.
     pub fn qdelayed(&self, topic: &str) -> String {
-        format!("{}:q:delayed:{topic}", self.tag)
+        self.named(":q:delayed:", topic)
     }
 
     /// ZSET task id → when it became ready (ms): a topic's ready tasks, oldest first.
     pub fn qready(&self, topic: &str) -> String {
-        format!("{}:q:ready:{topic}", self.tag)
+        self.named(":q:ready:", topic)
     }
 
     /// ZSET task id → reservation deadline (ms, Redis time): a topic's reserved tasks.
     pub fn qreserved(&self, topic: &str) -> String {
-        format!("{}:q:reserved:{topic}", self.tag)
+        self.named(":q:reserved:", topic)
     }
 
     /// ZSET task id → when it died (ms): a topic's dead letters (tasks past max deliveries).
     pub fn qdead(&self, topic: &str) -> String {
-        format!("{}:q:dead:{topic}", self.tag)
+        self.named(":q:dead:", topic)
     }
 
     /// LIST of wake-up tokens: blocked `pop`s wait on it (`BLPOP`) for a task to become ready.
     pub fn qnotify(&self, topic: &str) -> String {
-        format!("{}:q:notify:{topic}", self.tag)
+        self.named(":q:notify:", topic)
     }
 
     /// Hash of a topic's counters (added, delivered, redelivered, done, dead, deleted).
     pub fn qstats(&self, topic: &str) -> String {
-        format!("{}:q:stats:{topic}", self.tag)
+        self.named(":q:stats:", topic)
     }
 
     /// A topic task's dedup key in a lane (`name` is [`crate::job::Dedup::name`]): it names
@@ -434,7 +456,7 @@ impl Keys {
 
     /// SET of every topic name that ever had a task.
     pub fn qtopics(&self) -> String {
-        format!("{}:q:topics", self.tag)
+        self.sub(":q:topics")
     }
 
     /// ZSET lane id → when the lane's earliest work is due (ms, Redis time): its first delayed
@@ -444,26 +466,26 @@ impl Keys {
     /// than the lane's work (it may be earlier: a visit then finds nothing and corrects it).
     /// The promotion's sweep reads its head instead of every topic.
     pub fn qdue(&self) -> String {
-        format!("{}:q:due", self.tag)
+        self.sub(":q:due")
     }
 
     /// The due index is complete (meta key, `1:<ms>`): written once every live node kept it
     /// and a walk over every topic filled in what earlier releases had queued. Until then the
     /// sweep walks every topic.
     pub fn qindexed(&self) -> String {
-        format!("{}:q:indexed", self.tag)
+        self.sub(":q:indexed")
     }
 
     /// SET of the ids of nodes that keep the due index (meta key).
     pub fn qindexers(&self) -> String {
-        format!("{}:q:indexers", self.tag)
+        self.sub(":q:indexers")
     }
 
     /// The delay queue's sentinel key of this tag: it expires at the due index's head (the
     /// scripts that lower the head bring it forward, a promotion sets it to the new head), and
     /// its `expired` event asks every node for the lanes due under the tag.
     pub fn qnext(&self) -> String {
-        format!("{}:q:next", self.tag)
+        self.sub(":q:next")
     }
 
     /// A topic's sentinel key, as earlier releases set it (this one sets [`Keys::qnext`] per
@@ -479,37 +501,37 @@ impl Keys {
     }
 
     fn qwake_prefix(&self) -> String {
-        format!("{}:q:wake:", self.tag)
+        self.sub(":q:wake:")
     }
 
     /// HASH topic → its number of partitions (growable, never shrunk), for topics declared
     /// with more than one; a topic not in it has one (meta key: it grows with topics).
     pub fn qpartitions(&self) -> String {
-        format!("{}:q:partitions", self.tag)
+        self.sub(":q:partitions")
     }
 
     /// SET of the topics that were given a task with a priority (meta key: it grows with
     /// topics): a pop across such a topic's partitions reads every partition's head first.
     pub fn qprio(&self) -> String {
-        format!("{}:q:prio", self.tag)
+        self.sub(":q:prio")
     }
 
     /// The delay queue's layout (meta key): absent while topics live under the meta tag (the
     /// layout of earlier releases), `2:<ms>` once they are spread over the shards (and when).
     pub fn qlayout(&self) -> String {
-        format!("{}:q:layout", self.tag)
+        self.sub(":q:layout")
     }
 
     /// SET of the ids of nodes that serve the sharded queue layout (meta key): the layout is
     /// switched once every live node is in it.
     pub fn qupgraded(&self) -> String {
-        format!("{}:q:upgraded", self.tag)
+        self.sub(":q:upgraded")
     }
 
     /// ZSET task id → when it was taken out of a topic's meta-tag sets to move to its
     /// partition (meta key, a legacy topic's): what a mover that stopped half way left.
     pub fn qmoving(&self, topic: &str) -> String {
-        format!("{}:q:moving:{topic}", self.tag)
+        self.named(":q:moving:", topic)
     }
 
     /// The name a partition's keys carry in place of the topic name: the topic for partition
@@ -527,13 +549,13 @@ impl Keys {
 
     /// HASH of every calendar: name -> its spec as JSON.
     pub fn calendars(&self) -> String {
-        format!("{}:calendars", self.tag)
+        self.sub(":calendars")
     }
 
     /// SET of the jobs that named a calendar in `exclude` when written (a superset: a job
     /// changed or deleted since is dropped from it when the calendar's deletion checks it).
     pub fn calendar_users(&self, name: &str) -> String {
-        format!("{}:calendar-users:{name}", self.tag)
+        self.named(":calendar-users:", name)
     }
 
     // Flow control (`store::flow_limits`).
@@ -541,7 +563,7 @@ impl Keys {
     /// SET of every limit key that has a limit (meta key: nodes read it to know which keys
     /// are limited, so unlimited firings cost nothing extra).
     pub fn limits(&self) -> String {
-        format!("{}:limits", self.tag)
+        self.sub(":limits")
     }
 
     /// The keys of one limit key's limiter, under a hash tag of their own (`{prefix:limit:<key>}`),
@@ -561,37 +583,52 @@ pub struct LimitKeys {
 }
 
 impl LimitKeys {
+    /// `<tag><suffix>`.
+    fn sub(&self, suffix: &str) -> String {
+        concat(&[&self.tag, suffix])
+    }
+
     /// HASH: `rate`, `burst`, `in_flight` (the limit), `tat` (when the pacing allows the next
     /// grant) and `avg` (moving average of run ms).
     pub fn conf(&self) -> String {
-        format!("{}:conf", self.tag)
+        self.sub(":conf")
     }
 
     /// ZSET firing id → slot expiry (ms, Redis time): the runs holding a slot.
     pub fn in_flight(&self) -> String {
-        format!("{}:inflight", self.tag)
+        self.sub(":inflight")
     }
 
     /// ZSET `<ms>:<firing id>` → grant instant (ms): grants of the last second.
     pub fn log(&self) -> String {
-        format!("{}:log", self.tag)
+        self.sub(":log")
     }
 
     /// ZSET firing id → scheduled instant (ms): the firings held back, in line.
     pub fn waiters(&self) -> String {
-        format!("{}:waiters", self.tag)
+        self.sub(":waiters")
     }
 
     /// ZSET firing id → a held firing's turn (ms, Redis time): from then a free slot is
     /// its own; it keeps its place in line until a grace past it.
     pub fn turns(&self) -> String {
-        format!("{}:turns", self.tag)
+        self.sub(":turns")
     }
 }
 
 /// The firing id handed to handlers: `<job id>:<instant ms>`. Stable across attempts.
 pub fn firing_id(job_id: &str, at_ms: i64) -> String {
-    format!("{job_id}:{at_ms}")
+    concat(&[job_id, ":", itoa::Buffer::new().format(at_ms)])
+}
+
+/// The parts joined, in one allocation: key names and lease members are built for every
+/// firing, and `format!` costs several times as much.
+pub(crate) fn concat(parts: &[&str]) -> String {
+    let mut s = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for p in parts {
+        s.push_str(p);
+    }
+    s
 }
 
 /// Split a firing id back into job id and instant.

@@ -146,7 +146,15 @@ pub struct Lease {
 /// One entry is both the run's fence (renewals and the outcome must name it) and its lease
 /// expiry (the score). Job ids and instants hold no `|`; the node id comes last.
 pub fn lease_member(firing_id: &str, attempt: u32, claimed_ms: i64, node: &str) -> String {
-    format!("{firing_id}|{attempt}|{claimed_ms}|{node}")
+    super::keys::concat(&[
+        firing_id,
+        "|",
+        itoa::Buffer::new().format(attempt),
+        "|",
+        itoa::Buffer::new().format(claimed_ms),
+        "|",
+        node,
+    ])
 }
 
 /// Split a running ZSET member into the firing id and, for a lease of this layout, (attempt,
