@@ -6,8 +6,8 @@ use axum::extract::{Path, State};
 
 use super::ApiState;
 use super::error::{ApiError, ErrorBody};
+use keyfire::BatchStatus;
 use keyfire::error::Error;
-use keyfire::store::BatchStatus;
 
 /// Read a batch's progress: how many of its tasks succeeded, died, were cancelled, and are
 /// pending, and when the last one ended (its callback was queued then).

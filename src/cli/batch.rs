@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::remote::{Api, CliError, CliResult};
 use crate::api::model::TaskList;
 use crate::api::topic_batch::AddedBatch;
-use keyfire::store::BatchStatus;
+use keyfire::BatchStatus;
 
 /// The tasks of `file` (`-`: stdin): an array, or an object with `tasks`.
 fn read_tasks(file: &str) -> Result<Vec<Value>, CliError> {

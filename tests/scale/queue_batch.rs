@@ -3,7 +3,6 @@
 //! partition's slot, so the scripts that end its tasks (finish, requeue into the dead letters,
 //! delete) count them and queue the callback in that slot, and a node sends it.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use keyfire::client::OnComplete;
@@ -12,58 +11,8 @@ use keyfire::queue::{NewTask, Queue};
 use keyfire::{Client, Node, Registry, Settings};
 use keyfire_testkit::RedisCluster;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::support::{fast_node, wait};
-
-/// A loopback HTTP receiver answering 200, keeping each request's JSON body.
-async fn receiver() -> (String, Arc<Mutex<Vec<Value>>>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/done", listener.local_addr().unwrap());
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let kept = seen.clone();
-    tokio::spawn(async move {
-        while let Ok((mut sock, _)) = listener.accept().await {
-            let kept = kept.clone();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                loop {
-                    let n = sock.read(&mut chunk).await.unwrap_or(0);
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    let text = String::from_utf8_lossy(&buf).to_string();
-                    let Some(end) = text.find("\r\n\r\n") else {
-                        continue;
-                    };
-                    let len = text[..end]
-                        .lines()
-                        .find_map(|l| {
-                            let (k, v) = l.split_once(':')?;
-                            k.eq_ignore_ascii_case("content-length")
-                                .then(|| v.trim().parse::<usize>().ok())?
-                        })
-                        .unwrap_or(0);
-                    if buf.len() < end + 4 + len {
-                        continue;
-                    }
-                    let body =
-                        serde_json::from_slice(&buf[end + 4..end + 4 + len]).unwrap_or(Value::Null);
-                    kept.lock().unwrap().push(body);
-                    let _ = sock
-                        .write_all(
-                            b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                        )
-                        .await;
-                    return;
-                }
-            });
-        }
-    });
-    (url, seen)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_topic_batch_calls_back_once_over_a_cluster() {
@@ -75,7 +24,8 @@ async fn a_topic_batch_calls_back_once_over_a_cluster() {
     s.redis.nodes = cluster.nodes();
     s.redis.shards = 12;
     fast_node(&mut s.node);
-    let (url, seen) = receiver().await;
+    let (url, seen) = keyfire_testkit::http_receiver().await;
+    let url = format!("{url}/done");
     let mut registry = Registry::with_builtins();
     keyfire::queue::serve_topics(&mut registry, &s.redis);
     let mut ns = s.clone();
@@ -132,7 +82,12 @@ async fn a_topic_batch_calls_back_once_over_a_cluster() {
     )
     .await;
     let got = wait::until("the batch's callback", Duration::from_secs(20), || async {
-        let got = seen.lock().unwrap().clone();
+        let got: Vec<Value> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, b)| b.clone())
+            .collect();
         (!got.is_empty()).then_some(got)
     })
     .await;

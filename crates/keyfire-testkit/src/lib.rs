@@ -18,6 +18,7 @@ use std::time::Duration;
 
 pub mod chaos_cluster;
 mod cluster;
+mod receiver;
 mod sentinel;
 mod server;
 mod silent;
@@ -25,6 +26,7 @@ pub mod wait;
 pub mod world;
 
 pub use cluster::RedisCluster;
+pub use receiver::{Received, http_receiver};
 pub use sentinel::RedisSentinelSet;
 pub use server::{
     MANAGED_RENAMES, REDIS_CONF, RedisOptions, RedisServer, StartError, managed_from_env,

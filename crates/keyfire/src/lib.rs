@@ -91,6 +91,6 @@ pub use queue::Queue;
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
 pub use store::{
-    DataLoss, DeadLetter, Fate, FlowLimitStatus, JobRecord, JobStatus, RunRecord, RunningLease,
-    SkipReason, SkipRecord,
+    BatchStatus, DataLoss, DeadLetter, Fate, FlowLimitStatus, JobRecord, JobStatus, RunRecord,
+    RunningLease, SkipReason, SkipRecord,
 };

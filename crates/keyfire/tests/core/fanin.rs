@@ -15,64 +15,8 @@ use keyfire_testkit::world::World;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::node_process::{NodeProcess, log_lines};
-
-/// An HTTP receiver on a free loopback port that answers 200 to everything and keeps each
-/// request's path and JSON body.
-async fn receiver() -> (String, Arc<Mutex<Vec<(String, Value)>>>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let kept = seen.clone();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut sock, _)) = listener.accept().await else {
-                return;
-            };
-            let kept = kept.clone();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                // Headers, then as many body bytes as content-length says.
-                loop {
-                    let n = sock.read(&mut chunk).await.unwrap_or(0);
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    let text = String::from_utf8_lossy(&buf).to_string();
-                    let Some(end) = text.find("\r\n\r\n") else {
-                        continue;
-                    };
-                    let len = text[..end]
-                        .lines()
-                        .find_map(|l| {
-                            let (k, v) = l.split_once(':')?;
-                            k.eq_ignore_ascii_case("content-length")
-                                .then(|| v.trim().parse::<usize>().ok())?
-                        })
-                        .unwrap_or(0);
-                    if buf.len() < end + 4 + len {
-                        continue;
-                    }
-                    let path = text.split_whitespace().nth(1).unwrap_or("").to_string();
-                    let body =
-                        serde_json::from_slice(&buf[end + 4..end + 4 + len]).unwrap_or(Value::Null);
-                    kept.lock().unwrap().push((path, body));
-                    let _ = sock
-                        .write_all(
-                            b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                        )
-                        .await;
-                    return;
-                }
-            });
-        }
-    });
-    (url, seen)
-}
 
 /// A completion callback to `url`, signed with the host's secrets (none here).
 fn on_complete(url: String) -> OnComplete {
@@ -104,7 +48,7 @@ fn at(seen: &Mutex<Vec<(String, Value)>>, path: &str) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_calls_back_once_when_every_task_has_ended() {
     let w = World::new().await;
-    let (url, seen) = receiver().await;
+    let (url, seen) = keyfire_testkit::http_receiver().await;
     let node = w.node("a").await;
     let client = w.client().await.allow_handlers(["rec", "ask"]);
     let mut specs = Vec::new();
@@ -407,7 +351,7 @@ fn spawn(w: &World, id: &str, log: &Path) -> NodeProcess {
 async fn a_batch_survives_a_node_killed_mid_batch_with_one_callback() {
     let mut w = World::new().await;
     w.settings.node.lease = Duration::from_secs(2);
-    let (url, seen) = receiver().await;
+    let (url, seen) = keyfire_testkit::http_receiver().await;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs.log");
     let mut victim = spawn(&w, "victim", &log);
@@ -497,7 +441,7 @@ async fn fan_in_works_on_redis_cluster() {
         .await
         .unwrap();
     let client = Client::connect(&s).await.unwrap().allow_handlers(["rec"]);
-    let (url, got) = receiver().await;
+    let (url, got) = keyfire_testkit::http_receiver().await;
     let batch = client
         .enqueue_batch(
             (0..40).map(|_| JobSpec::after("", "0s", "rec")).collect(),

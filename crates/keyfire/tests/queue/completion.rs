@@ -4,7 +4,6 @@
 //! again; on a queue spread over shards the batch lives on one partition's shard, which is the
 //! one its id names, and a node's callback sender sends it.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use keyfire::Error;
@@ -14,7 +13,6 @@ use keyfire::store::{Keys, Shards};
 use keyfire_testkit::wait;
 use keyfire_testkit::world::World;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::past_deadlines;
 
@@ -284,60 +282,6 @@ async fn over_shards_a_batch_waits_for_the_switch_to_the_sharded_layout() {
     assert_eq!(w.keys().await, before, "nothing written");
 }
 
-/// An HTTP receiver on a free loopback port that answers 200 to everything and keeps each
-/// request's path and JSON body.
-async fn receiver() -> (String, Arc<Mutex<Vec<(String, Value)>>>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let kept = seen.clone();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut sock, _)) = listener.accept().await else {
-                return;
-            };
-            let kept = kept.clone();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                loop {
-                    let n = sock.read(&mut chunk).await.unwrap_or(0);
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    let text = String::from_utf8_lossy(&buf).to_string();
-                    let Some(end) = text.find("\r\n\r\n") else {
-                        continue;
-                    };
-                    let len = text[..end]
-                        .lines()
-                        .find_map(|l| {
-                            let (k, v) = l.split_once(':')?;
-                            k.eq_ignore_ascii_case("content-length")
-                                .then(|| v.trim().parse::<usize>().ok())?
-                        })
-                        .unwrap_or(0);
-                    if buf.len() < end + 4 + len {
-                        continue;
-                    }
-                    let path = text.split_whitespace().nth(1).unwrap_or("").to_string();
-                    let body =
-                        serde_json::from_slice(&buf[end + 4..end + 4 + len]).unwrap_or(Value::Null);
-                    kept.lock().unwrap().push((path, body));
-                    let _ = sock
-                        .write_all(
-                            b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                        )
-                        .await;
-                    return;
-                }
-            });
-        }
-    });
-    (url, seen)
-}
-
 /// Over 4 shards, a topic of 3 partitions: the batch's tasks all go to one partition, whose
 /// shard is the one the batch's id names (so `get_batch` finds it), and its outbox is a
 /// scheduler shard's: the node's callback sender sends the one callback once the last task
@@ -346,7 +290,7 @@ async fn receiver() -> (String, Arc<Mutex<Vec<(String, Value)>>>) {
 async fn over_shards_the_batch_lives_on_one_partition_and_a_node_sends_its_callback() {
     let mut w = World::new().await;
     w.settings.redis.shards = 4;
-    let (url, seen) = receiver().await;
+    let (url, seen) = keyfire_testkit::http_receiver().await;
     let _node = w.queue_node("n1").await;
     let q = w.queue().await;
     let client = w.client().await;
