@@ -1,7 +1,8 @@
 //! `GET /v1/topics/{topic}/tasks/{id}/why`: why a delay-queue task is where it is (delayed,
 //! ready, reserved, dead, done or deleted), in reason codes and one sentence, from what the
-//! queue stores: the task's record, its rank in its partition's ready set and the topic's
-//! paused flag; and, for a task past due and not yet promoted, whether any node is live.
+//! queue stores: the task's record, its rank in its partition's ready set (and the scores before
+//! it in the topic's other partitions) and the topic's paused flag; and, for a task past due and
+//! not yet promoted, whether any node is live.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -394,7 +395,7 @@ mod tests {
         let codes: Vec<TaskWhyCode> = w.causes.iter().map(|c| c.code).collect();
         assert_eq!(codes, [TaskWhyCode::Paused, TaskWhyCode::Ready]);
         assert!(
-            w.summary.contains("2 ready tasks are ahead"),
+            w.summary.contains("2 ready tasks of its topic are ahead"),
             "{}",
             w.summary
         );
