@@ -144,12 +144,7 @@ fn report_failover(what: &str, seen: &[Seen], kill_ms: i64, settled_ms: i64) -> 
     let doubled: Vec<String> = doubles(seen).into_iter().map(|(f, _)| f).collect();
     let mut late: Vec<i64> = distinct
         .values()
-        .map(|runs| {
-            runs.iter()
-                .map(|r| r.claimed_ms - r.scheduled_ms)
-                .min()
-                .unwrap()
-        })
+        .map(|runs| runs.iter().map(|r| r.lateness_ms()).min().unwrap())
         .collect();
     late.sort_unstable();
     let over_1s = late.iter().filter(|&&l| l > 1_000).count();

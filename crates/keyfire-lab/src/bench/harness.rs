@@ -245,12 +245,16 @@ impl Harness {
         setup: &RedisSetup,
         nodes: usize,
         max_runs: Option<usize>,
+        claim_ahead: Option<Duration>,
         progress: Progress,
     ) -> anyhow::Result<Self> {
         init_logging();
         let mut settings = Settings::default();
         if let Some(m) = max_runs {
             settings.node.max_concurrent_runs = m;
+        }
+        if let Some(d) = claim_ahead {
+            settings.node.claim_ahead = d;
         }
         stretch_for_profiler(&mut settings);
         settings.redis.mode = setup.mode.settings();

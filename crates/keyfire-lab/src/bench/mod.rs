@@ -199,6 +199,8 @@ pub struct BenchOptions {
     pub priorities: bool,
     /// Each node's `node.max_concurrent_runs` (default: the node's default).
     pub max_runs: Option<usize>,
+    /// Each node's `node.claim_ahead` (default: the node's default).
+    pub claim_ahead: Option<std::time::Duration>,
 }
 
 impl BenchOptions {
@@ -228,6 +230,7 @@ impl BenchOptions {
             pop_max: None,
             priorities: false,
             max_runs: None,
+            claim_ahead: None,
         }
     }
 }
@@ -469,7 +472,8 @@ pub async fn run(opts: &BenchOptions) -> anyhow::Result<BenchRun> {
         shards,
         aof: opts.aof,
     };
-    let mut h = harness::Harness::start(&redis, nodes, opts.max_runs, progress).await?;
+    let mut h =
+        harness::Harness::start(&redis, nodes, opts.max_runs, opts.claim_ahead, progress).await?;
     let result = scenarios::run(&mut h, opts, nodes).await;
     let finished = h.finish().await;
     let mut run = result?;

@@ -352,9 +352,17 @@ async fn measure_firings(
             first.entry(r.firing_id.as_str()).or_insert(r);
         }
     }
+    // Lateness: the claim's Redis time minus the instant; for a firing claimed ahead (the
+    // claim lead), its handler's start (Redis time, by the harness's offset) minus it.
     let mut late: Vec<i64> = first
         .values()
-        .map(|r| r.claimed_ms - r.scheduled_ms)
+        .map(|r| {
+            if r.claimed_ms < r.scheduled_ms {
+                h.local_us_to_redis_ms(r.started_local_us) - r.scheduled_ms
+            } else {
+                r.claimed_ms - r.scheduled_ms
+            }
+        })
         .collect();
     late.sort_unstable();
 

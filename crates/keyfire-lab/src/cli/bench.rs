@@ -85,6 +85,11 @@ pub struct BenchArgs {
     /// Each node's `node.max_concurrent_runs` (default: the node's default, 256).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_runs: Option<u32>,
+    /// Each node's `node.claim_ahead`: how long before its instant a firing may be claimed,
+    /// its run held until the instant (default: the node's default, 50ms; `0s`: at the
+    /// instant).
+    #[arg(long, value_parser = keyfire::job::parse_duration)]
+    pub claim_ahead: Option<Duration>,
     /// Worker threads of the runtime the in-process nodes run on. Default: when the bench
     /// starts its own Redis on this machine, one less than the machine's cores (at least
     /// one), so Redis keeps a core as it would beside nodes on their own machines; with
@@ -134,6 +139,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         pop_max: args.pop_max.map(|n| n as usize),
         priorities: args.priorities,
         max_runs: args.max_runs.map(|n| n as usize),
+        claim_ahead: args.claim_ahead,
     };
     let run = crate::bench::run(&opts).await?;
     println!("{}", serde_json::to_string(&run.report)?);

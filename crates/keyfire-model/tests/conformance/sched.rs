@@ -200,6 +200,7 @@ fn run(con: &mut redis::Connection, s: &Scripts, m: &Sched, call: Call) -> Resul
                 .arg(CHANNEL)
                 .arg(60_000)
                 .arg(3_000)
+                .arg(0)
                 .arg(job(f))
                 .arg(ms(m.at(f)))
                 .arg("1.1")

@@ -32,6 +32,13 @@ pub struct NodeSettings {
     /// How far ahead a node arms local timers for the firings it owns.
     #[serde(with = "crate::job::duration_serde")]
     pub timer_horizon: Duration,
+    /// How long before its instant a node may claim a scheduled firing it owns; it holds the
+    /// run until the instant by Redis's clock. Claims of a second's firings then run in
+    /// Redis before the instant rather than queueing after it (10,000 every-second cron
+    /// jobs). A pause, update or delete within it of an instant no longer stops that
+    /// instant; `0s` claims at the instant. At most 1 s.
+    #[serde(with = "crate::job::duration_serde")]
+    pub claim_ahead: Duration,
     /// On shutdown, how long running jobs may take to finish.
     #[serde(with = "crate::job::duration_serde")]
     pub drain_timeout: Duration,
@@ -60,6 +67,7 @@ impl Default for NodeSettings {
             sweep_interval: Duration::from_secs(1),
             claim_grace: Duration::from_secs(2),
             timer_horizon: Duration::from_secs(3),
+            claim_ahead: Duration::from_millis(50),
             drain_timeout: Duration::from_secs(30),
             lease: Duration::from_secs(30),
             history_limit: 100,
@@ -85,6 +93,9 @@ impl NodeSettings {
             if d.is_zero() {
                 return bad(name, "must be greater than zero");
             }
+        }
+        if self.claim_ahead > Duration::from_secs(1) {
+            return bad("node.claim_ahead", "must be at most 1s");
         }
         if self.node_ttl <= self.heartbeat_interval {
             return bad(

@@ -153,10 +153,12 @@ impl Claimer {
                 super::context::ms(self.core.settings.claim_grace + self.core.settings.node_ttl);
             return release <= now - grace;
         }
-        if release <= now {
+        // Claimed up to the claim lead ahead, as any firing of this node's.
+        let lead = super::context::ms(self.core.settings.claim_ahead);
+        if release <= now + lead {
             return true;
         }
-        self.retry_when_due(job_id, at_ms, Kind::Scheduled, release - now);
+        self.retry_when_due(job_id, at_ms, Kind::Scheduled, release - now - lead);
         false
     }
 

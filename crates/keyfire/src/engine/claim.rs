@@ -345,6 +345,7 @@ impl Claimer {
             next_ms,
             node: &self.core.id,
             lease_ms: ms(self.core.settings.lease),
+            ahead_ms: ms(self.core.settings.claim_ahead),
             tolerance_ms: job.misfire_tolerance_ms,
             misfire_applied: plan.is_some() || excluded,
             run,
@@ -383,11 +384,13 @@ impl Claimer {
                     .metrics
                     .lateness((now_ms - at_ms).max(0) as f64 / 1000.0);
                 self.count_missed(missed);
+                let release = at_ms + cached.job.jitter_offset(at_ms);
                 Step::Claimed(Claimed {
                     job: cached,
                     at_ms,
                     claimed_ms: now_ms,
                     attempt,
+                    hold_until: Claimed::hold(now_ms, release),
                 })
             }
             ClaimReply::Early { wait_ms } => {
@@ -501,6 +504,7 @@ impl Claimer {
                         at_ms,
                         claimed_ms: now_ms,
                         attempt,
+                        hold_until: None,
                     }));
                 }
                 ClaimReply::Early { wait_ms } => {

@@ -30,4 +30,21 @@ pub(super) struct Claimed {
     pub(super) at_ms: i64,
     pub(super) claimed_ms: i64,
     pub(super) attempt: u32,
+    /// Claimed ahead (`node.claim_ahead`): when its run may start, on this node's monotonic
+    /// clock. The claim's reply was read after Redis's `now` of the claim, so waiting the
+    /// release minus that `now` from the reply starts the run no earlier than its release by
+    /// Redis's clock, whatever this node's estimate of the offset.
+    pub(super) hold_until: Option<tokio::time::Instant>,
+}
+
+impl Claimed {
+    /// The hold of a run claimed at Redis time `claimed_ms` and released at `release_ms`
+    /// (its instant plus its jitter offset), counted from now (the claim's reply was just
+    /// read): none when it is released already.
+    pub(super) fn hold(claimed_ms: i64, release_ms: i64) -> Option<tokio::time::Instant> {
+        (release_ms > claimed_ms).then(|| {
+            tokio::time::Instant::now()
+                + std::time::Duration::from_millis((release_ms - claimed_ms) as u64)
+        })
+    }
 }

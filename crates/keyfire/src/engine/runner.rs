@@ -113,6 +113,11 @@ impl Runner {
         c: Claimed,
         epoch: u64,
     ) {
+        // Claimed ahead of its release: it starts at its release, by Redis's clock. Its lease
+        // is this node's already (the claim wrote it), so no other node can run it meanwhile.
+        if let Some(at) = c.hold_until {
+            Box::pin(tokio::time::sleep_until(at)).await;
+        }
         // Flow control: a firing its limit holds back gives its permit back and waits for
         // its turn (queued again); unlimited firings pass without a Redis call.
         // The awaits off the common path are boxed (the gate boxes its own Redis call): this
@@ -169,8 +174,18 @@ impl Runner {
         }
         async {
             self.executor.enter(fid.clone(), token.clone());
-            // The node's estimate of Redis time, never before the claim (Redis time).
-            let started_ms = self.core.clock.redis_now_ms().max(c.claimed_ms);
+            // The node's estimate of Redis time, never before the claim (Redis time), nor
+            // before the instant of a run held until it.
+            let started_ms =
+                self.core
+                    .clock
+                    .redis_now_ms()
+                    .max(c.claimed_ms)
+                    .max(if c.hold_until.is_some() {
+                        c.at_ms
+                    } else {
+                        c.claimed_ms
+                    });
             let started = std::time::Instant::now();
             let lease = self.leases.hold(
                 spec.id.clone(),
@@ -421,7 +436,10 @@ fn start_attempt_span(t: &dyn Tracer, span: &tracing::Span, c: &Claimed, fid: &s
             ("keyfire.firing.id", Value::Str(fid)),
             ("keyfire.attempt", Value::Int(i64::from(c.attempt))),
             ("keyfire.scheduled_at", Value::Str(&scheduled)),
-            ("keyfire.lateness_ms", Value::Int(c.claimed_ms - c.at_ms)),
+            (
+                "keyfire.lateness_ms",
+                Value::Int((c.claimed_ms - c.at_ms).max(0)),
+            ),
             ("keyfire.handler", Value::Str(&spec.handler)),
         ],
     );

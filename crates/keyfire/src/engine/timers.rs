@@ -2,8 +2,9 @@
 //!
 //! Redis emits `expired` only when it deletes a key, which its expire cycle may do long
 //! after the instant when many keys carry a TTL (DESIGN.md). The owner therefore claims at
-//! the instant itself; the claim script decides by Redis's clock, so a timer that fires
-//! early (a wrong offset estimate) gets `Early` and re-arms for the remaining time.
+//! the instant itself (or up to `node.claim_ahead` before it, then holding the run until the
+//! instant); the claim script decides by Redis's clock, so a timer that fires early (a wrong
+//! offset estimate) gets `Early` and re-arms for the remaining time.
 //!
 //! Components arm timers through a [`TimerQueue`]; [`Timers`] keeps them and hands each
 //! due one to the function it runs with (the claimer's, wired in `engine/mod.rs`).
@@ -92,9 +93,14 @@ impl TimerQueue {
         self.arm_due(job_id, at_ms, Kind::Scheduled, at_ms);
     }
 
-    /// Arm a timer for `kind` of firing `at_ms`, due at `due_ms` by Redis's clock.
+    /// Arm a timer for `kind` of firing `at_ms`, due at `due_ms` by Redis's clock: a
+    /// scheduled firing's timer fires the claim lead (`node.claim_ahead`) before it.
     pub(super) fn arm_due(&self, job_id: String, at_ms: i64, kind: Kind, due_ms: i64) {
-        let deadline = due_ms - self.core.clock.offset_ms();
+        let lead = match kind {
+            Kind::Scheduled => super::context::ms(self.core.settings.claim_ahead),
+            Kind::Retry | Kind::Lease => 0,
+        };
+        let deadline = due_ms - lead - self.core.clock.offset_ms();
         self.arm_at(job_id, at_ms, kind, Some(deadline));
     }
 

@@ -55,7 +55,8 @@ impl Store {
                 format!("q{}", first.announce_ms)
             } else {
                 first.announce_ms.to_string()
-            });
+            })
+            .arg(first.ahead_ms);
         for a in &batch {
             inv.key(k.job(a.job_id));
             // Its next firing's sentinel key only when the claim may give it one: a next

@@ -254,7 +254,8 @@ pub enum Fate {
 /// The reply of the claim script.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClaimReply {
-    /// This node holds the firing; `now_ms` is Redis time at the claim.
+    /// This node holds the firing; `now_ms` is Redis time at the claim (up to the claim
+    /// lead before the firing's release: the run then waits for its release).
     Claimed {
         /// Redis time of the claim.
         now_ms: i64,
@@ -263,7 +264,7 @@ pub enum ClaimReply {
     },
     /// Claimed already, or the job changed, was paused or deleted: nothing to do.
     Stale,
-    /// The instant is still `wait_ms` away by Redis's clock.
+    /// The instant is still `wait_ms` away by Redis's clock (beyond the claim lead).
     Early {
         /// How long until it is due.
         wait_ms: i64,
@@ -407,6 +408,11 @@ pub struct ClaimArgs<'a> {
     pub node: &'a str,
     /// Lease / lock lifetime.
     pub lease_ms: i64,
+    /// The claim lead: how long before its release (its instant, plus its jitter offset) the
+    /// firing may be claimed; a claim made ahead answers Redis's now, and the caller holds
+    /// the run until the release, counted from that now (0: claimed at its release or
+    /// later). One per script call; the batch's first value counts.
+    pub ahead_ms: i64,
     /// Misfire tolerance of the job.
     pub tolerance_ms: i64,
     /// The caller applied the misfire policy: `next_ms`, `run` and `missed` stand as given.

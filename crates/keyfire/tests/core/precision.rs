@@ -23,7 +23,7 @@ fn assert_once_on_time(seen: &[Seen], what: &str) -> String {
     eprintln!("{what}: {line}");
     assert!(max < 1_000, "{what}: {line}");
     assert!(
-        seen.iter().all(|s| s.claimed_ms >= s.scheduled_ms),
+        seen.iter().all(|s| s.not_early(s.scheduled_ms)),
         "{what}: a firing ran early"
     );
     line
@@ -82,7 +82,7 @@ async fn new_job_fires_on_time_via_the_owners_timer() {
         .unwrap();
     w.recorder.wait_count(1, Duration::from_secs(5)).await;
     let seen = w.recorder.seen();
-    let late = seen[0].claimed_ms - due;
+    let late = seen[0].lateness_ms();
     eprintln!(
         "precision, timers: fired by {} {late} ms after its instant",
         seen[0].node
@@ -472,4 +472,111 @@ async fn the_read_ahead_pages_through_many_firings_at_one_instant() {
         &format!("3,000 firings, {read} entries read"),
     );
     assert_eq!(w.recorder.seen().len(), 3_000);
+}
+
+/// The claim script takes a firing up to the claim lead before its instant and no earlier,
+/// by Redis's clock: driven step by step, with no node running.
+#[tokio::test]
+async fn a_claim_comes_up_to_its_lead_ahead_and_no_earlier() {
+    use keyfire::store::ClaimReply;
+    let w = World::new().await;
+    let client = w.client().await;
+    let store = client.store();
+    let due = w.redis_ms().await + 3_000;
+    client
+        .enqueue(JobSpec::at("ahead", at(due), "rec"))
+        .await
+        .unwrap();
+    let at_ms = store
+        .get_job("ahead")
+        .await
+        .unwrap()
+        .unwrap()
+        .next_ms
+        .unwrap();
+    let args = |ahead_ms| async move {
+        keyfire::store::ClaimArgs {
+            ahead_ms,
+            ..crate::scripts::claim_args(store, "ahead", at_ms, None).await
+        }
+    };
+    // At its instant only: about 3 s early.
+    let reply = store.claim(&args(0).await).await.unwrap();
+    let ClaimReply::Early { wait_ms } = reply else {
+        panic!("{reply:?}")
+    };
+    assert!((2_000..=3_000).contains(&wait_ms), "{reply:?}");
+    // A 1 s lead: early still, by about 1 s less.
+    let reply = store.claim(&args(1_000).await).await.unwrap();
+    let ClaimReply::Early { wait_ms: less } = reply else {
+        panic!("{reply:?}")
+    };
+    assert!(
+        less <= wait_ms - 1_000 + 50 && less > 0,
+        "{wait_ms} then {less}"
+    );
+    // Within the lead: claimed, answering Redis's now, before the instant.
+    w.until_redis_ms(at_ms - 900).await;
+    let reply = store.claim(&args(1_000).await).await.unwrap();
+    let ClaimReply::Claimed { now_ms, attempt } = reply else {
+        panic!("{reply:?}")
+    };
+    assert_eq!(attempt, 1);
+    assert!(
+        now_ms < at_ms && now_ms >= at_ms - 1_000,
+        "claimed at {now_ms} for {at_ms}"
+    );
+    // Once only.
+    let again = store.claim(&args(1_000).await).await.unwrap();
+    assert_eq!(again, ClaimReply::Stale);
+}
+
+/// A node claims its firings `node.claim_ahead` before their instants and holds each run
+/// until its instant: every handler starts at or after it by Redis's clock, and the claims
+/// came ahead. With the lead at 0 the same firings are claimed at or after their instants.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_node_claims_ahead_and_starts_each_run_at_its_instant() {
+    for lead_ms in [300, 0] {
+        let mut w = World::new().await;
+        w.settings.node.claim_ahead = Duration::from_millis(lead_ms);
+        let node = w.node("a").await;
+        let client = w.client().await;
+        let base = w.redis_ms().await + 1_000;
+        let specs: Vec<JobSpec> = (0..20)
+            .map(|i| JobSpec::at(format!("t{i}"), at(base + i * 37), "rec"))
+            .collect();
+        client.enqueue_many(specs).await.unwrap();
+        w.recorder.wait_count(20, Duration::from_secs(10)).await;
+        let seen = w.recorder.seen();
+        assert_eq!(seen.len(), 20, "lead {lead_ms}: runs");
+        assert!(doubles(&seen).is_empty(), "lead {lead_ms}: doubles");
+        for s in &seen {
+            assert!(
+                s.start_ms >= s.scheduled_ms,
+                "lead {lead_ms}: started early: {s:?}"
+            );
+            assert!(
+                s.claimed_ms >= s.scheduled_ms - lead_ms as i64,
+                "lead {lead_ms}: claimed past the lead: {s:?}"
+            );
+        }
+        let ahead = seen
+            .iter()
+            .filter(|s| s.claimed_ms < s.scheduled_ms)
+            .count();
+        eprintln!(
+            "claim lead {lead_ms} ms: {ahead} of 20 claimed ahead; {}",
+            lateness_summary(&seen).3
+        );
+        if lead_ms == 0 {
+            assert_eq!(ahead, 0, "no lead, no claim ahead");
+        } else {
+            // Generous: a timer may fire late on a busy machine, never most of them 300 ms late.
+            assert!(
+                ahead >= 10,
+                "lead {lead_ms}: only {ahead} of 20 claimed ahead"
+            );
+        }
+        node.shutdown().await;
+    }
 }

@@ -315,6 +315,7 @@ async fn a_stale_run_cannot_complete_a_replay_of_its_firing() {
     let at_ms = store.get_job("t").await.unwrap().unwrap().next_ms.unwrap();
     let args = ClaimArgs {
         lease_ms: 100,
+        ahead_ms: 0,
         tolerance_ms: 60_000,
         ..claim_args(store, "t", at_ms, None).await
     };

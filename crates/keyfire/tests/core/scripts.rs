@@ -27,6 +27,7 @@ pub(crate) async fn claim_args<'a>(
         next_ms,
         node: "n1",
         lease_ms: 30_000,
+        ahead_ms: 0,
         tolerance_ms: 3_600_000,
         misfire_applied: false,
         run: true,

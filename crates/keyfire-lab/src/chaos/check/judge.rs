@@ -13,6 +13,9 @@ use crate::chaos::model::{FaultEvent, FaultKind, History, OpKind, Workload};
 use crate::chaos::record::{Ev, Outcome, RunEvent};
 use keyfire::store::{RunRecord, parse_firing_id};
 
+/// The largest claim lead a node accepts (`node.claim_ahead`).
+const CLAIM_AHEAD_MAX_MS: i64 = 1_000;
+
 /// A handler run: its start and, if written, its end.
 pub(super) struct Run<'a> {
     pub(super) ev: &'a RunEvent,
@@ -198,7 +201,19 @@ impl<'a> Evidence<'a> {
                 "node {} attempt {} v{} claimed {} (instant {instant})",
                 e.node, e.attempt, e.v, e.claimed_ms
             );
-            if e.claimed_ms < instant {
+            // A node may claim up to its claim lead (at most 1 s) ahead and hold the run
+            // until the instant: the handler must not start before it (host = Redis clock),
+            // and the claim must not come more than the largest lead before it.
+            if e.at_ms < instant {
+                f.flag(
+                    ViolationKind::Early,
+                    &e.firing,
+                    format!(
+                        "started {} ms before its instant: {what}",
+                        instant - e.at_ms
+                    ),
+                );
+            } else if e.claimed_ms < instant - CLAIM_AHEAD_MAX_MS {
                 f.flag(
                     ViolationKind::Early,
                     &e.firing,

@@ -38,7 +38,8 @@
 //!   or delete of its job; or a firing meant to die that is not in the dead letters;
 //! - `unrecorded`: a handler returned `Ok` but keyfire holds neither an `ok` record nor a
 //!   dead letter for the firing once everything settled;
-//! - `early`: claimed before its instant by Redis's clock (`Firing::claimed_at`);
+//! - `early`: a handler started before its instant by Redis's clock, or a claim more than the
+//!   largest claim lead (1 s) before it (`Firing::claimed_at`);
 //! - `late`: first claimed after its deadline: the instant (or the call that made it due)
 //!   plus [`Bounds::late_ms`], pushed past any Redis outage that overlaps it by
 //!   [`Bounds::recovery_ms`];

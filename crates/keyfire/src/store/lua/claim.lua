@@ -4,9 +4,10 @@
 -- sentinel key per job (its next firing's, expiring at its instant), a skipped compact task's
 -- expansion (once per task). Pending work must not stop because Redis is full: running it is what
 -- lets the retention cleanup free memory.
--- Claim scheduled firings, one or a batch: each at most once, ever (G1), never before its
--- instant by Redis's clock (G3). A compare-and-set on the firing's instant is what makes it
--- claimable once: on the job hash's `next` field, which holds its due entry's score as the
+-- Claim scheduled firings, one or a batch: each at most once, ever (G1), never more than the
+-- node's claim lead (ARGV[6]) before its instant by Redis's clock (G3): the node holds a run
+-- claimed ahead until its instant, counted from the claim's Redis time (the reply's `now`).
+-- A compare-and-set on the firing's instant is what makes it claimable once: on the job hash's `next` field, which holds its due entry's score as the
 -- same digits (every script that moves or removes a job's due entry writes `next` in the
 -- same step: insert, upsert, pause, task_lib's expansion and this one), or, for a compact
 -- task (no job hash), on the due entry itself. The run's lease is then one entry of the running
@@ -33,7 +34,8 @@
 --   emits late when many keys expire at once (every-second cron jobs). Prefixed "q" (quiet):
 --   the caller owns every next firing of the call and arms the timers of those it sent
 --   without their sentinel key itself: they are not announced
--- then per firing i (base a = 5 + 5 * (i - 1)):
+-- ARGV[6] claim lead ms: how long before its release a firing may be claimed (0: not before)
+-- then per firing i (base a = 6 + 5 * (i - 1)):
 --   ARGV[a+1] job id   ARGV[a+2] instant ms   ARGV[a+3] "<generation>.<version>" of the job the
 --   caller computed with (a job created again after a delete has a new generation)
 --   ARGV[a+4] next firing ms or ""
@@ -71,18 +73,22 @@
 -- A job met twice in one call (a catch-up) sees the earlier firing's writes: they are sent,
 -- and its entry read again, before it goes on.
 -- Reply: per firing, two values:
---   1, now: claimed | 0, 'stale': claimed already, changed or deleted | 2, ms: early by ms
+--   1, now: claimed (now may be up to the lead before the release: the node holds the run
+--   until then) | 0, 'stale': claimed already, changed or deleted | 2, ms: early by ms (past
+--   the lead)
 --   3, version: job changed, recompute | 4, now: later than the tolerance, apply the misfire policy
 --   5, 'locked': a run of this firing holds a live lease | 6, 'missed': skipped (misfire policy)
 --   7, running firing: skipped, the previous run still runs (overlap forbid)
 --   (a firing skipped under max_runs answers 6)
-local n = (#ARGV - 5) / 5
+local n = (#ARGV - 6) / 5
 assert(n >= 1 and n == math.floor(n) and #KEYS >= 4 + n, 'claim: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local node, lease, channel, horizon = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local quiet = string.byte(ARGV[5], 1) == 113
 local announce = tonumber(quiet and string.sub(ARGV[5], 2) or ARGV[5])
+-- Claims are judged early against `ahead`: Redis's now plus the claim lead.
+local ahead = now + tonumber(ARGV[6])
 -- Numbers written per firing are formatted once per call ('%d': Lua's own number format
 -- is a float's, and costs more than the rest of a firing's Lua).
 local now_s, expiry_s = string.format('%d', now), string.format('%d', now + lease)
@@ -110,7 +116,7 @@ local scores
 do
   local ids, compact = {}, false
   for i = 1, n do
-    local a = 5 + 5 * (i - 1)
+    local a = 6 + 5 * (i - 1)
     ids[i] = ARGV[a + 1]
     if not compact then
       local first = string.byte(ARGV[a + 5], 1)
@@ -253,7 +259,7 @@ local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tole
       score = scores[i]
     end
     if score ~= at_s then return 0, 'stale' end
-    if due > now then return 2, due - now end
+    if due > ahead then return 2, due - ahead end
     local rec = redis.call('HGET', bucket, id)
     if not rec then return 3, '0' end
     local g = string.match(rec, '^(%d+)|')
@@ -278,7 +284,7 @@ local function claim(i, job, next_sentinel, bucket, id, at_s, version, nxt, tole
     -- moves or removes the entry writes it in the same step.
     fields = redis.call('HMGET', job, 'version', 'active', 'gen', 'runs', 'next')
     if fields[5] ~= at_s then return 0, 'stale' end
-    if due > now then return 2, due - now end
+    if due > ahead then return 2, due - ahead end
   end
   if (fields[3] or '0') .. '.' .. (fields[1] or '0') ~= version then return 3, fields[1] or '0' end
   if applied ~= '1' and due < now - tolerance then return 4, now end
@@ -342,7 +348,7 @@ end
 
 local k = 4
 for i = 1, n do
-  local a = 5 + 5 * (i - 1)
+  local a = 6 + 5 * (i - 1)
   local opts = ARGV[a + 5]
   local first = string.byte(opts, 1)
   local jitter = 0

@@ -3,6 +3,7 @@ use crate::chaos::check::{ViolationKind, check};
 use crate::chaos::model::{FaultEvent, FaultKind, Op, OpKind};
 use crate::chaos::record::Outcome;
 use keyfire::store::{DeadLetter, firing_id};
+use std::collections::BTreeSet;
 
 #[test]
 fn a_clean_history_passes() {
@@ -47,6 +48,46 @@ fn planted_double_miss_and_early_run_are_reported() {
     assert_eq!(of(ViolationKind::Missed), miss);
     assert_eq!(of(ViolationKind::Doubled), double);
     assert_eq!(of(ViolationKind::Early), early);
+}
+
+/// A run claimed ahead (the claim lead) and started at its instant is on time; one claimed
+/// ahead that started before its instant, or claimed more than the largest lead ahead, is
+/// early.
+#[test]
+fn a_run_claimed_ahead_is_early_only_if_it_started_early() {
+    let mut h = clean();
+    let held = firing_id("j", T0 + 4_000);
+    let started_early = firing_id("j", T0 + 6_000);
+    let too_far = firing_id("j", T0 + 8_000);
+    for (fid, claimed, start) in [
+        (&held, T0 + 3_950, T0 + 4_000),
+        (&started_early, T0 + 5_950, T0 + 5_990),
+        (&too_far, T0 + 6_500, T0 + 8_000),
+    ] {
+        h.runs.retain(|e| &e.firing != fid);
+        let records = h.keyfire_runs.get_mut("j").unwrap();
+        records.retain(|r| &r.firing_id != fid);
+        let mut evs = ev(fid, 1, claimed, "n1", Some(Outcome::Ok));
+        evs[0].at_ms = start;
+        evs[1].at_ms = start + 5;
+        h.runs.extend(evs);
+        h.keyfire_runs
+            .get_mut("j")
+            .unwrap()
+            .push(record(fid, 1, "n1", "ok", claimed));
+    }
+    let r = check(&workload(vec![every_second("j")]), &h, &[]);
+    let early: BTreeSet<String> = r
+        .violations
+        .iter()
+        .filter(|v| v.kind == ViolationKind::Early)
+        .map(|v| v.firing.clone())
+        .collect();
+    assert_eq!(
+        early,
+        BTreeSet::from([started_early.clone(), too_far.clone()]),
+        "{r}"
+    );
 }
 
 /// A takeover whose first run also succeeded (its outcome was fenced) is at-least-once,
