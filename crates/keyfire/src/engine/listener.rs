@@ -140,7 +140,7 @@ impl Listener {
 
     fn on_change_message(self: &Arc<Self>, payload: &[u8]) {
         if let Some(next) = NextFirings::parse(payload) {
-            return self.arm_firings(next.firings, false);
+            return self.arm_firings(next.firings);
         }
         if payload.is_empty() {
             return;
@@ -184,14 +184,14 @@ impl Listener {
                 // timers, whatever their own horizon (nothing else brings such a firing to
                 // its instant: it has no sentinel key, and the sweeper read its range
                 // already). The jobs did not change, so their cached specs stay.
-                self.arm_firings(firings, false);
+                self.arm_firings(firings);
             }
             Change::Created { firings } => {
                 // Jobs created in bulk: new ids, so a cached spec is one of a deleted job
                 // (its claim would be refused by generation anyway).
                 self.specs
                     .forget_all(firings.iter().map(|(id, _)| id.as_str()));
-                self.arm_firings(firings, true);
+                self.arm_created(firings);
             }
             Change::Delete { id } => {
                 self.specs.forget(&id);
@@ -214,23 +214,50 @@ impl Listener {
         }
     }
 
-    /// `(id, instant ms)` pairs of a `created` or `next` message: each owner arms its own,
-    /// only those within its own timer horizon if `only_soon`. An id is copied only when
-    /// this node arms it.
-    fn arm_firings<S: AsRef<str>>(
-        self: &Arc<Self>,
-        firings: impl IntoIterator<Item = (S, S)>,
-        only_soon: bool,
-    ) {
+    /// `(id, instant ms)` pairs of a `next` message: each owner arms its own. An id is
+    /// copied only when this node arms it.
+    fn arm_firings<S: AsRef<str>>(self: &Arc<Self>, firings: impl IntoIterator<Item = (S, S)>) {
         for (id, at) in firings {
             let Ok(at) = at.as_ref().parse::<i64>() else {
                 continue;
             };
-            if only_soon {
-                self.arm_if_soon(id.as_ref().to_string(), at);
-            } else if self.live.owns(id.as_ref()) {
+            if self.live.owns(id.as_ref()) {
                 self.timers.arm(id.as_ref().to_string(), at);
             }
+        }
+    }
+
+    /// Jobs created in bulk (`insert.lua`'s message): the owner of each one due within its
+    /// timer horizon arms its timer, and retires the sentinel keys of those still ahead, as
+    /// the sweeper's read-ahead does (the timer claims at the instant; if this node dies
+    /// first, the others take the firing after the grace period, as they would have after
+    /// its `expired` event). Left alone, a burst of tasks created due within seconds would
+    /// expire at its instant and send every node an event per task while the claims drain.
+    /// One `UNLINK` per shard of the message.
+    fn arm_created(self: &Arc<Self>, firings: Vec<(String, String)>) {
+        let now = self.core.clock.redis_now_ms();
+        let horizon = now + ms(self.core.settings.timer_horizon);
+        let shards = self.core.store.shards();
+        let mut retire: foldhash::HashMap<usize, Vec<(String, i64)>> = Default::default();
+        for (id, at) in firings {
+            let Ok(at) = at.parse::<i64>() else {
+                continue;
+            };
+            if at > horizon || !self.live.owns(&id) {
+                continue;
+            }
+            self.timers.arm(id.clone(), at);
+            if at > now {
+                retire.entry(shards.of(&id)).or_default().push((id, at));
+            }
+        }
+        for (shard, keys) in retire {
+            let core = self.core.clone();
+            tokio::spawn(async move {
+                if let Err(e) = core.store.retire_sentinels(shard, &keys).await {
+                    tracing::debug!(error = %e, "retiring sentinel keys failed; they expire");
+                }
+            });
         }
     }
 
