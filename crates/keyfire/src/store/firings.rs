@@ -2,6 +2,7 @@
 
 use redis::{AsyncCommands, FromRedisValue, Value};
 
+use super::scripts::ScriptCall;
 use super::*;
 use crate::error::{Error, Result};
 
@@ -42,7 +43,7 @@ impl Store {
             return Ok(Vec::new());
         };
         let k = self.shards.keys(shard);
-        let mut inv = CLAIM.prepare_invoke();
+        let mut inv = ScriptCall::new(&CLAIM);
         inv.key(k.due())
             .key(k.running())
             .key(k.jobs())
@@ -148,7 +149,7 @@ impl Store {
                 inv.arg(opts);
             }
         }
-        let flat: Vec<Value> = inv.invoke_async(&mut self.conn.clone()).await?;
+        let flat: Vec<Value> = inv.invoke(&mut self.conn.clone()).await?;
         self.replicate(k).await;
         if flat.len() != 2 * batch.len() {
             return Err(Error::Corrupt(format!(
@@ -158,8 +159,7 @@ impl Store {
         }
         flat.chunks(2)
             .map(|pair| {
-                ClaimReply::from_redis_value(Value::Array(pair.to_vec()))
-                    .map_err(|e| Error::from(redis::RedisError::from(e)))
+                ClaimReply::from_values(pair).map_err(|e| Error::from(redis::RedisError::from(e)))
             })
             .collect()
     }
@@ -391,7 +391,7 @@ impl Store {
         )
         .await?;
         let k = self.shards.keys(shard);
-        let mut inv = COMPLETE.prepare_invoke();
+        let mut inv = ScriptCall::new(&COMPLETE);
         inv.key(k.running())
             .key(k.attempts())
             .key(k.retry())
@@ -476,7 +476,7 @@ impl Store {
                 inv.arg(cb);
             }
         }
-        let flat: Vec<Value> = inv.invoke_async(&mut self.conn.clone()).await?;
+        let flat: Vec<Value> = inv.invoke(&mut self.conn.clone()).await?;
         self.replicate(k).await;
         if flat.len() != 2 * batch.len() {
             return Err(Error::Corrupt(format!(

@@ -293,12 +293,14 @@ fn parse_err(what: &str, v: &Value) -> ParsingError {
     ParsingError::from(format!("unexpected {what} reply: {v:?}"))
 }
 
-impl FromRedisValue for ClaimReply {
-    fn from_redis_value(v: Value) -> std::result::Result<Self, ParsingError> {
-        let items: Vec<Value> = Vec::from_redis_value(v.clone())?;
-        let (code, arg) = match items.as_slice() {
+impl ClaimReply {
+    /// A reply's values, read in place: `code`, `arg`, and the attempt (`claim_retry.lua`
+    /// adds it; 1 when absent). A claim call answers a pair per firing, read without a copy.
+    pub(super) fn from_values(items: &[Value]) -> std::result::Result<Self, ParsingError> {
+        let bad = || parse_err("claim", &Value::Array(items.to_vec()));
+        let (code, arg) = match items {
             [code, arg, ..] => (i64::from_redis_value_ref(code)?, arg),
-            _ => return Err(parse_err("claim", &v)),
+            _ => return Err(bad()),
         };
         let num = || i64::from_redis_value_ref(arg);
         Ok(match code {
@@ -319,8 +321,17 @@ impl FromRedisValue for ClaimReply {
             6 => ClaimReply::Missed,
             7 => ClaimReply::Overlapped,
             8 => ClaimReply::Dropped,
-            _ => return Err(parse_err("claim", &v)),
+            _ => return Err(bad()),
         })
+    }
+}
+
+impl FromRedisValue for ClaimReply {
+    fn from_redis_value(v: Value) -> std::result::Result<Self, ParsingError> {
+        match v {
+            Value::Array(items) => Self::from_values(&items),
+            other => Err(parse_err("claim", &other)),
+        }
     }
 }
 

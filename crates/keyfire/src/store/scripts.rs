@@ -45,3 +45,61 @@ macro_rules! script {
 }
 
 pub(crate) use script;
+
+/// A script call on the firing path, built straight into its command: its keys (owned
+/// strings, moved in) and its arguments (written into one buffer, not allocated one by one),
+/// then one `EVALSHA`, loading the script on `NOSCRIPT` and asking again, as redis-rs's
+/// `ScriptInvocation` does. That one allocates every argument on its own and copies them all
+/// into its command again: about a twentieth of a node's instructions per firing.
+pub(crate) struct ScriptCall<'s> {
+    script: &'s redis::Script,
+    keys: Vec<String>,
+    args: redis::Cmd,
+}
+
+impl<'s> ScriptCall<'s> {
+    /// A call of `script` with no keys or arguments yet.
+    pub(crate) fn new(script: &'s redis::Script) -> Self {
+        Self {
+            script,
+            keys: Vec::new(),
+            args: redis::Cmd::new(),
+        }
+    }
+
+    /// Add a key (`KEYS[n]`).
+    pub(crate) fn key(&mut self, key: String) -> &mut Self {
+        self.keys.push(key);
+        self
+    }
+
+    /// Add an argument (`ARGV[n]`).
+    pub(crate) fn arg<T: redis::ToRedisArgs>(&mut self, arg: T) -> &mut Self {
+        self.args.arg(arg);
+        self
+    }
+
+    /// Run it: `EVALSHA`, and on `NOSCRIPT` load the script and run it again.
+    pub(crate) async fn invoke<T: redis::FromRedisValue>(
+        &self,
+        con: &mut impl redis::aio::ConnectionLike,
+    ) -> redis::RedisResult<T> {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(self.script.get_hash()).arg(self.keys.len());
+        for k in &self.keys {
+            cmd.arg(k.as_bytes());
+        }
+        for a in self.args.args_iter() {
+            if let redis::Arg::Simple(bytes) = a {
+                cmd.arg(bytes);
+            }
+        }
+        match cmd.query_async(con).await {
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                self.script.load_async(con).await?;
+                cmd.query_async(con).await
+            }
+            other => other,
+        }
+    }
+}

@@ -343,16 +343,22 @@ async fn sentinel_keys_stay_within_the_horizon() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn late_expiry_events_of_claimed_firings_make_no_claim() {
     let mut w = World::new().await;
-    // The firings are armed by their creation's change message alone: no sweep reads them
-    // ahead (which would retire their sentinel keys, and with them the events).
+    // The firings are armed by their jobs' upsert messages alone, which keep their sentinel
+    // keys: no sweep reads them ahead, and they are not created in bulk (either would retire
+    // their sentinel keys, and with them the events).
     w.settings.node.sweep_interval = Duration::from_secs(60);
     let a = w.node("a").await;
     let client = w.client().await;
-    let base = w.redis_ms().await + 1_500;
-    let tasks: Vec<JobSpec> = (0..500)
-        .map(|i| JobSpec::at(format!("t{i}"), at(base), "rec"))
-        .collect();
-    client.enqueue_many(tasks).await.unwrap();
+    let base = w.redis_ms().await + 2_500;
+    futures::future::try_join_all(
+        (0..500).map(|i| client.upsert(JobSpec::at(format!("t{i}"), at(base), "rec"))),
+    )
+    .await
+    .unwrap();
+    assert!(
+        w.redis_ms().await < base,
+        "creating took too long to mean anything"
+    );
     w.recorder.wait_count(500, Duration::from_secs(10)).await;
     // The events trail the claims; wait until (nearly) all of them came (at least 400 must:
     // asserted below). Not `wait::until`: this wait gives up at its deadline without failing,
@@ -420,6 +426,47 @@ async fn armed_firings_fire_on_time_without_their_sentinel_keys() {
     assert_once_on_time(
         &w.recorder.seen(),
         &format!("sentinels retired, {events} expired events"),
+    );
+    assert_eq!(w.recorder.seen().len(), 300);
+    assert_eq!(events, 0, "expired events came for retired sentinels");
+}
+
+/// Tasks created in bulk due within their owners' timer horizon: each owner arms its timers
+/// from the creation's message and retires the tasks' sentinel keys at once (no sweep reads
+/// them ahead here): the burst runs once each, on time, and no node receives an event for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bulk_created_firings_due_soon_lose_their_sentinel_keys_to_the_timers() {
+    let mut w = World::new().await;
+    w.settings.node.sweep_interval = Duration::from_secs(60);
+    let nodes = [w.node("a").await, w.node("b").await];
+    keyfire_testkit::wait::until(
+        "both nodes to see each other",
+        Duration::from_secs(10),
+        async || nodes.iter().all(|n| n.live_nodes().len() == 2),
+    )
+    .await;
+    let client = w.client().await;
+    let keys = Keys::new(&w.settings.redis.prefix);
+    // Within the timer horizon (1.5 s) when created.
+    let base = w.redis_ms().await + 1_200;
+    let firings: Vec<(String, i64)> = (0..300).map(|i| (format!("s{i}"), base + i)).collect();
+    let specs: Vec<JobSpec> = firings
+        .iter()
+        .map(|(id, ms)| JobSpec::at(id.clone(), at(*ms), "rec"))
+        .collect();
+    client.enqueue_many(specs).await.unwrap();
+    w.until_redis_ms(base - 500).await;
+    let left = sentinels(&w, &keys, &firings).await;
+    assert_eq!(
+        left, 0,
+        "{left} sentinel keys left 500 ms before their instants"
+    );
+    w.recorder.wait_count(300, Duration::from_secs(10)).await;
+    w.wait_idle(Duration::from_secs(5)).await;
+    let events: u64 = nodes.iter().map(|n| n.stats().events.load(Relaxed)).sum();
+    assert_once_on_time(
+        &w.recorder.seen(),
+        &format!("created due soon, {events} expired events"),
     );
     assert_eq!(w.recorder.seen().len(), 300);
     assert_eq!(events, 0, "expired events came for retired sentinels");
