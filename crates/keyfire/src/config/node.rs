@@ -106,3 +106,25 @@ impl NodeSettings {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::config::tests::refusal;
+
+    #[test]
+    fn a_claim_lead_past_a_second_is_refused_by_name() {
+        let e = refusal(|s| s.node.claim_ahead = Duration::from_millis(1_001));
+        assert!(
+            e.contains("node.claim_ahead") && e.contains("at most 1s"),
+            "{e}"
+        );
+        // Off and the largest lead are fine.
+        for ms in [0, 1_000] {
+            let mut s = crate::config::Settings::default();
+            s.node.claim_ahead = Duration::from_millis(ms);
+            s.check().unwrap();
+        }
+    }
+}
