@@ -13,9 +13,6 @@ use crate::chaos::model::{FaultEvent, FaultKind, History, OpKind, Workload};
 use crate::chaos::record::{Ev, Outcome, RunEvent};
 use keyfire::store::{RunRecord, parse_firing_id};
 
-/// The largest claim lead a node accepts (`node.claim_ahead`).
-const CLAIM_AHEAD_MAX_MS: i64 = 1_000;
-
 /// A handler run: its start and, if written, its end.
 pub(super) struct Run<'a> {
     pub(super) ev: &'a RunEvent,
@@ -201,9 +198,9 @@ impl<'a> Evidence<'a> {
                 "node {} attempt {} v{} claimed {} (instant {instant})",
                 e.node, e.attempt, e.v, e.claimed_ms
             );
-            // A node may claim up to its claim lead (at most 1 s) ahead and hold the run
-            // until the instant: the handler must not start before it (host = Redis clock),
-            // and the claim must not come more than the largest lead before it.
+            // A node may claim up to its claim lead ahead and hold the run until the instant:
+            // the handler must not start before it (host = Redis clock), and the claim must
+            // not come more than the lead before it.
             if e.at_ms < instant {
                 f.flag(
                     ViolationKind::Early,
@@ -213,7 +210,7 @@ impl<'a> Evidence<'a> {
                         instant - e.at_ms
                     ),
                 );
-            } else if e.claimed_ms < instant - CLAIM_AHEAD_MAX_MS {
+            } else if e.claimed_ms < instant - super::claim_lead_ms() {
                 f.flag(
                     ViolationKind::Early,
                     &e.firing,

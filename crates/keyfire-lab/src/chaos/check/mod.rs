@@ -39,7 +39,7 @@
 //! - `unrecorded`: a handler returned `Ok` but keyfire holds neither an `ok` record nor a
 //!   dead letter for the firing once everything settled;
 //! - `early`: a handler started before its instant by Redis's clock, or a claim more than the
-//!   largest claim lead (1 s) before it (`Firing::claimed_at`);
+//!   nodes' claim lead before it (`Firing::claimed_at`);
 //! - `late`: first claimed after its deadline: the instant (or the call that made it due)
 //!   plus [`Bounds::late_ms`], pushed past any Redis outage that overlaps it by
 //!   [`Bounds::recovery_ms`];
@@ -145,6 +145,14 @@ use judge::{Evidence, Findings, group_runs};
 /// How long after a `redis_empty` fault began its loss may take effect: `FLUSHALL` runs a
 /// moment after the harness read the clock (a SIGKILL lands at once).
 const WIPE_SLACK_MS: i64 = 100;
+/// The round's nodes' claim lead (`node.claim_ahead`, at its default): a firing may be claimed
+/// that long before its instant, its handler held until the instant. So a firing claimed
+/// just before a change of its job may run as it was claimed, up to the lead after the change.
+fn claim_lead_ms() -> i64 {
+    keyfire::config::NodeSettings::default()
+        .claim_ahead
+        .as_millis() as i64
+}
 /// How soon a node notices a fault that holds it (resuming from SIGSTOP, reconnecting).
 const NOTICED_WITHIN_MS: i64 = 2_000;
 /// How late after a `redis_empty` fault a node may still log the loss: a node frozen by a

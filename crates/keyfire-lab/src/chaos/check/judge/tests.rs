@@ -51,7 +51,7 @@ fn planted_double_miss_and_early_run_are_reported() {
 }
 
 /// A run claimed ahead (the claim lead) and started at its instant is on time; one claimed
-/// ahead that started before its instant, or claimed more than the largest lead ahead, is
+/// ahead that started before its instant, or claimed more than the lead ahead, is
 /// early.
 #[test]
 fn a_run_claimed_ahead_is_early_only_if_it_started_early() {
@@ -232,4 +232,37 @@ fn attempts_used_up_by_faults_are_exempt_from_lost() {
         ],
     );
     assert_eq!(r.count(ViolationKind::Lost), 1, "{r}");
+}
+
+/// A firing claimed ahead (the nodes' claim lead) just before its job was deleted runs as
+/// it was claimed: not a violation. One claimed after the delete returned is.
+#[test]
+fn a_firing_claimed_ahead_of_a_delete_may_still_run() {
+    let lead = super::super::claim_lead_ms();
+    let delete = Op {
+        job: "j".into(),
+        call_ms: T0 + 4_990 - lead / 2,
+        ret_ms: T0 + 4_995 - lead / 2,
+        kind: OpKind::Delete {
+            runs: vec![],
+            dead: vec![],
+        },
+    };
+    let mut h = clean();
+    h.keyfire_runs.clear();
+    h.runs.retain(|e| e.scheduled_ms <= T0 + 4_000);
+    let held = firing_id("j", T0 + 5_000);
+    let mut evs = ev(&held, 1, T0 + 5_000 - lead, "n1", Some(Outcome::Ok));
+    evs[0].at_ms = T0 + 5_000;
+    evs[1].at_ms = T0 + 5_005;
+    h.runs.extend(evs);
+    let r = check(&workload(vec![every_second("j"), delete.clone()]), &h, &[]);
+    assert!(r.ok(), "{r}");
+
+    let late = firing_id("j", T0 + 6_000);
+    h.runs
+        .extend(ev(&late, 1, T0 + 6_000, "n1", Some(Outcome::Ok)));
+    let r = check(&workload(vec![every_second("j"), delete]), &h, &[]);
+    assert!(!r.ok(), "{r}");
+    assert!(r.violations.iter().all(|v| v.firing == late), "{r}");
 }
