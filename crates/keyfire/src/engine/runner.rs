@@ -176,16 +176,11 @@ impl Runner {
             self.executor.enter(fid.clone(), token.clone());
             // The node's estimate of Redis time, never before the claim (Redis time), nor
             // before the instant of a run held until it.
-            let started_ms =
-                self.core
-                    .clock
-                    .redis_now_ms()
-                    .max(c.claimed_ms)
-                    .max(if c.hold_until.is_some() {
-                        c.at_ms
-                    } else {
-                        c.claimed_ms
-                    });
+            let floor = match c.hold_until {
+                Some(_) => c.claimed_ms.max(c.at_ms),
+                None => c.claimed_ms,
+            };
+            let started_ms = self.core.clock.redis_now_ms().max(floor);
             let started = std::time::Instant::now();
             let lease = self.leases.hold(
                 spec.id.clone(),
