@@ -191,7 +191,10 @@ impl Runner {
                 token.clone(),
             );
             let fence = self.fence.token();
+            // Biased (here and below): the branches are polled in order, not in a random one,
+            // which cost every run a random number.
             let outcome = tokio::select! {
+                biased;
                 o = self.invoke(&spec.handler, firing, job.timeout_ms, &token) => o,
                 // Fenced (no heartbeat): cancel the run, which then has CANCEL_GRACE to
                 // return before it is dropped, all before others may take it over.
@@ -297,6 +300,7 @@ impl Runner {
             // next firing can start while outcomes wait their turn behind claims (see the
             // completer), and outcomes Redis has not taken yet stay bounded.
             let record_permit = tokio::select! {
+                biased;
                 p = self.executor.record_permits.clone().acquire_owned() => p.ok(),
                 _ = self.core.runs_cancel.cancelled() => None,
             };
@@ -367,6 +371,7 @@ impl Runner {
         let run = AssertUnwindSafe(run).catch_unwind();
         let limit = Duration::from_millis(timeout_ms.max(1) as u64);
         let outcome = tokio::select! {
+            biased;
             r = tokio::time::timeout(limit, run) => match r {
                 Err(_) => {
                     token.cancel();

@@ -1,6 +1,6 @@
 //! Firings: claim, take over, complete, renew, dead letters, run history.
 
-use redis::{AsyncCommands, FromRedisValue, Value};
+use redis::{AsyncCommands, Value};
 
 use super::scripts::ScriptCall;
 use super::*;
@@ -149,19 +149,15 @@ impl Store {
                 inv.arg(opts);
             }
         }
-        let flat: Vec<Value> = inv.invoke(&mut self.conn.clone()).await?;
+        let text: Value = inv.invoke(&mut self.conn.clone()).await?;
         self.replicate(k).await;
-        if flat.len() != 2 * batch.len() {
-            return Err(Error::Corrupt(format!(
-                "claim reply of {} values",
-                flat.len()
-            )));
-        }
-        flat.chunks(2)
-            .map(|pair| {
-                ClaimReply::from_values(pair).map_err(|e| Error::from(redis::RedisError::from(e)))
-            })
-            .collect()
+        let bytes = match &text {
+            Value::BulkString(b) => b.as_slice(),
+            other => return Err(Error::Corrupt(format!("claim reply {other:?}"))),
+        };
+        ClaimReply::from_text(bytes, batch.len()).ok_or_else(|| {
+            Error::Corrupt(format!("claim reply {:?}", String::from_utf8_lossy(bytes)))
+        })
     }
 
     /// Try to claim the next attempt of a firing from the retry ZSET. `version`: the
@@ -476,30 +472,30 @@ impl Store {
                 inv.arg(cb);
             }
         }
-        let flat: Vec<Value> = inv.invoke(&mut self.conn.clone()).await?;
+        let text: Value = inv.invoke(&mut self.conn.clone()).await?;
         self.replicate(k).await;
-        if flat.len() != 2 * batch.len() {
-            return Err(Error::Corrupt(format!(
-                "complete reply of {} values",
-                flat.len()
-            )));
-        }
-        flat.chunks(2)
-            .map(|pair| {
-                let fate =
-                    String::from_redis_value_ref(&pair[0]).map_err(redis::RedisError::from)?;
-                let now = i64::from_redis_value_ref(&pair[1]).map_err(redis::RedisError::from)?;
-                let fate = match fate.as_str() {
+        let bad = || Error::Corrupt(format!("complete reply {text:?}"));
+        let Value::BulkString(bytes) = &text else {
+            return Err(bad());
+        };
+        let mut words = std::str::from_utf8(bytes).map_err(|_| bad())?.split(' ');
+        let now: i64 = words.next().and_then(|w| w.parse().ok()).ok_or_else(bad)?;
+        let fates = words
+            .map(|w| {
+                Ok(match w {
                     "done" => Fate::Done,
                     "retry" => Fate::Retry,
                     "dead" => Fate::Dead,
                     "fenced" => Fate::Fenced,
                     "gone" => Fate::Gone,
-                    other => return Err(Error::Corrupt(format!("complete fate {other}"))),
-                };
-                Ok((fate, now))
+                    _ => return Err(bad()),
+                })
             })
-            .collect()
+            .collect::<Result<Vec<Fate>>>()?;
+        if fates.len() != batch.len() {
+            return Err(bad());
+        }
+        Ok(fates.into_iter().map(|f| (f, now)).collect())
     }
 
     /// Extend an attempt's lease; false when the lease is no longer this node's.

@@ -294,8 +294,37 @@ fn parse_err(what: &str, v: &Value) -> ParsingError {
 }
 
 impl ClaimReply {
-    /// A reply's values, read in place: `code`, `arg`, and the attempt (`claim_retry.lua`
-    /// adds it; 1 when absent). A claim call answers a pair per firing, read without a copy.
+    /// A claim call's reply, one text for the call (see claim.lua): per firing its code,
+    /// followed by a number for codes 1 to 4. None unless it holds exactly `n` replies.
+    pub(super) fn from_text(text: &[u8], n: usize) -> Option<Vec<Self>> {
+        let mut words = text
+            .split(|&b| b == b' ')
+            .filter(|w| !w.is_empty())
+            .map(|w| std::str::from_utf8(w).ok()?.parse::<i64>().ok());
+        let mut out = Vec::with_capacity(n);
+        while let Some(code) = words.next() {
+            let mut num = || words.next().flatten();
+            out.push(match code? {
+                1 => ClaimReply::Claimed {
+                    now_ms: num()?,
+                    attempt: 1,
+                },
+                0 => ClaimReply::Stale,
+                2 => ClaimReply::Early { wait_ms: num()? },
+                3 => ClaimReply::VersionChanged {
+                    version: u64::try_from(num()?).ok()?,
+                },
+                4 => ClaimReply::Misfire { now_ms: num()? },
+                5 => ClaimReply::Locked,
+                6 => ClaimReply::Missed,
+                7 => ClaimReply::Overlapped,
+                _ => return None,
+            });
+        }
+        (out.len() == n).then_some(out)
+    }
+
+    /// `claim_retry.lua`'s reply, read in place: `code`, `arg`, and the attempt.
     pub(super) fn from_values(items: &[Value]) -> std::result::Result<Self, ParsingError> {
         let bad = || parse_err("claim", &Value::Array(items.to_vec()));
         let (code, arg) = match items {
@@ -486,5 +515,36 @@ mod tests {
         assert_eq!(parse_lease_member("j:17"), ("j:17", None));
         assert_eq!(parse_lease_record("2:17:n1"), Some((2, 17, "n1")));
         assert_eq!(parse_lease_record("2"), None);
+    }
+
+    #[test]
+    fn a_claim_calls_text_reads_as_one_reply_per_firing() {
+        let got = ClaimReply::from_text(b"1 1700000000123 0 2 40 3 7 4 1700000000999 5 6 7", 8)
+            .expect("eight replies");
+        assert!(matches!(
+            got[0],
+            ClaimReply::Claimed {
+                now_ms: 1_700_000_000_123,
+                attempt: 1
+            }
+        ));
+        assert!(matches!(got[1], ClaimReply::Stale));
+        assert!(matches!(got[2], ClaimReply::Early { wait_ms: 40 }));
+        assert!(matches!(got[3], ClaimReply::VersionChanged { version: 7 }));
+        assert!(matches!(
+            got[4],
+            ClaimReply::Misfire {
+                now_ms: 1_700_000_000_999
+            }
+        ));
+        assert!(matches!(got[5], ClaimReply::Locked));
+        assert!(matches!(got[6], ClaimReply::Missed));
+        assert!(matches!(got[7], ClaimReply::Overlapped));
+        // Too few or too many replies, a code without its number, an unknown code: refused.
+        assert!(ClaimReply::from_text(b"1 17 0", 3).is_none());
+        assert!(ClaimReply::from_text(b"1 17 0", 1).is_none());
+        assert!(ClaimReply::from_text(b"1", 1).is_none());
+        assert!(ClaimReply::from_text(b"9", 1).is_none());
+        assert!(ClaimReply::from_text(b"1 x", 1).is_none());
     }
 }

@@ -72,13 +72,15 @@
 -- HGET), and its share of the rest.
 -- A job met twice in one call (a catch-up) sees the earlier firing's writes: they are sent,
 -- and its entry read again, before it goes on.
--- Reply: per firing, two values:
---   1, now: claimed (now may be up to the lead before the release: the node holds the run
---   until then) | 0, 'stale': claimed already, changed or deleted | 2, ms: early by ms (past
+-- Reply: one text for the whole call, its words separated by spaces (a node reads one value
+-- per call rather than two per firing: parsing them cost it more than the rest of a claim),
+-- per firing its code, followed by a number for codes 1 to 4:
+--   1 now: claimed (now may be up to the lead before the release: the node holds the run
+--   until then) | 0: claimed already, changed or deleted (stale) | 2 ms: early by ms (past
 --   the lead)
---   3, version: job changed, recompute | 4, now: later than the tolerance, apply the misfire policy
---   5, 'locked': a run of this firing holds a live lease | 6, 'missed': skipped (misfire policy)
---   7, running firing: skipped, the previous run still runs (overlap forbid)
+--   3 version: job changed, recompute | 4 now: later than the tolerance, apply the misfire policy
+--   5: a run of this firing holds a live lease (locked) | 6: skipped (missed: misfire policy)
+--   7: skipped, the previous run still runs (overlap forbid)
 --   (a firing skipped under max_runs answers 6)
 local n = (#ARGV - 6) / 5
 assert(n >= 1 and n == math.floor(n) and #KEYS >= 4 + n, 'claim: wrong arity')
@@ -407,8 +409,11 @@ for i = 1, n do
   local code, arg = claim(i, job, next_sentinel, bucket,
     ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], tolerance, applied, run,
     missed, overlap, compact, ledger, lopts, reason, from, to, max, attempts, jitter)
-  reply[#reply + 1] = code
-  reply[#reply + 1] = arg
+  if code >= 1 and code <= 4 then
+    reply[#reply + 1] = code .. ' ' .. string.format('%d', arg)
+  else
+    reply[#reply + 1] = code
+  end
 end
 assert(k == #KEYS, 'claim: wrong number of keys')
 flush()
@@ -416,4 +421,4 @@ if expanded > 0 then redis.call('DECRBY', KEYS[4], expanded) end
 if #soon > 0 then
   redis.call('SPUBLISH', channel, '{"op":"next","id":"","firings":[' .. table.concat(soon, ',') .. ']}')
 end
-return reply
+return table.concat(reply, ' ')

@@ -57,8 +57,9 @@
 --     follows (an object; sent when the firing can be dead: a failure with no retry),
 --     callback "1": a callback JSON follows (queued in the outbox with the outcome it
 --     reports); then "@<batch id>" for a task of a batch
--- Reply: per attempt, two values: fate (done | retry | dead | fenced | gone) and Redis time
--- (ms); gone: the job was deleted while it ran.
+-- Reply: one text for the call, its words separated by spaces (one value for a node to read,
+-- not two per attempt): Redis time (ms), then per attempt its fate (done | retry | dead |
+-- fenced | gone); gone: the job was deleted while it ran.
 assert(#KEYS >= 10 and #ARGV >= 8, 'complete: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -286,8 +287,7 @@ while a < #ARGV do
     task_ended(tag, id, bid, fate == 'dead' and 'dead' or ended, now, ARGV[4])
   end
   reply[#reply + 1] = fate
-  reply[#reply + 1] = now
 end
 assert(a == #ARGV and k == #KEYS, 'complete: wrong arity')
 flush()
-return reply
+return now_s .. ' ' .. table.concat(reply, ' ')
