@@ -2,6 +2,7 @@
 //! call per shard, a few calls in flight; and the firings claimed ahead of a run permit,
 //! waiting for one.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -186,49 +187,169 @@ impl Claimer {
                 .runner
                 .start_run(p, claimed, Kind::Scheduled, source, epoch);
         }
+        // In line for a run permit, behind the firings claimed ahead before it: one task
+        // serves the line (a task and a timer per waiting firing were a good part of a
+        // burst's cost).
+        let wait = AHEAD_WAIT_MAX.min(self.core.settings.lease / 4);
+        self.core
+            .stats
+            .ahead_waiting
+            .fetch_add(1, Ordering::Relaxed);
+        let mut line = self.ahead_line.lock().expect("ahead line lock");
+        line.line.push_back(AheadRun {
+            claimed,
+            source,
+            epoch,
+            ahead,
+            check_at: tokio::time::Instant::now() + wait,
+            started: self.core.stats.started.load(Ordering::Relaxed),
+        });
+        if std::mem::replace(&mut line.serving, true) {
+            return;
+        }
+        drop(line);
         let me = self.clone();
-        // Boxed, as a run's task is (see `Runner::start_run`).
-        self.core.runs.spawn(Box::pin(async move {
-            let wait = AHEAD_WAIT_MAX.min(me.core.settings.lease / 4);
-            me.core.stats.ahead_waiting.fetch_add(1, Ordering::Relaxed);
-            let next = loop {
-                let started = me.core.stats.started.load(Ordering::Relaxed);
-                let got = tokio::select! {
-                    p = tokio::time::timeout(wait, me.executor.permits.clone().acquire_owned()) => p,
-                    _ = me.core.runs_cancel.cancelled() => break AheadNext::Hold,
-                };
-                match got {
-                    Ok(Ok(p)) => break AheadNext::Run(p),
-                    Ok(Err(_)) => break AheadNext::Hold,
-                    Err(_) => {}
-                }
-                // No run permit yet. While the node runs through at least as many firings as
-                // wait claimed ahead in each wait, this one's turn comes soon (a burst whose
-                // outcomes wait behind its claims): it waits on, its lease renewed. Slower
-                // than that (its handlers slowed down), it is queued again.
-                let ran = me.core.stats.started.load(Ordering::Relaxed) - started;
-                if ran < me.core.stats.ahead_waiting.load(Ordering::Relaxed) {
-                    break AheadNext::Hold;
-                }
-                match me.runner.renew_claimed(&claimed).await {
-                    Ok(true) => {}
-                    // Taken over, or not knowing: it does not run (its lease hands it over).
-                    Ok(false) => break AheadNext::Drop,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "could not renew a lease claimed ahead; leaving it to expire");
-                        break AheadNext::Drop;
+        // Tracked with the runs, so shutdown waits for the firings in line to be queued again.
+        self.core
+            .runs
+            .spawn(async move { me.serve_ahead_line(wait).await });
+    }
+
+    /// Give the firings claimed ahead their run permits, in turn, until the line is empty.
+    /// Each one that waited `wait` looks whether the node gets through the firings claimed
+    /// ahead: then it waits on, its lease renewed; if not, it is queued again (as the same
+    /// attempt, for this node or another). At shutdown, those left are queued again.
+    async fn serve_ahead_line(self: Arc<Self>, wait: Duration) {
+        loop {
+            let check_at = {
+                let mut line = self.ahead_line.lock().expect("ahead line lock");
+                match line.line.front() {
+                    Some(a) => a.check_at,
+                    None => {
+                        line.serving = false;
+                        return;
                     }
                 }
             };
-            me.core.stats.ahead_waiting.fetch_sub(1, Ordering::Relaxed);
-            drop(ahead);
-            match next {
-                AheadNext::Run(p) => me.runner.start_run(p, claimed, Kind::Scheduled, source, epoch),
-                AheadNext::Hold => me.limiter.hold_ahead(claimed).await,
-                AheadNext::Drop => {}
+            tokio::select! {
+                biased;
+                _ = self.core.runs_cancel.cancelled() => {
+                    let left = std::mem::take(&mut self.ahead_line.lock().expect("ahead line lock").line);
+                    futures::future::join_all(
+                        left.into_iter().map(|a| self.leave_ahead_line(a, AheadNext::Hold)),
+                    )
+                    .await;
+                }
+                p = self.executor.permits.clone().acquire_owned() => {
+                    let Ok(p) = p else { continue };
+                    let next = self.ahead_line.lock().expect("ahead line lock").line.pop_front();
+                    if let Some(a) = next {
+                        self.leave_ahead_line(a, AheadNext::Run(p)).await;
+                    }
+                }
+                _ = tokio::time::sleep_until(check_at) => self.check_ahead_line(wait).await,
             }
-        }));
+        }
     }
+
+    /// The firings in line that waited `wait` since they last looked: each waits on, its
+    /// lease renewed, while the node ran at least as many firings meanwhile as wait claimed
+    /// ahead (a burst whose outcomes wait behind its claims); slower than that (its handlers
+    /// slowed down), it is queued again.
+    async fn check_ahead_line(&self, wait: Duration) {
+        let now = tokio::time::Instant::now();
+        let started = self.core.stats.started.load(Ordering::Relaxed);
+        let waiting = self.core.stats.ahead_waiting.load(Ordering::Relaxed);
+        let mut due = Vec::new();
+        {
+            let mut line = self.ahead_line.lock().expect("ahead line lock");
+            while line.line.front().is_some_and(|a| a.check_at <= now) {
+                due.extend(line.line.pop_front());
+            }
+        }
+        // Queued again, or renewed, concurrently (each a script call, batched per shard).
+        let (held, renewed): (Vec<AheadRun>, Vec<AheadRun>) =
+            due.into_iter().partition(|a| started - a.started < waiting);
+        let leases = futures::future::join(
+            futures::future::join_all(
+                held.into_iter()
+                    .map(|a| self.leave_ahead_line(a, AheadNext::Hold)),
+            ),
+            futures::future::join_all(
+                renewed
+                    .iter()
+                    .map(|a| self.runner.renew_claimed(&a.claimed)),
+            ),
+        )
+        .await
+        .1;
+        let mut back = Vec::new();
+        for (mut a, lease) in renewed.into_iter().zip(leases) {
+            match lease {
+                Ok(true) => {
+                    a.check_at = now + wait;
+                    a.started = started;
+                    back.push(a);
+                }
+                // Taken over, or not knowing: it does not run (its lease hands it over).
+                Ok(false) => self.leave_ahead_line(a, AheadNext::Drop).await,
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not renew a lease claimed ahead; leaving it to expire");
+                    self.leave_ahead_line(a, AheadNext::Drop).await;
+                }
+            }
+        }
+        // Back at the end of the line, in their order (their next look is the latest).
+        self.ahead_line
+            .lock()
+            .expect("ahead line lock")
+            .line
+            .extend(back);
+    }
+
+    /// A firing leaves the line claimed ahead: to run, to be queued again, or dropped.
+    async fn leave_ahead_line(&self, a: AheadRun, next: AheadNext) {
+        self.core
+            .stats
+            .ahead_waiting
+            .fetch_sub(1, Ordering::Relaxed);
+        let AheadRun {
+            claimed,
+            source,
+            epoch,
+            ahead,
+            ..
+        } = a;
+        drop(ahead);
+        match next {
+            AheadNext::Run(p) => self
+                .runner
+                .start_run(p, claimed, Kind::Scheduled, source, epoch),
+            AheadNext::Hold => self.limiter.hold_ahead(claimed).await,
+            AheadNext::Drop => {}
+        }
+    }
+}
+
+/// Firings claimed ahead of a run permit, waiting for one in turn.
+#[derive(Default)]
+pub(super) struct AheadLine {
+    line: VecDeque<AheadRun>,
+    /// Whether the task that serves the line runs (it stops once the line is empty).
+    serving: bool,
+}
+
+/// A firing claimed ahead, in line for a run permit.
+struct AheadRun {
+    claimed: Claimed,
+    source: Source,
+    epoch: u64,
+    /// Its permit to be claimed ahead, given back when it leaves the line.
+    ahead: OwnedSemaphorePermit,
+    /// When it next looks whether it waits on (see `check_ahead_line`).
+    check_at: tokio::time::Instant,
+    /// Runs this node had started when it last looked.
+    started: u64,
 }
 
 /// What becomes of a firing claimed ahead that waited for a run permit.

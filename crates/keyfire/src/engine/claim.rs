@@ -3,7 +3,7 @@
 //! guard. Scheduled claims go to Redis in batches (`batcher`, the rest of the claimer).
 
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -56,6 +56,8 @@ pub(super) struct Claimer {
     pub(super) claims: Vec<mpsc::UnboundedSender<ClaimRequest>>,
     /// Scheduled claims waiting for a permit, in turn.
     pub(super) waiting: Mutex<Waiting>,
+    /// Firings claimed ahead waiting for a run permit, in turn.
+    pub(super) ahead_line: Mutex<super::batcher::AheadLine>,
 }
 
 /// Scheduled claims waiting for a permit: one task takes them in turn (the first in line
@@ -633,8 +635,13 @@ pub(super) type ClaimKey = (String, i64, Kind);
 /// (local deadline) when that claim ends.
 #[derive(Default)]
 pub(super) struct ClaimBook {
-    inflight: Mutex<foldhash::HashSet<ClaimKey>>,
+    /// The firings being claimed, each as a hash of its key: entering and leaving allocate
+    /// nothing (a collision could only leave a firing to a later timer or sweep).
+    inflight: Mutex<foldhash::HashSet<u64>>,
+    hasher: foldhash::fast::RandomState,
     rearm: Mutex<foldhash::HashMap<ClaimKey, i64>>,
+    /// How many are in `rearm` (most claims end with none to arm again: no lock then).
+    rearms: AtomicUsize,
     settled: Mutex<Settled>,
 }
 
@@ -665,25 +672,36 @@ const SETTLED_MAX: usize = 65_536;
 impl ClaimBook {
     /// Mark a firing as being claimed; false when it is already.
     fn enter(&self, key: &ClaimKey) -> bool {
-        self.inflight
-            .lock()
-            .expect("inflight lock")
-            .insert(key.clone())
+        let h = self.hash(key);
+        self.inflight.lock().expect("inflight lock").insert(h)
+    }
+
+    fn hash(&self, (job_id, at_ms, kind): &ClaimKey) -> u64 {
+        use std::hash::BuildHasher;
+        self.hasher.hash_one((job_id.as_str(), *at_ms, *kind))
     }
 
     /// Arm the firing again at `deadline` (local ms) once its claim ends.
     fn rearm_later(&self, key: ClaimKey, deadline: i64) {
-        self.rearm.lock().expect("rearm lock").insert(key, deadline);
+        let mut rearm = self.rearm.lock().expect("rearm lock");
+        if rearm.insert(key, deadline).is_none() {
+            self.rearms.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// The claim ended: unmark it; the deadline to arm it again at, if one was asked for.
     fn leave(&self, key: &ClaimKey) -> Option<i64> {
-        self.inflight.lock().expect("inflight lock").remove(key);
-        let mut rearm = self.rearm.lock().expect("rearm lock");
-        if rearm.is_empty() {
+        let h = self.hash(key);
+        self.inflight.lock().expect("inflight lock").remove(&h);
+        // Asked for under this claim (its guard lives while it is asked): seen here.
+        if self.rearms.load(Ordering::Relaxed) == 0 {
             return None;
         }
-        rearm.remove(key)
+        let deadline = self.rearm.lock().expect("rearm lock").remove(key);
+        if deadline.is_some() {
+            self.rearms.fetch_sub(1, Ordering::Relaxed);
+        }
+        deadline
     }
 
     /// A claim of this scheduled firing settled it: no later scheduled claim can take it.

@@ -53,6 +53,9 @@ pub(super) struct Executor {
     /// request came (claimed, not yet running), and to say why a run was cancelled. Kept for
     /// [`REQUEST_MEMORY`].
     requested: Mutex<foldhash::HashMap<String, std::time::Instant>>,
+    /// Whether `requested` holds any (set and cleared under its lock): most runs start and
+    /// end with none, and take no lock for them.
+    any_requested: AtomicBool,
 }
 
 /// How long a cancel request is remembered for a run that has not started here yet.
@@ -69,6 +72,7 @@ impl Executor {
             run_time: RunTime::default(),
             active: Mutex::default(),
             requested: Mutex::default(),
+            any_requested: AtomicBool::new(false),
         }
     }
 
@@ -116,6 +120,9 @@ impl Executor {
 
     /// Whether a cancel of `firing` was requested (lately).
     pub(super) fn requested(&self, firing: &str) -> bool {
+        if !self.any_requested.load(Ordering::Acquire) {
+            return false;
+        }
         let requested = self.requested.lock().expect("cancel requests lock");
         requested
             .get(firing)
@@ -124,10 +131,13 @@ impl Executor {
 
     /// Forget the cancel request of `firing` (its outcome is recorded).
     pub(super) fn forget_request(&self, firing: &str) {
-        let mut requested = self.requested.lock().expect("cancel requests lock");
-        if !requested.is_empty() {
-            requested.remove(firing);
+        if !self.any_requested.load(Ordering::Acquire) {
+            return;
         }
+        let mut requested = self.requested.lock().expect("cancel requests lock");
+        requested.remove(firing);
+        self.any_requested
+            .store(!requested.is_empty(), Ordering::Release);
     }
 
     /// How many runs are in progress here.
@@ -143,6 +153,7 @@ impl Executor {
             let mut pending = self.requested.lock().expect("cancel requests lock");
             pending.retain(|_, at| at.elapsed() < REQUEST_MEMORY);
             pending.insert(firing.to_string(), std::time::Instant::now());
+            self.any_requested.store(true, Ordering::Release);
         }
         if let Some(token) = self.active.lock().expect("active runs lock").get(firing) {
             if requested {

@@ -288,6 +288,7 @@ impl Engine {
             book: Default::default(),
             claims: claim_tx,
             waiting: Default::default(),
+            ahead_line: Default::default(),
         });
         let sweeper = Arc::new(Sweeper {
             core: core.clone(),

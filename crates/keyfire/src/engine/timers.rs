@@ -84,6 +84,7 @@ impl TimerQueue {
             rx,
             heap: BinaryHeap::new(),
             armed: Default::default(),
+            hasher: Default::default(),
         };
         (queue, timers)
     }
@@ -127,10 +128,18 @@ pub(super) struct Timers {
     specs: Arc<Specs>,
     rx: mpsc::UnboundedReceiver<Arm>,
     heap: BinaryHeap<Entry>,
-    armed: foldhash::HashSet<(String, i64, KindKey)>,
+    /// The armed timers, each as a hash of its job id, instant and kind: a lookup allocates
+    /// nothing (a collision could only leave a firing to its event or a sweep).
+    armed: foldhash::HashSet<u64>,
+    hasher: foldhash::fast::RandomState,
 }
 
 impl Timers {
+    fn key(&self, job_id: &str, at_ms: i64, kind: KindKey) -> u64 {
+        use std::hash::BuildHasher;
+        self.hasher.hash_one((job_id, at_ms, kind))
+    }
+
     /// Read the specs of jobs whose firings were just armed, in the background: the claim
     /// at the instant then finds them cached. An every-second cron job's instants go to
     /// each node in turn (ownership is per firing), so a node meets most of its jobs for
@@ -161,7 +170,7 @@ impl Timers {
         while let Some(arm) = next {
             taken += 1;
             let key = KindKey::from(arm.kind);
-            if self.armed.insert((arm.job_id.clone(), arm.at_ms, key)) {
+            if self.armed.insert(self.key(&arm.job_id, arm.at_ms, key)) {
                 if arm.kind == Kind::Scheduled
                     && arm.deadline_local_ms >= ahead
                     && !self.specs.contains(&arm.job_id)
@@ -197,8 +206,8 @@ impl Timers {
         if let Ok(arm) = self.rx.try_recv() {
             self.take(arm);
         }
-        let mut armed: Vec<_> = (self.armed.iter())
-            .map(|(id, at, key)| (id.clone(), *at, key.kind()))
+        let mut armed: Vec<_> = (self.heap.iter())
+            .map(|Reverse((_, at, id, key))| (id.clone(), *at, key.kind()))
             .collect();
         armed.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
         armed
@@ -212,7 +221,7 @@ impl Timers {
                 break;
             }
             let Reverse((_, at, job_id, key)) = self.heap.pop().expect("peeked");
-            self.armed.remove(&(job_id.clone(), at, key));
+            self.armed.remove(&self.key(&job_id, at, key));
             fire(job_id, at, key.kind());
             fired += 1;
         }
