@@ -71,28 +71,29 @@ pub(super) struct Waiting {
 }
 
 impl Claimer {
-    /// Claim in the background, unless this node is already claiming the same thing.
+    /// Claim in the background, unless this node is already claiming the same thing (or
+    /// settled it lately, for an event): whether a claim started.
     pub(super) fn spawn_claim(
         self: &Arc<Self>,
         job_id: String,
         at_ms: i64,
         kind: Kind,
         source: Source,
-    ) {
+    ) -> bool {
         // A node that fenced itself (no heartbeat) claims nothing: its peers may be taking
         // its runs over.
         if self.core.claiming.is_cancelled() || self.fence.is_fenced() {
-            return;
+            return false;
         }
         // Redis emits a sentinel's `expired` event late when many keys expire at once, often
         // after this node's timer claimed the firing: that claim settled it (its due entry
         // moved on), so the event has nothing to claim. Timers and sweeps are never skipped
         // (a job created again with the same instant is theirs to claim).
         if source == Source::Event && kind == Kind::Scheduled && self.book.settled(&job_id, at_ms) {
-            return;
+            return false;
         }
         let Some(guard) = self.enter_inflight(job_id, at_ms, kind) else {
-            return;
+            return false;
         };
         // A scheduled claim with a permit at hand goes to its batcher now; one that must wait
         // for a permit waits in line (behind those waiting already).
@@ -103,17 +104,17 @@ impl Claimer {
             {
                 drop(waiting);
                 self.send_claim(guard, source, permit);
-                return;
+                return true;
             }
             waiting.line.push_back((guard, source));
             if std::mem::replace(&mut waiting.serving, true) {
-                return;
+                return true;
             }
             drop(waiting);
             let me = self.clone();
             // Tracked with the runs, so shutdown waits for a claim about to start a run.
             self.core.runs.spawn(async move { me.serve_line().await });
-            return;
+            return true;
         }
         let me = self.clone();
         // Tracked with the runs, so shutdown waits for a claim that is about to start a run.
@@ -121,6 +122,7 @@ impl Claimer {
         self.core.runs.spawn(async move {
             me.claim(guard, source).await;
         });
+        true
     }
 
     /// Give the scheduled claims waiting in line their permits, in turn, and queue them for

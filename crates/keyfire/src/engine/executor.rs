@@ -49,6 +49,9 @@ pub(super) struct Executor {
     /// Cancellation of the runs in progress here, by firing id (overlap `replace`, cancel
     /// requests).
     active: Mutex<foldhash::HashMap<String, CancellationToken>>,
+    /// The node cancelled its runs (drain timeout, stop): a run that starts now is cancelled
+    /// at once. Set and read under `active`'s lock.
+    stopped: AtomicBool,
     /// Cancel requests, by firing id, with when they came: for a run that starts after its
     /// request came (claimed, not yet running), and to say why a run was cancelled. Kept for
     /// [`REQUEST_MEMORY`].
@@ -71,6 +74,7 @@ impl Executor {
             record_permits: Arc::new(Semaphore::new(max_runs * RECORD_PERMITS_PER_RUN)),
             run_time: RunTime::default(),
             active: Mutex::default(),
+            stopped: AtomicBool::new(false),
             requested: Mutex::default(),
             any_requested: AtomicBool::new(false),
         }
@@ -107,10 +111,22 @@ impl Executor {
             tracing::info!(firing, "cancelling the run: its cancel was requested");
             token.cancel();
         }
-        self.active
-            .lock()
-            .expect("active runs lock")
-            .insert(firing, token);
+        let mut active = self.active.lock().expect("active runs lock");
+        if self.stopped.load(Ordering::Relaxed) {
+            token.cancel();
+        }
+        active.insert(firing, token);
+    }
+
+    /// Cancel every run in progress here, and every run that starts from now on (the node's
+    /// runs are cancelled: each run's token is its own, not a child of the node's, whose
+    /// shared lock every run took twice).
+    pub(super) fn stop_all(&self) {
+        let active = self.active.lock().expect("active runs lock");
+        self.stopped.store(true, Ordering::Relaxed);
+        for token in active.values() {
+            token.cancel();
+        }
     }
 
     /// The run of `firing` ended.

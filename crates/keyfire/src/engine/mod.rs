@@ -163,7 +163,7 @@ impl Node {
         tasks.spawn(e.listener.clone().run());
         let claimer = e.claimer.clone();
         tasks.spawn(timers.run(move |job_id, at_ms, kind| {
-            claimer.spawn_claim(job_id, at_ms, kind, Source::Timer)
+            claimer.spawn_claim(job_id, at_ms, kind, Source::Timer);
         }));
         tasks.spawn(e.sweeper.clone().run());
         e.hooks.start(&mut tasks);
@@ -478,10 +478,12 @@ impl NodeHandle {
                 "drain timeout passed; cancelling running jobs"
             );
             core.runs_cancel.cancel();
+            e.executor.stop_all();
             let _ = tokio::time::timeout(Duration::from_secs(5), core.runs.wait()).await;
         }
         // The completers record what the drained runs queued, then stop.
         core.runs_cancel.cancel();
+        e.executor.stop_all();
         for c in self.completers {
             let _ = c.await;
         }
@@ -497,6 +499,7 @@ impl NodeHandle {
     /// stays in the live set until its heartbeat goes stale.
     pub fn abort(mut self) {
         self.engine.core.runs_cancel.cancel();
+        self.engine.executor.stop_all();
         self.fence.abort();
         self.tasks.abort_all();
         for c in &self.completers {

@@ -152,7 +152,8 @@ impl Runner {
         let job = &c.job.job;
         let spec = &job.spec;
         let fid = firing_id(&spec.id, c.at_ms);
-        let token = self.core.runs_cancel.child_token();
+        // Cancelled with the node's runs by the executor (see `Executor::stop_all`).
+        let token = CancellationToken::new();
         let firing = Firing {
             job_id: spec.id.clone(),
             firing_id: fid.clone(),
@@ -204,19 +205,20 @@ impl Runner {
                     std::future::pending::<()>().await
                 } => unreachable!("pending never resolves"),
             };
-            self.executor.run_time.record(started.elapsed());
+            let took = started.elapsed();
+            self.executor.run_time.record(took);
             let cut_off = fence.is_cancelled();
             // Did the run lose its lease (renewal found another attempt, or the lock gone)?
             let lease_lost = lease.end();
             self.executor.leave(&fid);
             if let Some(key) = &slot {
                 // However it ended, the run no longer calls its target.
-                let ran = started.elapsed().as_millis() as i64;
+                let ran = took.as_millis() as i64;
                 Box::pin(self.limiter.release_slot(key, &fid, Some(ran))).await;
             }
             self.core
                 .metrics
-                .duration(&spec.handler, started.elapsed().as_secs_f64());
+                .duration(&spec.handler, took.as_secs_f64());
             if cut_off && !matches!(outcome, RunOutcome::Ok) {
                 // Its peers may take it over; the next heartbeat that succeeds hands it over
                 // at once if none did (this node knows it no longer runs).

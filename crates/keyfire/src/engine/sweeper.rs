@@ -176,6 +176,15 @@ impl Sweeper {
         };
         let mut complete = true;
         for (after, until) in ranges {
+            // The overdue range, read apart from the read-ahead: what is past the grace
+            // period is anyone's; what is within it, this node's own firings only, which its
+            // timers claimed unless one was lost or its claim failed. A page all within the
+            // grace period that starts no claim (the firings of other nodes, or this node's
+            // being claimed: the tail of a burst) ends it: the rest is most likely more of
+            // the same, and reading a backlog of other nodes' firings at every sweep cost a
+            // node as much as claiming its own. A firing of its own left there is read past
+            // the grace period, by any node's sweep.
+            let overdue_only = after.is_none() && upto.is_some();
             let (mut from, mut read) = (after.map_or(DueFrom::Start, DueFrom::After), 0);
             loop {
                 if read >= SWEEP_MAX {
@@ -199,14 +208,18 @@ impl Sweeper {
                 // the firing after the grace period, as they would have on its `expired`
                 // event (only an owner claims on one). Those are retired, so a burst of
                 // firings does not bring a burst of expiries and events to every node.
+                let within_grace = page.first().is_some_and(|(_, at)| *at > now - grace);
                 let mut armed = Vec::new();
+                let mut claims = 0;
                 for (job_id, at) in page {
-                    if self.take(job_id.clone(), at, Kind::Scheduled, at, now, grace) {
-                        armed.push((job_id, at));
+                    match self.take(job_id.clone(), at, Kind::Scheduled, at, now, grace) {
+                        Took::Armed => armed.push((job_id, at)),
+                        Took::Claim => claims += 1,
+                        Took::Nothing => {}
                     }
                 }
                 self.core.store.retire_sentinels(shard, &armed).await?;
-                if n < DUE_PAGE {
+                if n < DUE_PAGE || (overdue_only && within_grace && claims == 0) {
                     break;
                 }
                 read += n;
@@ -326,7 +339,8 @@ impl Sweeper {
         Ok(())
     }
 
-    /// Returns whether it armed a timer (a firing this node owns, due later).
+    /// Take what the sweep found: claim it, arm a timer for it (a firing this node owns, due
+    /// later), or leave it to its owner.
     fn take(
         self: &Arc<Self>,
         job_id: String,
@@ -335,18 +349,23 @@ impl Sweeper {
         due: i64,
         now: i64,
         grace: i64,
-    ) -> bool {
+    ) -> Took {
+        let claim = |job_id| match self.claimer.spawn_claim(job_id, at, kind, Source::Sweep) {
+            true => Took::Claim,
+            false => Took::Nothing,
+        };
         if due <= now - grace {
-            self.claimer.spawn_claim(job_id, at, kind, Source::Sweep);
+            claim(job_id)
         } else if self.live.owns(&job_id) {
             if due <= now {
-                self.claimer.spawn_claim(job_id, at, kind, Source::Sweep);
+                claim(job_id)
             } else {
                 self.timers.arm_due(job_id, at, kind, due);
-                return true;
+                Took::Armed
             }
+        } else {
+            Took::Nothing
         }
-        false
     }
 
     /// Delete one-shot tasks that succeeded longer ago than the retention period.
@@ -359,4 +378,15 @@ impl Sweeper {
         }
         Ok(())
     }
+}
+
+/// What the sweep did with an entry it read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Took {
+    /// Left to its owner, or being claimed here already.
+    Nothing,
+    /// A claim started.
+    Claim,
+    /// A timer armed (this node's, due later).
+    Armed,
 }

@@ -37,7 +37,9 @@ const PREFETCH_AHEAD_MS: i64 = 50;
 /// Most timers armed from the queue before the loop looks at its deadlines again.
 const ARM_DRAIN: usize = 1024;
 
-type Entry = Reverse<(i64, i64, String, KindKey)>;
+/// (deadline, arming order, instant, job id, kind): timers with one deadline (a burst's
+/// firings) fire in the order they were armed, compared without their job ids.
+type Entry = Reverse<(i64, u64, i64, String, KindKey)>;
 
 /// `Kind` as an orderable heap key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -83,6 +85,7 @@ impl TimerQueue {
             specs,
             rx,
             heap: BinaryHeap::new(),
+            seq: 0,
             armed: Default::default(),
             hasher: Default::default(),
         };
@@ -128,6 +131,8 @@ pub(super) struct Timers {
     specs: Arc<Specs>,
     rx: mpsc::UnboundedReceiver<Arm>,
     heap: BinaryHeap<Entry>,
+    /// Timers armed so far (the heap's tie-break).
+    seq: u64,
     /// The armed timers, each as a hash of its job id, instant and kind: a lookup allocates
     /// nothing (a collision could only leave a firing to its event or a sweep).
     armed: foldhash::HashSet<u64>,
@@ -177,8 +182,14 @@ impl Timers {
                 {
                     fetch.push(arm.job_id.clone());
                 }
-                self.heap
-                    .push(Reverse((arm.deadline_local_ms, arm.at_ms, arm.job_id, key)));
+                self.seq += 1;
+                self.heap.push(Reverse((
+                    arm.deadline_local_ms,
+                    self.seq,
+                    arm.at_ms,
+                    arm.job_id,
+                    key,
+                )));
             }
             next = if taken < ARM_DRAIN {
                 self.rx.try_recv().ok()
@@ -207,7 +218,7 @@ impl Timers {
             self.take(arm);
         }
         let mut armed: Vec<_> = (self.heap.iter())
-            .map(|Reverse((_, at, id, key))| (id.clone(), *at, key.kind()))
+            .map(|Reverse((_, _, at, id, key))| (id.clone(), *at, key.kind()))
             .collect();
         armed.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
         armed
@@ -220,7 +231,7 @@ impl Timers {
             if *deadline > local {
                 break;
             }
-            let Reverse((_, at, job_id, key)) = self.heap.pop().expect("peeked");
+            let Reverse((_, _, at, job_id, key)) = self.heap.pop().expect("peeked");
             self.armed.remove(&self.key(&job_id, at, key));
             fire(job_id, at, key.kind());
             fired += 1;
