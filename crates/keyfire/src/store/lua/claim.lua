@@ -96,6 +96,8 @@ local ahead = now + tonumber(ARGV[6])
 local now_s, expiry_s = string.format('%d', now), string.format('%d', now + lease)
 -- A run's lease member is "<firing id>|1|<claimed ms>|<node>": its tail is the same for the call.
 local tail = '|1|' .. now_s .. '|' .. node
+-- A claimed firing's reply words (its `now` is the call's): written once per call.
+local claimed_word = '1 ' .. now_s
 local reply, soon = {}, {}
 
 -- Writes held back to go as one command per key: due entries to remove, due entries to
@@ -409,8 +411,12 @@ for i = 1, n do
   local code, arg = claim(i, job, next_sentinel, bucket,
     ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], tolerance, applied, run,
     missed, overlap, compact, ledger, lopts, reason, from, to, max, attempts, jitter)
-  if code >= 1 and code <= 4 then
+  if code == 1 then
+    reply[#reply + 1] = claimed_word
+  elseif code == 2 or code == 3 then
     reply[#reply + 1] = code .. ' ' .. string.format('%d', arg)
+  elseif code == 4 then
+    reply[#reply + 1] = '4 ' .. now_s
   else
     reply[#reply + 1] = code
   end
