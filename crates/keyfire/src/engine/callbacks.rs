@@ -48,7 +48,7 @@ pub(super) fn entry_for(
     record: &RunRecord,
     job_id: &str,
     final_failure: bool,
-    now_ms: i64,
+    now_ms: impl FnOnce() -> i64,
 ) -> Option<String> {
     let ok = record.outcome == "ok";
     let (target, kind): (Option<Callback>, _) = if ok {
@@ -72,7 +72,7 @@ pub(super) fn entry_for(
         secrets: target.secrets,
         payload: json!({
             "type": format!("keyfire.firing.{kind}"),
-            "timestamp": ms(now_ms),
+            "timestamp": ms(now_ms()),
             "data": {
                 "job_id": job_id,
                 "firing_id": record.firing_id,

@@ -290,13 +290,10 @@ impl Runner {
                 retry_at_ms: None,
             };
             // Queued with the outcome, and only if it is the one the callback reports.
-            let callback = callbacks::entry_for(
-                report.get(),
-                &record,
-                &spec.id,
-                retry.is_none(),
-                self.core.clock.redis_now_ms(),
-            );
+            let callback =
+                callbacks::entry_for(report.get(), &record, &spec.id, retry.is_none(), || {
+                    self.core.clock.redis_now_ms()
+                });
             // Recorded in a batch with the attempts that end around the same time. The run's
             // permit is given back for a permit to record (up to four times as many): the
             // next firing can start while outcomes wait their turn behind claims (see the
