@@ -350,9 +350,12 @@ impl Sweeper {
         now: i64,
         grace: i64,
     ) -> Took {
-        let claim = |job_id| match self.claimer.spawn_claim(job_id, at, kind, Source::Sweep) {
-            true => Took::Claim,
-            false => Took::Nothing,
+        let claim = |job_id| {
+            if self.claimer.spawn_claim(job_id, at, kind, Source::Sweep) {
+                Took::Claim
+            } else {
+                Took::Nothing
+            }
         };
         if due <= now - grace {
             claim(job_id)
