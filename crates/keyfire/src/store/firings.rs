@@ -2,6 +2,8 @@
 
 use redis::{AsyncCommands, Value};
 
+use super::keys::{JOB, RUNS};
+use super::records::lease_member_parts;
 use super::scripts::ScriptCall;
 use super::*;
 use crate::error::{Error, Result};
@@ -43,7 +45,9 @@ impl Store {
             return Ok(Vec::new());
         };
         let k = self.shards.keys(shard);
-        let mut inv = ScriptCall::new(&CLAIM);
+        // Per firing: its job's key (and its bucket's); its id, instant, version and next
+        // firing, and its options.
+        let mut inv = ScriptCall::sized(&CLAIM, batch.len(), 2, 5, 96);
         inv.key(k.due())
             .key(k.running())
             .key(k.jobs())
@@ -59,7 +63,7 @@ impl Store {
             })
             .arg(first.ahead_ms);
         for a in &batch {
-            inv.key(k.job(a.job_id));
+            inv.key_of(&k.parts(JOB, a.job_id));
             // Its next firing's sentinel key only when the claim may give it one: a next
             // firing within the timer horizon of the instant is within it of Redis's now
             // too (the firing is due), and is announced instead.
@@ -71,7 +75,7 @@ impl Store {
             // overlap policy may refuse this one.
             let ledger = a.dropped.is_some() || a.overlap == "forbid" || a.max_runs.is_some();
             if a.compact {
-                inv.key(k.task_bucket(a.job_id));
+                inv.key_of(&k.task_bucket_parts(a.job_id, &mut itoa::Buffer::new()));
             }
             if ledger {
                 inv.key(k.skips(a.job_id));
@@ -81,11 +85,11 @@ impl Store {
             }
             let mut version = itoa::Buffer::new();
             let mut generation = itoa::Buffer::new();
-            inv.arg(a.job_id).arg(a.at_ms).arg(super::keys::concat(&[
+            inv.arg(a.job_id).arg(a.at_ms).arg_of(&[
                 generation.format(a.generation),
                 ".",
                 version.format(a.version),
-            ]));
+            ]);
             match a.next_ms {
                 Some(n) => inv.arg(n),
                 None => inv.arg(""),
@@ -107,11 +111,7 @@ impl Store {
             } else if common && !a.compact {
                 inv.arg(format!("{jitter}{}", a.tolerance_ms));
             } else if common {
-                inv.arg(super::keys::concat(&[
-                    &jitter,
-                    "t",
-                    itoa::Buffer::new().format(a.tolerance_ms),
-                ]));
+                inv.arg_of(&[&jitter, "t", itoa::Buffer::new().format(a.tolerance_ms)]);
             } else {
                 let flag = |b: bool| if b { '1' } else { '0' };
                 let overlap = match a.overlap {
@@ -387,7 +387,9 @@ impl Store {
         )
         .await?;
         let k = self.shards.keys(shard);
-        let mut inv = ScriptCall::new(&COMPLETE);
+        // Per outcome: its job's and its runs' keys; its lease, its job's id, its record (about
+        // 250 bytes) and its options.
+        let mut inv = ScriptCall::sized(&COMPLETE, batch.len(), 2, 4, 384);
         inv.key(k.running())
             .key(k.attempts())
             .key(k.retry())
@@ -418,15 +420,17 @@ impl Store {
             } else {
                 String::new()
             };
-            inv.key(k.job(c.job_id)).key(k.runs(c.job_id));
-            inv.arg(lease_member(
+            inv.key_of(&k.parts(JOB, c.job_id))
+                .key_of(&k.parts(RUNS, c.job_id));
+            let (mut attempt, mut claimed) = (itoa::Buffer::new(), itoa::Buffer::new());
+            inv.arg_of(&lease_member_parts(
                 &run.firing_id,
-                run.attempt,
-                run.claimed_ms,
+                attempt.format(run.attempt),
+                claimed.format(run.claimed_ms),
                 &run.node,
             ))
             .arg(c.job_id)
-            .arg(open_record(run)?);
+            .arg_built(|out| write_open_record(out, run))?;
             // Options (see complete.lua): a success with nothing else to do is one character.
             let once = match c.once {
                 Some(true) => "1",
@@ -539,12 +543,12 @@ impl Store {
     }
 }
 
-/// A run record as complete.lua takes it: its JSON object without the closing brace (the
+/// Write a run record as complete.lua takes it: its JSON object without the closing brace (the
 /// script appends the fields it knows and closes it, one string built instead of three).
-/// Written field by field into one buffer sized for it, as serde_json writes the record
+/// Written field by field into the call's buffer, as serde_json writes the record
 /// (a test holds the two equal): it is built for every firing, and the generic serializer
 /// escaped every field name and grew its buffer several times.
-fn open_record(run: &RunRecord) -> Result<String> {
+fn write_open_record(out: &mut Vec<u8>, run: &RunRecord) -> Result<()> {
     let RunRecord {
         firing_id,
         scheduled_ms,
@@ -565,26 +569,25 @@ fn open_record(run: &RunRecord) -> Result<String> {
         error.as_ref(),
         fate.as_ref(),
     ];
-    let mut out: Vec<u8> =
-        Vec::with_capacity(200 + strings.iter().flatten().map(|s| s.len()).sum::<usize>());
+    out.reserve(200 + strings.iter().flatten().map(|s| s.len()).sum::<usize>());
     let mut n = itoa::Buffer::new();
     out.extend_from_slice(b"{\"firing_id\":");
-    serde_json::to_writer(&mut out, firing_id)?;
+    serde_json::to_writer(&mut *out, firing_id)?;
     out.extend_from_slice(b",\"scheduled_ms\":");
     out.extend_from_slice(n.format(*scheduled_ms).as_bytes());
     out.extend_from_slice(b",\"attempt\":");
     out.extend_from_slice(n.format(*attempt).as_bytes());
     out.extend_from_slice(b",\"node\":");
-    serde_json::to_writer(&mut out, node)?;
+    serde_json::to_writer(&mut *out, node)?;
     out.extend_from_slice(b",\"claimed_ms\":");
     out.extend_from_slice(n.format(*claimed_ms).as_bytes());
     out.extend_from_slice(b",\"started_ms\":");
     out.extend_from_slice(n.format(*started_ms).as_bytes());
     out.extend_from_slice(b",\"outcome\":");
-    serde_json::to_writer(&mut out, outcome)?;
+    serde_json::to_writer(&mut *out, outcome)?;
     if let Some(e) = error {
         out.extend_from_slice(b",\"error\":");
-        serde_json::to_writer(&mut out, e)?;
+        serde_json::to_writer(&mut *out, e)?;
     }
     if let Some(f) = finished_ms {
         out.extend_from_slice(b",\"finished_ms\":");
@@ -592,13 +595,13 @@ fn open_record(run: &RunRecord) -> Result<String> {
     }
     if let Some(f) = fate {
         out.extend_from_slice(b",\"fate\":");
-        serde_json::to_writer(&mut out, f)?;
+        serde_json::to_writer(&mut *out, f)?;
     }
     if let Some(r) = retry_at_ms {
         out.extend_from_slice(b",\"retry_at_ms\":");
         out.extend_from_slice(n.format(*r).as_bytes());
     }
-    String::from_utf8(out).map_err(|_| Error::Corrupt("run record is not UTF-8".into()))
+    Ok(())
 }
 
 #[cfg(test)]
@@ -634,8 +637,10 @@ mod tests {
             ..plain.clone()
         };
         for r in [plain, full] {
-            let open = open_record(&r).unwrap();
-            assert_eq!(open + "}", serde_json::to_string(&r).unwrap());
+            let mut open = Vec::new();
+            write_open_record(&mut open, &r).unwrap();
+            open.push(b'}');
+            assert_eq!(open, serde_json::to_vec(&r).unwrap());
         }
     }
 }

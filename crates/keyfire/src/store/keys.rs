@@ -186,7 +186,22 @@ impl Keys {
 
     /// `<tag><kind><id>`, such as `{prefix}:job:<id>`.
     fn named(&self, kind: &str, id: &str) -> String {
-        concat(&[&self.tag, kind, id])
+        concat(&self.parts(kind, id))
+    }
+
+    /// The parts of `<tag><kind><id>` ([`JOB`], [`RUNS`]): a script call on the firing path
+    /// writes them into its command, building no string per key.
+    pub(crate) fn parts<'a>(&'a self, kind: &'a str, id: &'a str) -> [&'a str; 3] {
+        [&self.tag, kind, id]
+    }
+
+    /// The parts of [`Keys::task_bucket`], its number written into `n`.
+    pub(crate) fn task_bucket_parts<'a>(
+        &'a self,
+        id: &str,
+        n: &'a mut itoa::Buffer,
+    ) -> [&'a str; 3] {
+        [&self.tag, TASKS, n.format(task_bucket(id))]
     }
 
     /// `<tag><suffix>`, such as `{prefix}:due`.
@@ -201,7 +216,7 @@ impl Keys {
 
     /// Hash with a job's spec, version, status, next firing and counters.
     pub fn job(&self, id: &str) -> String {
-        self.named(":job:", id)
+        self.named(JOB, id)
     }
 
     /// HASH of compact one-shot tasks: task id → `<generation>|<created ms>|<spec JSON
@@ -212,7 +227,7 @@ impl Keys {
     /// then its lease in [`Keys::running`], then its history ([`Keys::runs`]), say where
     /// its firing is.
     pub fn tasks(&self, bucket: u32) -> String {
-        self.named(":tasks:", itoa::Buffer::new().format(bucket))
+        self.named(TASKS, itoa::Buffer::new().format(bucket))
     }
 
     /// The compact bucket ([`Keys::tasks`]) a task id lives in.
@@ -353,7 +368,7 @@ impl Keys {
 
     /// LIST of a job's run records, newest first.
     pub fn runs(&self, id: &str) -> String {
-        self.named(":runs:", id)
+        self.named(RUNS, id)
     }
 
     /// LIST of a job's skip records (the ledger of instants that did not run), newest first.
@@ -620,6 +635,13 @@ impl LimitKeys {
 pub fn firing_id(job_id: &str, at_ms: i64) -> String {
     concat(&[job_id, ":", itoa::Buffer::new().format(at_ms)])
 }
+
+/// The kind of [`Keys::job`] (see [`Keys::parts`]).
+pub(crate) const JOB: &str = ":job:";
+/// The kind of [`Keys::runs`] (see [`Keys::parts`]).
+pub(crate) const RUNS: &str = ":runs:";
+/// The kind of [`Keys::tasks`].
+const TASKS: &str = ":tasks:";
 
 /// The parts joined, in one allocation: key names and lease members are built for every
 /// firing, and `format!` costs several times as much.

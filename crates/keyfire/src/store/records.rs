@@ -146,15 +146,24 @@ pub struct Lease {
 /// One entry is both the run's fence (renewals and the outcome must name it) and its lease
 /// expiry (the score). Job ids and instants hold no `|`; the node id comes last.
 pub fn lease_member(firing_id: &str, attempt: u32, claimed_ms: i64, node: &str) -> String {
-    super::keys::concat(&[
+    let (mut a, mut c) = (itoa::Buffer::new(), itoa::Buffer::new());
+    super::keys::concat(&lease_member_parts(
         firing_id,
-        "|",
-        itoa::Buffer::new().format(attempt),
-        "|",
-        itoa::Buffer::new().format(claimed_ms),
-        "|",
+        a.format(attempt),
+        c.format(claimed_ms),
         node,
-    ])
+    ))
+}
+
+/// The parts of a [`lease_member`] (its numbers written as text): a script call on the
+/// firing path writes them into its command, building no string per member.
+pub(crate) fn lease_member_parts<'a>(
+    firing_id: &'a str,
+    attempt: &'a str,
+    claimed_ms: &'a str,
+    node: &'a str,
+) -> [&'a str; 7] {
+    [firing_id, "|", attempt, "|", claimed_ms, "|", node]
 }
 
 /// Split a running ZSET member into the firing id and, for a lease of this layout, (attempt,

@@ -46,30 +46,59 @@ macro_rules! script {
 
 pub(crate) use script;
 
-/// A script call on the firing path, built straight into its command: its keys (owned
-/// strings, moved in) and its arguments (written into one buffer, not allocated one by one),
-/// then one `EVALSHA`, loading the script on `NOSCRIPT` and asking again, as redis-rs's
+/// A script call on the firing path, built straight into its command: its keys and its
+/// arguments written into two buffers (a key name or lease member from its parts, a record
+/// through a scratch buffer kept for the call, none allocated on its own), then one `EVALSHA`
+/// sized for them, loading the script on `NOSCRIPT` and asking again, as redis-rs's
 /// `ScriptInvocation` does. That one allocates every argument on its own and copies them all
-/// into its command again: about a twentieth of a node's instructions per firing.
+/// into its command again: about a twentieth of a node's instructions per firing, and the
+/// names built per firing as strings were as much again.
 pub(crate) struct ScriptCall<'s> {
     script: &'s redis::Script,
-    keys: Vec<String>,
+    keys: redis::Cmd,
     args: redis::Cmd,
+    scratch: Vec<u8>,
+}
+
+/// Write `parts` into `cmd` as one argument.
+fn write_parts(cmd: &mut redis::Cmd, parts: &[&str]) {
+    use redis::RedisWrite;
+    use std::io::Write;
+    let mut w = cmd.writer_for_next_arg();
+    for p in parts {
+        // infallible: the writer appends to the command's buffer.
+        let _ = w.write_all(p.as_bytes());
+    }
 }
 
 impl<'s> ScriptCall<'s> {
-    /// A call of `script` with no keys or arguments yet.
-    pub(crate) fn new(script: &'s redis::Script) -> Self {
+    /// A call of `script` with room for `items` of `keys` keys and `args` arguments of about
+    /// `bytes` bytes in all each (a batch of firings): its buffers grown one by one were
+    /// copied over again at every doubling.
+    pub(crate) fn sized(
+        script: &'s redis::Script,
+        items: usize,
+        keys: usize,
+        args: usize,
+        bytes: usize,
+    ) -> Self {
         Self {
             script,
-            keys: Vec::new(),
-            args: redis::Cmd::new(),
+            keys: redis::Cmd::with_capacity(8 + items * keys, 256 + items * keys * 64),
+            args: redis::Cmd::with_capacity(8 + items * args, 256 + items * bytes),
+            scratch: Vec::new(),
         }
     }
 
     /// Add a key (`KEYS[n]`).
-    pub(crate) fn key(&mut self, key: String) -> &mut Self {
-        self.keys.push(key);
+    pub(crate) fn key(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
+        self.keys.arg(key.as_ref());
+        self
+    }
+
+    /// Add a key (`KEYS[n]`) given as its parts, such as [`Keys::parts`](super::keys::Keys::parts).
+    pub(crate) fn key_of(&mut self, parts: &[&str]) -> &mut Self {
+        write_parts(&mut self.keys, parts);
         self
     }
 
@@ -79,17 +108,40 @@ impl<'s> ScriptCall<'s> {
         self
     }
 
+    /// Add an argument (`ARGV[n]`) given as its parts.
+    pub(crate) fn arg_of(&mut self, parts: &[&str]) -> &mut Self {
+        write_parts(&mut self.args, parts);
+        self
+    }
+
+    /// Add an argument (`ARGV[n]`) that `build` writes (into a buffer kept for the call).
+    pub(crate) fn arg_built<E>(
+        &mut self,
+        build: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+    ) -> Result<&mut Self, E> {
+        self.scratch.clear();
+        build(&mut self.scratch)?;
+        self.args.arg(&self.scratch[..]);
+        Ok(self)
+    }
+
     /// Run it: `EVALSHA`, and on `NOSCRIPT` load the script and run it again.
     pub(crate) async fn invoke<T: redis::FromRedisValue>(
         &self,
         con: &mut impl redis::aio::ConnectionLike,
     ) -> redis::RedisResult<T> {
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(self.script.get_hash()).arg(self.keys.len());
-        for k in &self.keys {
-            cmd.arg(k.as_bytes());
-        }
-        for a in self.args.args_iter() {
+        let parts = || self.keys.args_iter().chain(self.args.args_iter());
+        let bytes: usize = parts()
+            .map(|a| match a {
+                redis::Arg::Simple(b) => b.len(),
+                _ => 0,
+            })
+            .sum();
+        let nkeys = self.keys.args_iter().len();
+        let mut cmd =
+            redis::Cmd::with_capacity(2 + nkeys + self.args.args_iter().len(), 64 + bytes);
+        cmd.arg("EVALSHA").arg(self.script.get_hash()).arg(nkeys);
+        for a in parts() {
             if let redis::Arg::Simple(bytes) = a {
                 cmd.arg(bytes);
             }
