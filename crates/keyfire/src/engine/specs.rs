@@ -35,9 +35,15 @@ impl CachedJob {
 type CalendarMap = Arc<HashMap<String, Arc<Calendar>>>;
 
 /// Validated specs by job id, each replaced when its job's version changes.
+///
+/// Keyed by a hash of the job id, checked against the cached spec's id on every lookup: a
+/// one-shot task's spec is cached at its claim and dropped after its run, and keyed by its
+/// id that was a string allocated, hashed and compared twice per firing. Two ids with the
+/// same hash only take each other's place (the other is read again).
 pub(super) struct Specs {
     core: Arc<NodeCore>,
-    map: Mutex<foldhash::HashMap<String, Arc<CachedJob>>>,
+    map: Mutex<foldhash::HashMap<u64, Arc<CachedJob>>>,
+    hasher: foldhash::fast::RandomState,
     /// Every calendar, read when a job that names one is first read after a change.
     calendars: Mutex<Option<CalendarMap>>,
 }
@@ -47,22 +53,39 @@ impl Specs {
         Self {
             core,
             map: Mutex::default(),
+            hasher: Default::default(),
             calendars: Mutex::default(),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, foldhash::HashMap<String, Arc<CachedJob>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, foldhash::HashMap<u64, Arc<CachedJob>>> {
         self.map.lock().expect("spec cache lock")
+    }
+
+    fn key(&self, job_id: &str) -> u64 {
+        use std::hash::BuildHasher;
+        self.hasher.hash_one(job_id)
+    }
+
+    /// The cached spec of a job in `map`, if any.
+    fn found(
+        &self,
+        map: &foldhash::HashMap<u64, Arc<CachedJob>>,
+        job_id: &str,
+    ) -> Option<Arc<CachedJob>> {
+        map.get(&self.key(job_id))
+            .filter(|c| c.job.spec.id == job_id)
+            .cloned()
     }
 
     /// The cached spec of a job, if any.
     pub(super) fn get(&self, job_id: &str) -> Option<Arc<CachedJob>> {
-        self.lock().get(job_id).cloned()
+        self.found(&self.lock(), job_id)
     }
 
     /// Whether a job's spec is cached.
     pub(super) fn contains(&self, job_id: &str) -> bool {
-        self.lock().contains_key(job_id)
+        self.get(job_id).is_some()
     }
 
     /// Validate a stored spec and cache it; None (and logged) when it no longer validates.
@@ -112,28 +135,37 @@ impl Specs {
             calendars,
             job,
         });
-        self.lock().insert(job_id.to_string(), cached.clone());
+        let key = self.key(job_id);
+        let replaced = self.lock().insert(key, cached.clone());
+        drop(replaced);
         Some(cached)
     }
 
     /// Drop a job's spec (it changed, was deleted, or will not fire again).
     pub(super) fn forget(&self, job_id: &str) {
-        self.lock().remove(job_id);
+        // Another id of the same hash would only be read again. Dropped after the lock.
+        let key = self.key(job_id);
+        let gone = self.lock().remove(&key);
+        drop(gone);
     }
 
     /// Drop several jobs' specs.
     pub(super) fn forget_all<'a>(&self, job_ids: impl IntoIterator<Item = &'a str>) {
         let mut map = self.lock();
         for id in job_ids {
-            map.remove(id);
+            map.remove(&self.key(id));
         }
     }
 
     /// Drop a job's spec if it is not at `version`.
     pub(super) fn forget_unless(&self, job_id: &str, version: u64) {
         let mut map = self.lock();
-        if map.get(job_id).is_some_and(|c| c.version != version) {
-            map.remove(job_id);
+        let key = self.key(job_id);
+        if map
+            .get(&key)
+            .is_some_and(|c| c.job.spec.id == job_id && c.version != version)
+        {
+            map.remove(&key);
         }
     }
 
@@ -184,7 +216,10 @@ impl Specs {
         &self,
         job_ids: &[&str],
     ) -> crate::Result<Vec<Option<Arc<CachedJob>>>> {
-        let mut out: Vec<Option<Arc<CachedJob>>> = job_ids.iter().map(|id| self.get(id)).collect();
+        let mut out: Vec<Option<Arc<CachedJob>>> = {
+            let map = self.lock();
+            job_ids.iter().map(|id| self.found(&map, id)).collect()
+        };
         let missing: Vec<&str> = job_ids
             .iter()
             .zip(&out)
