@@ -22,7 +22,9 @@ pub(super) fn gather<T>(first: T, rx: &mut mpsc::UnboundedReceiver<T>) -> Vec<T>
 
 /// The first item and whatever else is queued, up to `most`.
 fn gather_up_to<T>(first: T, rx: &mut mpsc::UnboundedReceiver<T>, most: usize) -> Vec<T> {
-    let mut batch = vec![first];
+    // Sized for what is queued: grown from one, a batch of 128 outcomes was moved six times.
+    let mut batch = Vec::with_capacity(most.min(1 + rx.len()));
+    batch.push(first);
     while batch.len() < most {
         match rx.try_recv() {
             Ok(r) => batch.push(r),
