@@ -43,7 +43,7 @@ impl Claimer {
     pub(super) async fn claim_batch(self: &Arc<Self>, batch: Vec<ClaimRequest>) {
         // The specs the cache lacks (a one-shot task's, always) in one round trip.
         let ids: Vec<&str> = batch.iter().map(|r| r.guard.job_id()).collect();
-        let specs = match self.specs.specs(&ids).await {
+        let specs = match self.specs.specs(&ids, true).await {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(error = %e, "reading job specs failed; the sweeper retries");

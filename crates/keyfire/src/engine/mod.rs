@@ -270,7 +270,6 @@ impl Engine {
             executor: executor.clone(),
             fence: fence.clone(),
             limiter: limiter.clone(),
-            specs: specs.clone(),
             completions: done_tx,
             completer: completer.clone(),
             leases: Arc::new(leases::Leases::new(core.clone(), executor.clone())),

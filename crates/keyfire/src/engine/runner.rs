@@ -19,7 +19,6 @@ use super::firing::{Claimed, Kind, Source};
 use super::flow_limiter::{FlowLimiter, Gate};
 use super::leases::Leases;
 use super::membership::Fence;
-use super::specs::Specs;
 use crate::handler::{Firing, HandlerError, Registry};
 use crate::store::{RunRecord, firing_id};
 use crate::trace::{self, Start, TraceParent, Tracer, Value};
@@ -42,8 +41,6 @@ pub(super) struct Runner {
     pub(super) executor: Arc<Executor>,
     pub(super) fence: Arc<Fence>,
     pub(super) limiter: Arc<FlowLimiter>,
-    /// Drops a one-shot job's spec once it ran.
-    pub(super) specs: Arc<Specs>,
     /// Queues an ended attempt for its shard's completer.
     pub(super) completions: Vec<mpsc::UnboundedSender<Done>>,
     /// Records an outcome itself when its shard's completer stopped.
@@ -330,11 +327,6 @@ impl Runner {
             let shard = self.core.store.shards().of(&done.job_id);
             if let Err(mpsc::error::SendError(done)) = self.completions[shard].send(done) {
                 Box::pin(self.completer.record_batch(vec![done])).await;
-            }
-            // A one-shot job fires once: do not keep its spec in the cache until it is
-            // cleaned up (a day later, by default).
-            if job.schedule.is_once() {
-                self.specs.forget(&spec.id);
             }
         }
         .instrument(span)

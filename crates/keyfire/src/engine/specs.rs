@@ -67,20 +67,30 @@ impl Specs {
         self.hasher.hash_one(job_id)
     }
 
-    /// The cached spec of a job in `map`, if any.
+    /// The cached spec of a job in `map`, if any; taken out of it when `claim` asks for a
+    /// one-shot job's (see [`Specs::spec`]).
     fn found(
         &self,
-        map: &foldhash::HashMap<u64, Arc<CachedJob>>,
+        map: &mut foldhash::HashMap<u64, Arc<CachedJob>>,
         job_id: &str,
+        claim: bool,
     ) -> Option<Arc<CachedJob>> {
-        map.get(&self.key(job_id))
-            .filter(|c| c.job.spec.id == job_id)
-            .cloned()
+        use std::collections::hash_map::Entry;
+        match map.entry(self.key(job_id)) {
+            Entry::Occupied(e) if e.get().job.spec.id == job_id => {
+                if claim && e.get().job.schedule.is_once() {
+                    Some(e.remove())
+                } else {
+                    Some(e.get().clone())
+                }
+            }
+            _ => None,
+        }
     }
 
     /// The cached spec of a job, if any.
     pub(super) fn get(&self, job_id: &str) -> Option<Arc<CachedJob>> {
-        self.found(&self.lock(), job_id)
+        self.found(&mut self.lock(), job_id, false)
     }
 
     /// Whether a job's spec is cached.
@@ -88,12 +98,14 @@ impl Specs {
         self.get(job_id).is_some()
     }
 
-    /// Validate a stored spec and cache it; None (and logged) when it no longer validates.
+    /// Validate a stored spec and cache it (a one-shot job's only when not read for its
+    /// claim); None (and logged) when it no longer validates.
     fn insert(
         &self,
         job_id: &str,
         stored: StoredSpec,
         calendars: Option<&CalendarMap>,
+        claim: bool,
     ) -> Option<Arc<CachedJob>> {
         let StoredSpec {
             version,
@@ -135,6 +147,9 @@ impl Specs {
             calendars,
             job,
         });
+        if claim && cached.job.schedule.is_once() {
+            return Some(cached);
+        }
         let key = self.key(job_id);
         let replaced = self.lock().insert(key, cached.clone());
         drop(replaced);
@@ -198,9 +213,13 @@ impl Specs {
         Ok(Some(loaded))
     }
 
-    /// The validated spec of a job at its current version (cached by version).
+    /// The validated spec of a job at its current version (cached by version), for its claim.
+    /// A one-shot job's is taken out of the cache (read ahead with its timer, it waited
+    /// there for this claim): its claim carries it to its run, and a claim of it again (a
+    /// retry) reads it again. Dropped after the run instead, it was one more lookup in a map
+    /// as large as the firings armed, a cache miss per firing.
     pub(super) async fn spec(&self, job_id: &str) -> crate::Result<Option<Arc<CachedJob>>> {
-        if let Some(c) = self.get(job_id) {
+        if let Some(c) = self.found(&mut self.lock(), job_id, true) {
             return Ok(Some(c));
         }
         bump(&self.core.stats.specs_read);
@@ -208,17 +227,23 @@ impl Specs {
             return Ok(None);
         };
         let calendars = self.calendars_for(std::iter::once(&stored)).await?;
-        Ok(self.insert(job_id, stored, calendars.as_ref()))
+        Ok(self.insert(job_id, stored, calendars.as_ref(), true))
     }
 
     /// The specs of several jobs: cached ones from the cache, the others in one round trip.
+    /// `claim`: read for their claims, the one-shot jobs' taken out of the cache (see
+    /// [`Specs::spec`]); otherwise read ahead, all cached.
     pub(super) async fn specs(
         &self,
         job_ids: &[&str],
+        claim: bool,
     ) -> crate::Result<Vec<Option<Arc<CachedJob>>>> {
         let mut out: Vec<Option<Arc<CachedJob>>> = {
-            let map = self.lock();
-            job_ids.iter().map(|id| self.found(&map, id)).collect()
+            let mut map = self.lock();
+            job_ids
+                .iter()
+                .map(|id| self.found(&mut map, id, claim))
+                .collect()
         };
         let missing: Vec<&str> = job_ids
             .iter()
@@ -237,7 +262,7 @@ impl Specs {
             if slot.is_none()
                 && let Some(Some(stored)) = loaded.next()
             {
-                *slot = self.insert(id, stored, calendars.as_ref());
+                *slot = self.insert(id, stored, calendars.as_ref(), claim);
             }
         }
         Ok(out)

@@ -266,6 +266,51 @@ async fn claimer_claims_a_firing_only_once() {
     assert_eq!(leases[0].attempt, 1);
 }
 
+/// A one-shot task's spec, read ahead with its timer, leaves the cache at its claim (the
+/// claim carries it to the run, and no lookup per firing drops it later); a recurring job's
+/// stays for its next firings. A claim of the task again reads it again.
+#[tokio::test]
+async fn a_one_shot_spec_leaves_the_cache_at_its_claim() {
+    let fx = fixture(None).await;
+    let at = one_shot(&fx, "once", -100, None).await;
+    fx.client
+        .upsert(JobSpec::cron("tick", "* * * * * *", "record"))
+        .await
+        .expect("create the cron job");
+    let specs = &fx.engine.claimer.specs;
+    let stats = &fx.engine.core.stats;
+    specs.specs(&["once", "tick"], false).await.unwrap();
+    assert!(
+        specs.contains("once") && specs.contains("tick"),
+        "read ahead"
+    );
+    let read = stats.specs_read.load(Ordering::Relaxed);
+
+    fx.engine
+        .claimer
+        .claim_batch(vec![request(&fx, "once", at)])
+        .await;
+    assert_eq!(stats.claimed.load(Ordering::Relaxed), 1);
+    assert!(!specs.contains("once"), "taken out at its claim");
+    assert_eq!(
+        stats.specs_read.load(Ordering::Relaxed),
+        read,
+        "found ahead"
+    );
+
+    let tick = specs
+        .spec("tick")
+        .await
+        .unwrap()
+        .expect("the cron job's spec");
+    assert_eq!(tick.job.spec.id, "tick");
+    assert!(specs.contains("tick"), "a recurring job's stays");
+    let once = specs.spec("once").await.unwrap().expect("read again");
+    assert_eq!(once.job.spec.id, "once");
+    assert_eq!(stats.specs_read.load(Ordering::Relaxed), read + 1);
+    assert!(!specs.contains("once"), "not cached for a claim");
+}
+
 #[tokio::test]
 async fn runner_queues_the_outcome_of_a_claimed_firing() {
     let mut fx = fixture(None).await;

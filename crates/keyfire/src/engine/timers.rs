@@ -159,7 +159,7 @@ impl Timers {
                 .filter(|id| !specs.contains(id))
                 .collect();
             bump_by(&core.stats.specs_read_ahead, ids.len() as u64);
-            if let Err(e) = specs.specs(&ids).await {
+            if let Err(e) = specs.specs(&ids, false).await {
                 tracing::debug!(error = %e, "reading specs ahead failed; the claims read them");
             }
         });
