@@ -8,9 +8,11 @@ recording handler and its INFO polls, a few percent). Callgrind dumps its counts
 the bench takes a snapshot (`Harness::snapshot`); the measured phase, from the snapshot just
 before the instant to the one after the last outcome is recorded, is the dumps from the
 second up to the largest. The bench's redis-server runs under valgrind too (`--tool=none`,
-counting nothing) and the nodes' liveness timings are stretched (`KEYFIRE_BENCH_SLOWDOWN`),
-so that the slowed nodes batch their claims and outcomes much as they do natively and no
-node fences itself. Repeat runs agree within a few percent; the batches follow timing.
+counting nothing) and the nodes' liveness timings and timer horizon are stretched
+(`KEYFIRE_BENCH_SLOWDOWN`), so that the slowed nodes batch their claims and outcomes and read
+the burst's firings ahead much as they do natively, and no node fences itself. Repeat runs
+agree within a few percent, except one where the slowed nodes fell behind (it shows as more
+Redis commands per firing); the batches follow timing.
 
 usage: node_cost.py [--n 10000] [--runs 3] [--keep DIR] BIN [BIN ...]
        (binaries alternated run by run; prints each run and each binary's median)
