@@ -37,9 +37,9 @@ type CalendarMap = Arc<HashMap<String, Arc<Calendar>>>;
 /// Validated specs by job id, each replaced when its job's version changes.
 ///
 /// Keyed by a hash of the job id, checked against the cached spec's id on every lookup: a
-/// one-shot task's spec is cached at its claim and dropped after its run, and keyed by its
-/// id that was a string allocated, hashed and compared twice per firing. Two ids with the
-/// same hash only take each other's place (the other is read again).
+/// one-shot task's spec is cached when its timer is armed and taken out at its claim, and
+/// keyed by its id that was a string allocated, hashed and compared per firing. Two ids with
+/// the same hash only take each other's place (the other is read again).
 pub(super) struct Specs {
     core: Arc<NodeCore>,
     map: Mutex<foldhash::HashMap<u64, Arc<CachedJob>>>,
