@@ -216,6 +216,13 @@ struct Queues {
 }
 
 impl Engine {
+    /// Cancel the node's runs: the token its loops watch, and every run's own token (the
+    /// executor cancels those in progress and any that starts from now on).
+    fn cancel_runs(&self) {
+        self.core.runs_cancel.cancel();
+        self.executor.stop_all();
+    }
+
     /// Build a node's components around `store`: every component and what it holds, in one
     /// place. Nothing runs until the loops are started (or a test calls the steps).
     fn wire(
@@ -476,13 +483,11 @@ impl NodeHandle {
                 running = e.executor.running(),
                 "drain timeout passed; cancelling running jobs"
             );
-            core.runs_cancel.cancel();
-            e.executor.stop_all();
+            e.cancel_runs();
             let _ = tokio::time::timeout(Duration::from_secs(5), core.runs.wait()).await;
         }
         // The completers record what the drained runs queued, then stop.
-        core.runs_cancel.cancel();
-        e.executor.stop_all();
+        e.cancel_runs();
         for c in self.completers {
             let _ = c.await;
         }
@@ -497,8 +502,7 @@ impl NodeHandle {
     /// Stop at once, as a crash would (for tests): nothing is drained or released, the node
     /// stays in the live set until its heartbeat goes stale.
     pub fn abort(mut self) {
-        self.engine.core.runs_cancel.cancel();
-        self.engine.executor.stop_all();
+        self.engine.cancel_runs();
         self.fence.abort();
         self.tasks.abort_all();
         for c in &self.completers {
