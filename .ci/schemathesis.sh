@@ -133,7 +133,7 @@ done
 # What the node refused of the schema-valid requests (passed, as the rules no schema can state;
 # anything else there is a rule the document could state): the 40 largest groups.
 echo "--- schema-valid requests the node refused (.ci/schemathesis_refusals.py)"
-python3 .ci/schemathesis_refusals.py "$work"/report/seed-*/ndjson-*.ndjson | head -n 41 || true
+python3 .ci/schemathesis_refusals.py "$work"/report/seed-*/ndjson-*.ndjson || true
 
 echo "--- schemathesis exit code $st_rc, lint exit code $lint_rc, $(($(date +%s) - started))s since the start"
 if [ "$st_rc" -ne 0 ]; then

@@ -48,6 +48,10 @@ def refusals(paths):
     return groups
 
 
+# Groups printed, the largest first.
+TOP = 40
+
+
 def main(paths):
     if not paths:
         print(__doc__, file=sys.stderr)
@@ -55,8 +59,10 @@ def main(paths):
     groups = refusals(paths)
     total = sum(groups.values())
     print(f"schema-valid requests refused: {total}, in {len(groups)} groups")
-    for (label, status, field, message), n in groups.most_common():
+    for (label, status, field, message), n in groups.most_common(TOP):
         print(f"{n:6}  {status} {label}  {field}: {message}")
+    if len(groups) > TOP:
+        print(f"({len(groups) - TOP} smaller groups left out)")
     return 0
 
 
