@@ -432,7 +432,7 @@ async fn load_due(
     what: &str,
 ) -> anyhow::Result<(HashSet<String>, Snapshot)> {
     let expected = firing_ids(&specs);
-    h.recorder.set_window(first_ms, last_ms);
+    h.recorder.set_window(first_ms, last_ms, expected.len());
     h.load(specs, what).await?;
     let now = h.redis_ms().await?;
     if now > first_ms - 200 {
@@ -526,7 +526,7 @@ async fn cron(h: &mut Harness, p: &Params) -> anyhow::Result<BenchRun> {
         .iter()
         .flat_map(|id| (0..seconds).map(move |k| keyfire::store::firing_id(id, t0 + k * 1000)))
         .collect();
-    h.recorder.set_window(t0, last);
+    h.recorder.set_window(t0, last, expected.len());
     h.sleep_until_redis(t0 - 100).await;
     let snap0 = h.snapshot().await;
     measure_with_memory(h, p, &expected, (t0, last), p.duration_ms, &snap0, &mem).await
