@@ -123,6 +123,28 @@ struct HandlerKeys {
     runs: [metrics::Key; 4],
 }
 
+/// One handler's series (see [`FiringMetrics::handler`]).
+pub(crate) struct HandlerMetrics(std::sync::Arc<HandlerKeys>);
+
+impl HandlerMetrics {
+    /// Seconds a run took.
+    pub(crate) fn duration(&self, seconds: f64) {
+        metrics::with_recorder(|r| r.register_histogram(&self.0.duration, &METADATA))
+            .record(seconds);
+    }
+
+    /// A run ended with `outcome` (ok, failed, timeout or cancelled).
+    pub(crate) fn run(&self, outcome: &str) {
+        let i = match outcome {
+            "ok" => 0,
+            "failed" => 1,
+            "timeout" => 2,
+            _ => 3,
+        };
+        metrics::with_recorder(|r| r.register_counter(&self.0.runs[i], &METADATA)).increment(1);
+    }
+}
+
 /// Handlers whose keys a node keeps.
 const HANDLERS_KEPT: usize = 256;
 
@@ -167,25 +189,13 @@ impl FiringMetrics {
         metrics::with_recorder(|r| r.register_histogram(&self.lateness, &METADATA)).record(seconds);
     }
 
-    /// Seconds a run of `handler` took.
-    pub(crate) fn duration(&self, handler: &str, seconds: f64) {
-        let keys = self.handler(handler);
-        metrics::with_recorder(|r| r.register_histogram(&keys.duration, &METADATA)).record(seconds);
+    /// The series of `handler`'s runs: a run asks for them once, for its duration and its
+    /// outcome.
+    pub(crate) fn handler(&self, handler: &str) -> HandlerMetrics {
+        HandlerMetrics(self.handler_keys(handler))
     }
 
-    /// A run of `handler` ended with `outcome` (ok, failed, timeout or cancelled).
-    pub(crate) fn run(&self, handler: &str, outcome: &str) {
-        let keys = self.handler(handler);
-        let i = match outcome {
-            "ok" => 0,
-            "failed" => 1,
-            "timeout" => 2,
-            _ => 3,
-        };
-        metrics::with_recorder(|r| r.register_counter(&keys.runs[i], &METADATA)).increment(1);
-    }
-
-    fn handler(&self, handler: &str) -> std::sync::Arc<HandlerKeys> {
+    fn handler_keys(&self, handler: &str) -> std::sync::Arc<HandlerKeys> {
         let mut map = self.by_handler.lock().expect("metric keys lock");
         if let Some(k) = map.get(handler) {
             return k.clone();
@@ -254,9 +264,10 @@ mod tests {
             m.claimed(false);
             m.lateness(0.5);
             for _ in 0..2 {
-                m.duration("h", 0.1);
+                let h = m.handler("h");
+                h.duration(0.1);
                 for outcome in ["ok", "failed", "timeout", "cancelled"] {
-                    m.run("h", outcome);
+                    h.run(outcome);
                 }
             }
         });
