@@ -13,6 +13,7 @@ use super::context::{NodeCore, bump, bump_by};
 use super::executor::Executor;
 use super::firing::Kind;
 use super::membership::Live;
+use super::specs::CachedJob;
 use super::timers::TimerQueue;
 use crate::job::Job;
 use crate::metrics::name;
@@ -20,26 +21,31 @@ use crate::store::{Completion, Fate, RunRecord};
 
 /// An attempt that ended, waiting to be recorded, with the executor permit it ran on.
 pub(super) struct Done {
-    pub(super) job_id: String,
+    /// The job as it ran: its id; whether it is one-shot (its success marks it done, which
+    /// saves the script a read of the job); its run limits (counted with the outcome); the
+    /// batch of a task enqueued with a completion callback (its end counts there). Held, not
+    /// copied out per outcome.
+    pub(super) job: Arc<CachedJob>,
     pub(super) at_ms: i64,
     pub(super) record: RunRecord,
     pub(super) retry: Option<i64>,
-    /// A one-shot job: its success marks it done (saves the script a read of the job).
-    pub(super) once: bool,
     /// The callback to queue with the outcome, if it is the one it reports.
     pub(super) callback: Option<String>,
-    /// The job's run limits (its counts are kept with the outcome).
-    pub(super) limits: crate::job::RunLimits,
-    /// The batch of a task enqueued with a completion callback: its end counts there.
-    pub(super) batch: Option<String>,
     /// The permit it holds until its outcome is in Redis: a permit to record (or, at
-    /// shutdown, the run's own).
+    /// shutdown, the run's own). Never read: it is given back as the outcome drops.
+    #[expect(dead_code, reason = "held for its drop")]
     pub(super) permit: OwnedSemaphorePermit,
     /// When it was queued: an outcome is held behind claims for at most [`HOLD_MAX`].
     pub(super) ended: tokio::time::Instant,
     /// The attempt's span, held open until its outcome is recorded (a disabled span unless
     /// traces are exported).
     pub(super) span: tracing::Span,
+}
+
+impl Done {
+    pub(super) fn job_id(&self) -> &str {
+        &self.job.job.spec.id
+    }
 }
 
 /// Longest an outcome waits behind this node's claims before it is recorded anyway.
@@ -107,13 +113,13 @@ impl Completer {
         let completions: Vec<Completion> = batch
             .iter()
             .map(|d| Completion {
-                job_id: &d.job_id,
+                job_id: d.job_id(),
                 run: &d.record,
                 retry_delay_ms: d.retry,
-                once: Some(d.once),
+                once: Some(d.job.job.schedule.is_once()),
                 callback: d.callback.as_deref(),
-                limits: d.limits,
-                batch: d.batch.as_deref(),
+                limits: d.job.job.limits,
+                batch: d.job.job.spec.batch.as_deref(),
             })
             .collect();
         let mut fates = None;
@@ -147,7 +153,9 @@ impl Completer {
             );
             return;
         };
-        for (done, (fate, now)) in batch.into_iter().zip(fates) {
+        // By reference: moved out of the batch, each outcome (hundreds of bytes) was copied
+        // once more. Their permits go back together as the batch drops, after the loop.
+        for (done, (fate, now)) in batch.iter().zip(fates) {
             if let Some(t) = crate::trace::for_span(&done.span) {
                 let fate = match fate {
                     Fate::Done => "done",
@@ -163,7 +171,7 @@ impl Completer {
             }
             if done.callback.is_some() && matches!(fate, Fate::Done | Fate::Dead) {
                 // Queued with the outcome: this node's sender takes it at once.
-                let shard = self.core.store.shards().of(&done.job_id);
+                let shard = self.core.store.shards().of(done.job_id());
                 self.callbacks.wake(shard);
             }
             match fate {
@@ -172,10 +180,14 @@ impl Completer {
                 }
                 Fate::Retry => {
                     metrics::counter!(name::RETRIES, "node" => self.core.id.clone()).increment(1);
-                    if self.live.owns(&done.job_id) {
+                    if self.live.owns(done.job_id()) {
                         let due = now + done.retry.unwrap_or(0);
-                        self.timers
-                            .arm_due(done.job_id.clone(), done.at_ms, Kind::Retry, due);
+                        self.timers.arm_due(
+                            done.job_id().to_string(),
+                            done.at_ms,
+                            Kind::Retry,
+                            due,
+                        );
                     }
                 }
                 Fate::Fenced => {
@@ -190,8 +202,8 @@ impl Completer {
                 Fate::Done => {}
             }
             bump(&self.core.stats.completed);
-            drop(done.permit);
         }
+        drop(batch);
     }
 }
 

@@ -213,9 +213,8 @@ impl Runner {
                 let ran = took.as_millis() as i64;
                 Box::pin(self.limiter.release_slot(key, &fid, Some(ran))).await;
             }
-            self.core
-                .metrics
-                .duration(&spec.handler, took.as_secs_f64());
+            let series = self.core.metrics.handler(&spec.handler);
+            series.duration(took.as_secs_f64());
             if cut_off && !matches!(outcome, RunOutcome::Ok) {
                 // Its peers may take it over; the next heartbeat that succeeds hands it over
                 // at once if none did (this node knows it no longer runs).
@@ -272,9 +271,9 @@ impl Runner {
             if let Some(t) = tracer {
                 end_attempt_span(t, outcome_name, error.as_deref());
             }
-            self.core.metrics.run(&spec.handler, outcome_name);
+            series.run(outcome_name);
             let record = RunRecord {
-                firing_id: fid.clone(),
+                firing_id: fid,
                 scheduled_ms: c.at_ms,
                 attempt: c.attempt,
                 node: self.core.id.clone(),
@@ -308,14 +307,11 @@ impl Runner {
                 None => permit,
             };
             let done = Done {
-                job_id: spec.id.clone(),
+                job: c.job.clone(),
                 at_ms: c.at_ms,
                 record,
                 retry,
-                once: job.schedule.is_once(),
                 callback,
-                limits: job.limits,
-                batch: spec.batch.clone(),
                 permit,
                 ended: tokio::time::Instant::now(),
                 // The attempt's span ends when its outcome is recorded.
@@ -324,7 +320,7 @@ impl Runner {
                     None => tracing::Span::none(),
                 },
             };
-            let shard = self.core.store.shards().of(&done.job_id);
+            let shard = self.core.store.shards().of(done.job_id());
             if let Err(mpsc::error::SendError(done)) = self.completions[shard].send(done) {
                 Box::pin(self.completer.record_batch(vec![done])).await;
             }

@@ -321,7 +321,7 @@ async fn runner_queues_the_outcome_of_a_claimed_firing() {
 
     assert_eq!(fx.ran.try_recv().unwrap(), format!("job:{at}"));
     assert_eq!(done.record.outcome, "ok");
-    assert_eq!((done.job_id.as_str(), done.at_ms), ("job", at));
+    assert_eq!((done.job_id(), done.at_ms), ("job", at));
     assert!(done.callback.is_some(), "the handler asked for a callback");
     assert_eq!(fx.engine.core.stats.started.load(Ordering::Relaxed), 1);
     assert_eq!(fx.engine.executor.active(), 0, "the run ended");
