@@ -70,9 +70,11 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# Redis: the shipped configuration, without persistence, in the temp dir.
+# Redis: the shipped configuration (a copy in the temp dir: never started from the checkout's
+# file, which the build embeds), without persistence, in the temp dir.
 redis_port=$(free_port)
-redis-server redis.conf --port "$redis_port" --bind 127.0.0.1 --dir "$work" \
+cp redis.conf "$work/redis.conf"
+redis-server "$work/redis.conf" --port "$redis_port" --bind 127.0.0.1 --dir "$work" \
   --save "" --appendonly no --daemonize no --logfile "$work/redis.log" &
 redis_pid=$!
 for _ in $(seq 100); do

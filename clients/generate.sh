@@ -72,7 +72,9 @@ wait_for() {
 }
 
 redis_port="$(free_port)"
-redis-server "$root/redis.conf" --port "$redis_port" --bind 127.0.0.1 --dir "$work" \
+# A copy in the temp dir: never started from the checkout's file, which the build embeds.
+cp "$root/redis.conf" "$work/redis.conf"
+redis-server "$work/redis.conf" --port "$redis_port" --bind 127.0.0.1 --dir "$work" \
   --save "" --appendonly no --daemonize no --logfile "$work/redis.log" &
 redis_pid=$!
 wait_for "redis-cli -p $redis_port ping | grep -q PONG" "$work/redis.log"

@@ -1,7 +1,7 @@
 // Start/stop a private redis-server on a free loopback port (6390-6399).
 // Stopped by the PID we spawned, never by name.
 import { spawn, execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 
 const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
@@ -66,7 +66,10 @@ export function redisVersion() {
 // arguments after it override it, persistence off included.
 export async function startRedis({ hz = 10, conf = null, extra = [] } = {}) {
   const port = await pickPort();
-  const args = [...(conf ? [conf] : []), '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+  // A copy beside its log: never started from the checkout's file, which keyfire's build embeds.
+  const copy = conf ? `/tmp/peers-redis-${port}.conf` : null;
+  if (copy) copyFileSync(conf, copy);
+  const args = [...(copy ? [copy] : []), '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
     '--daemonize', 'no', '--hz', String(hz), '--dir', '/tmp', '--dbfilename', `peers-${port}.rdb`,
     '--logfile', `/tmp/peers-redis-${port}.log`, ...extra];
   const proc = spawn(REDIS_SERVER, args, { stdio: 'ignore' });

@@ -10,6 +10,7 @@ import base64
 import os
 import queue
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -118,8 +119,11 @@ class Node:
 
     def start_redis(self) -> None:
         persistence = ["--appendonly", "yes"] if self.persist else ["--appendonly", "no"]
+        # A copy in the work dir: never started from the checkout's file, which the build embeds.
+        conf = self.work / "redis.conf"
+        shutil.copyfile(ROOT / "redis.conf", conf)
         self.redis = subprocess.Popen(
-            ["redis-server", str(ROOT / "redis.conf"), "--port", str(self.redis_port),
+            ["redis-server", str(conf), "--port", str(self.redis_port),
              "--bind", "127.0.0.1", "--dir", str(self.work), "--save", "", *persistence,
              "--daemonize", "no", "--logfile", str(self.redis_log)],
         )  # fmt: skip

@@ -6,7 +6,7 @@
 
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer as createHttpServer } from "node:http";
 import { createServer, connect } from "node:net";
 import { tmpdir } from "node:os";
@@ -123,9 +123,12 @@ export async function startNode({ persist = false } = {}) {
     for (const child of [node, redis]) if (child && child.exitCode === null) child.kill("SIGKILL");
   });
   const startRedis = async () => {
+    // A copy in the work dir: never started from the checkout's file, which the build embeds.
+    const conf = join(work, "redis.conf");
+    copyFileSync(join(ROOT, "redis.conf"), conf);
     redis = spawn(
       "redis-server",
-      [join(ROOT, "redis.conf"), "--port", String(redisPort), "--bind", "127.0.0.1", "--dir", work,
+      [conf, "--port", String(redisPort), "--bind", "127.0.0.1", "--dir", work,
         "--save", "", "--appendonly", persist ? "yes" : "no", "--daemonize", "no", "--logfile", redisLog],
       { stdio: "ignore" },
     );
