@@ -9,6 +9,7 @@
 //! key is not in it (or that has no key) makes no extra Redis call.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::{mpsc, oneshot};
@@ -27,7 +28,10 @@ pub(super) struct FlowLimiter {
     pub(super) core: Arc<NodeCore>,
     /// Arms the timer of a held firing for its turn.
     pub(super) timers: TimerQueue,
-    pub(super) keys: RwLock<Arc<HashSet<String>>>,
+    pub(super) keys: RwLock<HashSet<String>>,
+    /// Whether any key has a limit: with none (the common case), a firing passes without
+    /// taking the lock, whose shared count every run on every worker thread would touch.
+    pub(super) any: AtomicBool,
     pub(super) asks: Mutex<HashMap<String, mpsc::UnboundedSender<Ask>>>,
     pub(super) holds: Mutex<HashMap<usize, mpsc::UnboundedSender<HoldAsk>>>,
 }
@@ -69,12 +73,10 @@ pub(super) enum Gate {
 }
 
 impl FlowLimiter {
-    fn get(&self) -> Arc<HashSet<String>> {
-        self.keys.read().expect("limited keys lock").clone()
-    }
-
     fn set(&self, keys: HashSet<String>) {
-        *self.keys.write().expect("limited keys lock") = Arc::new(keys);
+        let mut held = self.keys.write().expect("limited keys lock");
+        self.any.store(!keys.is_empty(), Ordering::Release);
+        *held = keys;
     }
 
     /// Read which keys have a limit.
@@ -90,7 +92,11 @@ impl FlowLimiter {
     /// The limit key this job's firings ask, when that key has a limit.
     pub(super) fn limit_key_of(&self, job: &CachedJob) -> Option<String> {
         let key = job.limit_key.as_ref()?;
-        self.get().contains(key).then(|| key.clone())
+        if !self.any.load(Ordering::Acquire) {
+            return None;
+        }
+        let keys = self.keys.read().expect("limited keys lock");
+        keys.contains(key).then(|| key.clone())
     }
 
     /// Before a claimed firing runs: ask its limit key for a slot, or hold it back. An

@@ -260,6 +260,7 @@ impl Engine {
             core: core.clone(),
             timers: timer_queue.clone(),
             keys: Default::default(),
+            any: Default::default(),
             asks: Default::default(),
             holds: Default::default(),
         });
