@@ -647,21 +647,39 @@ pub(super) struct ClaimBook {
     settled: Mutex<Settled>,
 }
 
-/// Scheduled firings this node claimed (or skipped as missed) lately, kept for
-/// [`SETTLED_FOR`] and at most [`SETTLED_MAX`] of them.
+/// Scheduled firings this node claimed (or skipped as missed) lately, in two generations:
+/// each is remembered for at least [`SETTLED_FOR`] (at most twice that), and at most
+/// [`SETTLED_MAX`] of them. A generation is dropped whole (its room kept for the next), so
+/// settling a firing is one insert: no queue of times to keep in order beside the set.
 /// Keyed by a hash of job id and instant, so the lookup for each `expired` event allocates
 /// nothing (a collision could only skip an event claim, which timers and sweeps back up).
 #[derive(Default)]
 struct Settled {
     hasher: foldhash::fast::RandomState,
-    set: foldhash::HashSet<u64>,
-    order: VecDeque<(u64, Instant)>,
+    current: foldhash::HashSet<u64>,
+    previous: foldhash::HashSet<u64>,
+    /// When `current` was started (None: not yet).
+    since: Option<Instant>,
 }
 
 impl Settled {
     fn key(&self, job_id: &str, at_ms: i64) -> u64 {
         use std::hash::BuildHasher;
         self.hasher.hash_one((job_id, at_ms))
+    }
+
+    fn insert(&mut self, key: u64, now: Instant) {
+        let since = *self.since.get_or_insert(now);
+        if self.current.len() >= SETTLED_MAX / 2 || now.duration_since(since) >= SETTLED_FOR {
+            std::mem::swap(&mut self.current, &mut self.previous);
+            self.current.clear();
+            self.since = Some(now);
+        }
+        self.current.insert(key);
+    }
+
+    fn contains(&self, key: u64) -> bool {
+        self.current.contains(&key) || self.previous.contains(&key)
     }
 }
 
@@ -709,23 +727,13 @@ impl ClaimBook {
     /// A claim of this scheduled firing settled it: no later scheduled claim can take it.
     pub(super) fn settle(&self, job_id: &str, at_ms: i64) {
         let mut s = self.settled.lock().expect("settled lock");
-        let now = Instant::now();
-        while let Some(&(key, at)) = s.order.front() {
-            if s.order.len() < SETTLED_MAX && now.duration_since(at) < SETTLED_FOR {
-                break;
-            }
-            s.order.pop_front();
-            s.set.remove(&key);
-        }
         let key = s.key(job_id, at_ms);
-        if s.set.insert(key) {
-            s.order.push_back((key, now));
-        }
+        s.insert(key, Instant::now());
     }
 
     /// Whether a claim of this scheduled firing settled it lately.
     pub(super) fn settled(&self, job_id: &str, at_ms: i64) -> bool {
         let s = self.settled.lock().expect("settled lock");
-        s.set.contains(&s.key(job_id, at_ms))
+        s.contains(s.key(job_id, at_ms))
     }
 }
