@@ -32,9 +32,9 @@ pub(super) struct Done {
     /// The callback to queue with the outcome, if it is the one it reports.
     pub(super) callback: Option<String>,
     /// The permit it holds until its outcome is in Redis: a permit to record (or, at
-    /// shutdown, the run's own). Never read: it is given back as the outcome drops.
-    #[expect(dead_code, reason = "held for its drop")]
-    pub(super) permit: OwnedSemaphorePermit,
+    /// shutdown, the run's own). Given back once the outcome is recorded, together with
+    /// those of its batch (or as the outcome drops).
+    pub(super) permit: Option<OwnedSemaphorePermit>,
     /// When it was queued: an outcome is held behind claims for at most [`HOLD_MAX`].
     pub(super) ended: tokio::time::Instant,
     /// The attempt's span, held open until its outcome is recorded (a disabled span unless
@@ -108,7 +108,7 @@ impl Completer {
     /// The completer's step: record attempts' ends (of one shard: each shard has its loop);
     /// retried with backoff for up to a lease (a failover takes seconds), since a lost
     /// outcome reruns the firing when its lease expires.
-    pub(super) async fn record_batch(&self, batch: Vec<Done>) {
+    pub(super) async fn record_batch(&self, mut batch: Vec<Done>) {
         let limits = self.core.history_limits();
         let completions: Vec<Completion> = batch
             .iter()
@@ -154,8 +154,16 @@ impl Completer {
             return;
         };
         // By reference: moved out of the batch, each outcome (hundreds of bytes) was copied
-        // once more. Their permits go back together as the batch drops, after the loop.
-        for (done, (fate, now)) in batch.iter().zip(fates) {
+        // once more. Their permits go back together after the loop: merged, one lock of the
+        // semaphore for the batch rather than one per outcome.
+        let mut back: Option<OwnedSemaphorePermit> = None;
+        for (done, (fate, now)) in batch.iter_mut().zip(fates) {
+            if let Some(p) = done.permit.take() {
+                match &mut back {
+                    Some(b) if Arc::ptr_eq(b.semaphore(), p.semaphore()) => b.merge(p),
+                    _ => drop(back.replace(p)),
+                }
+            }
             if let Some(t) = crate::trace::for_span(&done.span) {
                 let fate = match fate {
                     Fate::Done => "done",
@@ -204,6 +212,7 @@ impl Completer {
             bump(&self.core.stats.completed);
         }
         drop(batch);
+        drop(back);
     }
 }
 
