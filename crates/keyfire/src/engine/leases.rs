@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::context::{NodeCore, ms};
 use super::executor::Executor;
+use super::specs::CachedJob;
 use crate::store::{Renewal, firing_id};
 
 /// The leases of the runs in progress on this node.
@@ -34,7 +35,8 @@ struct Book {
 
 /// A run's lease, as the renewal names it.
 struct Held {
-    job_id: String,
+    /// The job as it runs (its id names the lease): shared, not a copy of the id per run.
+    job: Arc<CachedJob>,
     at_ms: i64,
     attempt: u32,
     claimed_ms: i64,
@@ -85,7 +87,7 @@ impl Leases {
     /// as the request would have. `slot`: the run's flow-limit slot, renewed with it.
     pub(super) fn hold(
         self: &Arc<Self>,
-        job_id: String,
+        job: Arc<CachedJob>,
         at_ms: i64,
         attempt: u32,
         claimed_ms: i64,
@@ -100,7 +102,7 @@ impl Leases {
             b.runs.insert(
                 id,
                 Held {
-                    job_id,
+                    job,
                     at_ms,
                     attempt,
                     claimed_ms,
@@ -142,7 +144,7 @@ impl Leases {
                     if let Some(h) = b.runs.get(&id).filter(|h| !h.lost) {
                         renewing.push(self.renew(
                             id,
-                            h.job_id.clone(),
+                            h.job.job.spec.id.clone(),
                             (h.at_ms, h.attempt, h.claimed_ms),
                             h.slot.clone(),
                             h.cancel.clone(),

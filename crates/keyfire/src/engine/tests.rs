@@ -515,7 +515,7 @@ async fn the_lease_loop_renews_a_run_and_cancels_it_once_its_lease_is_lost() {
     // Claimed with the node's 30 s lease; renewed, it expires 300 ms after the renewal.
     let token = tokio_util::sync::CancellationToken::new();
     let hold = leases.hold(
-        "leased".into(),
+        c.job.clone(),
         at,
         c.attempt,
         c.claimed_ms,
