@@ -1,8 +1,10 @@
 //! The runner: a claimed firing runs in the bounded executor under its timeout, its lease
 //! renewed, cut off by a lost lease, the fence or the drain timeout.
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -66,9 +68,27 @@ impl Runner {
         let me = self.clone();
         // Boxed: the run's future is large, and a task copies its future in when spawned and
         // its output over it when done; boxed, the future is copied once, into its box.
-        self.core
-            .runs
-            .spawn(Box::pin(me.execute(permit, claimed, epoch)));
+        let mut run = Box::pin(me.execute(permit, claimed, epoch));
+        // While runs are short, the run starts here, in the task that claimed it (a claim
+        // batch, the line of firings claimed ahead): most short handlers finish in their
+        // first poll, and then the run needs no task of its own (under a burst a spawn per
+        // firing, with its allocation, scheduling and tracking, was a good part of the
+        // node's cost). A run that has to wait (a handler awaiting I/O, a limit, the fence)
+        // goes on in a task of its own, polled there with its own waker at once.
+        if self.executor.run_time.short() {
+            let mut cx = Context::from_waker(Waker::noop());
+            match std::panic::catch_unwind(AssertUnwindSafe(|| run.as_mut().poll(&mut cx))) {
+                Ok(Poll::Ready(())) => return,
+                Ok(Poll::Pending) => {}
+                Err(_) => {
+                    // As a spawned run's panic would: the run ends, its permit and lease
+                    // are let go (its lease hands the firing over).
+                    tracing::error!("a run panicked outside its handler");
+                    return;
+                }
+            }
+        }
+        self.core.runs.spawn(run);
     }
 
     /// Wait (up to the lease) until this node is no longer fenced, then renew the claimed
@@ -181,7 +201,7 @@ impl Runner {
             let started_ms = self.core.clock.redis_now_ms().max(floor);
             let started = std::time::Instant::now();
             let lease = self.leases.hold(
-                spec.id.clone(),
+                c.job.clone(),
                 c.at_ms,
                 c.attempt,
                 c.claimed_ms,
@@ -312,7 +332,7 @@ impl Runner {
                 record,
                 retry,
                 callback,
-                permit,
+                permit: Some(permit),
                 ended: tokio::time::Instant::now(),
                 // The attempt's span ends when its outcome is recorded.
                 span: match tracer {
