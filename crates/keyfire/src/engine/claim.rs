@@ -737,3 +737,41 @@ impl ClaimBook {
         s.contains(s.key(job_id, at_ms))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A settled firing is remembered for at least `SETTLED_FOR` (at most twice that), and
+    /// no more than `SETTLED_MAX` are: a generation is dropped whole.
+    #[test]
+    fn settled_firings_are_kept_for_a_while_in_two_generations() {
+        let mut s = Settled::default();
+        let t0 = Instant::now();
+        s.insert(1, t0);
+        s.insert(2, t0 + SETTLED_FOR - Duration::from_millis(1));
+        assert!(s.contains(1) && s.contains(2));
+        // A new generation: the last one is still asked.
+        s.insert(3, t0 + SETTLED_FOR);
+        assert!(s.contains(1) && s.contains(2) && s.contains(3));
+        // And the next drops the first, whole.
+        s.insert(4, t0 + SETTLED_FOR * 2);
+        assert!(
+            !s.contains(1) && !s.contains(2),
+            "older than two generations"
+        );
+        assert!(s.contains(3) && s.contains(4));
+        assert!(!s.contains(5), "never settled");
+
+        // By count: at most SETTLED_MAX in all, however fast they come.
+        let mut s = Settled::default();
+        for k in 0..SETTLED_MAX as u64 {
+            s.insert(k, t0);
+        }
+        assert!(s.contains(0) && s.contains(SETTLED_MAX as u64 - 1));
+        s.insert(u64::MAX, t0);
+        assert!(!s.contains(0), "the first generation dropped");
+        assert!(s.contains(SETTLED_MAX as u64 / 2) && s.contains(u64::MAX));
+        assert!(s.current.len() + s.previous.len() <= SETTLED_MAX);
+    }
+}

@@ -547,3 +547,78 @@ async fn the_lease_loop_renews_a_run_and_cancels_it_once_its_lease_is_lost() {
         .expect("the run cancelled once its lease was lost");
     assert!(hold.end(), "the hold says the lease was lost");
 }
+
+/// Before any run ended (runs not known to be short) a run gets a task of its own. While
+/// runs are short, a run starts in the task that claimed it: a handler that finishes in its
+/// first poll has its outcome queued before `start_run` returns, and no task was spawned
+/// for it; a run that has to wait (here, held until a later instant) goes on in a task of
+/// its own and ends there.
+#[tokio::test]
+async fn a_short_run_ends_in_the_claiming_task_and_one_that_waits_gets_its_own() {
+    let mut fx = fixture(None).await;
+    let start = |fx: &Fixture, c: Claimed| {
+        let permit = fx
+            .engine
+            .executor
+            .permits
+            .clone()
+            .try_acquire_owned()
+            .unwrap();
+        fx.engine
+            .runner
+            .start_run(permit, c, Kind::Scheduled, Source::Sweep, 0);
+    };
+    let runs = |fx: &Fixture| fx.engine.core.runs.len();
+    assert!(!fx.engine.executor.run_time.short(), "no run ended yet");
+
+    let at = one_shot(&fx, "spawned", -1_000, None).await;
+    let c = claim(&fx, "spawned", at).await;
+    start(&fx, c);
+    assert_eq!(runs(&fx), 1, "not known to be short: a task of its own");
+    let done = fx.queues.completions[0].recv().await.expect("an outcome");
+    assert_eq!(done.job_id(), "spawned");
+    assert_eq!(
+        fx.ran.try_recv().ok(),
+        Some(crate::store::firing_id("spawned", at))
+    );
+    drop(done);
+    fx.engine.core.runs.close();
+    fx.engine.core.runs.wait().await;
+    fx.engine.core.runs.reopen();
+
+    fx.engine
+        .executor
+        .run_time
+        .record(std::time::Duration::from_micros(300));
+    assert!(fx.engine.executor.run_time.short());
+    let at = one_shot(&fx, "inline", -1_000, None).await;
+    let c = claim(&fx, "inline", at).await;
+    start(&fx, c);
+    let done = fx.queues.completions[0]
+        .try_recv()
+        .expect("finished in its first poll: its outcome is queued already");
+    assert_eq!(done.job_id(), "inline");
+    assert_eq!(done.record.outcome, "ok");
+    assert_eq!(runs(&fx), 0, "no task spawned for it");
+    assert_eq!(
+        fx.ran.try_recv().ok(),
+        Some(crate::store::firing_id("inline", at))
+    );
+    drop(done);
+
+    let at = one_shot(&fx, "held", -1_000, None).await;
+    let mut c = claim(&fx, "held", at).await;
+    c.hold_until = Some(tokio::time::Instant::now() + std::time::Duration::from_millis(50));
+    start(&fx, c);
+    assert_eq!(runs(&fx), 1, "held: it goes on in a task of its own");
+    assert!(fx.queues.completions[0].try_recv().is_err(), "not run yet");
+    let done = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        fx.queues.completions[0].recv(),
+    )
+    .await
+    .expect("the held run ends in its own task")
+    .expect("an outcome");
+    assert_eq!(done.job_id(), "held");
+    assert_eq!(done.record.outcome, "ok");
+}
