@@ -130,29 +130,43 @@ impl Claimer {
     /// are dropped, with their guards).
     async fn serve_line(self: Arc<Self>) {
         loop {
-            let permit = self.claim_permit().await;
-            let mut waiting = self.waiting.lock().expect("claim line lock");
-            let Some(permit) = permit else {
+            let Some(permit) = self.claim_permit().await else {
+                let mut waiting = self.waiting.lock().expect("claim line lock");
                 let line = std::mem::take(&mut waiting.line);
                 waiting.serving = false;
                 drop(waiting);
                 drop(line);
                 return;
             };
-            let Some((guard, source)) = waiting.line.pop_front() else {
-                waiting.serving = false;
+            if !self.serve_next(permit) {
                 return;
-            };
-            let more = !waiting.line.is_empty();
-            if !more {
-                waiting.serving = false;
             }
-            drop(waiting);
-            self.send_claim(guard, source, permit);
-            if !more {
-                return;
+            // Then on to the next in line while permits are free now, without a wait for a
+            // permit built per claim; yielding when this task's turn is used up.
+            while let Some(permit) = self.try_claim_permit() {
+                if !self.serve_next(permit) {
+                    return;
+                }
+                tokio::task::consume_budget().await;
             }
         }
+    }
+
+    /// Give the first claim in line `permit` and queue it for its batcher: whether more
+    /// wait (if not, the line is no longer served).
+    fn serve_next(&self, permit: RunPermit) -> bool {
+        let mut waiting = self.waiting.lock().expect("claim line lock");
+        let Some((guard, source)) = waiting.line.pop_front() else {
+            waiting.serving = false;
+            return false;
+        };
+        let more = !waiting.line.is_empty();
+        if !more {
+            waiting.serving = false;
+        }
+        drop(waiting);
+        self.send_claim(guard, source, permit);
+        more
     }
 
     /// Queue a scheduled claim for its shard's batcher.
