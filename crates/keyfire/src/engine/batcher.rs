@@ -241,10 +241,22 @@ impl Claimer {
                     .await;
                 }
                 p = self.executor.permits.clone().acquire_owned() => {
-                    let Ok(p) = p else { continue };
-                    let next = self.ahead_line.lock().expect("ahead line lock").line.pop_front();
-                    if let Some(a) = next {
+                    let Ok(mut p) = p else { continue };
+                    // Then on to the next in line while permits are free now, without a
+                    // select (a timer and a wait for a permit built) per firing; yielding
+                    // when this task's turn is used up.
+                    loop {
+                        let next = self.ahead_line.lock().expect("ahead line lock").line.pop_front();
+                        let Some(a) = next else { break };
                         self.leave_ahead_line(a, AheadNext::Run(p)).await;
+                        if self.core.runs_cancel.is_cancelled() {
+                            break;
+                        }
+                        match self.executor.permits.clone().try_acquire_owned() {
+                            Ok(more) => p = more,
+                            Err(_) => break,
+                        }
+                        tokio::task::consume_budget().await;
                     }
                 }
                 _ = tokio::time::sleep_until(check_at) => self.check_ahead_line(wait).await,
