@@ -9,7 +9,7 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
 use super::batch::{gather, run_batches_held};
 use super::callbacks::Callbacks;
-use super::context::{NodeCore, bump, bump_by};
+use super::context::{NodeCore, bump_by};
 use super::executor::Executor;
 use super::firing::Kind;
 use super::membership::Live;
@@ -209,8 +209,9 @@ impl Completer {
                 }
                 Fate::Done => {}
             }
-            bump(&self.core.stats.completed);
         }
+        // Counted once for the batch: a shared counter every worker thread touches.
+        bump_by(&self.core.stats.completed, batch.len() as u64);
         drop(batch);
         drop(back);
     }
