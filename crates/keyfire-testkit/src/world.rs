@@ -174,6 +174,26 @@ impl<S: WorldSettings> WorldOf<S> {
                 })
             }
         });
+        // Attempt 1 panics, where the `at` param says: in the call that makes its future
+        // (`call`), in the future's first poll (`poll`), or after it has waited once
+        // (anything else); later attempts record and succeed.
+        let rec = self.recorder.clone();
+        r.register("panicky", move |f: Firing| {
+            let rec = rec.clone();
+            let at = f.params["at"].as_str().unwrap_or_default().to_string();
+            if f.attempt == 1 && at == "call" {
+                panic!("boom in the call");
+            }
+            async move {
+                if f.attempt == 1 {
+                    if at != "poll" {
+                        tokio::task::yield_now().await;
+                    }
+                    panic!("boom in the future");
+                }
+                rec.record(f).await
+            }
+        });
         // Sleeps `sleep_ms` unless cancelled first; records the end either way.
         let rec = self.recorder.clone();
         r.register("sleepy", move |f: Firing| {

@@ -208,23 +208,33 @@ impl Runner {
                 slot.clone(),
                 token.clone(),
             );
-            let fence = self.fence.token();
-            // Biased (here and below): the branches are polled in order, not in a random one,
-            // which cost every run a random number.
-            let outcome = tokio::select! {
-                biased;
-                o = self.invoke(&spec.handler, firing, job.timeout_ms, &token) => o,
-                // Fenced (no heartbeat): cancel the run, which then has CANCEL_GRACE to
-                // return before it is dropped, all before others may take it over.
-                _ = async {
-                    fence.cancelled().await;
-                    token.cancel();
-                    std::future::pending::<()>().await
-                } => unreachable!("pending never resolves"),
+            let invoke = self.invoke(&spec.handler, firing, job.timeout_ms, started, &token);
+            tokio::pin!(invoke);
+            // Its first poll before anything else: most short handlers end in it, and then
+            // the run needs no watch on the fence (a lock and a token per run); the fence
+            // tripped meanwhile if it is up now.
+            let (outcome, cut_off) = match futures::poll!(invoke.as_mut()) {
+                Poll::Ready(o) => (o, self.fence.is_fenced()),
+                Poll::Pending => {
+                    let fence = self.fence.token();
+                    // Biased (here and below): the branches are polled in order, not in a
+                    // random one, which cost every run a random number.
+                    let o = tokio::select! {
+                        biased;
+                        o = &mut invoke => o,
+                        // Fenced (no heartbeat): cancel the run, which then has CANCEL_GRACE
+                        // to return before it is dropped, all before others may take it over.
+                        _ = async {
+                            fence.cancelled().await;
+                            token.cancel();
+                            std::future::pending::<()>().await
+                        } => unreachable!("pending never resolves"),
+                    };
+                    (o, fence.is_cancelled())
+                }
             };
             let took = started.elapsed();
             self.executor.run_time.record(took);
-            let cut_off = fence.is_cancelled();
             // Did the run lose its lease (renewal found another attempt, or the lock gone)?
             let lease_lost = lease.end();
             self.executor.leave(&fid);
@@ -357,6 +367,7 @@ impl Runner {
         handler: &str,
         firing: Firing,
         timeout_ms: i64,
+        started: std::time::Instant,
         token: &CancellationToken,
     ) -> RunOutcome {
         let Some(h) = self.registry.get(handler) else {
@@ -367,38 +378,49 @@ impl Runner {
         };
         // The handler's own span, a child of the attempt's, only where traces are exported.
         let traced = trace::tracer().map(|t| (t, tracing::info_span!("handler")));
-        let run = match &traced {
+        let span = match &traced {
             Some((t, span)) if !span.is_disabled() => {
                 t.start(span, Start::default());
                 t.set_attributes(span, &[("keyfire.handler", Value::Str(handler))]);
-                h.run(firing).instrument(span.clone()).boxed()
+                Some(span)
             }
-            _ => h.run(firing),
+            _ => None,
         };
-        let run = AssertUnwindSafe(run).catch_unwind();
-        let limit = Duration::from_millis(timeout_ms.max(1) as u64);
-        let outcome = tokio::select! {
-            biased;
-            r = tokio::time::timeout(limit, run) => match r {
-                Err(_) => {
-                    token.cancel();
-                    RunOutcome::Timeout
+        // A panic in the handler, in the call that makes its future as in the future itself,
+        // fails the attempt (to be retried), as an error would.
+        let outcome = match std::panic::catch_unwind(AssertUnwindSafe(|| h.run(firing))) {
+            Err(panic) => Self::ended(Err(panic)),
+            Ok(run) => {
+                let run = match span {
+                    Some(span) => run.instrument(span.clone()).boxed(),
+                    None => run,
+                };
+                let run = AssertUnwindSafe(run).catch_unwind();
+                tokio::pin!(run);
+                // A handler that ends in its first poll (most short ones) needs no timer; one
+                // that waits is timed from the run's start.
+                match futures::poll!(run.as_mut()) {
+                    Poll::Ready(r) => Self::ended(r),
+                    Poll::Pending => {
+                        let limit = Duration::from_millis(timeout_ms.max(1) as u64);
+                        let deadline = tokio::time::Instant::from_std(started) + limit;
+                        tokio::select! {
+                            biased;
+                            r = tokio::time::timeout_at(deadline, run) => match r {
+                                Err(_) => {
+                                    token.cancel();
+                                    RunOutcome::Timeout
+                                }
+                                Ok(r) => Self::ended(r),
+                            },
+                            _ = async {
+                                token.cancelled().await;
+                                tokio::time::sleep(CANCEL_GRACE).await;
+                            } => RunOutcome::Cancelled,
+                        }
+                    }
                 }
-                Ok(Err(panic)) => {
-                    let what = panic
-                        .downcast_ref::<&str>()
-                        .map(|s| s.to_string())
-                        .or_else(|| panic.downcast_ref::<String>().cloned())
-                        .unwrap_or_default();
-                    RunOutcome::Failed(HandlerError::retry(format!("handler panicked: {what}")))
-                }
-                Ok(Ok(Ok(()))) => RunOutcome::Ok,
-                Ok(Ok(Err(e))) => RunOutcome::Failed(e),
-            },
-            _ = async {
-                token.cancelled().await;
-                tokio::time::sleep(CANCEL_GRACE).await;
-            } => RunOutcome::Cancelled,
+            }
         };
         let outcome = match outcome {
             RunOutcome::Failed(_) if token.is_cancelled() => RunOutcome::Cancelled,
@@ -416,6 +438,22 @@ impl Runner {
             }
         }
         outcome
+    }
+
+    /// What a handler's result (or its panic) means.
+    fn ended(r: std::thread::Result<crate::handler::HandlerResult>) -> RunOutcome {
+        match r {
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                RunOutcome::Failed(HandlerError::retry(format!("handler panicked: {what}")))
+            }
+            Ok(Ok(())) => RunOutcome::Ok,
+            Ok(Err(e)) => RunOutcome::Failed(e),
+        }
     }
 }
 

@@ -430,3 +430,52 @@ async fn a_queued_attempt_is_not_claimed_with_an_older_version_of_its_job() {
     );
     assert_eq!(claim(&v2).await, ClaimReply::Stale, "claimed twice");
 }
+
+/// A handler that panics fails its attempt, which is retried, wherever the panic comes
+/// from: the call that makes the handler's future, the future's first poll, or a later one.
+/// Runs first until the node knows its runs are short, so the attempts start where they
+/// were claimed (a run that waits goes on in a task of its own).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_handler_fails_its_attempt_and_is_retried() {
+    let w = World::new().await;
+    let node = w.node("a").await;
+    let client = w.client().await;
+    client
+        .enqueue(JobSpec::after("warm", "0s", "rec"))
+        .await
+        .unwrap();
+    w.recorder.wait_count(1, Duration::from_secs(10)).await;
+    w.wait_idle(Duration::from_secs(5)).await;
+    for at in ["call", "poll", "later"] {
+        client
+            .enqueue(
+                JobSpec::after(format!("panics-{at}"), "0s", "panicky")
+                    .params(json!({ "at": at }))
+                    .retry(fixed(2, "10ms")),
+            )
+            .await
+            .unwrap();
+    }
+    w.recorder.wait_count(4, Duration::from_secs(10)).await;
+    w.wait_idle(Duration::from_secs(5)).await;
+    for at in ["call", "poll", "later"] {
+        let id = format!("panics-{at}");
+        let seen = w.recorder.seen_of(&id);
+        assert_eq!(seen.len(), 1, "{id}: the second attempt ran once");
+        assert_eq!(seen[0].attempt, 2, "{id}");
+        let runs = client.runs(&id, 10).await.unwrap();
+        let outcomes: Vec<(&str, u32, Option<&str>)> = runs
+            .iter()
+            .rev()
+            .map(|r| (r.outcome.as_str(), r.attempt, r.fate.as_deref()))
+            .collect();
+        assert_eq!(
+            outcomes,
+            [("failed", 1, Some("retry")), ("ok", 2, Some("done"))],
+            "{id}"
+        );
+        let error = runs[1].error.as_deref().unwrap_or_default();
+        assert!(error.starts_with("handler panicked: boom"), "{id}: {error}");
+    }
+    node.shutdown().await;
+}
