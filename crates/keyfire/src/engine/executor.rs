@@ -103,11 +103,22 @@ impl Executor {
         self.max_runs - self.permits.available_permits()
     }
 
-    /// A run of `firing` started here, stopped by `token`.
-    /// A run of a firing whose cancel was requested before it started here is cancelled at
-    /// once.
+    /// A run of `firing` is about to start here, stopped by `token`: cancelled at once if its
+    /// cancel was requested before, or the node's runs were stopped.
+    pub(super) fn starting(&self, firing: &str, token: &CancellationToken) {
+        if self.requested(firing) {
+            tracing::info!(firing, "cancelling the run: its cancel was requested");
+            token.cancel();
+        }
+        if self.stopped.load(Ordering::Relaxed) {
+            token.cancel();
+        }
+    }
+
+    /// A run of `firing` goes on here (it did not end in its first poll), stopped by
+    /// `token`: a cancel requested since it started, or a stop, reaches it from now on.
     pub(super) fn enter(&self, firing: String, token: CancellationToken) {
-        if self.requested(&firing) {
+        if !token.is_cancelled() && self.requested(&firing) {
             tracing::info!(firing, "cancelling the run: its cancel was requested");
             token.cancel();
         }

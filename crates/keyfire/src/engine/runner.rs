@@ -191,7 +191,10 @@ impl Runner {
             start_attempt_span(t, &span, &c, &fid);
         }
         async {
-            self.executor.enter(fid.clone(), token.clone());
+            // Cancelled at once if its cancel was asked for (or the node's runs stopped);
+            // entered among the runs in progress (for a cancel, for a stop) only if it does not
+            // end in its first poll, when nothing could have reached it.
+            self.executor.starting(&fid, &token);
             // The node's estimate of Redis time, never before the claim (Redis time), nor
             // before the instant of a run held until it.
             let floor = match c.hold_until {
@@ -200,22 +203,26 @@ impl Runner {
             };
             let started_ms = self.core.clock.redis_now_ms().max(floor);
             let started = std::time::Instant::now();
-            let lease = self.leases.hold(
-                c.job.clone(),
-                c.at_ms,
-                c.attempt,
-                c.claimed_ms,
-                slot.clone(),
-                token.clone(),
-            );
             let invoke = self.invoke(&spec.handler, firing, job.timeout_ms, started, &token);
             tokio::pin!(invoke);
             // Its first poll before anything else: most short handlers end in it, and then
-            // the run needs no watch on the fence (a lock and a token per run); the fence
-            // tripped meanwhile if it is up now.
-            let (outcome, cut_off) = match futures::poll!(invoke.as_mut()) {
-                Poll::Ready(o) => (o, self.fence.is_fenced()),
+            // the run needs no lease renewal (its lease, from the claim, outlasts it), no
+            // watch on the fence (the fence tripped meanwhile if it is up now) and no place
+            // among the runs in progress. A run that goes on gets all three. (A handler that
+            // blocks its thread in its first poll for two thirds of the lease loses its lease,
+            // as it would on a runtime of one thread, where no renewal could run meanwhile.)
+            let (outcome, cut_off, lease_lost) = match futures::poll!(invoke.as_mut()) {
+                Poll::Ready(o) => (o, self.fence.is_fenced(), false),
                 Poll::Pending => {
+                    let lease = self.leases.hold(
+                        c.job.clone(),
+                        c.at_ms,
+                        c.attempt,
+                        c.claimed_ms,
+                        slot.clone(),
+                        token.clone(),
+                    );
+                    self.executor.enter(fid.clone(), token.clone());
                     let fence = self.fence.token();
                     // Biased (here and below): the branches are polled in order, not in a
                     // random one, which cost every run a random number.
@@ -230,14 +237,14 @@ impl Runner {
                             std::future::pending::<()>().await
                         } => unreachable!("pending never resolves"),
                     };
-                    (o, fence.is_cancelled())
+                    self.executor.leave(&fid);
+                    // Did the run lose its lease (renewal found another attempt, or the lock
+                    // gone)?
+                    (o, fence.is_cancelled(), lease.end())
                 }
             };
             let took = started.elapsed();
             self.executor.run_time.record(took);
-            // Did the run lose its lease (renewal found another attempt, or the lock gone)?
-            let lease_lost = lease.end();
-            self.executor.leave(&fid);
             if let Some(key) = &slot {
                 // However it ended, the run no longer calls its target.
                 let ran = took.as_millis() as i64;
