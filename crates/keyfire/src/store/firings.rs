@@ -45,13 +45,51 @@ impl Store {
             return Ok(Vec::new());
         };
         let k = self.shards.keys(shard);
-        // Per firing: its job's key (and its bucket's); its id, instant, version and next
-        // firing, and its options.
-        let mut inv = ScriptCall::sized(&CLAIM, batch.len(), 2, 5, 96);
+        // Per firing: its next firing's sentinel key only when the claim may give it one (a
+        // next firing within the timer horizon of the instant is within it of Redis's now
+        // too: the firing is due, and it is announced instead); the ledger's key when an
+        // instant may be dropped (the plan drops some, or the overlap policy may refuse
+        // this one).
+        let shapes: Vec<(Option<i64>, bool)> = batch
+            .iter()
+            .map(|a| {
+                let sentinel = a.next_ms.filter(|next| next - a.at_ms > first.announce_ms);
+                let ledger = a.dropped.is_some() || a.overlap == "forbid" || a.max_runs.is_some();
+                (sentinel, ledger)
+            })
+            .collect();
+        let nkeys = 4 + batch
+            .iter()
+            .zip(&shapes)
+            .map(|(a, (sentinel, ledger))| {
+                1 + usize::from(sentinel.is_some())
+                    + usize::from(a.compact)
+                    + usize::from(*ledger)
+                    + usize::from(a.max_runs.is_some())
+            })
+            .sum::<usize>();
+        // Per firing: its job's key (and its bucket's...); its id, instant, version and next
+        // firing, and its options. Every key first.
+        let mut inv = ScriptCall::sized(&CLAIM, nkeys, batch.len(), 5, 96);
         inv.key(k.due())
             .key(k.running())
             .key(k.jobs())
             .key(k.task_count());
+        for (a, &(sentinel, ledger)) in batch.iter().zip(&shapes) {
+            inv.key_of(&k.parts(JOB, a.job_id));
+            if let Some(next) = sentinel {
+                inv.key(k.fire(a.job_id, next));
+            }
+            if a.compact {
+                inv.key_of(&k.task_bucket_parts(a.job_id, &mut itoa::Buffer::new()));
+            }
+            if ledger {
+                inv.key(k.skips(a.job_id));
+            }
+            if a.max_runs.is_some() {
+                inv.key(k.attempts());
+            }
+        }
         inv.arg(first.node)
             .arg(first.lease_ms)
             .arg(k.changes())
@@ -62,27 +100,7 @@ impl Store {
                 first.announce_ms.to_string()
             })
             .arg(first.ahead_ms);
-        for a in &batch {
-            inv.key_of(&k.parts(JOB, a.job_id));
-            // Its next firing's sentinel key only when the claim may give it one: a next
-            // firing within the timer horizon of the instant is within it of Redis's now
-            // too (the firing is due), and is announced instead.
-            let sentinel = a.next_ms.filter(|next| next - a.at_ms > first.announce_ms);
-            if let Some(next) = sentinel {
-                inv.key(k.fire(a.job_id, next));
-            }
-            // The ledger's key when an instant may be dropped: the plan drops some, or the
-            // overlap policy may refuse this one.
-            let ledger = a.dropped.is_some() || a.overlap == "forbid" || a.max_runs.is_some();
-            if a.compact {
-                inv.key_of(&k.task_bucket_parts(a.job_id, &mut itoa::Buffer::new()));
-            }
-            if ledger {
-                inv.key(k.skips(a.job_id));
-            }
-            if a.max_runs.is_some() {
-                inv.key(k.attempts());
-            }
+        for (a, &(sentinel, ledger)) in batch.iter().zip(&shapes) {
             let mut version = itoa::Buffer::new();
             let mut generation = itoa::Buffer::new();
             inv.arg(a.job_id).arg(a.at_ms).arg_of(&[
@@ -387,9 +405,17 @@ impl Store {
         )
         .await?;
         let k = self.shards.keys(shard);
-        // Per outcome: its job's and its runs' keys; its lease, its job's id, its record (about
-        // 250 bytes) and its options.
-        let mut inv = ScriptCall::sized(&COMPLETE, batch.len(), 2, 4, 384);
+        // Only a failure with no retry left can go to the dead letters (one more key).
+        let can_die = |c: &Completion<'_>| {
+            c.retry_delay_ms.is_none() && c.run.outcome != "ok" && c.run.outcome != "cancelled"
+        };
+        // Per outcome: its job's and its runs' keys (and its dead letters'); its lease, its
+        // job's id, its record (about 250 bytes) and its options. Every key first.
+        let nkeys = 8 + batch
+            .iter()
+            .map(|c| 2 + usize::from(can_die(c)))
+            .sum::<usize>();
+        let mut inv = ScriptCall::sized(&COMPLETE, nkeys, batch.len(), 4, 384);
         inv.key(k.running())
             .key(k.attempts())
             .key(k.retry())
@@ -398,16 +424,21 @@ impl Store {
             .key(k.outbox_data())
             .key(k.cancels())
             .key(k.due());
+        for c in &batch {
+            inv.key_of(&k.parts(JOB, c.job_id))
+                .key_of(&k.parts(RUNS, c.job_id));
+            if can_die(c) {
+                inv.key(k.dead(c.job_id));
+            }
+        }
         inv.arg(limits.history.max(1))
             .arg(limits.dead.max(1))
             .arg(limits.history_max_age_ms)
             .arg(k.changes());
         for c in &batch {
             let run = c.run;
-            // Only a failure with no retry left can go to the dead letters; `failed_ms` is
-            // added by the script, in Redis time.
-            let can_die =
-                c.retry_delay_ms.is_none() && run.outcome != "ok" && run.outcome != "cancelled";
+            // `failed_ms` is added by the script, in Redis time.
+            let can_die = can_die(c);
             let dead = if can_die {
                 serde_json::json!({
                     "firing_id": run.firing_id,
@@ -420,8 +451,6 @@ impl Store {
             } else {
                 String::new()
             };
-            inv.key_of(&k.parts(JOB, c.job_id))
-                .key_of(&k.parts(RUNS, c.job_id));
             let (mut attempt, mut claimed) = (itoa::Buffer::new(), itoa::Buffer::new());
             inv.arg_of(&lease_member_parts(
                 &run.firing_id,
@@ -469,7 +498,6 @@ impl Store {
             }
             inv.arg(opts);
             if can_die {
-                inv.key(k.dead(c.job_id));
                 inv.arg(dead);
             }
             if let Some(cb) = c.callback {
