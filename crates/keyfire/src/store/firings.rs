@@ -600,22 +600,22 @@ fn write_open_record(out: &mut Vec<u8>, run: &RunRecord) -> Result<()> {
     out.reserve(200 + strings.iter().flatten().map(|s| s.len()).sum::<usize>());
     let mut n = itoa::Buffer::new();
     out.extend_from_slice(b"{\"firing_id\":");
-    serde_json::to_writer(&mut *out, firing_id)?;
+    write_str(out, firing_id)?;
     out.extend_from_slice(b",\"scheduled_ms\":");
     out.extend_from_slice(n.format(*scheduled_ms).as_bytes());
     out.extend_from_slice(b",\"attempt\":");
     out.extend_from_slice(n.format(*attempt).as_bytes());
     out.extend_from_slice(b",\"node\":");
-    serde_json::to_writer(&mut *out, node)?;
+    write_str(out, node)?;
     out.extend_from_slice(b",\"claimed_ms\":");
     out.extend_from_slice(n.format(*claimed_ms).as_bytes());
     out.extend_from_slice(b",\"started_ms\":");
     out.extend_from_slice(n.format(*started_ms).as_bytes());
     out.extend_from_slice(b",\"outcome\":");
-    serde_json::to_writer(&mut *out, outcome)?;
+    write_str(out, outcome)?;
     if let Some(e) = error {
         out.extend_from_slice(b",\"error\":");
-        serde_json::to_writer(&mut *out, e)?;
+        write_str(out, e)?;
     }
     if let Some(f) = finished_ms {
         out.extend_from_slice(b",\"finished_ms\":");
@@ -623,7 +623,7 @@ fn write_open_record(out: &mut Vec<u8>, run: &RunRecord) -> Result<()> {
     }
     if let Some(f) = fate {
         out.extend_from_slice(b",\"fate\":");
-        serde_json::to_writer(&mut *out, f)?;
+        write_str(out, f)?;
     }
     if let Some(r) = retry_at_ms {
         out.extend_from_slice(b",\"retry_at_ms\":");
@@ -632,9 +632,40 @@ fn write_open_record(out: &mut Vec<u8>, run: &RunRecord) -> Result<()> {
     Ok(())
 }
 
+/// A JSON string: as it is between quotes when nothing in it needs escaping (ids, node
+/// names, outcomes), else as serde_json writes it.
+fn write_str(out: &mut Vec<u8>, s: &str) -> Result<()> {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+        return Ok(());
+    }
+    serde_json::to_writer(&mut *out, s)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A string is written as serde_json writes it, with or without a character to escape.
+    #[test]
+    fn strings_are_written_as_serde_json_writes_them() {
+        for s in [
+            "",
+            "node-a",
+            "n\u{153}ud-\u{e9}\u{7f}",
+            "a\"b",
+            "a\\b",
+            "tab\there",
+            "\u{1f}",
+        ] {
+            let mut out = Vec::new();
+            write_str(&mut out, s).unwrap();
+            assert_eq!(out, serde_json::to_vec(s).unwrap(), "{s:?}");
+        }
+    }
 
     /// The record written by hand is serde_json's, less its closing brace: with and without
     /// the optional fields, and with strings that need escaping.
