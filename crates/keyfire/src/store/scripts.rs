@@ -63,27 +63,16 @@ pub(crate) struct ScriptCall<'s> {
     scratch: Vec<u8>,
 }
 
-/// Write `parts` into `cmd` as one argument: gathered on the stack and written at once
-/// (written part by part through the command's `io::Write`, each part cost as much again
-/// as its copy), or part by part when they are too long for that.
-fn write_parts(cmd: &mut redis::Cmd, parts: &[&str]) {
+/// Write `parts` into `cmd` as one argument, gathered in `scratch` (kept for the call) and
+/// written at once: written part by part through the command's `io::Write`, each part cost
+/// as much again as its copy.
+fn write_parts(cmd: &mut redis::Cmd, scratch: &mut Vec<u8>, parts: &[&str]) {
     use redis::RedisWrite;
-    let mut buf = [0u8; 256];
-    let mut at: usize = 0;
+    scratch.clear();
     for p in parts {
-        let Some(end) = at.checked_add(p.len()).filter(|&end| end <= buf.len()) else {
-            use std::io::Write;
-            let mut w = cmd.writer_for_next_arg();
-            for p in parts {
-                // infallible: the writer appends to the command's buffer.
-                let _ = w.write_all(p.as_bytes());
-            }
-            return;
-        };
-        buf[at..end].copy_from_slice(p.as_bytes());
-        at = end;
+        scratch.extend_from_slice(p.as_bytes());
     }
-    cmd.write_arg(&buf[..at]);
+    cmd.write_arg(scratch);
 }
 
 impl<'s> ScriptCall<'s> {
@@ -123,7 +112,7 @@ impl<'s> ScriptCall<'s> {
     pub(crate) fn key_of(&mut self, parts: &[&str]) -> &mut Self {
         debug_assert!(self.keys < self.nkeys, "more keys than declared");
         self.keys += 1;
-        write_parts(&mut self.cmd, parts);
+        write_parts(&mut self.cmd, &mut self.scratch, parts);
         self
     }
 
@@ -137,7 +126,7 @@ impl<'s> ScriptCall<'s> {
     /// Add an argument (`ARGV[n]`) given as its parts.
     pub(crate) fn arg_of(&mut self, parts: &[&str]) -> &mut Self {
         debug_assert_eq!(self.keys, self.nkeys, "an argument before every key");
-        write_parts(&mut self.cmd, parts);
+        write_parts(&mut self.cmd, &mut self.scratch, parts);
         self
     }
 
@@ -178,7 +167,7 @@ impl<'s> ScriptCall<'s> {
 
 #[cfg(test)]
 mod tests {
-    /// Parts make one argument, whether they fit the stack buffer or not.
+    /// Parts make one argument, short or long, whatever the scratch buffer held before.
     #[test]
     fn parts_make_one_argument_short_or_long() {
         let long = "x".repeat(300);
@@ -188,9 +177,10 @@ mod tests {
             &[&long[..256]],
             &[],
         ];
+        let mut scratch = Vec::new();
         for parts in cases {
             let mut cmd = redis::Cmd::new();
-            super::write_parts(&mut cmd, parts);
+            super::write_parts(&mut cmd, &mut scratch, parts);
             let args: Vec<Vec<u8>> = cmd
                 .args_iter()
                 .map(|a| match a {
