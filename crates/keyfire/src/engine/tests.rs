@@ -122,15 +122,19 @@ async fn claim(fx: &Fixture, id: &str, at: i64) -> Claimed {
         .expect("claimed")
 }
 
-/// Run a claimed firing on the runner; the outcome it queued for the completer.
-async fn run(fx: &mut Fixture, c: Claimed) -> Done {
-    let permit = fx
-        .engine
+/// A free run permit of the node.
+fn run_permit(fx: &Fixture) -> tokio::sync::OwnedSemaphorePermit {
+    fx.engine
         .executor
         .permits
         .clone()
         .try_acquire_owned()
-        .unwrap();
+        .expect("a free run permit")
+}
+
+/// Run a claimed firing on the runner; the outcome it queued for the completer.
+async fn run(fx: &mut Fixture, c: Claimed) -> Done {
+    let permit = run_permit(fx);
     fx.engine.runner.clone().execute(permit, c, 0).await;
     fx.queues.completions[0]
         .try_recv()
@@ -557,16 +561,9 @@ async fn the_lease_loop_renews_a_run_and_cancels_it_once_its_lease_is_lost() {
 async fn a_short_run_ends_in_the_claiming_task_and_one_that_waits_gets_its_own() {
     let mut fx = fixture(None).await;
     let start = |fx: &Fixture, c: Claimed| {
-        let permit = fx
-            .engine
-            .executor
-            .permits
-            .clone()
-            .try_acquire_owned()
-            .unwrap();
         fx.engine
             .runner
-            .start_run(permit, c, Kind::Scheduled, Source::Sweep, 0);
+            .start_run(run_permit(fx), c, Kind::Scheduled, Source::Sweep, 0);
     };
     let runs = |fx: &Fixture| fx.engine.core.runs.len();
     assert!(!fx.engine.executor.run_time.short(), "no run ended yet");

@@ -4,10 +4,18 @@ use std::time::Duration;
 
 use keyfire::JobSpec;
 use keyfire::job::RetrySpec;
-use keyfire::store::JobStatus;
+use keyfire::store::{JobStatus, RunRecord};
 use keyfire_testkit::wait;
 use keyfire_testkit::world::World;
 use serde_json::json;
+
+/// Each run's outcome, attempt and fate, oldest first.
+fn outcomes(runs: &[RunRecord]) -> Vec<(&str, u32, Option<&str>)> {
+    runs.iter()
+        .rev()
+        .map(|r| (r.outcome.as_str(), r.attempt, r.fate.as_deref()))
+        .collect()
+}
 
 fn fixed(max_attempts: u32, interval: &str) -> RetrySpec {
     RetrySpec {
@@ -49,13 +57,8 @@ async fn failing_twice_then_succeeding_takes_three_spaced_attempts() {
         );
     }
     let runs = client.runs("flaky", 10).await.unwrap();
-    let outcomes: Vec<(&str, u32, Option<&str>)> = runs
-        .iter()
-        .rev()
-        .map(|r| (r.outcome.as_str(), r.attempt, r.fate.as_deref()))
-        .collect();
     assert_eq!(
-        outcomes,
+        outcomes(&runs),
         [
             ("failed", 1, Some("retry")),
             ("failed", 2, Some("retry")),
@@ -464,13 +467,8 @@ async fn a_panicking_handler_fails_its_attempt_and_is_retried() {
         assert_eq!(seen.len(), 1, "{id}: the second attempt ran once");
         assert_eq!(seen[0].attempt, 2, "{id}");
         let runs = client.runs(&id, 10).await.unwrap();
-        let outcomes: Vec<(&str, u32, Option<&str>)> = runs
-            .iter()
-            .rev()
-            .map(|r| (r.outcome.as_str(), r.attempt, r.fate.as_deref()))
-            .collect();
         assert_eq!(
-            outcomes,
+            outcomes(&runs),
             [("failed", 1, Some("retry")), ("ok", 2, Some("done"))],
             "{id}"
         );
