@@ -100,32 +100,41 @@ impl<'s> ScriptCall<'s> {
         }
     }
 
-    /// Add a key (`KEYS[n]`).
-    pub(crate) fn key(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
+    /// Count a key about to be written (debug builds check it was declared).
+    fn next_key(&mut self) {
         debug_assert!(self.keys < self.nkeys, "more keys than declared");
         self.keys += 1;
+    }
+
+    /// Debug builds check that every key was written before an argument is.
+    fn after_keys(&self) {
+        debug_assert_eq!(self.keys, self.nkeys, "an argument before every key");
+    }
+
+    /// Add a key (`KEYS[n]`).
+    pub(crate) fn key(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
+        self.next_key();
         self.cmd.arg(key.as_ref());
         self
     }
 
     /// Add a key (`KEYS[n]`) given as its parts, such as [`Keys::parts`](super::keys::Keys::parts).
     pub(crate) fn key_of(&mut self, parts: &[&str]) -> &mut Self {
-        debug_assert!(self.keys < self.nkeys, "more keys than declared");
-        self.keys += 1;
+        self.next_key();
         write_parts(&mut self.cmd, &mut self.scratch, parts);
         self
     }
 
     /// Add an argument (`ARGV[n]`), after every key.
     pub(crate) fn arg<T: redis::ToRedisArgs>(&mut self, arg: T) -> &mut Self {
-        debug_assert_eq!(self.keys, self.nkeys, "an argument before every key");
+        self.after_keys();
         self.cmd.arg(arg);
         self
     }
 
     /// Add an argument (`ARGV[n]`) given as its parts.
     pub(crate) fn arg_of(&mut self, parts: &[&str]) -> &mut Self {
-        debug_assert_eq!(self.keys, self.nkeys, "an argument before every key");
+        self.after_keys();
         write_parts(&mut self.cmd, &mut self.scratch, parts);
         self
     }
@@ -135,7 +144,7 @@ impl<'s> ScriptCall<'s> {
         &mut self,
         build: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
     ) -> Result<&mut Self, E> {
-        debug_assert_eq!(self.keys, self.nkeys, "an argument before every key");
+        self.after_keys();
         self.scratch.clear();
         build(&mut self.scratch)?;
         self.cmd.arg(&self.scratch[..]);
@@ -148,13 +157,7 @@ impl<'s> ScriptCall<'s> {
         &self,
         con: &mut impl redis::aio::ConnectionLike,
     ) -> redis::RedisResult<T> {
-        if self.keys != self.nkeys {
-            return Err(redis::RedisError::from((
-                redis::ErrorKind::Client,
-                "script call built wrong",
-                format!("{} keys declared, {} written", self.nkeys, self.keys),
-            )));
-        }
+        self.check()?;
         match self.cmd.query_async(con).await {
             Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
                 self.script.load_async(con).await?;
@@ -163,10 +166,41 @@ impl<'s> ScriptCall<'s> {
             other => other,
         }
     }
+
+    /// Refused unless the keys written are those declared (the count sent with `EVALSHA`).
+    fn check(&self) -> redis::RedisResult<()> {
+        if self.keys == self.nkeys {
+            return Ok(());
+        }
+        Err(redis::RedisError::from((
+            redis::ErrorKind::Client,
+            "script call built wrong",
+            format!("{} keys declared, {} written", self.nkeys, self.keys),
+        )))
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::ScriptCall;
+
+    /// A call whose keys are fewer than declared is refused before it is sent; one with
+    /// every key declared written is not.
+    #[test]
+    fn a_call_with_fewer_keys_than_declared_is_refused() {
+        let script = redis::Script::new("return 1");
+        let mut short = ScriptCall::sized(&script, 2, 1, 0, 0);
+        short.key("a");
+        let err = short.check().expect_err("one key of two");
+        assert!(
+            err.to_string().contains("2 keys declared, 1 written"),
+            "{err}"
+        );
+        let mut whole = ScriptCall::sized(&script, 2, 1, 1, 8);
+        whole.key("a").key_of(&["b", ":", "c"]).arg("x");
+        assert!(whole.check().is_ok());
+    }
+
     /// Parts make one argument, short or long, whatever the scratch buffer held before.
     #[test]
     fn parts_make_one_argument_short_or_long() {
