@@ -619,3 +619,75 @@ async fn a_short_run_ends_in_the_claiming_task_and_one_that_waits_gets_its_own()
     assert_eq!(done.job_id(), "held");
     assert_eq!(done.record.outcome, "ok");
 }
+
+/// A short run that ends in the claiming task with no permit to record free keeps its run
+/// permit and waits for one in a task of its own; its outcome is queued once one is given
+/// back. With its shard's completer stopped, such a run records its outcome itself.
+#[tokio::test]
+async fn a_short_run_waits_for_a_permit_to_record_and_records_itself_past_a_stopped_completer() {
+    let mut fx = fixture(None).await;
+    let executor = fx.engine.executor.clone();
+    executor
+        .run_time
+        .record(std::time::Duration::from_micros(300));
+    let free_runs = executor.permits.available_permits();
+    let all = executor.record_permits.available_permits() as u32;
+    let held = executor
+        .record_permits
+        .clone()
+        .try_acquire_many_owned(all)
+        .expect("every permit to record");
+
+    let at = one_shot(&fx, "waits", -1_000, None).await;
+    let c = claim(&fx, "waits", at).await;
+    fx.engine
+        .runner
+        .start_run(run_permit(&fx), c, Kind::Scheduled, Source::Sweep, 0);
+    assert_eq!(
+        fx.ran.try_recv().ok(),
+        Some(crate::store::firing_id("waits", at)),
+        "it ran in the claiming task"
+    );
+    assert_eq!(fx.engine.core.runs.len(), 1, "waiting in a task of its own");
+    tokio::task::yield_now().await;
+    assert!(
+        fx.queues.completions[0].try_recv().is_err(),
+        "not queued while no permit to record is free"
+    );
+    assert_eq!(
+        executor.permits.available_permits(),
+        free_runs - 1,
+        "its run permit is kept meanwhile"
+    );
+    drop(held);
+    let done = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        fx.queues.completions[0].recv(),
+    )
+    .await
+    .expect("queued once a permit to record is free")
+    .expect("an outcome");
+    assert_eq!(done.job_id(), "waits");
+    assert_eq!(executor.permits.available_permits(), free_runs);
+    assert_eq!(executor.record_permits.available_permits() as u32, all - 1);
+    drop(done);
+
+    // The completers stopped: the run records its outcome itself.
+    fx.queues.completions.clear();
+    let at = one_shot(&fx, "itself", -1_000, None).await;
+    let c = claim(&fx, "itself", at).await;
+    fx.engine
+        .runner
+        .start_run(run_permit(&fx), c, Kind::Scheduled, Source::Sweep, 0);
+    fx.engine.core.runs.close();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        fx.engine.core.runs.wait(),
+    )
+    .await
+    .expect("the run's task ends");
+    let runs = fx.client.store().runs("itself", 10).await.unwrap();
+    assert_eq!(runs.len(), 1, "recorded: {runs:?}");
+    assert_eq!(runs[0].outcome, "ok");
+    assert_eq!(executor.record_permits.available_permits() as u32, all);
+}
