@@ -60,6 +60,8 @@ impl Queue {
         check_wait(wait)?;
         let end = tokio::time::Instant::now() + wait;
         let mut backoff = Backoff::new();
+        // Rounds in a row whose candidates other pops took first (see `skip_after`).
+        let mut collided = 0;
         loop {
             // The partitions in turn, from a start that moves on with each pop, so that no
             // partition is served before the others for long.
@@ -70,11 +72,18 @@ impl Queue {
                 self.pop_by_priority(topic, &lanes, start, max, &mut acc)
                     .await?;
             }
+            // A topic that holds priorities reads every lane from its head (its highest first).
+            let skip_ahead = !self.is_prioritized(topic);
             if acc.out.is_empty() {
                 for i in 0..lanes.len() {
                     let lane = &lanes[(start + i) % lanes.len()];
-                    self.pop_lane(topic, lane, max - acc.out.len(), 0, &mut acc)
-                        .await?;
+                    let want = max - acc.out.len();
+                    let skip = if skip_ahead {
+                        skip_after(collided, want)
+                    } else {
+                        0
+                    };
+                    self.pop_lane(topic, lane, want, 0, skip, &mut acc).await?;
                     if acc.out.len() >= max {
                         break;
                     }
@@ -90,6 +99,7 @@ impl Queue {
             }
             if left > 0 {
                 // Others took the candidates read: read the heads again.
+                collided += 1;
                 continue;
             }
             let remaining = end.saturating_duration_since(tokio::time::Instant::now());
@@ -102,17 +112,19 @@ impl Queue {
         }
     }
 
-    /// Pop up to `want` tasks of one lane, none of a priority below `floor`, into `acc`.
+    /// Pop up to `want` tasks of one lane, none of a priority below `floor`, into `acc`; its
+    /// candidates read `skip` places behind the head of the ready set (see `skip_after`).
     async fn pop_lane(
         &self,
         topic: &str,
         lane: &Lane,
         want: usize,
         floor: u8,
+        skip: usize,
         acc: &mut Popped,
     ) -> Result<()> {
         let candidates = self
-            .read_candidates(lane, want + want.clamp(16, 256))
+            .read_candidates(lane, skip, want + want.clamp(16, 256))
             .await?;
         let reply = self.pop_script(lane, want, floor, &candidates).await?;
         if reply.paused {
@@ -178,7 +190,7 @@ impl Queue {
                 .max()
                 .unwrap_or(0);
             let before = acc.out.len();
-            self.pop_lane(topic, &lanes[best], max - before, floor, acc)
+            self.pop_lane(topic, &lanes[best], max - before, floor, 0, acc)
                 .await?;
             if acc.out.len() == before || acc.out.len() >= max {
                 return Ok(());
@@ -187,10 +199,15 @@ impl Queue {
         Ok(())
     }
 
-    /// The head of a lane's ready set (`n` ids), after taking back the expired reservations at
-    /// the head of its reserved set (those made ready are candidates too).
-    async fn read_candidates(&self, lane: &Lane, n: usize) -> Result<Vec<String>> {
-        let (mut candidates, reserved, now) = self.read_heads(lane, n, CANDIDATES).await?;
+    /// The head of a lane's ready set (`n` ids from `skip` places behind it, or from the head
+    /// when there are none that far or the head is of a priority), after taking back the expired reservations at the head
+    /// of its reserved set (those made ready are candidates too).
+    async fn read_candidates(&self, lane: &Lane, skip: usize, n: usize) -> Result<Vec<String>> {
+        let heads = self.read_heads(lane, skip, n, CANDIDATES).await?;
+        let (mut candidates, reserved, now) = (heads.ready, heads.reserved, heads.now);
+        if skip > 0 && (candidates.is_empty() || heads.prioritized) {
+            candidates = self.read_ready_head(lane, n).await?;
+        }
         let expired: Vec<String> = reserved
             .into_iter()
             .filter(|(_, deadline)| *deadline as i64 <= now)
@@ -295,5 +312,81 @@ impl Queue {
             .touch_script(&lane, id, token, ttr.map(duration_ms))
             .await?;
         fenced(id, &reply).map(instant)
+    }
+}
+
+/// Where a pop reads its candidates after `collided` rounds in a row found them taken by
+/// other pops (concurrent consumers read the same head, and all but one or two of them found
+/// every candidate gone, a script call for nothing each): its first round reads the head
+/// (the longest ready first); after a collision, a random multiple of `want` places behind
+/// it, spread wider as collisions repeat (up to 8 pops' worth), so that the pops racing for
+/// one head take tasks side by side instead. What is skipped is what the others are taking.
+/// Not for a topic that holds priorities, whose pops take its highest first.
+fn skip_after(collided: usize, want: usize) -> usize {
+    if collided == 0 {
+        return 0;
+    }
+    want * rand::random_range(1..=(2 * collided).min(8))
+}
+
+#[cfg(test)]
+mod tests {
+    use keyfire_testkit::RedisServer;
+    use serde_json::json;
+
+    use super::*;
+    use crate::config::Settings;
+    use crate::queue::NewTask;
+    use crate::store::Store;
+
+    #[test]
+    fn a_first_round_reads_the_head_and_a_collision_a_multiple_of_want_behind_it() {
+        assert_eq!(skip_after(0, 50), 0);
+        for collided in 1..12 {
+            let most = 50 * (2 * collided).min(8);
+            for _ in 0..200 {
+                let skip = skip_after(collided, 50);
+                assert!(
+                    skip.is_multiple_of(50) && (50..=most).contains(&skip),
+                    "{skip}"
+                );
+            }
+        }
+        // Spread: eight pops that collided twice do not all read at one place.
+        let places: std::collections::HashSet<usize> = (0..64).map(|_| skip_after(2, 10)).collect();
+        assert!(places.len() > 1, "{places:?}");
+    }
+
+    /// A read behind the head gets the ids there; from the head again when the ready set is
+    /// shorter than the skip, or when its head is of a priority (a pop takes those first).
+    #[tokio::test]
+    async fn a_read_behind_the_head_falls_back_to_it_when_short_or_when_the_head_has_a_priority() {
+        let redis = RedisServer::start().expect("start redis-server");
+        let mut settings = Settings::default();
+        settings.redis.url = redis.url();
+        let q = Queue::new(Store::open(&settings.redis).await.expect("open the store"));
+        for i in 0..10 {
+            q.add_task(NewTask::new("q", json!(i)).id(format!("t{i:02}")))
+                .await
+                .unwrap();
+        }
+        let lanes = q.lanes("q", false).await.unwrap();
+        let lane = &lanes[0];
+        let ids = |v: Vec<String>| v.join(" ");
+
+        let read = q.read_candidates(lane, 0, 3).await.unwrap();
+        assert_eq!(ids(read), "t00 t01 t02");
+        let read = q.read_candidates(lane, 4, 3).await.unwrap();
+        assert_eq!(ids(read), "t04 t05 t06", "behind the head");
+        let read = q.read_candidates(lane, 8, 3).await.unwrap();
+        assert_eq!(ids(read), "t08 t09", "what there is that far");
+        let read = q.read_candidates(lane, 20, 3).await.unwrap();
+        assert_eq!(ids(read), "t00 t01 t02", "none that far: the head");
+
+        q.add_task(NewTask::new("q", json!("urgent")).id("p").priority(5))
+            .await
+            .unwrap();
+        let read = q.read_candidates(lane, 4, 3).await.unwrap();
+        assert_eq!(ids(read), "p t00 t01", "a priority at the head: the head");
     }
 }

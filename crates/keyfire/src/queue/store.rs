@@ -571,27 +571,56 @@ pub(super) type TopicRow = (u64, u64, u64, u64, HashMap<String, i64>);
 /// its counters.
 pub(super) type LaneStats = (u64, u64, u64, u64, Vec<(String, f64)>, Vec<Option<i64>>);
 
+/// What [`Queue::read_heads`] read of a lane.
+pub(super) struct Heads {
+    /// Ids of its ready set, from where the read started.
+    pub(super) ready: Vec<String>,
+    /// Its first reservations: id, deadline.
+    pub(super) reserved: Vec<(String, f64)>,
+    /// Redis's time, ms.
+    pub(super) now: i64,
+    /// A read that skipped: the head of its ready set is of a priority.
+    pub(super) prioritized: bool,
+}
+
 /// The queue's reads (no script: what they read may change right after, and every change
 /// goes through a script that checks again).
 impl Queue {
-    /// The first `ready` ids of a lane's ready set, its first `reserved` reservations (id,
-    /// deadline) and Redis's time (ms), in one round trip.
+    /// `ready` ids of a lane's ready set from `skip` places behind its head, its first
+    /// `reserved` reservations (id, deadline) and Redis's time (ms), in one round trip; with
+    /// `skip`, also whether the ready set's head is of a priority (then a pop must not skip).
     pub(super) async fn read_heads(
         &self,
         lane: &Lane,
+        skip: usize,
         ready: usize,
         reserved: usize,
-    ) -> Result<(Vec<String>, Vec<(String, f64)>, i64)> {
+    ) -> Result<Heads> {
         let k = lane.keys(self.store.shards());
         let n = lane.name();
-        type Heads = (Vec<String>, Vec<(String, f64)>, (i64, i64));
-        let (head, reserved, time): Heads = redis::pipe()
-            .zrange(k.qready(&n), 0, ready as isize - 1)
+        let mut pipe = redis::pipe();
+        pipe.zrange(k.qready(&n), skip as isize, (skip + ready) as isize - 1)
             .zrange_withscores(k.qreserved(&n), 0, reserved as isize - 1)
-            .cmd("TIME")
-            .query_async(&mut self.store.connection())
-            .await?;
-        Ok((head, reserved, crate::store::time_reply_ms(time)))
+            .cmd("TIME");
+        type Read = (Vec<String>, Vec<(String, f64)>, (i64, i64));
+        let ((ready, reserved, time), first): (Read, Vec<(String, f64)>) = if skip > 0 {
+            let (ready, reserved, time, first) = pipe
+                .zrange_withscores(k.qready(&n), 0, 0)
+                .query_async(&mut self.store.connection())
+                .await?;
+            ((ready, reserved, time), first)
+        } else {
+            (
+                pipe.query_async(&mut self.store.connection()).await?,
+                Vec::new(),
+            )
+        };
+        Ok(Heads {
+            ready,
+            reserved,
+            now: crate::store::time_reply_ms(time),
+            prioritized: first.first().is_some_and(|(_, score)| *score < 0.0),
+        })
     }
 
     /// The first `n` reservations (id, deadline) of a lane and Redis's time (ms).
