@@ -17,6 +17,9 @@ assert(#KEYS >= 2 and #ARGV == 1 + 2 * (#KEYS - 2), 'finish: wrong arity')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local retention = tonumber(ARGV[1])
+-- Written per task as text, formatted once ('%d': a Lua number passed to redis.call is
+-- written with a float's format).
+local now_s = string.format('%d', now)
 local reply = {now}
 local gone = {}
 for i = 3, #KEYS do
@@ -40,9 +43,9 @@ for i = 3, #KEYS do
     if retention <= 0 then
       redis.call('DEL', KEYS[i])
     else
-      redis.call('HSET', KEYS[i], 'state', 'done', 'finished_at', now)
+      redis.call('HSET', KEYS[i], 'state', 'done', 'finished_at', now_s)
       redis.call('HDEL', KEYS[i], 'payload', 'deadline')
-      redis.call('PEXPIRE', KEYS[i], retention)
+      redis.call('PEXPIRE', KEYS[i], ARGV[1])
     end
   end
   reply[#reply + 1] = code

@@ -39,7 +39,20 @@ if redis.call('HEXISTS', KEYS[4], 'paused') == 1 then
   local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
   return {0, now, 0, tonumber(first[2]) or -1, 1}
 end
-local out = {}
+-- Numbers written per task as text, each value formatted once per call ('%d': a Lua number
+-- passed to redis.call is written with a float's format, which cost more than the rest of a
+-- reservation's Lua); a value with a fraction is passed as the number it is.
+local texts = {}
+local function text(x)
+  local t = texts[x]
+  if t == nil then
+    if x == math.floor(x) then t = string.format('%d', x) else t = x end
+    texts[x] = t
+  end
+  return t
+end
+-- The reply's head is filled in at the end; the tasks taken are written straight after it.
+local reply = {0, now, 0, -1, 0}
 local taken = 0
 if #KEYS > 5 then
   local ids = {}
@@ -68,31 +81,44 @@ if #KEYS > 5 then
         local ttr = tonumber(f[2]) or tonumber(ARGV[3])
         local deadline = now + ttr
         local token = ARGV[2 * i + 5]
-        local fields = {'state', 'reserved', 'token', token, 'reserved_at', now,
-          'deadline', deadline, 'deliveries', deliveries, 'ready_at', ready_at}
-        if not f[6] then
-          fields[#fields + 1] = 'max'
-          fields[#fields + 1] = ARGV[2]
+        local now_s, deadline_s, deliveries_s, ready_s = text(now), text(deadline),
+          text(deliveries), text(ready_at)
+        -- A record that stores both its max deliveries and ttr, or neither (an add writes them
+        -- only when given): one call, with no table of fields.
+        if f[6] and f[2] then
+          redis.call('HSET', key, 'state', 'reserved', 'token', token, 'reserved_at', now_s,
+            'deadline', deadline_s, 'deliveries', deliveries_s, 'ready_at', ready_s)
+        elseif not f[6] and not f[2] then
+          redis.call('HSET', key, 'state', 'reserved', 'token', token, 'reserved_at', now_s,
+            'deadline', deadline_s, 'deliveries', deliveries_s, 'ready_at', ready_s,
+            'max', ARGV[2], 'ttr', text(ttr))
+        else
+          local fields = {'state', 'reserved', 'token', token, 'reserved_at', now_s,
+            'deadline', deadline_s, 'deliveries', deliveries_s, 'ready_at', ready_s}
+          if not f[6] then
+            fields[#fields + 1] = 'max'
+            fields[#fields + 1] = ARGV[2]
+          end
+          if not f[2] then
+            fields[#fields + 1] = 'ttr'
+            fields[#fields + 1] = text(ttr)
+          end
+          redis.call('HSET', key, unpack(fields))
         end
-        if not f[2] then
-          fields[#fields + 1] = 'ttr'
-          fields[#fields + 1] = ttr
-        end
-        redis.call('HSET', key, unpack(fields))
-        reserved[#reserved + 1] = deadline
+        reserved[#reserved + 1] = deadline_s
         reserved[#reserved + 1] = ids[i]
+        local n = 5 + 10 * taken
         taken = taken + 1
-        local n = #out
-        out[n + 1] = ids[i]
-        out[n + 2] = f[3] or 'null'
-        out[n + 3] = deliveries
-        out[n + 4] = ttr
-        out[n + 5] = tonumber(f[4]) or now
-        out[n + 6] = ready_at
-        out[n + 7] = deadline
-        out[n + 8] = token
-        out[n + 9] = f[7] or ''
-        out[n + 10] = level
+        reply[n + 1] = ids[i]
+        reply[n + 2] = f[3] or 'null'
+        reply[n + 3] = deliveries
+        reply[n + 4] = ttr
+        reply[n + 5] = tonumber(f[4]) or now
+        reply[n + 6] = ready_at
+        reply[n + 7] = deadline
+        reply[n + 8] = token
+        reply[n + 9] = f[7] or ''
+        reply[n + 10] = level
       end
     end
   end
@@ -117,6 +143,5 @@ if first[2] then
   earliest = tonumber(first[2])
   if taken > 0 then redis.call('ZADD', KEYS[5], 'LT', earliest, ARGV[4]) end
 end
-local reply = {taken, now, left, earliest, 0}
-for _, v in ipairs(out) do reply[#reply + 1] = v end
+reply[1], reply[3], reply[4] = taken, left, earliest
 return reply

@@ -28,13 +28,16 @@ if redis.call('HEXISTS', KEYS[7], 'prio') == 1 then
     local score = tonumber(got[i + 1])
     local pri = math.floor((score - math.floor(score)) * 16 + 0.5)
     due[#due + 1] = got[i]
-    pairs_[#pairs_ + 1] = now - pri * 17592186044416
+    pairs_[#pairs_ + 1] = string.format('%d', now - pri * 17592186044416)
     pairs_[#pairs_ + 1] = got[i]
   end
 else
   due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+  -- The score as text, formatted once ('%d': a Lua number passed to redis.call is written
+  -- with a float's format, per task).
+  local now_s = string.format('%d', now)
   for i, id in ipairs(due) do
-    pairs_[2 * i - 1] = now
+    pairs_[2 * i - 1] = now_s
     pairs_[2 * i] = id
   end
 end
