@@ -51,6 +51,18 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local topic = ARGV[1]
 local reply = {now}
+-- Numbers written per task as text, each value formatted once per call ('%d': a Lua number
+-- passed to redis.call is written with a float's format); a value with a fraction (a
+-- priority's share of a delayed score) is passed as the number it is.
+local texts = {}
+local function text(x)
+  local t = texts[x]
+  if t == nil then
+    if x == math.floor(x) then t = string.format('%d', x) else t = x end
+    texts[x] = t
+  end
+  return t
+end
 if dedup then
   local holder = redis.call('GET', dedup)
   if holder and holder ~= ARGV[14] then return {now, -2, holder, 0} end
@@ -72,7 +84,7 @@ for i = 7, last do
   else
     local due = tonumber(ARGV[a + 5])
     if ARGV[a + 4] == 'delay' then due = now + due end
-    local record = {'state', 'delayed', 'topic', topic, 'payload', ARGV[a + 1], 'due', due}
+    local record = {'state', 'delayed', 'topic', topic, 'payload', ARGV[a + 1], 'due', text(due)}
     if ARGV[a + 2] ~= '' then
       record[#record + 1] = 'ttr'
       record[#record + 1] = ARGV[a + 2]
@@ -92,7 +104,7 @@ for i = 7, last do
     end
     if due ~= now then
       record[#record + 1] = 'c'
-      record[#record + 1] = due - now
+      record[#record + 1] = text(due - now)
     end
     if batch then
       record[#record + 1] = 'batch'
@@ -102,10 +114,10 @@ for i = 7, last do
     if due > now then
       redis.call('HSET', KEYS[i], unpack(record))
       if pri > 0 then
-        delayed[#delayed + 1] = due + pri / 16
+        delayed[#delayed + 1] = text(due + pri / 16)
         prio = true
       else
-        delayed[#delayed + 1] = due
+        delayed[#delayed + 1] = text(due)
       end
       delayed[#delayed + 1] = id
       if not earliest or due < earliest then earliest = due end
@@ -114,9 +126,9 @@ for i = 7, last do
     else
       record[2] = 'ready'
       record[#record + 1] = 'ready_at'
-      record[#record + 1] = now
+      record[#record + 1] = text(now)
       redis.call('HSET', KEYS[i], unpack(record))
-      ready[#ready + 1] = now - pri * 17592186044416
+      ready[#ready + 1] = text(now - pri * 17592186044416)
       ready[#ready + 1] = id
       reply[#reply + 1] = 1
       reply[#reply + 1] = 'ready'
