@@ -200,8 +200,9 @@ impl Queue {
     }
 
     /// The head of a lane's ready set (`n` ids from `skip` places behind it, or from the head
-    /// when there are none that far or the head is of a priority), after taking back the expired reservations at the head
-    /// of its reserved set (those made ready are candidates too).
+    /// when there are none that far or the head is of a priority), after taking back the
+    /// expired reservations at the head of its reserved set (those made ready are candidates
+    /// too).
     async fn read_candidates(&self, lane: &Lane, skip: usize, n: usize) -> Result<Vec<String>> {
         let heads = self.read_heads(lane, skip, n, CANDIDATES).await?;
         let (mut candidates, reserved, now) = (heads.ready, heads.reserved, heads.now);
