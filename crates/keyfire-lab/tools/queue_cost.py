@@ -35,14 +35,22 @@ def run(srv, src, n, pop):
     r = srv.r
     r.flushall()
     lua = lambda path: open(os.path.join(src, path)).read()
-    fanin = lua('store/lua/fanin_lib.lua')
-    add = r.register_script(lua('queue/lua/add.lua'))
-    promote = r.register_script(lua('queue/lua/promote.lua'))
-    pop_lua = r.register_script(lua('queue/lua/pop.lua'))
-    # fanin_lib.lua prepended, the script's flags line first (as the store loads it).
-    head, _, body = lua('queue/lua/finish.lua').partition('\n')
-    finish = r.register_script(head + '\n' + fanin + body if head.startswith('#!') else
-                               fanin + head + '\n' + body)
+
+    def load(path, lib=None):
+        # A library prepended, the script's flags line first (as the store loads them); a
+        # library a tree does not have (an older one) is left out.
+        text = lua(path)
+        if lib is None or not os.path.exists(os.path.join(src, lib)):
+            return r.register_script(text)
+        head, _, body = text.partition('\n')
+        if head.startswith('#!'):
+            return r.register_script(head + '\n' + lua(lib) + body)
+        return r.register_script(lua(lib) + text)
+
+    add = load('queue/lua/add.lua', 'queue/lua/text_lib.lua')
+    promote = load('queue/lua/promote.lua')
+    pop_lua = load('queue/lua/pop.lua', 'queue/lua/text_lib.lua')
+    finish = load('queue/lua/finish.lua', 'store/lua/fanin_lib.lua')
     ids = [f't{i:05}' for i in range(n)]
     task = lambda i: f'{P}:q:task:{i}'
     out = {}

@@ -20,9 +20,9 @@ use super::{DEFAULT_MAX_DELIVERIES, DEFAULT_TTR, NOTIFY_CAP, PROMOTE_BATCH, Queu
 use crate::error::{Error, Result};
 use crate::store::{DueFrom, script};
 
-script!(ADD, "add.lua");
+script!(ADD, "text_lib.lua" + "add.lua");
 script!(PROMOTE, "promote.lua");
-script!(POP, "pop.lua");
+script!(POP, "text_lib.lua" + "pop.lua");
 script!(FINISH, "../../store/lua/fanin_lib.lua" + "finish.lua");
 script!(REQUEUE, "../../store/lua/fanin_lib.lua" + "requeue.lua");
 script!(TOUCH, "touch.lua");

@@ -51,18 +51,7 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local topic = ARGV[1]
 local reply = {now}
--- Numbers written per task as text, each value formatted once per call ('%d': a Lua number
--- passed to redis.call is written with a float's format); a value with a fraction (a
--- priority's share of a delayed score) is passed as the number it is.
-local texts = {}
-local function text(x)
-  local t = texts[x]
-  if t == nil then
-    if x == math.floor(x) then t = string.format('%d', x) else t = x end
-    texts[x] = t
-  end
-  return t
-end
+-- Numbers written per task go through `text` (text_lib.lua, prepended).
 if dedup then
   local holder = redis.call('GET', dedup)
   if holder and holder ~= ARGV[14] then return {now, -2, holder, 0} end

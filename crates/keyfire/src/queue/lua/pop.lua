@@ -39,18 +39,7 @@ if redis.call('HEXISTS', KEYS[4], 'paused') == 1 then
   local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
   return {0, now, 0, tonumber(first[2]) or -1, 1}
 end
--- Numbers written per task as text, each value formatted once per call ('%d': a Lua number
--- passed to redis.call is written with a float's format, which cost more than the rest of a
--- reservation's Lua); a value with a fraction is passed as the number it is.
-local texts = {}
-local function text(x)
-  local t = texts[x]
-  if t == nil then
-    if x == math.floor(x) then t = string.format('%d', x) else t = x end
-    texts[x] = t
-  end
-  return t
-end
+-- Numbers written per task go through `text` (text_lib.lua, prepended).
 -- The reply's head is filled in at the end; the tasks taken are written straight after it.
 local reply = {0, now, 0, -1, 0}
 local taken = 0
