@@ -34,9 +34,9 @@ impl Scripts {
     /// The real ones but `finish.lua`.
     pub(crate) fn with_finish(finish: &str) -> Self {
         Scripts {
-            add: scripts::load(None, scripts::ADD),
+            add: scripts::load(Some(scripts::TEXT_LIB), scripts::ADD),
             promote: scripts::load(None, scripts::PROMOTE),
-            pop: scripts::load(None, scripts::POP),
+            pop: scripts::load(Some(scripts::TEXT_LIB), scripts::POP),
             touch: scripts::load(None, scripts::TOUCH),
             finish: scripts::load(Some(scripts::FANIN_LIB), finish),
             requeue: scripts::load(Some(scripts::FANIN_LIB), scripts::REQUEUE),

@@ -14,6 +14,8 @@ pub(crate) const LEDGER_LIB: &str = include_str!("../../../keyfire/src/store/lua
 /// The fan-in library `complete.lua`, `recover.lua` and the queue's `finish.lua` and
 /// `requeue.lua` are loaded with.
 pub(crate) const FANIN_LIB: &str = include_str!("../../../keyfire/src/store/lua/fanin_lib.lua");
+/// The number-formatting library the queue's `add.lua` and `pop.lua` are loaded with.
+pub(crate) const TEXT_LIB: &str = include_str!("../../../keyfire/src/queue/lua/text_lib.lua");
 /// `claim.lua`.
 pub(crate) const CLAIM: &str = include_str!("../../../keyfire/src/store/lua/claim.lua");
 /// `claim_retry.lua`.
